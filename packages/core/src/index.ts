@@ -1,0 +1,13 @@
+// @cascade/core: the kind-agnostic engine. See README.md.
+export * from './kind.ts';
+export * from './merge/cel.ts';
+export * from './merge/engine.ts';
+export * from './merge/fold.ts';
+export * from './merge/normalize.ts';
+export * from './merge/order.ts';
+export * from './merge/policy.ts';
+export * from './status/conditions.ts';
+export * from './topology/hostnames.ts';
+export * from './topology/selectors.ts';
+export * from './topology/topology.ts';
+export * from './topology/types.ts';

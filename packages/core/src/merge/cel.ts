@@ -1,0 +1,41 @@
+// D/O conditions: CEL over the lower effective policy (`self`). Parsing happens once per policy
+// revision; evaluation errors are returned, never thrown, so they can become status messages.
+import { Environment } from '@marcbachmann/cel-js';
+
+const env = new Environment({ unlistedVariablesAreDyn: true });
+
+export interface CompiledCondition {
+  source: string;
+  evaluate(self: unknown): { ok: true; value: boolean } | { ok: false; error: string };
+}
+
+function firstLine(e: unknown): string {
+  const msg = e instanceof Error ? e.message : String(e);
+  return msg.split('\n')[0] ?? msg;
+}
+
+/** Parses a condition; returns a message when it does not parse. */
+export function compileCondition(source: string): CompiledCondition | { error: string } {
+  let program: (ctx: Record<string, unknown>) => unknown;
+  try {
+    program = env.parse(source) as unknown as (ctx: Record<string, unknown>) => unknown;
+  } catch (e) {
+    return { error: `does not parse: ${firstLine(e)}` };
+  }
+  return {
+    source,
+    evaluate(self) {
+      try {
+        const v = program({ self });
+        if (typeof v !== 'boolean') return { ok: false, error: `evaluates to ${typeof v}, not bool` };
+        return { ok: true, value: v };
+      } catch (e) {
+        return { ok: false, error: firstLine(e) };
+      }
+    },
+  };
+}
+
+export function isCompiled(c: CompiledCondition | { error: string }): c is CompiledCondition {
+  return 'evaluate' in c;
+}

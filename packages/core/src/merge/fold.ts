@@ -1,0 +1,230 @@
+// The D/O fold for one path: policies are merged from the least established (most specific) to the
+// most established, each policy's defaults (or bare intent) before its overrides, exactly as the
+// Kuadrant D/O RFC's merge algorithm reads:
+//   defaults  B into p: drop from B what p.unset names; if p is empty take B; else atomic: keep p;
+//             merge: add each rule of B that p lacks.
+//   overrides B into p: atomic: p := B; merge: p[r] := r for each rule of B.
+//   a block with a condition applies only where the CEL condition holds against p (`self`).
+// Every rule keeps its provenance, and every rule that lost is recorded with who beat it.
+import type { RuleSection } from '../kind.ts';
+import type { Level } from '../topology/types.ts';
+import type { ChainLink } from './order.ts';
+import { type PolicyRef, policyName, type RuleBlock, type RuleOrigin } from './policy.ts';
+
+export interface EffectiveRule {
+  key: string;
+  section: string;
+  name: string;
+  value: unknown;
+  source: PolicyRef;
+  as: RuleOrigin;
+  level: Level;
+  /** Block context of the rule's own policy (e.g. its top-level request predicates). */
+  context?: Record<string, unknown>;
+  /** Rules with the same key that this one beat. */
+  replaced: LostRule[];
+}
+
+export type LossReason = 'overridden' | 'superseded' | 'unset';
+
+export interface LostRule {
+  key: string;
+  source: PolicyRef;
+  as: RuleOrigin;
+  /** The policies whose rules beat it (several for an atomic default beaten by a lower rule set). */
+  by: PolicyRef[];
+  reason: LossReason;
+}
+
+export type StepOutcome = 'applied' | 'ignored' | 'condition-false' | 'condition-error';
+
+export interface FoldStep {
+  policy: PolicyRef;
+  level: Level;
+  block: RuleOrigin;
+  strategy: 'atomic' | 'merge';
+  outcome: StepOutcome;
+  detail: string;
+}
+
+export interface RefusedUnset {
+  key: string;
+  /** The policy whose `unset` named it. */
+  by: PolicyRef;
+  /** The policy whose override it is. */
+  override: PolicyRef;
+}
+
+export interface ChainResult {
+  /** Effective rules by `<section>.<name>`, in key order. */
+  rules: ReadonlyMap<string, EffectiveRule>;
+  lost: LostRule[];
+  steps: FoldStep[];
+  refusedUnsets: RefusedUnset[];
+  conditionErrors: { policy: PolicyRef; block: RuleOrigin; message: string }[];
+  /** Every policy on the chain, least established first. */
+  sources: PolicyRef[];
+}
+
+/** Whether an `unset` entry names a rule key: `section.name`, or a bare `name` for any section. */
+function unsetNames(entry: string, key: string, name: string): boolean {
+  return entry === key || entry === name;
+}
+
+/** The lower effective policy rendered back into the kind's rule-set shape, as `self` for CEL. */
+export function renderRuleSet(
+  rules: Iterable<EffectiveRule>,
+  sections: readonly RuleSection[],
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const bySection = new Map(sections.map((s) => [s.name, s.path]));
+  for (const s of sections) {
+    let cur = out;
+    for (const p of s.path) cur = (cur[p] ??= {}) as Record<string, unknown>;
+  }
+  for (const r of rules) {
+    const path = bySection.get(r.section);
+    if (!path) continue;
+    let cur = out;
+    for (const p of path) cur = cur[p] as Record<string, unknown>;
+    cur[r.name] = r.value;
+  }
+  return out;
+}
+
+export function resolveChain(ordered: readonly ChainLink[], sections: readonly RuleSection[]): ChainResult {
+  let ep = new Map<string, EffectiveRule>();
+  const lost: LostRule[] = [];
+  const steps: FoldStep[] = [];
+  const refusedUnsets: RefusedUnset[] = [];
+  const conditionErrors: ChainResult['conditionErrors'] = [];
+  const unset: { entry: string; by: PolicyRef }[] = [];
+
+  const toRule = (link: ChainLink, block: RuleBlock, r: RuleBlock['rules'][number]): EffectiveRule => {
+    const e: EffectiveRule = {
+      key: r.key,
+      section: r.section,
+      name: r.name,
+      value: r.value,
+      source: link.policy.ref,
+      as: block.as,
+      level: link.level,
+      replaced: [],
+    };
+    if (block.context) e.context = block.context;
+    return e;
+  };
+  const lose = (r: EffectiveRule, by: PolicyRef[], reason: LossReason): LostRule => {
+    const l: LostRule = { key: r.key, source: r.source, as: r.as, by, reason };
+    lost.push(l);
+    return l;
+  };
+
+  for (const link of ordered) {
+    for (const block of link.policy.blocks) {
+      const step: FoldStep = {
+        policy: link.policy.ref,
+        level: link.level,
+        block: block.as,
+        strategy: block.strategy,
+        outcome: 'applied',
+        detail: '',
+      };
+      steps.push(step);
+      if (block.condition) {
+        const res = block.condition.evaluate(renderRuleSet(ep.values(), sections));
+        if (!res.ok) {
+          step.outcome = 'condition-error';
+          step.detail = `condition "${block.condition.source}" failed: ${res.error}`;
+          conditionErrors.push({ policy: link.policy.ref, block: block.as, message: res.error });
+          continue;
+        }
+        if (!res.value) {
+          step.outcome = 'condition-false';
+          step.detail = `condition "${block.condition.source}" is false`;
+          continue;
+        }
+      }
+      const incoming = block.rules.map((r) => toRule(link, block, r));
+      if (block.as === 'override') {
+        for (const r of incoming) {
+          for (const u of unset) {
+            if (unsetNames(u.entry, r.key, r.name))
+              refusedUnsets.push({ key: r.key, by: u.by, override: r.source });
+          }
+        }
+        if (block.strategy === 'atomic') {
+          const replacedByKey = new Map<string, LostRule>();
+          for (const old of ep.values())
+            replacedByKey.set(old.key, lose(old, [link.policy.ref], 'overridden'));
+          ep = new Map();
+          for (const r of incoming) {
+            const prev = replacedByKey.get(r.key);
+            if (prev) r.replaced.push(prev);
+            ep.set(r.key, r);
+          }
+          step.detail = `replaced the whole rule set with ${incoming.length} rule(s)`;
+        } else {
+          let replaced = 0;
+          for (const r of incoming) {
+            const old = ep.get(r.key);
+            if (old) {
+              r.replaced.push(lose(old, [link.policy.ref], 'overridden'));
+              replaced++;
+            }
+            ep.set(r.key, r);
+          }
+          step.detail = `set ${incoming.length} rule(s), ${replaced} of them replacing lower ones`;
+        }
+        continue;
+      }
+      // defaults and bare intent
+      const kept: EffectiveRule[] = [];
+      for (const r of incoming) {
+        const u = unset.find((x) => unsetNames(x.entry, r.key, r.name));
+        if (u) lose(r, [u.by], 'unset');
+        else kept.push(r);
+      }
+      const dropped = incoming.length - kept.length;
+      const unsetNote = dropped > 0 ? ` (${dropped} unset below)` : '';
+      if (ep.size === 0) {
+        for (const r of kept) ep.set(r.key, r);
+        step.detail = `no lower rules: took ${kept.length} rule(s)${unsetNote}`;
+      } else if (block.strategy === 'atomic') {
+        const owners = uniqueRefs([...ep.values()].map((r) => r.source));
+        for (const r of kept) {
+          const l = lose(r, owners, 'superseded');
+          ep.get(r.key)?.replaced.push(l);
+        }
+        step.outcome = kept.length > 0 ? 'ignored' : 'applied';
+        step.detail = `atomic default ignored: lower rules from ${owners.map(policyName).join(', ')} stand${unsetNote}`;
+      } else {
+        let added = 0;
+        for (const r of kept) {
+          const have = ep.get(r.key);
+          if (have) have.replaced.push(lose(r, [have.source], 'superseded'));
+          else {
+            ep.set(r.key, r);
+            added++;
+          }
+        }
+        step.detail = `merged: added ${added}, ${kept.length - added} already set below${unsetNote}`;
+      }
+    }
+    for (const entry of link.policy.unset) unset.push({ entry, by: link.policy.ref });
+  }
+
+  const sorted = new Map([...ep.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+  return {
+    rules: sorted,
+    lost,
+    steps,
+    refusedUnsets,
+    conditionErrors,
+    sources: ordered.map((l) => l.policy.ref),
+  };
+}
+
+function uniqueRefs(refs: PolicyRef[]): PolicyRef[] {
+  return [...new Set(refs)];
+}

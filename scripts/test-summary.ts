@@ -1,0 +1,37 @@
+// Sums the vitest JSON results of every project into the closing line CI reads.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+function hasTests(dir: string): boolean {
+  const walk = (d: string): boolean =>
+    readdirSync(d, { withFileTypes: true }).some((e) =>
+      e.isDirectory() ? e.name !== 'node_modules' && walk(join(d, e.name)) : e.name.endsWith('.test.ts'),
+    );
+  return walk(dir);
+}
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+const missing: string[] = [];
+for (const group of ['packages', 'tools']) {
+  for (const name of readdirSync(group)) {
+    const dir = join(group, name);
+    if (!existsSync(join(dir, 'package.json'))) continue;
+    const file = join(dir, '.vitest-results.json');
+    if (!existsSync(file)) {
+      if (hasTests(dir)) missing.push(dir);
+      continue;
+    }
+    const r = JSON.parse(readFileSync(file, 'utf8'));
+    passed += r.numPassedTests;
+    failed += r.numFailedTests;
+    skipped += r.numPendingTests + (r.numTodoTests ?? 0);
+  }
+}
+if (missing.length) console.log(`no test results from: ${missing.join(', ')}`);
+console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
+// In CI a skipped test is a failure: the real parts (API server, kernel) must have run.
+const skipFails = process.env.CI === 'true' && skipped > 0;
+if (skipFails) console.log('CI=true: skipped tests count as failures');
+process.exit(failed > 0 || missing.length > 0 || skipFails ? 1 : 0);
