@@ -51,6 +51,8 @@ export class PolicyEngine {
   private readonly dirtyPaths = new Set<string>();
   private readonly removedPaths = new Set<string>();
   private readonly dirtyPolicies = new Set<string>();
+  /** Per object key: the chain-key fragment of the policies attached there (cleared on change). */
+  private readonly groupKeys = new Map<string, string>();
   private nextSequence = 0;
 
   readonly kind: PolicyKind;
@@ -164,6 +166,7 @@ export class PolicyEngine {
 
   /** A change at a target touches its paths, and the status of every policy sharing a path with it. */
   private markTarget(key: string): void {
+    this.groupKeys.delete(key);
     for (const pk of this.topology.pathsThrough(key)) this.dirtyPaths.add(pk);
     for (const id of this.byTarget.get(key) ?? []) this.dirtyPolicies.add(id);
   }
@@ -204,10 +207,21 @@ export class PolicyEngine {
     return foldOrder(links);
   }
 
-  private chainKey(links: ChainLink[]): string {
-    let k = '';
-    for (const l of links) k += `${l.policy.id}@${this.policies.get(l.policy.id)!.revision}:${l.level};`;
-    return k;
+  /** Fragment of the chain key for one object key: attached policies and revisions, newest first. */
+  private groupKey(key: string): string {
+    let g = this.groupKeys.get(key);
+    if (g === undefined) {
+      g = '';
+      for (const p of this.attached(key).sort((a, b) => compareAge(b, a))) g += `${p.id}@${this.policies.get(p.id)!.revision},`;
+      this.groupKeys.set(key, g);
+    }
+    return g;
+  }
+
+  /** Identical keys mean identical ordered chains, hence identical fold results. */
+  private chainKey(path: PathRef): string {
+    const k = objectKeysOfPath(path);
+    return `${this.groupKey(k[4])}|${this.groupKey(k[3])}|${this.groupKey(k[2])}|${this.groupKey(k[1])}|${this.groupKey(k[0])}`;
   }
 
   /** Re-folds every dirty path. Returns what changed; idempotent when nothing is dirty. */
@@ -227,13 +241,12 @@ export class PolicyEngine {
       const path = this.topology.paths.get(pk);
       if (!path) continue;
       report.recomputed++;
-      const links = this.chainOf(path);
-      const ck = this.chainKey(links);
+      const ck = this.chainKey(path);
       const old = this.pathChain.get(pk);
       if (old === ck) continue;
       let cached = this.chains.get(ck);
       if (!cached) {
-        cached = { result: resolveChain(links, this.kind.sections), refs: 0 };
+        cached = { result: resolveChain(this.chainOf(path), this.kind.sections), refs: 0 };
         this.chains.set(ck, cached);
         report.folds++;
       }

@@ -11,7 +11,6 @@ import {
   type ListenerSpec,
   type NamespaceObject,
   type PathRef,
-  pathKey,
   type RouteObject,
   routeKey,
   ruleName,
@@ -24,6 +23,8 @@ export interface TopologyDelta {
   /** Object keys (see types.ts) whose existence changed: policies targeting them change state. */
   objects: string[];
 }
+
+const EMPTY: ReadonlySet<string> = new Set();
 
 const emptyDelta = (): TopologyDelta => ({ added: [], removed: [], objects: [] });
 
@@ -60,7 +61,7 @@ export class Topology {
   readonly routes = new Map<string, RouteObject>();
   readonly namespaces = new Map<string, NamespaceObject>();
   readonly paths = new Map<string, PathRef>();
-  /** Object key (class, gateway, gateway#listener, route, route#rule) -> path keys through it. */
+  /** Object key (class, gateway, gateway#listener) -> path keys through it. Routes use routePaths. */
   private readonly pathsByObject = new Map<string, Set<string>>();
   /** Gateway key -> keys of routes whose parentRefs name it (whether or not it exists yet). */
   private readonly routesByParent = new Map<string, Set<string>>();
@@ -68,7 +69,16 @@ export class Topology {
 
   /** Path keys through an object key; empty if none. */
   pathsThrough(objectKey: string): ReadonlySet<string> {
-    return this.pathsByObject.get(objectKey) ?? new Set();
+    if (objectKey.startsWith('Gateway')) return this.pathsByObject.get(objectKey) ?? EMPTY;
+    // Routes and route rules are read from the per-route set (a rule has as many paths as listeners).
+    const hash = objectKey.indexOf('#');
+    if (hash < 0) return this.routePaths.get(objectKey) ?? EMPTY;
+    const all = this.routePaths.get(objectKey.slice(0, hash));
+    if (!all) return EMPTY;
+    const suffix = `|${objectKey}`;
+    const out = new Set<string>();
+    for (const pk of all) if (pk.endsWith(suffix)) out.add(pk);
+    return out;
   }
 
   /** Whether a target (object key with optional #section) exists. */
@@ -191,7 +201,12 @@ export class Topology {
     for (const key of keys) {
       const route = this.routes.get(key);
       const next = new Map<string, PathRef>();
-      if (route) for (const p of this.computeRoutePaths(route)) next.set(pathKey(p), p);
+      if (route) {
+        for (const p of this.computeRoutePaths(route)) {
+          const k = pathObjectKeys.get(p)!;
+          next.set(`${k[2]}|${k[4]}`, p);
+        }
+      }
       const prev = this.routePaths.get(key) ?? new Set<string>();
       for (const pk of prev) {
         if (!next.has(pk)) {
@@ -219,14 +234,20 @@ export class Topology {
 
   private indexPath(pk: string, p: PathRef): void {
     this.paths.set(pk, p);
-    for (const ok of objectKeysOfPath(p)) addTo(this.pathsByObject, ok, pk);
+    const k = objectKeysOfPath(p);
+    addTo(this.pathsByObject, k[0], pk);
+    addTo(this.pathsByObject, k[1], pk);
+    addTo(this.pathsByObject, k[2], pk);
   }
 
   private unindexPath(pk: string): void {
     const p = this.paths.get(pk);
     if (!p) return;
     this.paths.delete(pk);
-    for (const ok of objectKeysOfPath(p)) deleteFrom(this.pathsByObject, ok, pk);
+    const k = objectKeysOfPath(p);
+    deleteFrom(this.pathsByObject, k[0], pk);
+    deleteFrom(this.pathsByObject, k[1], pk);
+    deleteFrom(this.pathsByObject, k[2], pk);
   }
 
   private namespaceAllowed(gw: GatewayObject, l: ListenerSpec, routeNs: string): boolean {
@@ -240,26 +261,30 @@ export class Topology {
 
   private computeRoutePaths(route: RouteObject): PathRef[] {
     const out: PathRef[] = [];
-    const ruleNames = route.rules.map(ruleName);
+    const rKey = routeKey(route.kind, route.namespace, route.name);
+    const rules = route.rules.map((r, i) => {
+      const name = ruleName(r, i);
+      return { name, key: sectionKey(rKey, name) };
+    });
+    const routeRef = { kind: route.kind, namespace: route.namespace, name: route.name };
     for (const ref of route.parentRefs) {
-      if ((ref.kind ?? 'Gateway') !== 'Gateway' || (ref.group ?? GATEWAY_API_GROUP) !== GATEWAY_API_GROUP)
-        continue;
-      const gw = this.gateways.get(gatewayKey(ref.namespace ?? route.namespace, ref.name));
+      if ((ref.kind ?? 'Gateway') !== 'Gateway' || (ref.group ?? GATEWAY_API_GROUP) !== GATEWAY_API_GROUP) continue;
+      const gKey = gatewayKey(ref.namespace ?? route.namespace, ref.name);
+      const gw = this.gateways.get(gKey);
       if (!gw) continue;
+      const cKey = classKey(gw.gatewayClassName);
+      const gwRef = { namespace: gw.namespace, name: gw.name };
       for (const l of gw.listeners) {
         if (ref.sectionName !== undefined && ref.sectionName !== l.name) continue;
         if (ref.port !== undefined && ref.port !== l.port) continue;
         if (!routeKindAllowed(l, route.kind)) continue;
         if (!this.namespaceAllowed(gw, l, route.namespace)) continue;
         if (!listenerAcceptsRouteHostnames(l.hostname, route.hostnames)) continue;
-        for (const rule of ruleNames) {
-          out.push({
-            gatewayClass: gw.gatewayClassName,
-            gateway: { namespace: gw.namespace, name: gw.name },
-            listener: l.name,
-            route: { kind: route.kind, namespace: route.namespace, name: route.name },
-            rule,
-          });
+        const lKey = sectionKey(gKey, l.name);
+        for (const rule of rules) {
+          const p: PathRef = { gatewayClass: gw.gatewayClassName, gateway: gwRef, listener: l.name, route: routeRef, rule: rule.name };
+          pathObjectKeys.set(p, [cKey, gKey, lKey, rKey, rule.key]);
+          out.push(p);
         }
       }
     }
@@ -267,8 +292,14 @@ export class Topology {
   }
 }
 
+type ObjectKeys = [string, string, string, string, string];
+/** Object keys of the paths this module built, computed once from shared strings. */
+const pathObjectKeys = new WeakMap<PathRef, ObjectKeys>();
+
 /** The object keys a path runs through, least specific first (GatewayClass .. route rule). */
-export function objectKeysOfPath(p: PathRef): [string, string, string, string, string] {
+export function objectKeysOfPath(p: PathRef): ObjectKeys {
+  const cached = pathObjectKeys.get(p);
+  if (cached) return cached;
   const gw = gatewayKey(p.gateway.namespace, p.gateway.name);
   const rt = routeKey(p.route.kind, p.route.namespace, p.route.name);
   return [classKey(p.gatewayClass), gw, sectionKey(gw, p.listener), rt, sectionKey(rt, p.rule)];
