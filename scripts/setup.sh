@@ -10,8 +10,10 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 lock_sum=$(sha256sum package-lock.json package.json | sha256sum | cut -c1-16)
 stamp=node_modules/.cascade-install-stamp
 if [[ ! -f $stamp || $(cat "$stamp") != "$lock_sum" ]]; then
-  log "installing npm packages (npm ci)"
-  npm ci --no-audit --no-fund --loglevel=error
+  log "installing npm packages"
+  # `npm install` follows package-lock.json. Not `npm ci`: npm 11 writes lockfiles without the other
+  # platforms' optional packages (biome, nx, node-linux-*), which `npm ci` then rejects as out of sync.
+  npm install --no-audit --no-fund --loglevel=error
   echo "$lock_sum" > "$stamp"
 else
   log "npm packages up to date"

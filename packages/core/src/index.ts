@@ -1,11 +1,15 @@
 // @cascade/core: the kind-agnostic engine. See README.md.
+
+export * from './effective/path-result.ts';
 export * from './kind.ts';
 export * from './merge/cel.ts';
 export * from './merge/engine.ts';
 export * from './merge/fold.ts';
 export * from './merge/normalize.ts';
 export * from './merge/order.ts';
+export * from './merge/patch.ts';
 export * from './merge/policy.ts';
+export * from './predicates.ts';
 export * from './status/conditions.ts';
 export * from './topology/hostnames.ts';
 export * from './topology/selectors.ts';

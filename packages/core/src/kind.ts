@@ -9,6 +9,11 @@ export interface RuleSection {
   name: string;
   /** Where the section's map of named rules sits inside a rule set. */
   path: readonly string[];
+  /**
+   * When set, only these keys of the map are rules (fixed slots such as `unauthenticated`); the other
+   * keys belong to nested sections. Unset: every key is a rule name.
+   */
+  names?: readonly string[];
 }
 
 /** A semantic problem the schema cannot see; `field` is a dotted path under `spec`. */

@@ -72,15 +72,30 @@ export function generateGatewayWorld(scale: GatewayScale, kind = 'RateLimitPolic
     const block = { strategy, limits: { global: limit(1000 + i), [`gw-${i}`]: limit(500) } };
     const spec =
       i % 3 === 0
-        ? { overrides: { ...block, strategy: 'merge', condition: "'per-user' in self.limits && self.limits['per-user'].rates[0].limit > 1000", limits: { 'per-user': limit(1000) } } }
+        ? {
+            overrides: {
+              ...block,
+              strategy: 'merge',
+              condition: "'per-user' in self.limits && self.limits['per-user'].rates[0].limit > 1000",
+              limits: { 'per-user': limit(1000) },
+            },
+          }
         : i % 3 === 1
           ? { defaults: block }
-          : { overrides: { ...block, limits: { [`gw-${i}`]: limit(100) } }, defaults: { strategy: 'merge', limits: { global: limit(2000) } } };
+          : {
+              overrides: { ...block, limits: { [`gw-${i}`]: limit(100) } },
+              defaults: { strategy: 'merge', limits: { global: limit(2000) } },
+            };
     policies.push({
       kind,
       metadata: { namespace: g.namespace, name: `gw-policy-${i}`, creationTimestamp: stamp(i) },
       spec: {
-        targetRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: g.name, ...(listenerLevel ? { sectionName: `l${i % scale.listenersPerGateway}` } : {}) },
+        targetRef: {
+          group: 'gateway.networking.k8s.io',
+          kind: 'Gateway',
+          name: g.name,
+          ...(listenerLevel ? { sectionName: `l${i % scale.listenersPerGateway}` } : {}),
+        },
         ...spec,
       },
     });
@@ -91,12 +106,25 @@ export function generateGatewayWorld(scale: GatewayScale, kind = 'RateLimitPolic
     const strategy = pick(['atomic', 'merge'] as const);
     const own = { 'per-user': limit(100 + (i % 2000)), [`r-${i}`]: limit(10) };
     const spec =
-      i % 4 === 0 ? { defaults: { strategy, limits: own } } : i % 4 === 1 ? { limits: own, unset: ['global'] } : { limits: own };
+      i % 4 === 0
+        ? { defaults: { strategy, limits: own } }
+        : i % 4 === 1
+          ? { limits: own, unset: ['global'] }
+          : { limits: own };
     policies.push({
       kind,
-      metadata: { namespace: route.namespace, name: `route-policy-${i}`, creationTimestamp: stamp(gwPolicies + i) },
+      metadata: {
+        namespace: route.namespace,
+        name: `route-policy-${i}`,
+        creationTimestamp: stamp(gwPolicies + i),
+      },
       spec: {
-        targetRef: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: route.name, ...(ruleLevel ? { sectionName: 'main' } : {}) },
+        targetRef: {
+          group: 'gateway.networking.k8s.io',
+          kind: 'HTTPRoute',
+          name: route.name,
+          ...(ruleLevel ? { sectionName: 'main' } : {}),
+        },
         ...spec,
       },
     });

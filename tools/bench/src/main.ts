@@ -1,8 +1,8 @@
 // `npm run bench`: runs every suite in its own process, prints each figure with unit and input size,
 // and writes bench/results/latest.json (plus a dated copy) so runs can be compared over time.
 import { execFileSync } from 'node:child_process';
-import { cpus } from 'node:os';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Figure } from './report.ts';
@@ -20,18 +20,24 @@ const failures: string[] = [];
 for (const suite of suites) {
   process.stderr.write(`[bench] ${suite} ...\n`);
   try {
-    const out = execFileSync(process.execPath, ['--max-old-space-size=8192', join(here, 'run-suite.ts'), suite], {
-      cwd: root,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'inherit'],
-      maxBuffer: 64 * 1024 * 1024,
-    });
+    const out = execFileSync(
+      process.execPath,
+      ['--max-old-space-size=8192', join(here, 'run-suite.ts'), suite],
+      {
+        cwd: root,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'inherit'],
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
     const lines = out.trim().split('\n');
     const figures = JSON.parse(lines[lines.length - 1]!) as Figure[];
     all.push(...figures);
     for (const f of figures) {
       const v = Number.isInteger(f.value) ? String(f.value) : f.value.toFixed(f.value < 10 ? 3 : 1);
-      console.log(`${f.suite.padEnd(10)} ${f.name.padEnd(58)} ${`${v} ${f.unit}`.padStart(16)}${f.target ? `  (target ${f.target})` : ''}  [${f.input}]`);
+      console.log(
+        `${f.suite.padEnd(10)} ${f.name.padEnd(58)} ${`${v} ${f.unit}`.padStart(16)}${f.target ? `  (target ${f.target})` : ''}  [${f.input}]`,
+      );
     }
   } catch (e) {
     failures.push(suite);
@@ -46,5 +52,7 @@ const result = {
 };
 mkdirSync(join(root, 'bench/results'), { recursive: true });
 writeFileSync(join(root, 'bench/results/latest.json'), `${JSON.stringify(result, null, 2)}\n`);
-console.log(`\nwrote bench/results/latest.json (${all.length} figures${failures.length ? `; failed: ${failures.join(', ')}` : ''})`);
+console.log(
+  `\nwrote bench/results/latest.json (${all.length} figures${failures.length ? `; failed: ${failures.join(', ')}` : ''})`,
+);
 process.exit(failures.length ? 1 : 0);

@@ -22,7 +22,11 @@ function engineWith(bad: PolicyObject[]): PolicyEngine {
 const accepted = (e: PolicyEngine, name: string, ns = 'app') =>
   policyConditions(e, `LimitPolicy:${ns}/${name}`).find((c) => c.type === 'Accepted')!;
 
-const raw = (name: string, spec: unknown): PolicyObject => ({ kind: 'LimitPolicy', metadata: { name, namespace: 'app' }, spec });
+const raw = (name: string, spec: unknown): PolicyObject => ({
+  kind: 'LimitPolicy',
+  metadata: { name, namespace: 'app' },
+  spec,
+});
 const R1 = { kind: 'HTTPRoute', name: 'r1' };
 
 describe('bad input', () => {
@@ -30,20 +34,72 @@ describe('bad input', () => {
     ['no spec', raw('x', undefined), /spec: required, must be an object/],
     ['spec is a list', raw('x', [1, 2]), /spec: required, must be an object/],
     ['no target', raw('x', { limits: { a: L(1) } }), /spec.targetRef: required \(or targetRefs\)/],
-    ['both targetRef and targetRefs', raw('x', { targetRef: R1, targetRefs: [R1], limits: {} }), /spec.targetRefs: set either targetRef or targetRefs/],
+    [
+      'both targetRef and targetRefs',
+      raw('x', { targetRef: R1, targetRefs: [R1], limits: {} }),
+      /spec.targetRefs: set either targetRef or targetRefs/,
+    ],
     ['unknown top-level field', raw('x', { targetRef: R1, limitz: {} }), /spec: unknown field\(s\) "limitz"/],
-    ['unknown field in a block', raw('x', { targetRef: R1, defaults: { stratgy: 'merge' } }), /spec.defaults: unknown field\(s\) "stratgy"/],
-    ['bad strategy', raw('x', { targetRef: R1, overrides: { strategy: 'banana' } }), /spec.overrides.strategy: Invalid option/],
-    ['bad rule value', raw('x', { targetRef: R1, limits: { a: { rates: [{ limit: -1, window: '1m' }] } } }), /spec.limits.a.rates.0.limit: Too small/],
-    ['bad window', raw('x', { targetRef: R1, limits: { a: { rates: [{ limit: 1, window: 'soon' }] } } }), /spec.limits.a.rates.0.window/],
-    ['bare rules next to defaults', raw('x', { targetRef: R1, limits: { a: L(1) }, defaults: {} }), /spec.limits: bare rules and defaults\/overrides are mutually exclusive/],
-    ['CEL that does not parse', raw('x', { targetRef: R1, overrides: { condition: 'self.limits ++', limits: {} } }), /spec.overrides.condition: does not parse: /],
-    ['a target of the wrong kind', raw('x', { targetRef: { kind: 'Service', name: 'svc' }, limits: {} }), /spec.targetRef.kind: LimitPolicy cannot target Service/],
-    ['a target in the wrong group', raw('x', { targetRef: { group: 'example.com', kind: 'Gateway', name: 'gw' }, limits: {} }), /spec.targetRef.kind: LimitPolicy cannot target Gateway \(group example.com\)/],
-    ['a GatewayClass section', raw('x', { targetRef: { kind: 'GatewayClass', name: 'gc', sectionName: 'a' }, limits: {} }), /spec.targetRef.sectionName: a GatewayClass has no sections/],
-    ['duplicate targets', raw('x', { targetRefs: [R1, R1], limits: {} }), /spec.targetRefs\[1\]: duplicate target/],
+    [
+      'unknown field in a block',
+      raw('x', { targetRef: R1, defaults: { stratgy: 'merge' } }),
+      /spec.defaults: unknown field\(s\) "stratgy"/,
+    ],
+    [
+      'bad strategy',
+      raw('x', { targetRef: R1, overrides: { strategy: 'banana' } }),
+      /spec.overrides.strategy: Invalid option/,
+    ],
+    [
+      'bad rule value',
+      raw('x', { targetRef: R1, limits: { a: { rates: [{ limit: -1, window: '1m' }] } } }),
+      /spec.limits.a.rates.0.limit: Too small/,
+    ],
+    [
+      'bad window',
+      raw('x', { targetRef: R1, limits: { a: { rates: [{ limit: 1, window: 'soon' }] } } }),
+      /spec.limits.a.rates.0.window/,
+    ],
+    [
+      'bare rules next to defaults',
+      raw('x', { targetRef: R1, limits: { a: L(1) }, defaults: {} }),
+      /spec.limits: bare rules and defaults\/overrides are mutually exclusive/,
+    ],
+    [
+      'CEL that does not parse',
+      raw('x', { targetRef: R1, overrides: { condition: 'self.limits ++', limits: {} } }),
+      /spec.overrides.condition: does not parse: /,
+    ],
+    [
+      'a target of the wrong kind',
+      raw('x', { targetRef: { kind: 'Service', name: 'svc' }, limits: {} }),
+      /spec.targetRef.kind: LimitPolicy cannot target Service/,
+    ],
+    [
+      'a target in the wrong group',
+      raw('x', { targetRef: { group: 'example.com', kind: 'Gateway', name: 'gw' }, limits: {} }),
+      /spec.targetRef.kind: LimitPolicy cannot target Gateway \(group example.com\)/,
+    ],
+    [
+      'a GatewayClass section',
+      raw('x', { targetRef: { kind: 'GatewayClass', name: 'gc', sectionName: 'a' }, limits: {} }),
+      /spec.targetRef.sectionName: a GatewayClass has no sections/,
+    ],
+    [
+      'duplicate targets',
+      raw('x', { targetRefs: [R1, R1], limits: {} }),
+      /spec.targetRefs\[1\]: duplicate target/,
+    ],
     ['unset is not a list', raw('x', { targetRef: R1, unset: 'a' }), /spec.unset: /],
-    ['cyclic spec', (() => { const s: Record<string, unknown> = { targetRef: R1 }; s.self = s; return raw('x', s); })(), /spec: not serializable as JSON/],
+    [
+      'cyclic spec',
+      (() => {
+        const s: Record<string, unknown> = { targetRef: R1 };
+        s.self = s;
+        return raw('x', s);
+      })(),
+      /spec: not serializable as JSON/,
+    ],
   ])('%s: Accepted=False/Invalid naming the field; others unaffected', (_name, bad, message) => {
     const e = engineWith([bad]);
     const c = accepted(e, 'x');
@@ -56,7 +112,9 @@ describe('bad input', () => {
 
   it('refuses a 10 MB rule body with a size message', () => {
     const huge = 'x'.repeat(10 * 1024 * 1024);
-    const e = engineWith([raw('x', { targetRef: R1, limits: { a: { rates: [{ limit: 1, window: '1m' }], counters: [huge] } } })]);
+    const e = engineWith([
+      raw('x', { targetRef: R1, limits: { a: { rates: [{ limit: 1, window: '1m' }], counters: [huge] } } }),
+    ]);
     expect(accepted(e, 'x').message).toBe('Policy is invalid: spec: 10.0 MiB exceeds the 1 MiB limit');
     expect(accepted(e, 'good').status).toBe('True');
   });
@@ -69,7 +127,9 @@ describe('bad input', () => {
 
   it('holds 50 policies on one target, all accepted, with a deterministic winner', () => {
     const many = Array.from({ length: 50 }, (_, i) =>
-      policy(`p${String(i).padStart(2, '0')}`, 'app', R1, { overrides: { strategy: 'merge', limits: { shared: L(i + 1), [`own${i}`]: L(1) } } }),
+      policy(`p${String(i).padStart(2, '0')}`, 'app', R1, {
+        overrides: { strategy: 'merge', limits: { shared: L(i + 1), [`own${i}`]: L(1) } },
+      }),
     );
     const e = engineWith(many);
     const r = e.result(P)!;

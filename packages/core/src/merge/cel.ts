@@ -6,7 +6,8 @@ const env = new Environment({ unlistedVariablesAreDyn: true });
 
 export interface CompiledCondition {
   source: string;
-  evaluate(self: unknown): { ok: true; value: boolean } | { ok: false; error: string };
+  /** `rule` is the lower rule `{name, value}` for a wildcard constraint, else null. */
+  evaluate(self: unknown, rule?: unknown): { ok: true; value: boolean } | { ok: false; error: string };
 }
 
 function firstLine(e: unknown): string {
@@ -24,9 +25,9 @@ export function compileCondition(source: string): CompiledCondition | { error: s
   }
   return {
     source,
-    evaluate(self) {
+    evaluate(self, rule = null) {
       try {
-        const v = program({ self });
+        const v = program({ self, rule });
         if (typeof v !== 'boolean') return { ok: false, error: `evaluates to ${typeof v}, not bool` };
         return { ok: true, value: v };
       } catch (e) {

@@ -31,7 +31,10 @@ const specArb = fc.oneof(
 const policyArb = fc.record({
   target: fc.integer({ min: 0, max: TARGETS.length - 1 }),
   spec: specArb,
-  unset: fc.subarray(NAMES.map((n) => `limits.${n}`), { maxLength: 2 }),
+  unset: fc.subarray(
+    NAMES.map((n) => `limits.${n}`),
+    { maxLength: 2 },
+  ),
   stamp: fc.constantFrom(...STAMPS),
 });
 
@@ -41,7 +44,11 @@ function toObject(p: GenPolicy, i: number): PolicyObject {
   const t = TARGETS[p.target]!;
   const spec: Record<string, unknown> = { targetRef: t.ref, ...p.spec };
   if (p.unset.length) spec.unset = p.unset;
-  return { kind: 'LimitPolicy', metadata: { name: `p${i}`, namespace: t.ns, creationTimestamp: p.stamp }, spec };
+  return {
+    kind: 'LimitPolicy',
+    metadata: { name: `p${i}`, namespace: t.ns, creationTimestamp: p.stamp },
+    spec,
+  };
 }
 
 function build(objs: PolicyObject[]): PolicyEngine {
@@ -102,7 +109,13 @@ describe('D/O engine properties', () => {
         const e = build(objs);
         for (const [, result] of e.results()) {
           const limits = Object.fromEntries([...result.rules.values()].map((r) => [r.name, r.value]));
-          const again = build([{ kind: 'LimitPolicy', metadata: { name: 'eff', namespace: 'app' }, spec: { targetRef: { kind: 'HTTPRoute', name: 'r1' }, limits } }]);
+          const again = build([
+            {
+              kind: 'LimitPolicy',
+              metadata: { name: 'eff', namespace: 'app' },
+              spec: { targetRef: { kind: 'HTTPRoute', name: 'r1' }, limits },
+            },
+          ]);
           const r = again.result('Gateway:infra/gw#http|HTTPRoute:app/r1#read')!;
           expect(Object.fromEntries([...r.rules.values()].map((x) => [x.name, x.value]))).toEqual(limits);
         }
@@ -114,7 +127,9 @@ describe('D/O engine properties', () => {
   it('does not depend on the order policies arrive in', () => {
     fc.assert(
       fc.property(
-        policiesArb.chain((objs) => fc.tuple(fc.constant(objs), fc.shuffledSubarray(objs, { minLength: objs.length }))),
+        policiesArb.chain((objs) =>
+          fc.tuple(fc.constant(objs), fc.shuffledSubarray(objs, { minLength: objs.length })),
+        ),
         ([objs, shuffled]) => {
           const a = build(objs);
           const b = build(shuffled);
@@ -127,8 +142,17 @@ describe('D/O engine properties', () => {
 
   it('incremental == from scratch after random changes', () => {
     const change = fc.oneof(
-      fc.record({ op: fc.constant('upsert' as const), i: fc.integer({ min: 0, max: 5 }), p: policyArb, flush: fc.boolean() }),
-      fc.record({ op: fc.constant('remove' as const), i: fc.integer({ min: 0, max: 5 }), flush: fc.boolean() }),
+      fc.record({
+        op: fc.constant('upsert' as const),
+        i: fc.integer({ min: 0, max: 5 }),
+        p: policyArb,
+        flush: fc.boolean(),
+      }),
+      fc.record({
+        op: fc.constant('remove' as const),
+        i: fc.integer({ min: 0, max: 5 }),
+        flush: fc.boolean(),
+      }),
       fc.record({
         op: fc.constant('route' as const),
         hosts: fc.constantFrom([], ['api.example.com'], ['x.org']),
@@ -159,7 +183,7 @@ describe('D/O engine properties', () => {
             if (o) e.removePolicy('LimitPolicy', o.metadata.namespace!, o.metadata.name);
             live.delete(c.i);
           } else if (c.op === 'route') {
-            r1Now = { ...r1, hostnames: c.hosts };
+            r1Now = { ...r1, hostnames: [...c.hosts] };
             e.upsertRoute(r1Now);
           } else {
             if (c.drop) e.removeGateway('infra', 'gw');
@@ -174,10 +198,12 @@ describe('D/O engine properties', () => {
         for (const g of t.gateways) if (g.name !== 'gw' || gwPresent) fresh.upsertGateway(g);
         for (const r of t.routes) fresh.upsertRoute(r.name === 'r1' ? r1Now : r);
         // Re-insert in original sequence order so order-of-appearance tie-breaks match.
-        for (const o of [...live.entries()].sort((a, b) => a[0] - b[0]).map(([, o]) => o)) fresh.upsertPolicy(o);
+        for (const o of [...live.entries()].sort((a, b) => a[0] - b[0]).map(([, o]) => o))
+          fresh.upsertPolicy(o);
         fresh.flush();
         expect([...e.topology.paths.keys()].sort()).toEqual([...fresh.topology.paths.keys()].sort());
-        for (const pk of fresh.topology.paths.keys()) expect(flat(e.result(pk))).toEqual(flat(fresh.result(pk)));
+        for (const pk of fresh.topology.paths.keys())
+          expect(flat(e.result(pk))).toEqual(flat(fresh.result(pk)));
         expect(e.pathCount).toBe(fresh.pathCount);
       }),
       { numRuns: 300 },

@@ -625,3 +625,58 @@ describe('D/O engine: status', () => {
     expect(view(e, P_R3_HTTP)).toEqual({ 'limits.a': 'a=1/intent' });
   });
 });
+
+describe('D/O engine: wildcard constraints', () => {
+  const cap = {
+    overrides: {
+      strategy: 'merge',
+      condition: 'rule.value.rates.exists(r, r.limit > 1000)',
+      limits: { '*': { rates: [{ limit: 1000, window: '1m' }] } },
+    },
+  };
+
+  it('clips every lower rule above the cap and keeps its other fields', () => {
+    const e = engineWith([
+      gwp('cap', cap),
+      rtp('r', {
+        limits: { big: { rates: [{ limit: 5000, window: '1m' }], counters: ['user'] }, small: L(10) },
+      }),
+    ]);
+    const r = e.result(P_R1_READ)!;
+    expect(view(e, P_R1_READ)).toEqual({ 'limits.big': 'cap=1000/override', 'limits.small': 'r=10/intent' });
+    expect(r.rules.get('limits.big')!.value).toEqual({
+      rates: [{ limit: 1000, window: '1m' }],
+      counters: ['user'],
+    });
+    expect(r.rules.get('limits.big')!.replaced).toMatchObject([{ source: { name: 'r' }, reason: 'clipped' }]);
+    expect(policyConditions(e, 'LimitPolicy:app/r').find((c) => c.type === 'Enforced')).toMatchObject({
+      status: 'True',
+      reason: 'PartiallyEnforced',
+      message:
+        'Policy has been partially enforced on 2 path(s); overridden: limits.big (clipped) by infra/cap (routes app/r1)',
+    });
+  });
+
+  it('clips rules that lower defaults brought in too, and nothing when all comply', () => {
+    const e = engineWith([
+      gwp('cap', cap),
+      rtp('r', { defaults: { strategy: 'merge', limits: { a: L(2000) } } }),
+    ]);
+    expect(view(e, P_R1_READ)).toEqual({ 'limits.a': 'cap=1000/override' });
+    const ok = engineWith([gwp('cap', cap), rtp('r', { limits: { a: L(20) } })]);
+    expect(view(ok, P_R1_READ)).toEqual({ 'limits.a': 'r=20/intent' });
+  });
+
+  it('refuses "*" outside a merge overrides block, and mixed with named rules', () => {
+    const e = engineWith([
+      gwp('d', { defaults: { strategy: 'merge', limits: { '*': L(1) } } }),
+      gwp('m', { overrides: { strategy: 'merge', limits: { '*': L(1), x: L(1) } } }),
+    ]);
+    expect(e.policy('LimitPolicy:infra/d')!.errors).toEqual([
+      'spec.defaults.limits: a "*" rule (constraint) is only allowed in overrides with strategy: merge',
+    ]);
+    expect(e.policy('LimitPolicy:infra/m')!.errors).toEqual([
+      'spec.overrides.limits: a constraint block (with a "*" rule) may hold only "*" rules',
+    ]);
+  });
+});

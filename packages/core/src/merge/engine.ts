@@ -212,7 +212,8 @@ export class PolicyEngine {
     let g = this.groupKeys.get(key);
     if (g === undefined) {
       g = '';
-      for (const p of this.attached(key).sort((a, b) => compareAge(b, a))) g += `${p.id}@${this.policies.get(p.id)!.revision},`;
+      for (const p of this.attached(key).sort((a, b) => compareAge(b, a)))
+        g += `${p.id}@${this.policies.get(p.id)!.revision},`;
       this.groupKeys.set(key, g);
     }
     return g;

@@ -9,7 +9,11 @@
 import type { RuleSection } from '../kind.ts';
 import type { Level } from '../topology/types.ts';
 import type { ChainLink } from './order.ts';
+import { mergePatch } from './patch.ts';
 import { type PolicyRef, policyName, type RuleBlock, type RuleOrigin } from './policy.ts';
+
+/** The rule name that makes an overrides block a constraint on every lower rule of its section. */
+export const WILDCARD = '*';
 
 export interface EffectiveRule {
   key: string;
@@ -25,7 +29,8 @@ export interface EffectiveRule {
   replaced: LostRule[];
 }
 
-export type LossReason = 'overridden' | 'superseded' | 'unset';
+/** overridden/superseded: replaced; unset: removed; clipped: kept but changed by a constraint. */
+export type LossReason = 'overridden' | 'superseded' | 'unset' | 'clipped';
 
 export interface LostRule {
   key: string;
@@ -120,6 +125,50 @@ export function resolveChain(ordered: readonly ChainLink[], sections: readonly R
     return l;
   };
 
+  /**
+   * A constraint: an overrides block whose rules are all `*`. For every lower rule of the section where
+   * the condition holds (`self` = lower policy, `rule` = {name, value}), the rule's value becomes the
+   * lower value merge-patched with the constraint's; other fields of the lower rule stay.
+   */
+  const clip = (
+    link: ChainLink,
+    block: RuleBlock,
+    into: Map<string, EffectiveRule>,
+    self: unknown,
+  ): string => {
+    let clipped = 0;
+    let errors = 0;
+    for (const c of block.rules) {
+      for (const old of [...into.values()]) {
+        if (old.section !== c.section) continue;
+        if (block.condition) {
+          const res = block.condition.evaluate(self, { name: old.name, value: old.value });
+          if (!res.ok) {
+            errors++;
+            conditionErrors.push({
+              policy: link.policy.ref,
+              block: block.as,
+              message: `${old.key}: ${res.error}`,
+            });
+            continue;
+          }
+          if (!res.value) continue;
+        }
+        const e: EffectiveRule = {
+          ...old,
+          value: mergePatch(old.value, c.value),
+          source: link.policy.ref,
+          as: 'override',
+          level: link.level,
+          replaced: [lose(old, [link.policy.ref], 'clipped')],
+        };
+        into.set(old.key, e);
+        clipped++;
+      }
+    }
+    return `constraint clipped ${clipped} rule(s)${errors ? `, condition failed on ${errors}` : ''}`;
+  };
+
   for (const link of ordered) {
     for (const block of link.policy.blocks) {
       const step: FoldStep = {
@@ -131,6 +180,11 @@ export function resolveChain(ordered: readonly ChainLink[], sections: readonly R
         detail: '',
       };
       steps.push(step);
+      const constraint = block.rules.length > 0 && block.rules.every((r) => r.name === WILDCARD);
+      if (constraint) {
+        step.detail = clip(link, block, ep, renderRuleSet(ep.values(), sections));
+        continue;
+      }
       if (block.condition) {
         const res = block.condition.evaluate(renderRuleSet(ep.values(), sections));
         if (!res.ok) {

@@ -83,6 +83,8 @@ function extractRules(kind: PolicyKind, ruleSet: Record<string, unknown>): Polic
     const section = getPath(ruleSet, s.path);
     if (section === null || typeof section !== 'object') continue;
     for (const [name, value] of Object.entries(section as Record<string, unknown>)) {
+      if (s.names && !s.names.includes(name)) continue;
+      if (value === undefined) continue;
       rules.push({ key: `${s.name}.${name}`, section: s.name, name, value });
     }
   }
@@ -160,6 +162,18 @@ export function normalizePolicy(kind: PolicyKind, obj: PolicyObject, sequence: n
       strategy: (raw.strategy as RuleBlock['strategy']) ?? 'atomic',
       rules: extractRules(kind, raw),
     };
+    const wild = block.rules.filter((r) => r.name === '*');
+    if (wild.length > 0 && (as !== 'override' || block.strategy !== 'merge')) {
+      issues.push({
+        field: `${field}.${wild[0]!.section}`,
+        message: 'a "*" rule (constraint) is only allowed in overrides with strategy: merge',
+      });
+    } else if (wild.length > 0 && wild.length !== block.rules.length) {
+      issues.push({
+        field: `${field}.${wild[0]!.section}`,
+        message: 'a constraint block (with a "*" rule) may hold only "*" rules',
+      });
+    }
     const context = contextOf(kind, raw);
     if (context) block.context = context;
     if (typeof raw.condition === 'string') {

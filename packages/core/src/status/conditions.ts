@@ -116,12 +116,14 @@ function enforcedCondition(engine: PolicyEngine, id: string, gen: number | undef
     for (const rule of result.rules.values()) if (isSelf(rule.source)) enforced += pks.length;
     for (const l of result.lost) {
       if (!isSelf(l.source)) continue;
+      // A clipped rule is still enforced, with the constraint's bounds: partial, not overridden.
+      if (l.reason === 'clipped') enforced += pks.length;
       lostCount += pks.length;
       for (const by of l.by) {
         const k = policyName(by);
         let e = lostBy.get(k);
         if (!e) lostBy.set(k, (e = { rules: new Set(), routes: new Set() }));
-        e.rules.add(l.reason === 'unset' ? `${l.key} (unset)` : l.key);
+        e.rules.add(l.reason === 'unset' || l.reason === 'clipped' ? `${l.key} (${l.reason})` : l.key);
         for (const pk of pks) e.routes.add(routeOf(pk));
       }
     }

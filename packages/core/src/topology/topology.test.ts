@@ -26,19 +26,36 @@ describe('topology paths', () => {
 
   it('prunes listeners whose hostname does not intersect: 60 listeners, one match', () => {
     const t = new Topology();
-    const listeners = Array.from({ length: 60 }, (_, i) => ({ name: `l${i}`, hostname: `h${i}.example.com`, protocol: 'HTTP' }));
+    const listeners = Array.from({ length: 60 }, (_, i) => ({
+      name: `l${i}`,
+      hostname: `h${i}.example.com`,
+      protocol: 'HTTP',
+    }));
     t.upsertGateway({ namespace: 'ns', name: 'big', gatewayClassName: 'gc', listeners });
-    const d = t.upsertRoute({ kind: 'HTTPRoute', namespace: 'ns', name: 'r', hostnames: ['h42.example.com'], parentRefs: [{ name: 'big' }], rules: [{}] });
+    const d = t.upsertRoute({
+      kind: 'HTTPRoute',
+      namespace: 'ns',
+      name: 'r',
+      hostnames: ['h42.example.com'],
+      parentRefs: [{ name: 'big' }],
+      rules: [{}],
+    });
     expect(d.added).toEqual(['Gateway:ns/big#l42|HTTPRoute:ns/r#rule-1']);
   });
 
   it('honours parentRef sectionName and port', () => {
     const t = standard();
-    const r: RouteObject = { kind: 'HTTPRoute', namespace: 'app', name: 'x', parentRefs: [{ namespace: 'infra', name: 'gw', sectionName: 'admin' }], rules: [{}] };
+    const r: RouteObject = {
+      kind: 'HTTPRoute',
+      namespace: 'app',
+      name: 'x',
+      parentRefs: [{ namespace: 'infra', name: 'gw', sectionName: 'admin' }],
+      rules: [{}],
+    };
     expect(t.upsertRoute(r).added).toEqual(['Gateway:infra/gw#admin|HTTPRoute:app/x#rule-1']);
-    expect(t.upsertRoute({ ...r, parentRefs: [{ namespace: 'infra', name: 'gw', port: 80 }] }).added).toEqual([
-      'Gateway:infra/gw#http|HTTPRoute:app/x#rule-1',
-    ]);
+    expect(t.upsertRoute({ ...r, parentRefs: [{ namespace: 'infra', name: 'gw', port: 80 }] }).added).toEqual(
+      ['Gateway:infra/gw#http|HTTPRoute:app/x#rule-1'],
+    );
   });
 
   it('honours allowedRoutes: Same by default, Selector by namespace labels, kinds and protocol', () => {
@@ -49,17 +66,33 @@ describe('topology paths', () => {
       gatewayClassName: 'gc',
       listeners: [
         { name: 'same', protocol: 'HTTP' },
-        { name: 'sel', protocol: 'HTTP', allowedRoutes: { namespaces: { from: 'Selector', selector: { matchLabels: { team: 'a' } } } } },
-        { name: 'grpc-only', protocol: 'HTTP', allowedRoutes: { namespaces: { from: 'All' }, kinds: [{ kind: 'GRPCRoute' }] } },
+        {
+          name: 'sel',
+          protocol: 'HTTP',
+          allowedRoutes: { namespaces: { from: 'Selector', selector: { matchLabels: { team: 'a' } } } },
+        },
+        {
+          name: 'grpc-only',
+          protocol: 'HTTP',
+          allowedRoutes: { namespaces: { from: 'All' }, kinds: [{ kind: 'GRPCRoute' }] },
+        },
         { name: 'tcp', protocol: 'TCP', allowedRoutes: { namespaces: { from: 'All' } } },
       ],
     };
     t.upsertGateway(gw);
-    const route: RouteObject = { kind: 'HTTPRoute', namespace: 'team-a', name: 'r', parentRefs: [{ namespace: 'infra', name: 'gw' }], rules: [{}] };
+    const route: RouteObject = {
+      kind: 'HTTPRoute',
+      namespace: 'team-a',
+      name: 'r',
+      parentRefs: [{ namespace: 'infra', name: 'gw' }],
+      rules: [{}],
+    };
     expect(t.upsertRoute(route).added).toEqual([]);
     const d = t.upsertNamespace({ name: 'team-a', labels: { team: 'a' } });
     expect(d.added).toEqual(['Gateway:infra/gw#sel|HTTPRoute:team-a/r#rule-1']);
-    expect(t.upsertNamespace({ name: 'team-a', labels: {} }).removed).toEqual(['Gateway:infra/gw#sel|HTTPRoute:team-a/r#rule-1']);
+    expect(t.upsertNamespace({ name: 'team-a', labels: {} }).removed).toEqual([
+      'Gateway:infra/gw#sel|HTTPRoute:team-a/r#rule-1',
+    ]);
     const g = t.upsertRoute({ ...route, kind: 'GRPCRoute', name: 'g' });
     expect(g.added).toEqual(['Gateway:infra/gw#grpc-only|GRPCRoute:team-a/g#rule-1']);
   });

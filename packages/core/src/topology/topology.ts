@@ -268,7 +268,8 @@ export class Topology {
     });
     const routeRef = { kind: route.kind, namespace: route.namespace, name: route.name };
     for (const ref of route.parentRefs) {
-      if ((ref.kind ?? 'Gateway') !== 'Gateway' || (ref.group ?? GATEWAY_API_GROUP) !== GATEWAY_API_GROUP) continue;
+      if ((ref.kind ?? 'Gateway') !== 'Gateway' || (ref.group ?? GATEWAY_API_GROUP) !== GATEWAY_API_GROUP)
+        continue;
       const gKey = gatewayKey(ref.namespace ?? route.namespace, ref.name);
       const gw = this.gateways.get(gKey);
       if (!gw) continue;
@@ -282,7 +283,13 @@ export class Topology {
         if (!listenerAcceptsRouteHostnames(l.hostname, route.hostnames)) continue;
         const lKey = sectionKey(gKey, l.name);
         for (const rule of rules) {
-          const p: PathRef = { gatewayClass: gw.gatewayClassName, gateway: gwRef, listener: l.name, route: routeRef, rule: rule.name };
+          const p: PathRef = {
+            gatewayClass: gw.gatewayClassName,
+            gateway: gwRef,
+            listener: l.name,
+            route: routeRef,
+            rule: rule.name,
+          };
           pathObjectKeys.set(p, [cKey, gKey, lKey, rKey, rule.key]);
           out.push(p);
         }

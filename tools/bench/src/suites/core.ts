@@ -41,7 +41,9 @@ export async function run(): Promise<Figure[]> {
   fig('peak RSS after full resolution', peakRssMiB(), 'MiB', '< 1024 MiB');
 
   for (const level of ['gateway', 'route'] as const) {
-    const candidates = world.policies.filter((p) => p.metadata.name.startsWith(level === 'gateway' ? 'gw-policy-' : 'route-policy-'));
+    const candidates = world.policies.filter((p) =>
+      p.metadata.name.startsWith(level === 'gateway' ? 'gw-policy-' : 'route-policy-'),
+    );
     const times: number[] = [];
     const recomputed: number[] = [];
     let expectedOk = true;
@@ -64,9 +66,22 @@ export async function run(): Promise<Figure[]> {
     fig(`${level}-level policy change: median`, s.median, 'ms', target, `${INPUT}; 200 changes`);
     fig(`${level}-level policy change: p99`, s.p99, 'ms', undefined, `${INPUT}; 200 changes`);
     const rs = summarize(recomputed);
-    fig(`${level}-level policy change: paths recomputed (median)`, rs.median, 'paths', undefined, `${INPUT}; 200 changes`);
-    fig(`${level}-level policy change: paths recomputed (max)`, rs.max, 'paths', undefined, `${INPUT}; 200 changes`);
-    if (level === 'gateway') fig('gateway-level change touches only its target paths', expectedOk ? 1 : 0, 'bool (1 = yes)');
+    fig(
+      `${level}-level policy change: paths recomputed (median)`,
+      rs.median,
+      'paths',
+      undefined,
+      `${INPUT}; 200 changes`,
+    );
+    fig(
+      `${level}-level policy change: paths recomputed (max)`,
+      rs.max,
+      'paths',
+      undefined,
+      `${INPUT}; 200 changes`,
+    );
+    if (level === 'gateway')
+      fig('gateway-level change touches only its target paths', expectedOk ? 1 : 0, 'bool (1 = yes)');
   }
   return figures;
 }

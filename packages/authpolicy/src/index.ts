@@ -1,0 +1,2 @@
+// @cascade/authpolicy: the AuthPolicy kind. See README.md.
+export * from './kind.ts';

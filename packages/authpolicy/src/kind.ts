@@ -1,0 +1,154 @@
+// AuthPolicy (cascade.dev/v1alpha1): field-compatible with Kuadrant's v1 AuthPolicy (Authorino's
+// v1beta3 evaluators under `rules`), plus the D/O extensions core provides.
+import { definePolicyKind, predicateIssues, predicateListSchema, type SpecIssue } from '@cascade/core';
+import { z } from 'zod';
+
+const body = z.record(z.string(), z.unknown());
+
+/** Fields every Authorino evaluator may carry besides its one method. */
+const common = {
+  when: predicateListSchema.optional(),
+  metrics: z.boolean().optional(),
+  priority: z.number().int().min(0).max(1000).optional(),
+  cache: z.strictObject({ key: body, ttl: z.number().int().min(0).optional() }).optional(),
+};
+
+function evaluator<M extends string>(methods: readonly M[], extra: z.ZodRawShape = {}) {
+  const shape: Record<string, z.ZodType> = { ...common, ...extra };
+  for (const m of methods) shape[m] = body.optional();
+  return z.strictObject(shape);
+}
+
+export const AUTHENTICATION_METHODS = [
+  'apiKey',
+  'jwt',
+  'kubernetesTokenReview',
+  'oauth2Introspection',
+  'x509',
+  'plain',
+  'anonymous',
+] as const;
+export const METADATA_METHODS = ['http', 'userInfo', 'uma'] as const;
+export const AUTHORIZATION_METHODS = [
+  'opa',
+  'patternMatching',
+  'kubernetesSubjectAccessReview',
+  'spicedb',
+] as const;
+export const SUCCESS_METHODS = ['json', 'plain', 'wristband'] as const;
+
+const authentication = evaluator(AUTHENTICATION_METHODS, {
+  credentials: z
+    .strictObject({
+      authorizationHeader: z.strictObject({ prefix: z.string().optional() }).optional(),
+      customHeader: z.strictObject({ name: z.string(), prefix: z.string().optional() }).optional(),
+      queryString: z.strictObject({ name: z.string() }).optional(),
+      cookie: z.strictObject({ name: z.string() }).optional(),
+    })
+    .optional(),
+  overrides: body.optional(),
+  defaults: body.optional(),
+});
+const denyWith = z.strictObject({
+  code: z.number().int().min(100).max(599).optional(),
+  message: body.optional(),
+  headers: body.optional(),
+  body: body.optional(),
+});
+
+export const authRulesSchema = z.strictObject({
+  authentication: z.record(z.string(), authentication).optional(),
+  metadata: z.record(z.string(), evaluator(METADATA_METHODS)).optional(),
+  authorization: z.record(z.string(), evaluator(AUTHORIZATION_METHODS)).optional(),
+  response: z
+    .strictObject({
+      unauthenticated: denyWith.optional(),
+      unauthorized: denyWith.optional(),
+      success: z
+        .strictObject({
+          headers: z
+            .record(z.string(), evaluator(SUCCESS_METHODS, { key: z.string().optional() }))
+            .optional(),
+          filters: z
+            .record(z.string(), evaluator(SUCCESS_METHODS, { key: z.string().optional() }))
+            .optional(),
+        })
+        .optional(),
+    })
+    .optional(),
+  callbacks: z.record(z.string(), evaluator(['http'])).optional(),
+});
+
+const patternExpression = z.union([
+  z.strictObject({
+    selector: z.string(),
+    operator: z.enum(['eq', 'neq', 'incl', 'excl', 'matches']),
+    value: z.string(),
+  }),
+  z.strictObject({ predicate: z.string().min(1) }),
+]);
+
+const SECTIONS: Record<string, readonly string[]> = {
+  authentication: AUTHENTICATION_METHODS,
+  metadata: METADATA_METHODS,
+  authorization: AUTHORIZATION_METHODS,
+  'response.success.headers': SUCCESS_METHODS,
+  'response.success.filters': SUCCESS_METHODS,
+  callbacks: ['http'],
+};
+
+/** Each evaluator must name exactly one method (apiKey, jwt, opa, ...). */
+function methodIssues(spec: Record<string, unknown>): SpecIssue[] {
+  const issues: SpecIssue[] = [];
+  const check = (ruleSet: unknown, base: string) => {
+    const rules = (ruleSet as { rules?: Record<string, unknown> } | undefined)?.rules;
+    if (!rules) return;
+    for (const [section, methods] of Object.entries(SECTIONS)) {
+      let map: unknown = rules;
+      for (const p of section.split('.')) map = (map as Record<string, unknown> | undefined)?.[p];
+      for (const [name, ev] of Object.entries((map as Record<string, Record<string, unknown>>) ?? {})) {
+        const present = methods.filter((m) => ev[m] !== undefined);
+        if (present.length !== 1) {
+          issues.push({
+            field: `${base}.rules.${section}.${name}`,
+            message:
+              present.length === 0
+                ? `needs one of ${methods.join(', ')}`
+                : `sets ${present.join(' and ')}; exactly one is allowed`,
+          });
+        }
+      }
+    }
+  };
+  check(spec, 'spec');
+  check(spec.defaults, 'spec.defaults');
+  check(spec.overrides, 'spec.overrides');
+  return issues;
+}
+
+export const authPolicyKind = definePolicyKind({
+  group: 'cascade.dev',
+  version: 'v1alpha1',
+  kind: 'AuthPolicy',
+  plural: 'authpolicies',
+  targetKinds: ['Gateway', 'HTTPRoute', 'GRPCRoute'],
+  ruleSet: {
+    rules: authRulesSchema.optional(),
+    patterns: z
+      .record(z.string(), z.strictObject({ allOf: z.array(patternExpression).min(1).max(64) }))
+      .optional(),
+    when: predicateListSchema.optional(),
+  },
+  sections: [
+    { name: 'authentication', path: ['rules', 'authentication'] },
+    { name: 'metadata', path: ['rules', 'metadata'] },
+    { name: 'authorization', path: ['rules', 'authorization'] },
+    { name: 'response', path: ['rules', 'response'], names: ['unauthenticated', 'unauthorized'] },
+    { name: 'response.success.headers', path: ['rules', 'response', 'success', 'headers'] },
+    { name: 'response.success.filters', path: ['rules', 'response', 'success', 'filters'] },
+    { name: 'callbacks', path: ['rules', 'callbacks'] },
+    { name: 'patterns', path: ['patterns'] },
+  ],
+  contextFields: ['when'],
+  validate: (spec) => [...predicateIssues(spec), ...methodIssues(spec)],
+});

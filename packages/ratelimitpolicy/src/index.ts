@@ -1,0 +1,2 @@
+// @cascade/ratelimitpolicy: the RateLimitPolicy kind. See README.md.
+export * from './kind.ts';

@@ -1,0 +1,58 @@
+// RateLimitPolicy (cascade.dev/v1alpha1): field-compatible with Kuadrant's v1 RateLimitPolicy, plus
+// the D/O extensions core provides (targetRefs, unset, condition) and an explicit counter scope.
+import { definePolicyKind, predicateIssues, predicateListSchema } from '@cascade/core';
+import { z } from 'zod';
+
+/** Kuadrant's duration format: up to four number+unit groups, e.g. `1m`, `1h30m`, `500ms`. */
+export const WINDOW_PATTERN = /^([0-9]{1,5}(h|m|s|ms)){1,4}$/;
+
+export const rateSchema = z.strictObject({
+  limit: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 31 - 1),
+  window: z.string().regex(WINDOW_PATTERN, 'must be a duration like 1m, 30s, 1h30m or 500ms'),
+});
+
+export const counterSchema = z.strictObject({ expression: z.string().min(1).max(1024) });
+
+/**
+ * Where one counter is kept. Kuadrant shares a gateway-level limit's counter across every route it
+ * reaches, which surprises route owners; here the scope is explicit and defaults by level:
+ * `route` (one counter per route), `gateway` (one per gateway, shared by its routes).
+ */
+export const scopeSchema = z.enum(['route', 'gateway']);
+
+export const limitSchema = z.strictObject({
+  rates: z.array(rateSchema).min(1).max(16),
+  counters: z.array(counterSchema).max(16).optional(),
+  when: predicateListSchema.optional(),
+  scope: scopeSchema.optional(),
+});
+export type Limit = z.infer<typeof limitSchema>;
+
+export const rateLimitPolicyKind = definePolicyKind({
+  group: 'cascade.dev',
+  version: 'v1alpha1',
+  kind: 'RateLimitPolicy',
+  plural: 'ratelimitpolicies',
+  targetKinds: ['Gateway', 'HTTPRoute', 'GRPCRoute'],
+  ruleSet: {
+    limits: z.record(z.string().min(1).max(63), limitSchema).optional(),
+    when: predicateListSchema.optional(),
+  },
+  sections: [{ name: 'limits', path: ['limits'] }],
+  contextFields: ['when'],
+  validate: (spec) => predicateIssues(spec),
+});
+
+/** Window in seconds (Limitador's `seconds`); sub-second windows round up to 1 s. */
+export function windowSeconds(window: string): number {
+  let ms = 0;
+  for (const m of window.matchAll(/([0-9]+)(ms|h|m|s)/g)) {
+    const n = Number(m[1]);
+    ms += m[2] === 'h' ? n * 3_600_000 : m[2] === 'm' ? n * 60_000 : m[2] === 's' ? n * 1000 : n;
+  }
+  return Math.max(1, Math.ceil(ms / 1000));
+}

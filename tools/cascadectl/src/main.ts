@@ -1,0 +1,55 @@
+// cascadectl: the offline CLI. It runs the same library code as the controllers on YAML files.
+import { type Command, err, out, parse, UsageError } from './cli.ts';
+import { effectiveCommand } from './commands/effective.ts';
+import { explainCommand } from './commands/explain.ts';
+import { statusCommand } from './commands/status.ts';
+
+export const COMMANDS: Command[] = [effectiveCommand, statusCommand, explainCommand];
+
+function usage(): string {
+  return [
+    'cascadectl: compute, explain and simulate Cascade policies from YAML files (no cluster needed)',
+    '',
+    'Commands:',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(16)} ${c.summary}`),
+    '',
+    "Run `cascadectl COMMAND -h` for a command's usage.",
+  ].join('\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '-h' || name === '--help' || name === 'help') {
+    out(usage());
+    return name ? 0 : 2;
+  }
+  let cmd = COMMANDS.find((c) => c.name === name);
+  let args = rest;
+  if (!cmd && rest.length > 0) {
+    cmd = COMMANDS.find((c) => c.name === `${name} ${rest[0]}`);
+    args = rest.slice(1);
+  }
+  if (!cmd) {
+    err(`cascadectl: unknown command "${name}"\n\n${usage()}`);
+    return 2;
+  }
+  try {
+    const { values, positionals } = parse(cmd, args);
+    if (values.help) {
+      out(`usage: ${cmd.usage}\n\n${cmd.summary}`);
+      return 0;
+    }
+    return await cmd.run(values, positionals);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      err(`cascadectl ${cmd.name}: ${e.message}\nusage: ${cmd.usage}`);
+      return 2;
+    }
+    err(`cascadectl ${cmd.name}: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    return 1;
+  }
+}
+
+if (import.meta.main) {
+  process.exitCode = await main(process.argv.slice(2));
+}

@@ -1,0 +1,80 @@
+// Builds the engines from loaded manifests exactly as a controller would from its informers: each
+// policy kind gets its own PolicyEngine over the same Gateway API objects.
+import { authPolicyKind } from '@cascade/authpolicy';
+import { PolicyEngine, type PolicyKind, type PolicyObject } from '@cascade/core';
+import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
+import { convertTopology } from './gateway-api.ts';
+import { type Manifest, where } from './load.ts';
+
+export const POLICY_KINDS: readonly PolicyKind[] = [authPolicyKind, rateLimitPolicyKind];
+/** Kuadrant manifests work after changing only apiVersion; offline we also take them as they are. */
+const POLICY_API_VERSIONS = ['cascade.dev/v1alpha1', 'kuadrant.io/v1'];
+
+export interface GatewayWorld {
+  engines: Map<string, PolicyEngine>;
+  /** Manifest of each policy by engine id (kind:ns/name), for source positions in messages. */
+  policySources: Map<string, Manifest>;
+  notes: string[];
+  problems: string[];
+}
+
+/** Kinds handled elsewhere (network policy) or known and deliberately ignored here. */
+export const NETWORK_KINDS = new Set([
+  'Pod',
+  'Node',
+  'NetworkPolicy',
+  'AdminNetworkPolicy',
+  'BaselineAdminNetworkPolicy',
+  'ClusterNetworkPolicy',
+]);
+
+export function buildGatewayWorld(manifests: Manifest[], onlyKind?: string): GatewayWorld {
+  const kinds = POLICY_KINDS.filter((k) => !onlyKind || k.kind === onlyKind);
+  const world: GatewayWorld = {
+    engines: new Map(kinds.map((k) => [k.kind, new PolicyEngine(k)])),
+    policySources: new Map(),
+    notes: [],
+    problems: [],
+  };
+  const engines = [...world.engines.values()];
+  for (const m of manifests) {
+    const t = convertTopology(m);
+    if (t && 'error' in t) {
+      world.problems.push(`${where(m.source)} (${m.kind} ${m.metadata.name}): ${t.error}`);
+      continue;
+    }
+    if (t) {
+      for (const e of engines) {
+        if (t.kind === 'GatewayClass') e.upsertGatewayClass(t.value);
+        else if (t.kind === 'Gateway') e.upsertGateway(t.value);
+        else if (t.kind === 'Route') e.upsertRoute(t.value);
+        else e.upsertNamespace(t.value);
+      }
+      continue;
+    }
+    const policyKind = POLICY_KINDS.find((k) => k.kind === m.kind);
+    if (policyKind) {
+      if (!POLICY_API_VERSIONS.includes(m.apiVersion)) {
+        world.problems.push(
+          `${where(m.source)} (${m.kind} ${m.metadata.name}): apiVersion: "${m.apiVersion}" is not one of ${POLICY_API_VERSIONS.join(', ')}`,
+        );
+        continue;
+      }
+      const engine = world.engines.get(m.kind);
+      if (!engine) continue; // filtered out by --kind
+      const obj: PolicyObject = {
+        apiVersion: m.apiVersion,
+        kind: m.kind,
+        metadata: { ...m.metadata, namespace: m.metadata.namespace ?? 'default' },
+        spec: m.spec,
+      };
+      world.policySources.set(`${m.kind}:${obj.metadata.namespace}/${m.metadata.name}`, m);
+      engine.upsertPolicy(obj);
+      continue;
+    }
+    if (!NETWORK_KINDS.has(m.kind))
+      world.notes.push(`${where(m.source)}: ignoring unknown kind ${m.kind} (${m.apiVersion})`);
+  }
+  for (const e of engines) e.flush();
+  return world;
+}
