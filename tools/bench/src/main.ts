@@ -22,7 +22,7 @@ for (const suite of suites) {
   try {
     const out = execFileSync(
       process.execPath,
-      ['--max-old-space-size=8192', join(here, 'run-suite.ts'), suite],
+      ['--max-old-space-size=8192', '--expose-gc', join(here, 'run-suite.ts'), suite],
       {
         cwd: root,
         encoding: 'utf8',

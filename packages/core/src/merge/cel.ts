@@ -15,8 +15,22 @@ function firstLine(e: unknown): string {
   return msg.split('\n')[0] ?? msg;
 }
 
-/** Parses a condition; returns a message when it does not parse. */
+/** Compiled conditions by source text: many policies repeat the same constraint. Bounded. */
+const cache = new Map<string, CompiledCondition | { error: string }>();
+const CACHE_MAX = 10_000;
+
+/** Parses a condition (cached by source); returns a message when it does not parse. */
 export function compileCondition(source: string): CompiledCondition | { error: string } {
+  let c = cache.get(source);
+  if (!c) {
+    c = compileUncached(source);
+    if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+    cache.set(source, c);
+  }
+  return c;
+}
+
+function compileUncached(source: string): CompiledCondition | { error: string } {
   let program: (ctx: Record<string, unknown>) => unknown;
   try {
     program = env.parse(source) as unknown as (ctx: Record<string, unknown>) => unknown;

@@ -1,15 +1,16 @@
 // The incremental D/O engine for one policy kind. It indexes policies by the objects they target,
-// marks exactly the paths a change can affect, and on flush() re-folds only those paths. Paths whose
+// marks the routes a change can affect, and on flush() re-chains only their paths. Paths whose
 // ordered chain of policies is identical share one fold (and one result object).
 import { isEqual } from 'lodash-es';
 import type { PolicyKind } from '../kind.ts';
 import { objectKeysOfPath, Topology, type TopologyDelta } from '../topology/topology.ts';
-import type {
-  GatewayClassObject,
-  GatewayObject,
-  NamespaceObject,
-  PathRef,
-  RouteObject,
+import {
+  type GatewayClassObject,
+  type GatewayObject,
+  type NamespaceObject,
+  type PathRef,
+  type RouteObject,
+  routeKey,
 } from '../topology/types.ts';
 import { type ChainResult, resolveChain } from './fold.ts';
 import { normalizePolicy } from './normalize.ts';
@@ -40,6 +41,8 @@ export interface FlushReport {
 interface CachedChain {
   result: ChainResult;
   refs: number;
+  /** The fragment ids the chain key is made of (rule, route, listener, gateway, class). */
+  fragments: number[];
 }
 
 export class PolicyEngine {
@@ -48,11 +51,16 @@ export class PolicyEngine {
   private readonly byTarget = new Map<string, Set<string>>();
   private readonly pathChain = new Map<string, string>();
   private readonly chains = new Map<string, CachedChain>();
-  private readonly dirtyPaths = new Set<string>();
+  /** Routes whose paths must be re-chained on flush (a route's paths share most of their chain). */
+  private readonly dirtyRoutes = new Set<string>();
   private readonly removedPaths = new Set<string>();
   private readonly dirtyPolicies = new Set<string>();
-  /** Per object key: the chain-key fragment of the policies attached there (cleared on change). */
-  private readonly groupKeys = new Map<string, string>();
+  /** Per object key: the interned id of its chain-key fragment (cleared on change). */
+  private readonly groupKeys = new Map<string, number>();
+  /** Fragment (attached policy ids @ revisions, in fold order) -> small id, so chain keys stay short. */
+  private readonly fragments = new Map<string, number>([['', 0]]);
+  /** Policy ids of each fragment, by fragment id: what a changed path tells status to recompute. */
+  private readonly fragmentPolicies: string[][] = [[]];
   private nextSequence = 0;
 
   readonly kind: PolicyKind;
@@ -60,7 +68,8 @@ export class PolicyEngine {
   constructor(kind: PolicyKind, topology?: Topology) {
     this.kind = kind;
     this.topology = topology ?? new Topology();
-    for (const pk of this.topology.paths.keys()) this.dirtyPaths.add(pk);
+    for (const p of this.topology.paths.values())
+      this.dirtyRoutes.add(routeKey(p.route.kind, p.route.namespace, p.route.name));
   }
 
   // ---- topology changes -------------------------------------------------------------------------
@@ -89,21 +98,12 @@ export class PolicyEngine {
 
   /** Feed a delta from a Topology shared with other engines. */
   applyTopology(delta: TopologyDelta): void {
-    for (const pk of delta.removed) {
-      this.dirtyPaths.delete(pk);
-      this.removedPaths.add(pk);
-    }
-    for (const pk of delta.added) {
-      this.removedPaths.delete(pk);
-      this.dirtyPaths.add(pk);
-    }
-    for (const key of delta.objects)
-      for (const id of this.byTarget.get(key) ?? []) this.dirtyPolicies.add(id);
-    for (const pk of [...delta.added, ...delta.removed]) {
-      const p = this.topology.paths.get(pk);
-      if (p)
-        for (const ok of objectKeysOfPath(p))
-          for (const id of this.byTarget.get(ok) ?? []) this.dirtyPolicies.add(id);
+    for (const pk of delta.removed) this.removedPaths.add(pk);
+    for (const r of delta.routes) this.dirtyRoutes.add(r);
+    // Policies at objects that appeared or vanished change status (TargetNotFound and back).
+    for (const key of delta.objects) {
+      const ids = this.byTarget.get(key);
+      if (ids) for (const id of ids) this.dirtyPolicies.add(id);
     }
   }
 
@@ -167,7 +167,7 @@ export class PolicyEngine {
   /** A change at a target touches its paths, and the status of every policy sharing a path with it. */
   private markTarget(key: string): void {
     this.groupKeys.delete(key);
-    for (const pk of this.topology.pathsThrough(key)) this.dirtyPaths.add(pk);
+    for (const r of this.topology.routesThrough(key)) this.dirtyRoutes.add(r);
     for (const id of this.byTarget.get(key) ?? []) this.dirtyPolicies.add(id);
   }
 
@@ -207,56 +207,74 @@ export class PolicyEngine {
     return foldOrder(links);
   }
 
-  /** Fragment of the chain key for one object key: attached policies and revisions, newest first. */
-  private groupKey(key: string): string {
-    let g = this.groupKeys.get(key);
-    if (g === undefined) {
-      g = '';
+  /** Interned fragment of the chain key for one object key: attached policies and revisions, newest first. */
+  private groupKey(key: string): number {
+    if (!this.byTarget.has(key)) return 0; // nothing attached: the empty fragment, id 0
+    let id = this.groupKeys.get(key);
+    if (id === undefined) {
+      let g = '';
       for (const p of this.attached(key).sort((a, b) => compareAge(b, a)))
         g += `${p.id}@${this.policies.get(p.id)!.revision},`;
-      this.groupKeys.set(key, g);
+      id = this.fragments.get(g);
+      if (id === undefined) this.fragments.set(g, (id = this.fragments.size));
+      this.groupKeys.set(key, id);
     }
-    return g;
+    return id;
   }
 
-  /** Identical keys mean identical ordered chains, hence identical fold results. */
-  private chainKey(path: PathRef): string {
-    const k = objectKeysOfPath(path);
-    return `${this.groupKey(k[4])}|${this.groupKey(k[3])}|${this.groupKey(k[2])}|${this.groupKey(k[1])}|${this.groupKey(k[0])}`;
-  }
-
-  /** Re-folds every dirty path. Returns what changed; idempotent when nothing is dirty. */
+  /** Re-folds the paths of every dirty route. Returns what changed; idempotent when nothing is dirty. */
   flush(): FlushReport {
     const report: FlushReport = { changed: [], removed: [], recomputed: 0, folds: 0, policies: [] };
+    // Fragments on chains that appeared or vanished: their policies' reach changed.
+    const touched = new Set<number>();
+    const touch = (ck: string) => {
+      for (const f of this.chains.get(ck)!.fragments) touched.add(f);
+    };
     for (const pk of this.removedPaths) {
       if (this.topology.paths.has(pk)) continue;
       const ck = this.pathChain.get(pk);
       if (ck !== undefined) {
+        touch(ck);
         this.release(ck);
         this.pathChain.delete(pk);
         report.removed.push(pk);
       }
     }
     this.removedPaths.clear();
-    for (const pk of this.dirtyPaths) {
-      const path = this.topology.paths.get(pk);
-      if (!path) continue;
-      report.recomputed++;
-      const ck = this.chainKey(path);
-      const old = this.pathChain.get(pk);
-      if (old === ck) continue;
-      let cached = this.chains.get(ck);
-      if (!cached) {
-        cached = { result: resolveChain(this.chainOf(path), this.kind.sections), refs: 0 };
-        this.chains.set(ck, cached);
-        report.folds++;
+    for (const route of this.dirtyRoutes) {
+      const pks = this.topology.routePathKeys(route);
+      if (pks.size === 0) continue;
+      // Identical keys mean identical ordered chains, hence identical fold results.
+      const gRoute = this.groupKey(route);
+      for (const pk of pks) {
+        const k = this.topology.objectKeys(pk)!;
+        report.recomputed++;
+        const g4 = this.groupKey(k[4]);
+        const g2 = this.groupKey(k[2]);
+        const g1 = this.groupKey(k[1]);
+        const g0 = this.groupKey(k[0]);
+        const ck = `${g4}|${gRoute}|${g2}|${g1}|${g0}`;
+        const old = this.pathChain.get(pk);
+        if (old === ck) continue;
+        let cached = this.chains.get(ck);
+        if (!cached) {
+          const result = resolveChain(this.chainOf(this.topology.paths.get(pk)!), this.kind.sections);
+          cached = { result, refs: 0, fragments: [g4, gRoute, g2, g1, g0] };
+          this.chains.set(ck, cached);
+          report.folds++;
+        }
+        cached.refs++;
+        if (old !== undefined) {
+          touch(old);
+          this.release(old);
+        }
+        for (const f of cached.fragments) touched.add(f);
+        this.pathChain.set(pk, ck);
+        report.changed.push(pk);
       }
-      cached.refs++;
-      if (old !== undefined) this.release(old);
-      this.pathChain.set(pk, ck);
-      report.changed.push(pk);
     }
-    this.dirtyPaths.clear();
+    this.dirtyRoutes.clear();
+    for (const f of touched) for (const id of this.fragmentPolicies[f] ?? []) this.dirtyPolicies.add(id);
     report.policies = [...this.dirtyPolicies];
     this.dirtyPolicies.clear();
     return report;

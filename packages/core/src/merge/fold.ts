@@ -268,7 +268,8 @@ export function resolveChain(ordered: readonly ChainLink[], sections: readonly R
     for (const entry of link.policy.unset) unset.push({ entry, by: link.policy.ref });
   }
 
-  const sorted = new Map([...ep.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+  const sorted =
+    ep.size < 2 ? ep : new Map([...ep.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
   return {
     rules: sorted,
     lost,

@@ -22,11 +22,13 @@ export interface TopologyDelta {
   removed: string[];
   /** Object keys (see types.ts) whose existence changed: policies targeting them change state. */
   objects: string[];
+  /** Routes whose set of paths changed. */
+  routes: string[];
 }
 
 const EMPTY: ReadonlySet<string> = new Set();
 
-const emptyDelta = (): TopologyDelta => ({ added: [], removed: [], objects: [] });
+const emptyDelta = (): TopologyDelta => ({ added: [], removed: [], objects: [], routes: [] });
 
 function addTo<K, V>(m: Map<K, Set<V>>, k: K, v: V): void {
   let s = m.get(k);
@@ -61,23 +63,46 @@ export class Topology {
   readonly routes = new Map<string, RouteObject>();
   readonly namespaces = new Map<string, NamespaceObject>();
   readonly paths = new Map<string, PathRef>();
-  /** Object key (class, gateway, gateway#listener) -> path keys through it. Routes use routePaths. */
-  private readonly pathsByObject = new Map<string, Set<string>>();
+  /** Path key -> the object keys it runs through (see objectKeysOfPath). */
+  private readonly pathKeys = new Map<string, ObjectKeys>();
+  /**
+   * Object key (class, gateway, gateway#listener) -> keys of the routes with a path through it. Indexing
+   * routes rather than paths keeps these sets a third of the size (a route has one path per rule).
+   */
+  private readonly routesByObject = new Map<string, Set<string>>();
+  /** Route key -> the class/gateway/listener keys its paths run through. */
+  private readonly routeUpperKeys = new Map<string, Set<string>>();
   /** Gateway key -> keys of routes whose parentRefs name it (whether or not it exists yet). */
   private readonly routesByParent = new Map<string, Set<string>>();
   private readonly routePaths = new Map<string, Set<string>>();
 
+  /** The object keys (class, gateway, listener, route, rule) of a known path. */
+  objectKeys(pk: string): ObjectKeys | undefined {
+    return this.pathKeys.get(pk);
+  }
+
+  /** Path keys of one route; empty if none. */
+  routePathKeys(route: string): ReadonlySet<string> {
+    return this.routePaths.get(route) ?? EMPTY;
+  }
+
+  /** Keys of the routes with a path through an object key (class, gateway, listener, route, rule). */
+  routesThrough(objectKey: string): Iterable<string> {
+    if (objectKey.startsWith('Gateway')) return this.routesByObject.get(objectKey) ?? EMPTY;
+    const hash = objectKey.indexOf('#');
+    const route = hash < 0 ? objectKey : objectKey.slice(0, hash);
+    return this.routePaths.has(route) ? [route] : [];
+  }
+
   /** Path keys through an object key; empty if none. */
   pathsThrough(objectKey: string): ReadonlySet<string> {
-    if (objectKey.startsWith('Gateway')) return this.pathsByObject.get(objectKey) ?? EMPTY;
-    // Routes and route rules are read from the per-route set (a rule has as many paths as listeners).
-    const hash = objectKey.indexOf('#');
-    if (hash < 0) return this.routePaths.get(objectKey) ?? EMPTY;
-    const all = this.routePaths.get(objectKey.slice(0, hash));
-    if (!all) return EMPTY;
-    const suffix = `|${objectKey}`;
     const out = new Set<string>();
-    for (const pk of all) if (pk.endsWith(suffix)) out.add(pk);
+    const level = objectKeyLevel(objectKey);
+    for (const route of this.routesThrough(objectKey)) {
+      for (const pk of this.routePaths.get(route) ?? EMPTY) {
+        if (this.pathKeys.get(pk)![level] === objectKey) out.add(pk);
+      }
+    }
     return out;
   }
 
@@ -200,54 +225,70 @@ export class Topology {
     const delta = emptyDelta();
     for (const key of keys) {
       const route = this.routes.get(key);
-      const next = new Map<string, PathRef>();
-      if (route) {
-        for (const p of this.computeRoutePaths(route)) {
-          const k = pathObjectKeys.get(p)!;
-          next.set(`${k[2]}|${k[4]}`, p);
-        }
-      }
-      const prev = this.routePaths.get(key) ?? new Set<string>();
-      for (const pk of prev) {
-        if (!next.has(pk)) {
-          this.unindexPath(pk);
-          delta.removed.push(pk);
-        }
-      }
-      for (const [pk, p] of next) {
-        if (!prev.has(pk)) {
-          this.indexPath(pk, p);
-          delta.added.push(pk);
-        } else if (this.paths.get(pk)!.gatewayClass !== p.gatewayClass) {
+      const computed = route ? this.computeRoutePaths(route) : [];
+      const prev = this.routePaths.get(key);
+      const nextKeys = new Set<string>();
+      let changed = false;
+      for (const c of computed) {
+        if (nextKeys.has(c.key)) continue; // two parentRefs reaching the same listener
+        nextKeys.add(c.key);
+        const had = prev?.has(c.key) ? this.paths.get(c.key) : undefined;
+        if (!had) {
+          this.indexPath(c);
+          changed = true;
+          delta.added.push(c.key);
+        } else if (had.gatewayClass !== c.ref.gatewayClass) {
           // The gateway moved to another class: same key, other parents.
-          this.unindexPath(pk);
-          this.indexPath(pk, p);
-          delta.removed.push(pk);
-          delta.added.push(pk);
+          this.unindexPath(c.key);
+          this.indexPath(c);
+          changed = true;
+          delta.removed.push(c.key);
+          delta.added.push(c.key);
         }
       }
-      if (next.size > 0) this.routePaths.set(key, new Set(next.keys()));
+      if (prev) {
+        for (const pk of prev) {
+          if (!nextKeys.has(pk)) {
+            changed = true;
+            this.unindexPath(pk);
+            delta.removed.push(pk);
+          }
+        }
+      }
+      if (nextKeys.size > 0) this.routePaths.set(key, nextKeys);
       else this.routePaths.delete(key);
+      if (changed) {
+        delta.routes.push(key);
+        this.reindexRoute(key, nextKeys);
+      }
     }
     return delta;
   }
 
-  private indexPath(pk: string, p: PathRef): void {
-    this.paths.set(pk, p);
-    const k = objectKeysOfPath(p);
-    addTo(this.pathsByObject, k[0], pk);
-    addTo(this.pathsByObject, k[1], pk);
-    addTo(this.pathsByObject, k[2], pk);
+  private indexPath(c: ComputedPath): void {
+    this.paths.set(c.key, c.ref);
+    this.pathKeys.set(c.key, c.keys);
   }
 
   private unindexPath(pk: string): void {
-    const p = this.paths.get(pk);
-    if (!p) return;
     this.paths.delete(pk);
-    const k = objectKeysOfPath(p);
-    deleteFrom(this.pathsByObject, k[0], pk);
-    deleteFrom(this.pathsByObject, k[1], pk);
-    deleteFrom(this.pathsByObject, k[2], pk);
+    this.pathKeys.delete(pk);
+  }
+
+  /** Keeps routesByObject in step with the class/gateway/listener keys of a route's paths. */
+  private reindexRoute(route: string, paths: ReadonlySet<string>): void {
+    const next = new Set<string>();
+    for (const pk of paths) {
+      const k = this.pathKeys.get(pk)!;
+      next.add(k[0]);
+      next.add(k[1]);
+      next.add(k[2]);
+    }
+    const prev = this.routeUpperKeys.get(route);
+    if (prev) for (const k of prev) if (!next.has(k)) deleteFrom(this.routesByObject, k, route);
+    for (const k of next) if (!prev?.has(k)) addTo(this.routesByObject, k, route);
+    if (next.size > 0) this.routeUpperKeys.set(route, next);
+    else this.routeUpperKeys.delete(route);
   }
 
   private namespaceAllowed(gw: GatewayObject, l: ListenerSpec, routeNs: string): boolean {
@@ -259,8 +300,8 @@ export class Topology {
     return Boolean(sel && ns && matchesSelector(sel, ns.labels));
   }
 
-  private computeRoutePaths(route: RouteObject): PathRef[] {
-    const out: PathRef[] = [];
+  private computeRoutePaths(route: RouteObject): ComputedPath[] {
+    const out: ComputedPath[] = [];
     const rKey = routeKey(route.kind, route.namespace, route.name);
     const rules = route.rules.map((r, i) => {
       const name = ruleName(r, i);
@@ -283,15 +324,14 @@ export class Topology {
         if (!listenerAcceptsRouteHostnames(l.hostname, route.hostnames)) continue;
         const lKey = sectionKey(gKey, l.name);
         for (const rule of rules) {
-          const p: PathRef = {
+          const ref: PathRef = {
             gatewayClass: gw.gatewayClassName,
             gateway: gwRef,
             listener: l.name,
             route: routeRef,
             rule: rule.name,
           };
-          pathObjectKeys.set(p, [cKey, gKey, lKey, rKey, rule.key]);
-          out.push(p);
+          out.push({ key: `${lKey}|${rule.key}`, ref, keys: [cKey, gKey, lKey, rKey, rule.key] });
         }
       }
     }
@@ -299,15 +339,25 @@ export class Topology {
   }
 }
 
-type ObjectKeys = [string, string, string, string, string];
-/** Object keys of the paths this module built, computed once from shared strings. */
-const pathObjectKeys = new WeakMap<PathRef, ObjectKeys>();
+export type ObjectKeys = [string, string, string, string, string];
+
+interface ComputedPath {
+  key: string;
+  ref: PathRef;
+  keys: ObjectKeys;
+}
 
 /** The object keys a path runs through, least specific first (GatewayClass .. route rule). */
 export function objectKeysOfPath(p: PathRef): ObjectKeys {
-  const cached = pathObjectKeys.get(p);
-  if (cached) return cached;
   const gw = gatewayKey(p.gateway.namespace, p.gateway.name);
   const rt = routeKey(p.route.kind, p.route.namespace, p.route.name);
   return [classKey(p.gatewayClass), gw, sectionKey(gw, p.listener), rt, sectionKey(rt, p.rule)];
+}
+
+/** Index of an object key in ObjectKeys: 0 class, 1 gateway, 2 listener, 3 route, 4 rule. */
+export function objectKeyLevel(objectKey: string): 0 | 1 | 2 | 3 | 4 {
+  const section = objectKey.includes('#');
+  if (objectKey.startsWith('GatewayClass:')) return 0;
+  if (objectKey.startsWith('Gateway:')) return section ? 2 : 1;
+  return section ? 4 : 3;
 }

@@ -1,0 +1,90 @@
+import { PolicyEngine } from '@cascade/core';
+import { describe, expect, it } from 'vitest';
+import { authPolicyKind } from './kind.ts';
+
+const gw = { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'gw' };
+const errorsOf = (spec: unknown) => {
+  const e = new PolicyEngine(authPolicyKind);
+  e.upsertPolicy({ kind: 'AuthPolicy', metadata: { namespace: 'ns', name: 'p' }, spec });
+  return e.policy('AuthPolicy:ns/p')!.errors;
+};
+
+describe('AuthPolicy schema', () => {
+  it('accepts a Kuadrant v1 style spec with every section', () => {
+    expect(
+      errorsOf({
+        targetRef: gw,
+        defaults: {
+          strategy: 'merge',
+          rules: {
+            authentication: {
+              'api-key': {
+                apiKey: { selector: { matchLabels: { app: 'x' } } },
+                credentials: { authorizationHeader: { prefix: 'APIKEY' } },
+              },
+            },
+            metadata: { user: { http: { url: 'http://users/{auth.identity.sub}' } } },
+            authorization: {
+              admins: { patternMatching: { patterns: [{ predicate: 'true' }] }, priority: 1 },
+            },
+            response: {
+              unauthenticated: { code: 401, message: { value: 'no' } },
+              success: { headers: { 'x-user': { plain: { expression: 'auth.identity.sub' } } } },
+            },
+            callbacks: { audit: { http: { url: 'http://audit' } } },
+          },
+          patterns: { 'is-get': { allOf: [{ predicate: 'request.method == "GET"' }] } },
+        },
+      }),
+    ).toEqual([]);
+  });
+
+  it('requires exactly one method per evaluator', () => {
+    expect(
+      errorsOf({ targetRef: gw, rules: { authentication: { a: { jwt: {}, apiKey: {} }, b: {} } } }),
+    ).toEqual([
+      'spec.rules.authentication.a: sets apiKey and jwt; exactly one is allowed',
+      'spec.rules.authentication.b: needs one of apiKey, jwt, kubernetesTokenReview, oauth2Introspection, x509, plain, anonymous',
+    ]);
+  });
+
+  it('rejects unknown evaluator fields and bad predicates', () => {
+    expect(errorsOf({ targetRef: gw, rules: { authorization: { a: { opa: {}, bogus: 1 } } } })[0]).toContain(
+      'unknown field(s) "bogus"',
+    );
+    expect(errorsOf({ targetRef: gw, when: [{ predicate: '(((' }], rules: {} })[0]).toContain(
+      'spec.when[0].predicate: CEL does not parse',
+    );
+  });
+
+  it('splits response into fixed slots and named headers/filters as rule keys', () => {
+    const e = new PolicyEngine(authPolicyKind);
+    e.upsertGateway({ namespace: 'ns', name: 'gw', gatewayClassName: 'c', listeners: [{ name: 'l' }] });
+    e.upsertRoute({
+      kind: 'HTTPRoute',
+      namespace: 'ns',
+      name: 'r',
+      parentRefs: [{ name: 'gw' }],
+      rules: [{}],
+    });
+    e.upsertPolicy({
+      kind: 'AuthPolicy',
+      metadata: { namespace: 'ns', name: 'p' },
+      spec: {
+        targetRef: gw,
+        rules: {
+          response: {
+            unauthorized: { code: 403 },
+            success: { headers: { h: { json: {} } }, filters: { f: { plain: {} } } },
+          },
+        },
+      },
+    });
+    e.flush();
+    expect([...e.result('Gateway:ns/gw#l|HTTPRoute:ns/r#rule-1')!.rules.keys()]).toEqual([
+      'response.success.filters.f',
+      'response.success.headers.h',
+      'response.unauthorized',
+    ]);
+  });
+});
