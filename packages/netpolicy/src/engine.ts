@@ -1,0 +1,539 @@
+// The network-policy engine: cluster objects in, identities, ipcache and per-endpoint MapState tables
+// out, kept incrementally. Endpoints with the same effective rule set (in practice: the same identity,
+// i.e. replicas) share one table. A change is applied to every affected selector and table before
+// flush() returns its diff, so no intermediate state is ever emitted.
+import { createHash } from 'node:crypto';
+import { matchesSelector } from '@cascade/core';
+import { contains, hostPrefix, type Prefix, parseCidr, prefixKey, WORLD4, WORLD6 } from './cidr.ts';
+import {
+  cidrIdentityKey,
+  ID,
+  IdentityAllocator,
+  type IdentityInfo,
+  nodeIdentityKey,
+  podIdentityKey,
+} from './identities.ts';
+import { lowerTable } from './lower.ts';
+import { keyString, type MapState, type MapStateEntry } from './mapstate.ts';
+import type { Namespace, NetPolicyObject, Node, Pod } from './model.ts';
+import { MAX_ADMIN_RANK } from './precedence.ts';
+import {
+  type BuiltPolicy,
+  buildPolicy,
+  compareRules,
+  type Direction,
+  type Isolation,
+  type Rule,
+} from './rules.ts';
+import { type Selection, selectPeer, subjectSelects } from './selection.ts';
+import { composeTiers, type TieredRules } from './tiers.ts';
+
+export const DIRECTIONS: readonly Direction[] = ['ingress', 'egress'];
+
+export interface Table {
+  id: string;
+  direction: Direction;
+  tiers: TieredRules;
+  state: MapState;
+  /** Identities (subjects) using it. */
+  subjects: Set<number>;
+}
+
+export interface IpcacheEntry {
+  prefix: Prefix;
+  identity: number;
+}
+
+export interface FlushDiff {
+  /** Tables created / deleted / whose entries changed in place, with entry counts. */
+  created: number;
+  deleted: number;
+  updated: number;
+  entriesAdded: number;
+  entriesRemoved: number;
+  /** Endpoints that now point at another table. */
+  switched: number;
+  identitiesAdded: number[];
+  identitiesRemoved: number[];
+  recomputedTables: number;
+}
+
+const podKey = (p: { namespace: string; name: string }) => `${p.namespace}/${p.name}`;
+
+export class NetpolEngine {
+  readonly namespaces = new Map<string, Namespace>();
+  readonly pods = new Map<string, Pod>();
+  readonly nodes = new Map<string, Node>();
+  readonly policies = new Map<string, { obj: NetPolicyObject; built: BuiltPolicy; revision: number }>();
+
+  readonly allocator = new IdentityAllocator();
+  readonly identities = new Map<number, IdentityInfo>();
+  readonly podIdentity = new Map<string, number>();
+  readonly nodeIdentity = new Map<string, number>();
+  private readonly members = new Map<number, Set<string>>();
+
+  rules: { admin: Rule[]; np: Rule[]; isolation: Isolation[]; baseline: Rule[] } = {
+    admin: [],
+    np: [],
+    isolation: [],
+    baseline: [],
+  };
+  private readonly selections = new Map<string, Selection>();
+  /** Subject identity -> table id per direction. */
+  readonly endpointTables = new Map<number, Record<Direction, string>>();
+  readonly tables = new Map<string, Table>();
+  private byPortName = new Map<string, number[]>();
+  private networks: Prefix[] = [];
+  private revision = 0;
+
+  private dirtyPods = new Set<string>();
+  private dirtyNodes = new Set<string>();
+  private policiesChanged = false;
+  private everything = true;
+
+  // ---- inputs -----------------------------------------------------------------------------------
+
+  upsertNamespace(ns: Namespace): void {
+    this.namespaces.set(ns.name, ns);
+    for (const [k, p] of this.pods) if (p.namespace === ns.name) this.dirtyPods.add(k);
+  }
+
+  upsertPod(p: Pod): void {
+    this.pods.set(podKey(p), p);
+    this.dirtyPods.add(podKey(p));
+  }
+
+  removePod(namespace: string, name: string): void {
+    const k = `${namespace}/${name}`;
+    if (this.pods.delete(k)) this.dirtyPods.add(k);
+  }
+
+  upsertNode(n: Node): void {
+    this.nodes.set(n.name, n);
+    this.dirtyNodes.add(n.name);
+  }
+
+  upsertPolicy(obj: NetPolicyObject): BuiltPolicy {
+    const built = buildPolicy(obj);
+    const prev = this.policies.get(built.key);
+    this.policies.set(built.key, { obj, built, revision: ++this.revision });
+    if (!prev || JSON.stringify(prev.obj.spec) !== JSON.stringify(obj.spec)) this.policiesChanged = true;
+    return built;
+  }
+
+  removePolicy(key: string): void {
+    if (this.policies.delete(key)) this.policiesChanged = true;
+  }
+
+  nsLabels = (ns: string): Record<string, string> =>
+    this.namespaces.get(ns)?.labels ?? { 'kubernetes.io/metadata.name': ns };
+
+  // ---- derived ----------------------------------------------------------------------------------
+
+  private rebuildRules(): void {
+    const all = [...this.policies.values()].map((p) => p.built);
+    const admin = all.flatMap((b) => b.rules.filter((r) => r.tier === 'admin')).sort(compareRules);
+    this.rules = {
+      admin,
+      np: all.flatMap((b) => b.rules.filter((r) => r.tier === 'np')),
+      isolation: all.flatMap((b) => (b.isolation ? [b.isolation] : [])),
+      baseline: all.flatMap((b) => b.rules.filter((r) => r.tier === 'baseline')).sort(compareRules),
+    };
+    const nets = new Map<string, Prefix>();
+    for (const r of [...admin, ...this.rules.baseline])
+      for (const p of r.peers) if (p.kind === 'cidr' && p.pods) nets.set(prefixKey(p.cidr), p.cidr);
+    this.networks = [...nets.values()];
+  }
+
+  private netparts(pod: Pod): string[] {
+    const out: string[] = [];
+    for (const ip of pod.ips) {
+      const h = hostPrefix(ip);
+      if (!h) continue;
+      let best: Prefix | undefined;
+      for (const n of this.networks) if (contains(n, h) && (!best || n.len > best.len)) best = n;
+      if (best) out.push(prefixKey(best));
+    }
+    return out;
+  }
+
+  private podIdentityInfo(p: Pod): IdentityInfo {
+    const nsLabels = this.nsLabels(p.namespace);
+    const netparts = this.netparts(p);
+    const key = podIdentityKey(p.namespace, nsLabels, p.labels, p.ports, netparts);
+    return {
+      id: this.allocator.allocate('pod', key),
+      kind: 'pod',
+      key,
+      namespace: p.namespace,
+      nsLabels,
+      labels: p.labels,
+      ports: p.ports.filter((x) => x.name),
+      netparts,
+    };
+  }
+
+  private addMember(info: IdentityInfo, member: string, added: number[]): void {
+    let m = this.members.get(info.id);
+    if (!m) {
+      this.members.set(info.id, (m = new Set()));
+      this.identities.set(info.id, info);
+      added.push(info.id);
+    }
+    m.add(member);
+  }
+
+  private dropMember(id: number, member: string, removed: number[]): void {
+    const m = this.members.get(id);
+    if (!m) return;
+    m.delete(member);
+    if (m.size === 0) {
+      this.members.delete(id);
+      this.identities.delete(id);
+      removed.push(id);
+    }
+  }
+
+  /** CIDR identities for every prefix a rule names, and world. */
+  private syncCidrIdentities(added: number[], removed: number[]): void {
+    const want = new Map<string, Prefix>();
+    for (const r of [...this.rules.admin, ...this.rules.np, ...this.rules.baseline]) {
+      for (const p of r.peers) {
+        if (p.kind !== 'cidr') continue;
+        for (const c of [p.cidr, ...p.except]) if (c.len > 0) want.set(cidrIdentityKey(c), c);
+      }
+    }
+    if (!this.identities.has(ID.WORLD)) {
+      this.identities.set(ID.WORLD, { id: ID.WORLD, kind: 'world', key: 'world', prefix: WORLD4 });
+      this.identities.set(ID.WORLD6, { id: ID.WORLD6, kind: 'world', key: 'world6', prefix: WORLD6 });
+    }
+    for (const [id, info] of [...this.identities]) {
+      if (info.kind === 'cidr' && !want.has(info.key)) {
+        this.identities.delete(id);
+        removed.push(id);
+      }
+    }
+    for (const [key, prefix] of [...want].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const id = this.allocator.allocate('cidr', key);
+      if (!this.identities.has(id)) {
+        this.identities.set(id, { id, kind: 'cidr', key, prefix });
+        added.push(id);
+      }
+    }
+  }
+
+  private selection(rule: Rule, i: number): Selection {
+    const k = `${rule.id}@${i}`;
+    let s = this.selections.get(k);
+    if (!s) {
+      s = selectPeer(rule.peers[i]!, rule.action, this.identities.values());
+      this.selections.set(k, s);
+    }
+    return s;
+  }
+
+  private tierInput(info: IdentityInfo, d: Direction) {
+    const sel = (r: Rule) => r.direction === d && subjectSelects(r.subject, info);
+    return {
+      admin: this.rules.admin.filter(sel),
+      isolation: this.rules.isolation.filter(
+        (i) =>
+          i.namespace === info.namespace &&
+          i.directions.includes(d) &&
+          matchesSelector(i.subject, info.labels!),
+      ),
+      np: this.rules.np.filter(sel),
+      baseline: this.rules.baseline.filter(sel),
+    };
+  }
+
+  /** Same effective rule set (and, for ingress named ports, same own ports) = same table. */
+  private tableId(info: IdentityInfo, d: Direction, t: TieredRules): string {
+    const rev = (r: Rule) => `${r.id}@${this.policies.get(policyKeyOf(r))?.revision ?? 0}`;
+    const named =
+      d === 'ingress' &&
+      [...t.admin, ...t.np, ...t.baseline].some((r) => r.ports?.some((p) => p.kind === 'named'));
+    const sig = JSON.stringify([
+      d,
+      t.admin.map(rev),
+      t.isolation.map((i) => i.policy),
+      t.np.map(rev),
+      t.baseline.map(rev),
+      named ? info.ports : null,
+    ]);
+    return createHash('sha1').update(sig).digest('hex').slice(0, 16);
+  }
+
+  private lowerCtx(info: IdentityInfo, d: Direction) {
+    return {
+      direction: d,
+      local: info,
+      identities: this.identities,
+      byPortName: this.byPortName,
+      select: (r: Rule, i: number) => this.selection(r, i),
+    };
+  }
+
+  private rebuildPortIndex(): void {
+    const m = new Map<string, number[]>();
+    for (const info of this.identities.values()) {
+      if (info.kind !== 'pod') continue;
+      for (const n of new Set((info.ports ?? []).map((p) => p.name!))) {
+        let l = m.get(n);
+        if (!l) m.set(n, (l = []));
+        l.push(info.id);
+      }
+    }
+    this.byPortName = m;
+  }
+
+  /** Applies every pending change; returns what changed in the datapath's terms. */
+  flush(): FlushDiff {
+    const diff: FlushDiff = {
+      created: 0,
+      deleted: 0,
+      updated: 0,
+      entriesAdded: 0,
+      entriesRemoved: 0,
+      switched: 0,
+      identitiesAdded: [],
+      identitiesRemoved: [],
+      recomputedTables: 0,
+    };
+    const before = new Map([...this.tables].map(([id, t]) => [id, t.state.size]));
+    const rulesChanged = this.policiesChanged || this.everything;
+    if (rulesChanged) this.rebuildRules();
+    if (this.rules.admin.length > MAX_ADMIN_RANK)
+      throw new RangeError(`${this.rules.admin.length} admin rules exceed ${MAX_ADMIN_RANK}`);
+
+    // 1. Identities: pods whose labels, namespace labels, ports or network membership changed.
+    const podsToCheck = rulesChanged ? new Set(this.pods.keys()) : new Set(this.dirtyPods);
+    for (const k of this.dirtyPods) podsToCheck.add(k);
+    const added: number[] = [];
+    const removed: number[] = [];
+    for (const k of podsToCheck) {
+      const p = this.pods.get(k);
+      const old = this.podIdentity.get(k);
+      const info = p ? this.podIdentityInfo(p) : undefined;
+      if (old !== undefined && old === info?.id) continue;
+      if (old !== undefined) {
+        this.podIdentity.delete(k);
+        this.dropMember(old, k, removed);
+      }
+      if (info) {
+        this.podIdentity.set(k, info.id);
+        this.addMember(info, k, added);
+      }
+    }
+    for (const name of this.dirtyNodes) {
+      const n = this.nodes.get(name);
+      const old = this.nodeIdentity.get(name);
+      const key = n ? nodeIdentityKey(n.labels) : undefined;
+      const id = key ? this.allocator.allocate('node', key) : undefined;
+      if (old === id) continue;
+      if (old !== undefined) this.dropMember(old, `node:${name}`, removed);
+      if (n && id !== undefined) {
+        this.nodeIdentity.set(name, id);
+        this.addMember({ id, kind: 'node', key: key!, labels: n.labels }, `node:${name}`, added);
+      } else this.nodeIdentity.delete(name);
+    }
+    if (rulesChanged) this.syncCidrIdentities(added, removed);
+    const addedSet = new Set(added.filter((id) => !removed.includes(id)));
+    const removedSet = new Set(removed.filter((id) => !added.includes(id)));
+    diff.identitiesAdded = [...addedSet];
+    diff.identitiesRemoved = [...removedSet];
+    if (added.length || removed.length) this.rebuildPortIndex();
+
+    // 2. Selections: recompute all when rules changed; else patch the cached ones.
+    if (rulesChanged) this.selections.clear();
+    else {
+      for (const [k, s] of this.selections) {
+        if (s.kind !== 'set') continue;
+        const [ruleId, idx] = splitSelectionKey(k);
+        const rule = this.findRule(ruleId);
+        if (!rule) continue;
+        for (const id of removedSet) s.ids.delete(id);
+        for (const id of addedSet) {
+          const one = selectPeer(rule.peers[idx]!, rule.action, [this.identities.get(id)!]);
+          if (one.kind === 'set' && one.ids.has(id)) s.ids.add(id);
+        }
+      }
+    }
+
+    // 3. Tables: subject identities (re)assigned; new tables lowered; old ones freed.
+    const subjects = rulesChanged
+      ? [...this.identities.values()].filter((i) => i.kind === 'pod')
+      : [...addedSet].map((id) => this.identities.get(id)!).filter((i) => i.kind === 'pod');
+    for (const id of removedSet) this.detachSubject(id, diff);
+    for (const info of subjects) {
+      const ids = {} as Record<Direction, string>;
+      for (const d of DIRECTIONS) {
+        const tiers = composeTiers(this.tierInput(info, d));
+        const tid = this.tableId(info, d, tiers);
+        ids[d] = tid;
+        if (!this.tables.has(tid)) {
+          this.tables.set(tid, {
+            id: tid,
+            direction: d,
+            tiers,
+            state: lowerTable(tiers, this.lowerCtx(info, d)),
+            subjects: new Set(),
+          });
+          diff.recomputedTables++;
+        }
+      }
+      const prev = this.endpointTables.get(info.id);
+      if (prev && prev.ingress === ids.ingress && prev.egress === ids.egress) continue;
+      if (prev) this.detachSubject(info.id, diff);
+      for (const d of DIRECTIONS) this.tables.get(ids[d])!.subjects.add(info.id);
+      this.endpointTables.set(info.id, ids);
+      if (prev) diff.switched += this.members.get(info.id)?.size ?? 0;
+    }
+    for (const [id, t] of [...this.tables]) {
+      if (t.subjects.size === 0) this.tables.delete(id);
+    }
+
+    // 4. Identities that appeared or vanished as remotes: patch the buckets of existing tables.
+    if (addedSet.size || removedSet.size) {
+      for (const t of this.tables.values()) {
+        if (!before.has(t.id)) continue; // lowered just now, already complete
+        let touched = false;
+        for (const id of removedSet) {
+          if (t.state.bucket(id).length) {
+            t.state.clear(id);
+            touched = true;
+          }
+        }
+        const local = this.identities.get([...t.subjects][0]!)!;
+        for (const id of addedSet) {
+          const n = t.state.bucket(id).length;
+          lowerTable(t.tiers, this.lowerCtx(local, t.direction), t.state, id);
+          if (n || t.state.bucket(id).length) touched = true;
+        }
+        if (touched) diff.updated++;
+      }
+    }
+
+    for (const [id, t] of this.tables) {
+      const was = before.get(id);
+      if (was === undefined) {
+        diff.created++;
+        diff.entriesAdded += t.state.size;
+      }
+    }
+    for (const [id, n] of before) {
+      if (!this.tables.has(id)) {
+        diff.deleted++;
+        diff.entriesRemoved += n;
+      }
+    }
+    this.dirtyPods.clear();
+    this.dirtyNodes.clear();
+    this.policiesChanged = false;
+    this.everything = false;
+    return diff;
+  }
+
+  private detachSubject(id: number, diff: FlushDiff): void {
+    const prev = this.endpointTables.get(id);
+    if (!prev) return;
+    for (const d of DIRECTIONS) this.tables.get(prev[d])?.subjects.delete(id);
+    this.endpointTables.delete(id);
+    void diff;
+  }
+
+  private findRule(id: string): Rule | undefined {
+    const key = id.slice(0, id.indexOf('#'));
+    return this.policies.get(key)?.built.rules.find((r) => r.id === id);
+  }
+
+  // ---- reads ------------------------------------------------------------------------------------
+
+  /** The ipcache as a node agent on `node` sees it: own addresses map to HOST. */
+  ipcache(node?: string): IpcacheEntry[] {
+    const out: IpcacheEntry[] = [
+      { prefix: WORLD4, identity: ID.WORLD },
+      { prefix: WORLD6, identity: ID.WORLD6 },
+    ];
+    for (const info of this.identities.values())
+      if (info.kind === 'cidr') out.push({ prefix: info.prefix!, identity: info.id });
+    for (const [name, n] of this.nodes) {
+      const id = name === node ? ID.HOST : this.nodeIdentity.get(name);
+      for (const ip of n.ips) {
+        const h = hostPrefix(ip);
+        if (h && id !== undefined) out.push({ prefix: h, identity: id });
+      }
+    }
+    for (const [k, p] of this.pods) {
+      const id = this.podIdentity.get(k);
+      for (const ip of p.ips) {
+        const h = hostPrefix(ip);
+        if (h && id !== undefined) out.push({ prefix: h, identity: id });
+      }
+    }
+    return out;
+  }
+
+  /** Identity of an address: the most specific ipcache prefix holding it. */
+  identityOf(ip: string, node?: string): number {
+    const h = hostPrefix(ip);
+    if (!h) return ID.WORLD;
+    let best: IpcacheEntry | undefined;
+    for (const e of this.ipcache(node))
+      if (contains(e.prefix, h) && (!best || e.prefix.len > best.prefix.len)) best = e;
+    return best?.identity ?? (h.family === 6 ? ID.WORLD6 : ID.WORLD);
+  }
+
+  /** Loads a whole cluster (plain data) and flushes. */
+  static fromCluster(c: import('./model.ts').Cluster): NetpolEngine {
+    const e = new NetpolEngine();
+    for (const ns of c.namespaces) e.upsertNamespace(ns);
+    for (const n of c.nodes) e.upsertNode(n);
+    for (const p of c.pods) e.upsertPod(p);
+    for (const p of c.policies) e.upsertPolicy(p);
+    e.flush();
+    return e;
+  }
+
+  tableOf(podNs: string, podName: string, d: Direction): Table | undefined {
+    const id = this.podIdentity.get(`${podNs}/${podName}`);
+    const t = id === undefined ? undefined : this.endpointTables.get(id);
+    return t ? this.tables.get(t[d]) : undefined;
+  }
+
+  /** Every policy's problems (errors make it ignored; warnings do not). */
+  problems(): { policy: string; errors: string[]; warnings: string[] }[] {
+    const known = new Set<string>();
+    for (const p of this.pods.values()) for (const cp of p.ports) if (cp.name) known.add(cp.name);
+    const out: { policy: string; errors: string[]; warnings: string[] }[] = [];
+    for (const p of this.policies.values()) {
+      const warnings = [...p.built.warnings];
+      for (const r of p.built.rules) {
+        for (const m of r.ports ?? []) {
+          if (m.kind === 'named' && !known.has(m.name))
+            warnings.push(
+              `${r.direction}[${r.source.index}]: named port "${m.name}" matches no container port`,
+            );
+        }
+      }
+      if (p.built.errors.length || warnings.length)
+        out.push({ policy: p.built.key, errors: p.built.errors, warnings });
+    }
+    return out;
+  }
+}
+
+function policyKeyOf(r: Rule): string {
+  return r.id.slice(0, r.id.indexOf('#'));
+}
+
+function splitSelectionKey(k: string): [string, number] {
+  const at = k.lastIndexOf('@');
+  return [k.slice(0, at), Number(k.slice(at + 1))];
+}
+
+export function entrySignature(e: MapStateEntry): string {
+  return `${keyString(e)}=${e.precedence}`;
+}
+
+export { parseCidr };

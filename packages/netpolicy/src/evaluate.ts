@@ -1,0 +1,174 @@
+// The direct, slow evaluation of the ordered policy, straight from the rules: the oracle that the
+// lowering (and the kernel) must agree with. No identities, no MapState.
+import { matchesSelector } from '@cascade/core';
+import { contains, hostPrefix } from './cidr.ts';
+import type { Node, Pod } from './model.ts';
+import { PROTO_NAMES } from './ports.ts';
+import type { Direction, Isolation, Peer, PortMatch, Rule, Tier } from './rules.ts';
+import { namespaceMatches } from './selection.ts';
+
+export type Remote =
+  | { kind: 'pod'; pod: Pod; ip: string }
+  | { kind: 'node'; node: Node; ip: string }
+  | { kind: 'external'; ip: string };
+
+export interface Decision {
+  verdict: 'allow' | 'deny';
+  /** admin / networkpolicy / baseline / default, or self / node for the built-in exceptions. */
+  tier: Tier | 'networkpolicy' | 'default' | 'self' | 'node';
+  policy?: string;
+  rule?: string;
+  priority?: number;
+  /** Admin Pass rules the traffic went through. */
+  passedBy?: string[];
+}
+
+export interface RuleSet {
+  admin: Rule[];
+  np: Rule[];
+  isolation: Isolation[];
+  baseline: Rule[];
+  nsLabels(ns: string): Record<string, string>;
+}
+
+function peerMatches(peer: Peer, remote: Remote, action: Rule['action'], rs: RuleSet): boolean {
+  switch (peer.kind) {
+    case 'all':
+      return true;
+    case 'unknown':
+      return action !== 'allow';
+    case 'pods':
+      return (
+        remote.kind === 'pod' &&
+        namespaceMatches(peer.namespaces, remote.pod.namespace, rs.nsLabels(remote.pod.namespace)) &&
+        matchesSelector(peer.pods, remote.pod.labels)
+      );
+    case 'nodes':
+      return remote.kind === 'node' && matchesSelector(peer.selector, remote.node.labels);
+    case 'cidr': {
+      if (remote.kind === 'node' || (remote.kind === 'pod' && !peer.pods)) return false;
+      const ip = hostPrefix(remote.ip);
+      return Boolean(ip && contains(peer.cidr, ip) && !peer.except.some((e) => contains(e, ip)));
+    }
+  }
+}
+
+const PROTO_OF = { TCP: 6, UDP: 17, SCTP: 132 } as const;
+
+function portMatches(
+  ports: PortMatch[] | undefined,
+  proto: number,
+  port: number,
+  namedOwner: Pod | undefined,
+): boolean {
+  if (!ports) return true;
+  return ports.some((m) => {
+    if (m.kind === 'range') return m.proto === proto && port >= m.range.start && port <= m.range.end;
+    return (namedOwner?.ports ?? []).some(
+      (cp) =>
+        cp.name === m.name &&
+        PROTO_OF[cp.protocol] === proto &&
+        (m.proto === undefined || m.proto === proto) &&
+        cp.port === port,
+    );
+  });
+}
+
+function ruleMatches(
+  r: Rule,
+  local: Pod,
+  remote: Remote,
+  direction: Direction,
+  proto: number,
+  port: number,
+  rs: RuleSet,
+): boolean {
+  if (r.direction !== direction) return false;
+  if (
+    !namespaceMatches(r.subject.namespaces, local.namespace, rs.nsLabels(local.namespace)) ||
+    !matchesSelector(r.subject.pods, local.labels)
+  )
+    return false;
+  if (!r.peers.some((p) => peerMatches(p, remote, r.action, rs))) return false;
+  const owner = direction === 'ingress' ? local : remote.kind === 'pod' ? remote.pod : undefined;
+  return portMatches(r.ports, proto, port, owner);
+}
+
+const describe = (r: Rule): Pick<Decision, 'policy' | 'rule' | 'priority'> => ({
+  policy: r.source.namespace
+    ? `${r.source.kind}/${r.source.namespace}/${r.source.name}`
+    : `${r.source.kind}/${r.source.name}`,
+  rule: r.source.ruleName ?? `${r.direction}[${r.source.index}]`,
+  ...(r.priority !== undefined && r.tier === 'admin' ? { priority: r.priority } : {}),
+});
+
+/** One direction at one pod: first the admin tier, then NetworkPolicy (or, if none governs, the baseline), then allow. */
+export function evaluateDirection(
+  rs: RuleSet,
+  local: Pod,
+  remote: Remote,
+  direction: Direction,
+  proto: number,
+  port: number,
+): Decision {
+  if (remote.kind === 'pod' && remote.pod.namespace === local.namespace && remote.pod.name === local.name)
+    return { verdict: 'allow', tier: 'self' };
+  if (remote.kind === 'node' && local.node !== undefined && remote.node.name === local.node)
+    return { verdict: 'allow', tier: 'node' };
+  const passedBy: string[] = [];
+  for (const r of rs.admin) {
+    if (!ruleMatches(r, local, remote, direction, proto, port, rs)) continue;
+    if (r.action === 'pass') {
+      passedBy.push(r.id);
+      break;
+    }
+    return { verdict: r.action, tier: 'admin', ...describe(r) };
+  }
+  const extra = passedBy.length ? { passedBy } : {};
+  const isolating = rs.isolation.filter(
+    (i) =>
+      i.namespace === local.namespace &&
+      i.directions.includes(direction) &&
+      matchesSelector(i.subject, local.labels),
+  );
+  if (isolating.length > 0) {
+    const allow = rs.np.find((r) => ruleMatches(r, local, remote, direction, proto, port, rs));
+    if (allow) return { verdict: 'allow', tier: 'networkpolicy', ...describe(allow), ...extra };
+    return {
+      verdict: 'deny',
+      tier: 'networkpolicy',
+      policy: isolating.map((i) => i.policy).join(','),
+      rule: 'isolation',
+      ...extra,
+    };
+  }
+  for (const r of rs.baseline) {
+    if (!ruleMatches(r, local, remote, direction, proto, port, rs)) continue;
+    if (r.action === 'pass') return { verdict: 'allow', tier: 'default', ...describe(r), ...extra };
+    return { verdict: r.action, tier: 'baseline', ...describe(r), ...extra };
+  }
+  return { verdict: 'allow', tier: 'default', ...extra };
+}
+
+export interface ConnectionVerdict {
+  verdict: 'allow' | 'deny';
+  egress?: Decision;
+  ingress?: Decision;
+}
+
+/** A connection needs egress allowed at the source pod and ingress allowed at the destination pod. */
+export function evaluateConnection(
+  rs: RuleSet,
+  from: Remote,
+  to: Remote,
+  proto: number,
+  port: number,
+): ConnectionVerdict {
+  const out: ConnectionVerdict = { verdict: 'allow' };
+  if (from.kind === 'pod') out.egress = evaluateDirection(rs, from.pod, to, 'egress', proto, port);
+  if (to.kind === 'pod') out.ingress = evaluateDirection(rs, to.pod, from, 'ingress', proto, port);
+  if (out.egress?.verdict === 'deny' || out.ingress?.verdict === 'deny') out.verdict = 'deny';
+  return out;
+}
+
+export const protoName = (p: number): string => PROTO_NAMES[p] ?? String(p);

@@ -1,0 +1,14 @@
+// @cascade/netpolicy: network policy resolution and lowering. See README.md.
+export * from './cidr.ts';
+export * from './engine.ts';
+export * from './evaluate.ts';
+export * from './identities.ts';
+export * from './lower.ts';
+export * from './mapstate.ts';
+export * from './model.ts';
+export * from './ports.ts';
+export * from './precedence.ts';
+export * from './rules.ts';
+export * from './selection.ts';
+export * from './tiers.ts';
+export * from './verdict.ts';

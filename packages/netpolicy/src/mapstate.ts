@@ -1,0 +1,139 @@
+// MapState: one endpoint direction's policy as (remote identity | *, protocol | any, port prefix) ->
+// (verdict, precedence), organised the way the datapath looks it up. The datapath does two
+// longest-prefix lookups, one with the remote identity and one with the wildcard identity, and takes
+// the higher precedence (then the longer match, then deny). For that to equal "the highest-precedence
+// entry covering the packet", each identity's trie must never hold an entry under a shorter entry of
+// higher precedence. The insertion rules (CFP-23380's MapState rules) keep that invariant:
+//   - an entry covered by a higher-precedence entry of its own identity or of the wildcard is dropped
+//     (it could never win), and so is one covered by an equal entry with the same verdict;
+//   - inserting an entry deletes the entries of its own identity it covers with lower precedence (they
+//     would shadow it in a longest-prefix lookup), and covered equal ones with the same verdict.
+import { ID, isPodIdentity } from './identities.ts';
+import { portInPrefix, prefixContains } from './ports.ts';
+
+export const WILDCARD = ID.WILDCARD;
+
+/** The key-only identities that also cover an identity, most specific first. */
+export function parentsOf(identity: number): number[] {
+  if (identity === ID.WILDCARD) return [];
+  if (identity === ID.ALL_PODS) return [ID.WILDCARD];
+  return isPodIdentity(identity) ? [ID.ALL_PODS, ID.WILDCARD] : [ID.WILDCARD];
+}
+
+export interface MapStateKey {
+  /** Remote security identity; 0 = any. */
+  identity: number;
+  /** IP protocol; 0 = any (then port and plen are 0). */
+  proto: number;
+  port: number;
+  /** Port prefix length 0..16. */
+  plen: number;
+}
+
+export interface MapStateEntry extends MapStateKey {
+  precedence: number;
+  deny: boolean;
+  /** The rule that produced the entry (its id), and for a Pass copy the Pass rule too. */
+  rule: string;
+  passedBy?: string;
+}
+
+/** Match length in the datapath's LPM key (identity and proto fixed, then port bits). */
+export function matchLength(k: MapStateKey): number {
+  return k.proto === 0 ? 0 : 8 + k.plen;
+}
+
+/** Whether key a covers key b, ignoring identity. */
+export function covers(a: MapStateKey, b: MapStateKey): boolean {
+  if (a.proto === 0) return true;
+  if (a.proto !== b.proto) return false;
+  return prefixContains({ port: a.port, len: a.plen }, { port: b.port, len: b.plen });
+}
+
+export function keyString(k: MapStateKey): string {
+  return `${k.identity}/${k.proto}/${k.port}/${k.plen}`;
+}
+
+/** Better of two matches as the datapath picks: precedence, then longer match, then deny. */
+export function better(
+  a: MapStateEntry | undefined,
+  b: MapStateEntry | undefined,
+): MapStateEntry | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  if (a.precedence !== b.precedence) return a.precedence > b.precedence ? a : b;
+  const la = matchLength(a);
+  const lb = matchLength(b);
+  if (la !== lb) return la > lb ? a : b;
+  return a.deny ? a : b;
+}
+
+export class MapState {
+  /** identity -> entries (small lists; a real LPM trie per identity in the datapath). */
+  readonly buckets = new Map<number, MapStateEntry[]>();
+
+  get size(): number {
+    let n = 0;
+    for (const b of this.buckets.values()) n += b.length;
+    return n;
+  }
+
+  *entries(): IterableIterator<MapStateEntry> {
+    for (const b of this.buckets.values()) yield* b;
+  }
+
+  bucket(identity: number): readonly MapStateEntry[] {
+    return this.buckets.get(identity) ?? [];
+  }
+
+  /**
+   * Inserts per the rules above; returns whether the entry was kept. (The deny bit is part of the
+   * precedence, so equal precedence means the same verdict.)
+   */
+  insert(e: MapStateEntry): boolean {
+    const own = this.buckets.get(e.identity);
+    if (own) for (const x of own) if (x.precedence >= e.precedence && covers(x, e)) return false;
+    for (const parent of parentsOf(e.identity)) {
+      const wild = this.buckets.get(parent);
+      if (wild) for (const x of wild) if (x.precedence >= e.precedence && covers(x, e)) return false;
+    }
+    if (!own) {
+      this.buckets.set(e.identity, [e]);
+      return true;
+    }
+    const kept = own.filter((x) => !(x.precedence <= e.precedence && covers(e, x)));
+    kept.push(e);
+    this.buckets.set(e.identity, kept);
+    return true;
+  }
+
+  /** The datapath's answer: LPM in the identity's trie and its parents' (all pods, any), then `better`. */
+  lookup(identity: number, proto: number, port: number): MapStateEntry | undefined {
+    const lpm = (id: number): MapStateEntry | undefined => {
+      let best: MapStateEntry | undefined;
+      for (const x of this.buckets.get(id) ?? []) {
+        if (x.proto !== 0 && (x.proto !== proto || !portInPrefix(port, { port: x.port, len: x.plen })))
+          continue;
+        if (!best || matchLength(x) > matchLength(best)) best = x;
+      }
+      return best;
+    };
+    let best = identity === WILDCARD ? undefined : lpm(identity);
+    for (const parent of parentsOf(identity)) best = better(best, lpm(parent));
+    return best;
+  }
+
+  /** Removes every entry of one identity (before recomputing its bucket). */
+  clear(identity: number): void {
+    this.buckets.delete(identity);
+  }
+
+  /** Entries in a stable order (for hashing, diffing and printing). */
+  sorted(): MapStateEntry[] {
+    return [...this.entries()].sort(compareKeys);
+  }
+}
+
+export function compareKeys(a: MapStateKey, b: MapStateKey): number {
+  return a.identity - b.identity || a.proto - b.proto || a.port - b.port || a.plen - b.plen;
+}

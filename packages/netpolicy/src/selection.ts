@@ -1,0 +1,90 @@
+// Which identities a rule's peer selects, and which pods a subject selects, from identity labels.
+import { type LabelSelector, matchesSelector } from '@cascade/core';
+import { contains, prefixKey } from './cidr.ts';
+import { ID, type IdentityInfo } from './identities.ts';
+import type { NamespaceMatch, Peer, SubjectMatch } from './rules.ts';
+
+/** Every identity, or a finite set. `pods`: every pod identity (the ALL_PODS key). */
+export type Selection = { kind: 'all' } | { kind: 'pods' } | { kind: 'set'; ids: Set<number> };
+
+export function namespaceMatches(m: NamespaceMatch, ns: string, nsLabels: Record<string, string>): boolean {
+  return 'name' in m ? m.name === ns : matchesSelector(m.selector, nsLabels);
+}
+
+export function subjectSelects(s: SubjectMatch, info: IdentityInfo): boolean {
+  return (
+    info.kind === 'pod' &&
+    namespaceMatches(s.namespaces, info.namespace!, info.nsLabels!) &&
+    matchesSelector(s.pods, info.labels!)
+  );
+}
+
+const isEmpty = (s: LabelSelector) =>
+  Object.keys(s.matchLabels ?? {}).length === 0 && (s.matchExpressions ?? []).length === 0;
+
+/** Whether a peer selects one identity (remote side). Unknown peers are resolved by the caller. */
+export function peerSelects(peer: Peer, info: IdentityInfo): boolean {
+  switch (peer.kind) {
+    case 'all':
+      return true;
+    case 'unknown':
+      return false;
+    case 'pods':
+      return (
+        info.kind === 'pod' &&
+        namespaceMatches(peer.namespaces, info.namespace!, info.nsLabels!) &&
+        matchesSelector(peer.pods, info.labels!)
+      );
+    case 'nodes':
+      return info.kind === 'node' && matchesSelector(peer.selector, info.labels!);
+    case 'cidr': {
+      const inside = (p: { family: 4 | 6; bits: bigint; len: number }) =>
+        contains(peer.cidr, p) && !peer.except.some((e) => contains(e, p));
+      if (info.kind === 'cidr' || info.kind === 'world') return inside(info.prefix!);
+      if (info.kind === 'pod' && peer.pods) {
+        // netparts name the most specific network prefix holding the pod's address: inside the peer's
+        // CIDR exactly when the address is (prefixes holding one address are nested).
+        return (info.netparts ?? []).some((n) => n === prefixKey(peer.cidr) || isInsideKey(n, peer));
+      }
+      return false;
+    }
+  }
+}
+
+const netpartPrefixes = new Map<string, { family: 4 | 6; bits: bigint; len: number }>();
+function isInsideKey(key: string, peer: Extract<Peer, { kind: 'cidr' }>): boolean {
+  let p = netpartPrefixes.get(key);
+  if (!p) {
+    const [fam, rest] = key.split(':') as [string, string];
+    const [hex, len] = rest.split('/') as [string, string];
+    p = { family: Number(fam) as 4 | 6, bits: BigInt(`0x${hex}`), len: Number(len) };
+    netpartPrefixes.set(key, p);
+  }
+  return contains(peer.cidr, p) && !peer.except.some((e) => contains(e, p!));
+}
+
+/** A stable key for caching a peer's selection. */
+export function peerKey(peer: Peer): string {
+  return JSON.stringify(peer, (_k, v) => (typeof v === 'bigint' ? v.toString(16) : v));
+}
+
+/** Selection of a peer over all identities, using the wildcards where they are exact. */
+export function selectPeer(
+  peer: Peer,
+  action: 'allow' | 'deny' | 'pass',
+  identities: Iterable<IdentityInfo>,
+): Selection {
+  if (peer.kind === 'all') return { kind: 'all' };
+  // Fail closed: a peer with no known field selects nothing in Allow, everything in Deny/Pass.
+  if (peer.kind === 'unknown') return action === 'allow' ? { kind: 'set', ids: new Set() } : { kind: 'all' };
+  if (
+    peer.kind === 'pods' &&
+    isEmpty(peer.pods) &&
+    'selector' in peer.namespaces &&
+    isEmpty(peer.namespaces.selector)
+  )
+    return { kind: 'pods' };
+  const ids = new Set<number>();
+  for (const info of identities) if (info.id !== ID.HOST && peerSelects(peer, info)) ids.add(info.id);
+  return { kind: 'set', ids };
+}

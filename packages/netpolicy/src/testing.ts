@@ -1,0 +1,240 @@
+// Random clusters, policies and probes (fast-check arbitraries) for the property and differential
+// tests of the lowering and of the kernel datapath.
+import fc from 'fast-check';
+import type { Cluster, NetPolicyObject, Node, Pod } from './model.ts';
+
+export interface Probe {
+  from: string;
+  to: string;
+  proto: number;
+  port: number;
+}
+
+const NAMESPACES = [
+  { name: 'alpha', labels: { team: 'a', env: 'prod', 'kubernetes.io/metadata.name': 'alpha' } },
+  { name: 'beta', labels: { team: 'b', env: 'prod', 'kubernetes.io/metadata.name': 'beta' } },
+  { name: 'gamma', labels: { team: 'a', env: 'dev', 'kubernetes.io/metadata.name': 'gamma' } },
+];
+export const TEST_NODES: Node[] = [
+  { name: 'n1', labels: { role: 'worker', zone: 'z1' }, ips: ['192.168.0.1'] },
+  { name: 'n2', labels: { role: 'infra', zone: 'z2' }, ips: ['192.168.0.2'] },
+];
+export const EXTERNAL_IPS = ['8.8.8.8', '10.200.0.7', '172.16.5.5', '203.0.113.9'];
+export const PORTS = [53, 80, 443, 5432, 8080, 8443, 65535, 1];
+export const PROTOS = [6, 17, 132, 1];
+
+const labelSel = fc.oneof(
+  fc.constant({}),
+  fc.record({ matchLabels: fc.record({ app: fc.constantFrom('web', 'db', 'api') }) }),
+  fc.record({ matchLabels: fc.record({ tier: fc.constantFrom('front', 'back') }) }),
+  fc.record({ matchExpressions: fc.constant([{ key: 'app', operator: 'In', values: ['web', 'api'] }]) }),
+  fc.record({ matchExpressions: fc.constant([{ key: 'tier', operator: 'DoesNotExist' }]) }),
+);
+const nsSel = fc.oneof(
+  fc.constant({}),
+  fc.record({ matchLabels: fc.record({ team: fc.constantFrom('a', 'b') }) }),
+  fc.record({ matchLabels: fc.record({ env: fc.constantFrom('prod', 'dev') }) }),
+  fc.record({
+    matchLabels: fc.record({ 'kubernetes.io/metadata.name': fc.constantFrom('alpha', 'beta', 'gamma') }),
+  }),
+);
+const cidr = fc.constantFrom(
+  '10.0.0.0/8',
+  '10.0.0.0/24',
+  '10.0.0.0/30',
+  '10.200.0.0/16',
+  '0.0.0.0/0',
+  '8.8.8.8/32',
+  '172.16.0.0/12',
+  '192.168.0.0/24',
+);
+
+const npPort = fc.oneof(
+  fc.record({ protocol: fc.constantFrom('TCP', 'UDP', 'SCTP'), port: fc.constantFrom(53, 80, 443, 8080) }),
+  fc.record({
+    protocol: fc.constantFrom('TCP', 'UDP'),
+    port: fc.constantFrom(1, 8000),
+    endPort: fc.constantFrom(8080, 65535),
+  }),
+  fc.record({ port: fc.constantFrom('http', 'dns', 'metrics') }),
+  fc.record({ protocol: fc.constantFrom('UDP', 'TCP') }),
+);
+const npPeer = fc.oneof(
+  fc.record({ podSelector: labelSel }),
+  fc.record({ namespaceSelector: nsSel }),
+  fc.record({ podSelector: labelSel, namespaceSelector: nsSel }),
+  fc.record({
+    ipBlock: fc.oneof(
+      fc.record({ cidr }),
+      fc.constant({ cidr: '10.0.0.0/8', except: ['10.0.0.0/24'] }),
+      fc.constant({ cidr: '0.0.0.0/0', except: ['10.200.0.0/16', '8.8.8.8/32'] }),
+    ),
+  }),
+);
+const npRule = (field: 'from' | 'to') =>
+  fc.record(
+    {
+      [field]: fc.option(fc.array(npPeer, { maxLength: 2 }), { nil: undefined }),
+      ports: fc.option(fc.array(npPort, { maxLength: 2 }), { nil: undefined }),
+    },
+    { requiredKeys: [] },
+  );
+
+const networkPolicy = fc.record({
+  ns: fc.constantFrom('alpha', 'beta', 'gamma'),
+  podSelector: labelSel,
+  policyTypes: fc.option(fc.subarray(['Ingress', 'Egress'] as const, { minLength: 1 }), { nil: undefined }),
+  ingress: fc.option(fc.array(npRule('from'), { maxLength: 2 }), { nil: undefined }),
+  egress: fc.option(fc.array(npRule('to'), { maxLength: 2 }), { nil: undefined }),
+});
+
+const anpPort = fc.oneof(
+  fc.record({
+    portNumber: fc.record({
+      protocol: fc.constantFrom('TCP', 'UDP', 'SCTP'),
+      port: fc.constantFrom(53, 80, 443),
+    }),
+  }),
+  fc
+    .record({
+      portRange: fc.record({
+        protocol: fc.constantFrom('TCP', 'UDP'),
+        start: fc.constantFrom(1, 80, 8000),
+        end: fc.constantFrom(443, 8080, 65535),
+      }),
+    })
+    .filter((p) => p.portRange.start <= p.portRange.end),
+  fc.record({ namedPort: fc.constantFrom('http', 'dns') }),
+);
+const anpPeer = (egress: boolean) =>
+  fc.oneof(
+    fc.record({ namespaces: nsSel }),
+    fc.record({ pods: fc.record({ namespaceSelector: nsSel, podSelector: labelSel }) }),
+    ...(egress
+      ? [
+          fc.record({ networks: fc.array(cidr, { minLength: 1, maxLength: 2 }) }),
+          fc.record({ nodes: fc.constantFrom({}, { matchLabels: { role: 'worker' } }) }),
+        ]
+      : []),
+    fc.constant({ bogusPeer: {} }),
+  );
+const adminRule = (egress: boolean, actions: string[]) =>
+  fc.record({
+    action: fc.constantFrom(...actions),
+    [egress ? 'to' : 'from']: fc.array(anpPeer(egress), { minLength: 1, maxLength: 2 }),
+    ports: fc.option(fc.array(anpPort, { minLength: 1, maxLength: 2 }), { nil: undefined }),
+  });
+const subject = fc.oneof(
+  fc.constant({ namespaces: {} }),
+  fc.record({ namespaces: nsSel }),
+  fc.record({ pods: fc.record({ namespaceSelector: nsSel, podSelector: labelSel }) }),
+);
+const anp = fc.record({
+  priority: fc.integer({ min: 0, max: 3 }),
+  subject,
+  ingress: fc.option(fc.array(adminRule(false, ['Allow', 'Deny', 'Pass']), { maxLength: 3 }), {
+    nil: undefined,
+  }),
+  egress: fc.option(fc.array(adminRule(true, ['Allow', 'Deny', 'Pass']), { maxLength: 3 }), {
+    nil: undefined,
+  }),
+});
+const banp = fc.record({
+  subject,
+  ingress: fc.option(fc.array(adminRule(false, ['Allow', 'Deny']), { maxLength: 3 }), { nil: undefined }),
+  egress: fc.option(fc.array(adminRule(true, ['Allow', 'Deny']), { maxLength: 3 }), { nil: undefined }),
+});
+const cnpProto = fc.oneof(
+  fc.record({
+    tcp: fc.record({
+      destinationPort: fc.oneof(
+        fc.record({ number: fc.constantFrom(80, 443) }),
+        fc.record({ range: fc.constant({ start: 1, end: 1024 }) }),
+      ),
+    }),
+  }),
+  fc.record({ udp: fc.record({ destinationPort: fc.record({ number: fc.constant(53) }) }) }),
+  fc.record({ destinationNamedPort: fc.constantFrom('http', 'dns') }),
+);
+const cnpRule = (egress: boolean) =>
+  fc.record({
+    action: fc.constantFrom('Accept', 'Deny', 'Pass'),
+    [egress ? 'to' : 'from']: fc.array(
+      anpPeer(egress).filter((p) => !('bogusPeer' in p)),
+      { minLength: 1, maxLength: 2 },
+    ),
+    protocols: fc.option(fc.array(cnpProto, { minLength: 1, maxLength: 2 }), { nil: undefined }),
+  });
+const cnp = fc.record({
+  tier: fc.constantFrom('Admin', 'Baseline'),
+  priority: fc.integer({ min: 0, max: 3 }),
+  subject,
+  ingress: fc.option(fc.array(cnpRule(false), { maxLength: 2 }), { nil: undefined }),
+  egress: fc.option(fc.array(cnpRule(true), { maxLength: 2 }), { nil: undefined }),
+});
+
+const pod = fc.record({
+  ns: fc.constantFrom('alpha', 'beta', 'gamma'),
+  app: fc.constantFrom('web', 'db', 'api'),
+  tier: fc.option(fc.constantFrom('front', 'back'), { nil: undefined }),
+  node: fc.constantFrom('n1', 'n2'),
+  http: fc.option(fc.constantFrom(80, 8080), { nil: undefined }),
+  dns: fc.boolean(),
+});
+
+function strip<T extends Record<string, unknown>>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+export const clusterArb: fc.Arbitrary<Cluster> = fc
+  .record({
+    pods: fc.array(pod, { minLength: 1, maxLength: 6 }),
+    nps: fc.array(networkPolicy, { maxLength: 3 }),
+    anps: fc.array(anp, { maxLength: 4 }),
+    banp: fc.option(banp, { nil: undefined }),
+    cnps: fc.array(cnp, { maxLength: 2 }),
+  })
+  .map(({ pods, nps, anps, banp, cnps }) => {
+    const ps: Pod[] = pods.map((p, i) => ({
+      namespace: p.ns,
+      name: `p${i}`,
+      labels: strip({ app: p.app, tier: p.tier }) as Record<string, string>,
+      ips: [`10.0.0.${i + 1}`],
+      node: p.node,
+      ports: [
+        ...(p.http ? [{ name: 'http', port: p.http, protocol: 'TCP' as const }] : []),
+        ...(p.dns ? [{ name: 'dns', port: 53, protocol: 'UDP' as const }] : []),
+      ],
+    }));
+    const policies: NetPolicyObject[] = [
+      ...nps.map((n, i) => ({
+        kind: 'NetworkPolicy' as const,
+        namespace: n.ns,
+        name: `np${i}`,
+        spec: strip({
+          podSelector: n.podSelector,
+          policyTypes: n.policyTypes,
+          ingress: n.ingress,
+          egress: n.egress,
+        }),
+      })),
+      ...anps.map((a, i) => ({ kind: 'AdminNetworkPolicy' as const, name: `anp${i}`, spec: strip(a) })),
+      ...(banp ? [{ kind: 'BaselineAdminNetworkPolicy' as const, name: 'default', spec: strip(banp) }] : []),
+      ...cnps.map((c, i) => ({ kind: 'ClusterNetworkPolicy' as const, name: `cnp${i}`, spec: strip(c) })),
+    ];
+    return { namespaces: NAMESPACES, nodes: TEST_NODES, pods: ps, policies };
+  });
+
+export function probesFor(c: Cluster): fc.Arbitrary<Probe[]> {
+  const ips = [...c.pods.flatMap((p) => p.ips), ...TEST_NODES.flatMap((n) => n.ips), ...EXTERNAL_IPS];
+  const podIps = c.pods.flatMap((p) => p.ips);
+  return fc.array(
+    fc.record({
+      from: fc.constantFrom(...ips),
+      to: fc.constantFrom(...podIps, ...ips),
+      proto: fc.constantFrom(...PROTOS),
+      port: fc.constantFrom(...PORTS),
+    }),
+    { minLength: 1, maxLength: 30 },
+  );
+}

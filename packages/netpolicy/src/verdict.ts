@@ -1,0 +1,88 @@
+// Verdicts read from the lowered state, the way the datapath reaches them: address -> identity in the
+// ipcache (as the node agent of the judging pod sees it), then the endpoint's table for that
+// direction. Used by the CLI's simulate/explain and as the middle leg of the differential tests.
+
+import type { NetpolEngine } from './engine.ts';
+import { evaluateConnection, type Remote, type RuleSet } from './evaluate.ts';
+import { ID } from './identities.ts';
+import type { MapStateEntry } from './mapstate.ts';
+import type { Pod } from './model.ts';
+import type { Direction } from './rules.ts';
+
+export interface MapDecision {
+  verdict: 'allow' | 'deny';
+  /** self, host (own node), entry (a MapState entry decided), miss (no entry: default allow). */
+  by: 'self' | 'host' | 'entry' | 'miss';
+  remoteIdentity: number;
+  entry?: MapStateEntry;
+  table?: string;
+}
+
+export function mapDirection(
+  engine: NetpolEngine,
+  local: Pod,
+  remoteIp: string,
+  d: Direction,
+  proto: number,
+  port: number,
+): MapDecision {
+  if (local.ips.includes(remoteIp))
+    return {
+      verdict: 'allow',
+      by: 'self',
+      remoteIdentity: engine.podIdentity.get(`${local.namespace}/${local.name}`) ?? 0,
+    };
+  const remoteIdentity = engine.identityOf(remoteIp, local.node);
+  if (remoteIdentity === ID.HOST) return { verdict: 'allow', by: 'host', remoteIdentity };
+  const table = engine.tableOf(local.namespace, local.name, d);
+  // A pod without a table (no identity yet) is judged fail-closed.
+  if (!table) return { verdict: 'deny', by: 'miss', remoteIdentity };
+  const entry = table.state.lookup(remoteIdentity, proto, port);
+  if (!entry) return { verdict: 'allow', by: 'miss', remoteIdentity, table: table.id };
+  return { verdict: entry.deny ? 'deny' : 'allow', by: 'entry', remoteIdentity, entry, table: table.id };
+}
+
+export interface MapConnection {
+  verdict: 'allow' | 'deny';
+  egress?: MapDecision;
+  ingress?: MapDecision;
+}
+
+/** Source and destination addresses; a pod is the owner of its address. */
+export function mapConnection(
+  engine: NetpolEngine,
+  fromIp: string,
+  toIp: string,
+  proto: number,
+  port: number,
+): MapConnection {
+  const owner = (ip: string) => [...engine.pods.values()].find((p) => p.ips.includes(ip));
+  const src = owner(fromIp);
+  const dst = owner(toIp);
+  const out: MapConnection = { verdict: 'allow' };
+  if (src) out.egress = mapDirection(engine, src, toIp, 'egress', proto, port);
+  if (dst) out.ingress = mapDirection(engine, dst, fromIp, 'ingress', proto, port);
+  if (out.egress?.verdict === 'deny' || out.ingress?.verdict === 'deny') out.verdict = 'deny';
+  return out;
+}
+
+/** The oracle on the same inputs: direct evaluation of the ordered rules (evaluate.ts). */
+export function oracleConnection(
+  engine: NetpolEngine,
+  fromIp: string,
+  toIp: string,
+  proto: number,
+  port: number,
+) {
+  return evaluateConnection(ruleSetOf(engine), remoteOf(engine, fromIp), remoteOf(engine, toIp), proto, port);
+}
+
+export function ruleSetOf(engine: NetpolEngine): RuleSet {
+  return { ...engine.rules, nsLabels: engine.nsLabels };
+}
+
+export function remoteOf(engine: NetpolEngine, ip: string): Remote {
+  for (const p of engine.pods.values()) if (p.ips.includes(ip)) return { kind: 'pod', pod: p, ip };
+  for (const n of engine.nodes.values()) if (n.ips.includes(ip)) return { kind: 'node', node: n, ip };
+  return { kind: 'external', ip };
+}
