@@ -13,8 +13,8 @@ import {
   nodeIdentityKey,
   podIdentityKey,
 } from './identities.ts';
-import { lowerTable } from './lower.ts';
-import { keyString, type MapState, type MapStateEntry } from './mapstate.ts';
+import { type Layer, lowerLayer } from './lower.ts';
+import { keyString, type MapState, type MapStateEntry, type MapStateKey } from './mapstate.ts';
 import type { Namespace, NetPolicyObject, Node, Pod } from './model.ts';
 import { MAX_ADMIN_RANK } from './precedence.ts';
 import {
@@ -25,14 +25,23 @@ import {
   type Isolation,
   type Rule,
 } from './rules.ts';
-import { type Selection, selectPeer, subjectSelects } from './selection.ts';
+import { IdentityIndex, type Selection, selectPeer, subjectSelects } from './selection.ts';
 import { composeTiers, type TieredRules } from './tiers.ts';
 
 export const DIRECTIONS: readonly Direction[] = ['ingress', 'egress'];
+export const LAYERS: readonly Layer[] = ['admin', 'lower'];
+
+function sameLayers(
+  a: Record<Direction, Record<Layer, string>>,
+  b: Record<Direction, Record<Layer, string>>,
+): boolean {
+  return DIRECTIONS.every((d) => LAYERS.every((l) => a[d][l] === b[d][l]));
+}
 
 export interface Table {
   id: string;
   direction: Direction;
+  layer: Layer;
   tiers: TieredRules;
   state: MapState;
   /** Identities (subjects) using it. */
@@ -80,9 +89,13 @@ export class NetpolEngine {
   };
   private readonly selections = new Map<string, Selection>();
   /** Subject identity -> table id per direction. */
-  readonly endpointTables = new Map<number, Record<Direction, string>>();
+  readonly endpointTables = new Map<number, Record<Direction, Record<Layer, string>>>();
   readonly tables = new Map<string, Table>();
   private byPortName = new Map<string, number[]>();
+  private index = new IdentityIndex([]);
+  /** Rules grouped by the subject they share (one ANP / CNP / BANP / NetworkPolicy). */
+  private groups: { subject: Rule['subject']; namespace?: string; rules: Rule[] }[] = [];
+  private isolationByNs = new Map<string, Isolation[]>();
   private networks: Prefix[] = [];
   private revision = 0;
 
@@ -226,43 +239,79 @@ export class NetpolEngine {
     const k = `${rule.id}@${i}`;
     let s = this.selections.get(k);
     if (!s) {
-      s = selectPeer(rule.peers[i]!, rule.action, this.identities.values());
+      s = this.index.select(rule.peers[i]!, rule.action);
       this.selections.set(k, s);
     }
     return s;
   }
 
+  private rebuildGroups(): void {
+    const byPolicy = new Map<string, { subject: Rule['subject']; namespace?: string; rules: Rule[] }>();
+    for (const r of [...this.rules.admin, ...this.rules.np, ...this.rules.baseline]) {
+      const k = policyKeyOf(r);
+      let g = byPolicy.get(k);
+      if (!g) {
+        g = { subject: r.subject, rules: [] };
+        if ('name' in r.subject.namespaces) g.namespace = r.subject.namespaces.name;
+        byPolicy.set(k, g);
+      }
+      g.rules.push(r);
+    }
+    this.groups = [...byPolicy.values()];
+    this.isolationByNs = new Map();
+    for (const i of this.rules.isolation) {
+      let l = this.isolationByNs.get(i.namespace);
+      if (!l) this.isolationByNs.set(i.namespace, (l = []));
+      l.push(i);
+    }
+  }
+
+  /** The rules whose subject selects an identity, per direction, in tier order. */
   private tierInput(info: IdentityInfo, d: Direction) {
-    const sel = (r: Rule) => r.direction === d && subjectSelects(r.subject, info);
+    const admin: Rule[] = [];
+    const np: Rule[] = [];
+    const baseline: Rule[] = [];
+    for (const g of this.groups) {
+      if (g.namespace !== undefined && g.namespace !== info.namespace) continue;
+      if (!subjectSelects(g.subject, info)) continue;
+      for (const r of g.rules) {
+        if (r.direction !== d) continue;
+        (r.tier === 'admin' ? admin : r.tier === 'np' ? np : baseline).push(r);
+      }
+    }
     return {
-      admin: this.rules.admin.filter(sel),
-      isolation: this.rules.isolation.filter(
-        (i) =>
-          i.namespace === info.namespace &&
-          i.directions.includes(d) &&
-          matchesSelector(i.subject, info.labels!),
+      admin: admin.sort(compareRules),
+      isolation: (this.isolationByNs.get(info.namespace!) ?? []).filter(
+        (i) => i.directions.includes(d) && matchesSelector(i.subject, info.labels!),
       ),
-      np: this.rules.np.filter(sel),
-      baseline: this.rules.baseline.filter(sel),
+      np,
+      baseline: baseline.sort(compareRules),
     };
   }
 
-  /** Same effective rule set (and, for ingress named ports, same own ports) = same table. */
-  private tableId(info: IdentityInfo, d: Direction, t: TieredRules): string {
-    const rev = (r: Rule) => `${r.id}@${this.policies.get(policyKeyOf(r))?.revision ?? 0}`;
-    const named =
-      d === 'ingress' &&
-      [...t.admin, ...t.np, ...t.baseline].some((r) => r.ports?.some((p) => p.kind === 'named'));
+  /** Same rules in a layer (and, for ingress named ports, same own ports) = same table. */
+  private tableId(info: IdentityInfo, d: Direction, t: TieredRules, layer: Layer): string {
+    // A networks peer lowered as "all pods" is part of the table's identity: if that flips, re-lower.
+    const allPods = (r: Rule) =>
+      r.peers
+        .map((p, i) =>
+          p.kind === 'cidr' && p.pods && (this.selection(r, i) as { allPods?: boolean }).allPods ? '*' : '',
+        )
+        .join('');
+    const rev = (r: Rule) => `${r.id}@${this.policies.get(policyKeyOf(r))?.revision ?? 0}${allPods(r)}`;
+    const rules = layer === 'admin' ? t.admin : t.isolation.length > 0 ? t.np : t.baseline;
+    const named = d === 'ingress' && rules.some((r) => r.ports?.some((p) => p.kind === 'named'));
     const sig = JSON.stringify([
       d,
-      t.admin.map(rev),
-      t.isolation.map((i) => i.policy),
-      t.np.map(rev),
-      t.baseline.map(rev),
+      layer,
+      layer === 'admin' ? [] : t.isolation.map((i) => i.policy),
+      rules.map(rev),
       named ? info.ports : null,
     ]);
     return createHash('sha1').update(sig).digest('hex').slice(0, 16);
   }
+
+  private readonly keyCache = new Map<Rule, MapStateKey[]>();
 
   private lowerCtx(info: IdentityInfo, d: Direction) {
     return {
@@ -271,6 +320,7 @@ export class NetpolEngine {
       identities: this.identities,
       byPortName: this.byPortName,
       select: (r: Rule, i: number) => this.selection(r, i),
+      keyCache: this.keyCache,
     };
   }
 
@@ -302,7 +352,10 @@ export class NetpolEngine {
     };
     const before = new Map([...this.tables].map(([id, t]) => [id, t.state.size]));
     const rulesChanged = this.policiesChanged || this.everything;
-    if (rulesChanged) this.rebuildRules();
+    if (rulesChanged) {
+      this.rebuildRules();
+      this.rebuildGroups();
+    }
     if (this.rules.admin.length > MAX_ADMIN_RANK)
       throw new RangeError(`${this.rules.admin.length} admin rules exceed ${MAX_ADMIN_RANK}`);
 
@@ -342,9 +395,15 @@ export class NetpolEngine {
     const removedSet = new Set(removed.filter((id) => !added.includes(id)));
     diff.identitiesAdded = [...addedSet];
     diff.identitiesRemoved = [...removedSet];
-    if (added.length || removed.length) this.rebuildPortIndex();
+    if (added.length || removed.length || rulesChanged) {
+      this.rebuildPortIndex();
+      this.index = new IdentityIndex(this.identities.values());
+    }
 
     // 2. Selections: recompute all when rules changed; else patch the cached ones.
+    let allPodsBroken = false;
+    // Keys derive from selections: any identity or rule change invalidates them.
+    if (rulesChanged || addedSet.size || removedSet.size) this.keyCache.clear();
     if (rulesChanged) this.selections.clear();
     else {
       for (const [k, s] of this.selections) {
@@ -352,48 +411,68 @@ export class NetpolEngine {
         const [ruleId, idx] = splitSelectionKey(k);
         const rule = this.findRule(ruleId);
         if (!rule) continue;
+        const peer = rule.peers[idx]!;
+        if (peer.kind === 'cidr' && peer.pods) {
+          // Whether a networks peer covers every pod can flip either way: recompute it.
+          const fresh = this.index.select(peer, rule.action);
+          if (fresh.kind !== 'set' || Boolean(fresh.allPods) !== Boolean(s.allPods)) allPodsBroken = true;
+          else this.selections.set(k, fresh);
+          continue;
+        }
         for (const id of removedSet) s.ids.delete(id);
         for (const id of addedSet) {
-          const one = selectPeer(rule.peers[idx]!, rule.action, [this.identities.get(id)!]);
+          const one = selectPeer(peer, rule.action, [this.identities.get(id)!]);
           if (one.kind === 'set' && one.ids.has(id)) s.ids.add(id);
         }
       }
     }
 
-    // 3. Tables: subject identities (re)assigned; new tables lowered; old ones freed.
-    const subjects = rulesChanged
-      ? [...this.identities.values()].filter((i) => i.kind === 'pod')
-      : [...addedSet].map((id) => this.identities.get(id)!).filter((i) => i.kind === 'pod');
-    for (const id of removedSet) this.detachSubject(id, diff);
+    if (allPodsBroken) {
+      // Rare (e.g. an IPv6-only pod beside an IPv4 0.0.0.0/0 rule): lower everything again.
+      this.selections.clear();
+      this.tables.clear();
+      this.endpointTables.clear();
+    }
+
+    // 3. Tables: subject identities (re)assigned; new layers lowered; unused ones freed.
+    const subjects =
+      rulesChanged || allPodsBroken
+        ? [...this.identities.values()].filter((i) => i.kind === 'pod')
+        : [...addedSet].map((id) => this.identities.get(id)!).filter((i) => i.kind === 'pod');
+    for (const id of removedSet) this.detachSubject(id);
     for (const info of subjects) {
-      const ids = {} as Record<Direction, string>;
+      const ids = {} as Record<Direction, Record<Layer, string>>;
       for (const d of DIRECTIONS) {
         const tiers = composeTiers(this.tierInput(info, d));
-        const tid = this.tableId(info, d, tiers);
-        ids[d] = tid;
-        if (!this.tables.has(tid)) {
-          this.tables.set(tid, {
-            id: tid,
-            direction: d,
-            tiers,
-            state: lowerTable(tiers, this.lowerCtx(info, d)),
-            subjects: new Set(),
-          });
-          diff.recomputedTables++;
+        ids[d] = { admin: '', lower: '' };
+        for (const layer of LAYERS) {
+          const tid = this.tableId(info, d, tiers, layer);
+          ids[d][layer] = tid;
+          if (!this.tables.has(tid)) {
+            this.tables.set(tid, {
+              id: tid,
+              direction: d,
+              layer,
+              tiers,
+              state: lowerLayer(layer, tiers, this.lowerCtx(info, d)),
+              subjects: new Set(),
+            });
+            diff.recomputedTables++;
+          }
         }
       }
       const prev = this.endpointTables.get(info.id);
-      if (prev && prev.ingress === ids.ingress && prev.egress === ids.egress) continue;
-      if (prev) this.detachSubject(info.id, diff);
-      for (const d of DIRECTIONS) this.tables.get(ids[d])!.subjects.add(info.id);
+      if (prev && sameLayers(prev, ids)) continue;
+      if (prev) this.detachSubject(info.id);
+      for (const d of DIRECTIONS)
+        for (const layer of LAYERS) this.tables.get(ids[d][layer])!.subjects.add(info.id);
       this.endpointTables.set(info.id, ids);
       if (prev) diff.switched += this.members.get(info.id)?.size ?? 0;
     }
-    for (const [id, t] of [...this.tables]) {
-      if (t.subjects.size === 0) this.tables.delete(id);
-    }
+    for (const [id, t] of [...this.tables]) if (t.subjects.size === 0) this.tables.delete(id);
 
-    // 4. Identities that appeared or vanished as remotes: patch the buckets of existing tables.
+    // 4. Identities that appeared or vanished as remotes: patch their buckets in the existing layers
+    // (safe in place: no packet carries a new identity before the ipcache maps an address to it).
     if (addedSet.size || removedSet.size) {
       for (const t of this.tables.values()) {
         if (!before.has(t.id)) continue; // lowered just now, already complete
@@ -407,7 +486,7 @@ export class NetpolEngine {
         const local = this.identities.get([...t.subjects][0]!)!;
         for (const id of addedSet) {
           const n = t.state.bucket(id).length;
-          lowerTable(t.tiers, this.lowerCtx(local, t.direction), t.state, id);
+          lowerLayer(t.layer, t.tiers, this.lowerCtx(local, t.direction), t.state, id);
           if (n || t.state.bucket(id).length) touched = true;
         }
         if (touched) diff.updated++;
@@ -434,12 +513,12 @@ export class NetpolEngine {
     return diff;
   }
 
-  private detachSubject(id: number, diff: FlushDiff): void {
+  private detachSubject(id: number): void {
     const prev = this.endpointTables.get(id);
     if (!prev) return;
-    for (const d of DIRECTIONS) this.tables.get(prev[d])?.subjects.delete(id);
+    for (const d of DIRECTIONS)
+      for (const layer of LAYERS) this.tables.get(prev[d][layer])?.subjects.delete(id);
     this.endpointTables.delete(id);
-    void diff;
   }
 
   private findRule(id: string): Rule | undefined {
@@ -495,10 +574,14 @@ export class NetpolEngine {
     return e;
   }
 
-  tableOf(podNs: string, podName: string, d: Direction): Table | undefined {
+  /** The two layers judging one pod in one direction. */
+  tableOf(podNs: string, podName: string, d: Direction): Record<Layer, Table> | undefined {
     const id = this.podIdentity.get(`${podNs}/${podName}`);
     const t = id === undefined ? undefined : this.endpointTables.get(id);
-    return t ? this.tables.get(t[d]) : undefined;
+    if (!t) return undefined;
+    const admin = this.tables.get(t[d].admin);
+    const lower = this.tables.get(t[d].lower);
+    return admin && lower ? { admin, lower } : undefined;
   }
 
   /** Every policy's problems (errors make it ignored; warnings do not). */

@@ -13,8 +13,13 @@ function canonical(e: NetpolEngine): Record<string, string[]> {
     for (const d of ['ingress', 'egress'] as const) {
       const t = e.tableOf(p.namespace, p.name, d);
       out[`${k}/${d}`] = t
-        ? [...t.state.entries()]
-            .map((x) => `${name(x.identity)}|${x.proto}|${x.port}/${x.plen}|${x.precedence}`)
+        ? (['admin', 'lower'] as const)
+            .flatMap((layer) =>
+              [...t[layer].state.entries()].map(
+                (x) =>
+                  `${layer}|${name(x.identity)}|${x.proto}|${x.port}/${x.plen}|${x.precedence}|${x.verdict}`,
+              ),
+            )
             .sort()
         : ['none'];
     }

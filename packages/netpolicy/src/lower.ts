@@ -1,18 +1,12 @@
-// Lowering: one endpoint direction's tiered rules -> MapState entries with precedence.
-// Admin rules take their rank among the admin rules of this endpoint; Pass becomes copies of the lower
-// tiers' entries it covers (see precedence.ts). Entries of the key-only identities (any, all pods) go
-// in first so that identity entries they make redundant are never inserted.
-import { ID, type IdentityInfo, isPodIdentity } from './identities.ts';
-import { MapState, type MapStateEntry, type MapStateKey, parentsOf } from './mapstate.ts';
+// Lowering: one endpoint direction's tiered rules -> two MapState layers with precedence. Admin rules
+// take their rank among the admin rules of this endpoint. The layers are shared between endpoints
+// separately (an ANP's rules are the same for a whole team; NetworkPolicies differ per app). Entries
+// of the key-only identities (any, all pods) go in first so that identity entries they make redundant
+// are never inserted.
+import { ID, type IdentityInfo } from './identities.ts';
+import { MapState, type MapStateEntry, type MapStateKey, parentsOf, type Verdict } from './mapstate.ts';
 import { mergeRanges, type PortRange, rangeToPrefixes } from './ports.ts';
-import {
-  adminBand,
-  baselineL,
-  encodePrecedence,
-  L_DEFAULT,
-  L_NP_ALLOW,
-  L_NP_ISOLATION,
-} from './precedence.ts';
+import { adminBand, baselineL, encodePrecedence, L_NP_ALLOW, L_NP_ISOLATION } from './precedence.ts';
 import type { Direction, PortMatch, Rule } from './rules.ts';
 import type { Selection } from './selection.ts';
 import type { TieredRules } from './tiers.ts';
@@ -25,6 +19,8 @@ export interface LowerContext {
   /** Pod identities by named port (name -> ids), for egress named ports with wildcard peers. */
   byPortName: ReadonlyMap<string, number[]>;
   select(rule: Rule, peerIndex: number): Selection;
+  /** Keys per rule, shared by every table lowered in one pass (valid while selections hold). */
+  keyCache?: Map<Rule, MapStateKey[]>;
 }
 
 type PortKey = Pick<MapStateKey, 'proto' | 'port' | 'plen'>;
@@ -57,134 +53,108 @@ export function portKeys(ports: PortMatch[] | undefined, namedOwner: IdentityInf
   return out;
 }
 
-interface Draft {
-  key: MapStateKey;
-  a: number;
-  l: number;
-  deny: boolean;
-  rule: string;
-  passedBy?: string;
+/** Port keys of rules without named ports do not depend on the remote: computed once per rule. */
+const fixedPorts = new WeakMap<Rule, PortKey[]>();
+function fixedPortKeys(rule: Rule): PortKey[] {
+  let k = fixedPorts.get(rule);
+  if (!k) fixedPorts.set(rule, (k = portKeys(rule.ports, undefined)));
+  return k;
 }
 
-/** The entries a rule's peers and ports produce, before precedence. */
-function ruleKeys(rule: Rule, ctx: LowerContext): MapStateKey[] {
-  const out: MapStateKey[] = [];
+/**
+ * The keys a rule's peers and ports produce, before precedence. With `only`, just the keys of that
+ * identity plus (when `wild`) the key-only identities' keys.
+ */
+function ruleKeys(rule: Rule, ctx: LowerContext, only?: number, wild = true): MapStateKey[] {
   const hasNamed = rule.ports?.some((p) => p.kind === 'named') ?? false;
   const ingress = ctx.direction === 'ingress';
+  // Keys of ingress rules with named ports depend on the endpoint's own ports: not shared.
+  const cacheable = ctx.keyCache && only === undefined && wild && !(ingress && hasNamed);
+  if (cacheable) {
+    const hit = ctx.keyCache!.get(rule);
+    if (hit) return hit;
+  }
+  const out: MapStateKey[] = [];
+  const remotePorts = (id: number) =>
+    hasNamed ? portKeys(rule.ports, ingress ? ctx.local : ctx.identities.get(id)) : fixedPortKeys(rule);
   rule.peers.forEach((_, i) => {
     const sel = ctx.select(rule, i);
     if (sel.kind === 'set') {
-      for (const id of sel.ids) {
-        const remote = ctx.identities.get(id);
-        for (const pk of portKeys(rule.ports, ingress ? ctx.local : remote))
-          out.push({ identity: id, ...pk });
-      }
-      return;
+      if (only !== undefined) {
+        if (sel.ids.has(only)) for (const pk of remotePorts(only)) out.push({ identity: only, ...pk });
+      } else for (const id of sel.ids) for (const pk of remotePorts(id)) out.push({ identity: id, ...pk });
+      if (!sel.allPods) return;
     }
     const wildId = sel.kind === 'all' ? ID.WILDCARD : ID.ALL_PODS;
     if (ingress || !hasNamed) {
-      for (const pk of portKeys(rule.ports, ingress ? ctx.local : undefined))
-        out.push({ identity: wildId, ...pk });
+      if (wild)
+        for (const pk of hasNamed ? portKeys(rule.ports, ctx.local) : fixedPortKeys(rule))
+          out.push({ identity: wildId, ...pk });
       return;
     }
     // Egress named ports resolve per destination: numbered ports stay wildcard, names expand.
     const numbered = rule.ports!.filter((p) => p.kind === 'range');
-    if (numbered.length > 0)
+    if (wild && numbered.length > 0)
       for (const pk of portKeys(numbered, undefined)) out.push({ identity: wildId, ...pk });
+    const named = rule.ports!.filter((p) => p.kind === 'named');
     const ids = new Set<number>();
-    for (const p of rule.ports!)
-      if (p.kind === 'named') for (const id of ctx.byPortName.get(p.name) ?? []) ids.add(id);
-    for (const id of ids) {
-      const named = rule.ports!.filter((p) => p.kind === 'named');
+    for (const p of named)
+      for (const id of ctx.byPortName.get(p.name) ?? []) if (only === undefined || id === only) ids.add(id);
+    for (const id of ids)
       for (const pk of portKeys(named, ctx.identities.get(id))) out.push({ identity: id, ...pk });
-    }
   });
+  if (cacheable) ctx.keyCache!.set(rule, out);
   return out;
 }
 
-function covers(a: number, b: number): boolean {
-  return a === b || a === ID.WILDCARD || (a === ID.ALL_PODS && isPodIdentity(b));
-}
-
-/** The intersection of two keys, or undefined. */
-export function intersectKeys(a: MapStateKey, b: MapStateKey): MapStateKey | undefined {
-  const identity = covers(a.identity, b.identity)
-    ? b.identity
-    : covers(b.identity, a.identity)
-      ? a.identity
-      : undefined;
-  if (identity === undefined) return undefined;
-  if (a.proto === 0) return { identity, proto: b.proto, port: b.port, plen: b.plen };
-  if (b.proto === 0) return { identity, proto: a.proto, port: a.port, plen: a.plen };
-  if (a.proto !== b.proto) return undefined;
-  const [short, long] = a.plen <= b.plen ? [a, b] : [b, a];
-  const shift = 16 - short.plen;
-  if (short.plen > 0 && long.port >>> shift !== short.port >>> shift) return undefined;
-  return { identity, proto: long.proto, port: long.port, plen: long.plen };
-}
+export type Layer = 'admin' | 'lower';
 
 /**
- * Lowers one endpoint direction. With `only`, produces just the entries of that identity (for an
- * identity that appeared) into `into`, which already holds the other entries.
+ * Lowers one layer of an endpoint direction into `into` (a new MapState by default). The admin layer
+ * holds the admin rules at their rank (Pass rules as "pass" entries); the lower layer holds the
+ * NetworkPolicy tier if a NetworkPolicy governs the endpoint in that direction, else the baseline.
+ * With `only`, produces just the entries of that identity (for an identity that appeared).
  */
-export function lowerTable(
+export function lowerLayer(
+  layer: Layer,
   t: TieredRules,
   ctx: LowerContext,
   into = new MapState(),
   only?: number,
 ): MapState {
-  const drafts: Draft[] = [];
-  const wanted = (k: MapStateKey) => only === undefined || k.identity === only;
-
-  // Lower tiers (A = 0): NetworkPolicy if it governs the endpoint, else the baseline.
-  const lower: Draft[] = [];
-  if (t.isolation.length > 0) {
-    for (const r of t.np)
-      for (const key of ruleKeys(r, ctx)) lower.push({ key, a: 0, l: L_NP_ALLOW, deny: false, rule: r.id });
-    lower.push({
-      key: { identity: ID.WILDCARD, ...ANY_PORT },
-      a: 0,
-      l: L_NP_ISOLATION,
-      deny: true,
-      rule: t.isolation.map((i) => i.policy).join(','),
+  const entries: MapStateEntry[] = [];
+  const add = (key: MapStateKey, a: number, l: number, verdict: Verdict, rule: string) => {
+    entries.push({
+      ...key,
+      precedence: encodePrecedence(a, l, verdict === 'deny'),
+      verdict,
+      deny: verdict === 'deny',
+      rule,
     });
+  };
+  const keysOf = (r: Rule) => ruleKeys(r, ctx, only, only === undefined);
+  if (layer === 'admin') {
+    t.admin.forEach((r, rank) => {
+      for (const key of keysOf(r)) add(key, adminBand(rank), 0, r.action, r.id);
+    });
+  } else if (t.isolation.length > 0) {
+    for (const r of t.np) for (const key of keysOf(r)) add(key, 0, L_NP_ALLOW, 'allow', r.id);
+    if (only === undefined)
+      add(
+        { identity: ID.WILDCARD, ...ANY_PORT },
+        0,
+        L_NP_ISOLATION,
+        'deny',
+        t.isolation.map((i) => i.policy).join(','),
+      );
   } else {
+    // Baseline Pass (ClusterNetworkPolicy v1alpha2) means "default allow".
     t.baseline.forEach((r, rank) => {
-      for (const key of ruleKeys(r, ctx))
-        lower.push({ key, a: 0, l: baselineL(rank), deny: r.action === 'deny', rule: r.id });
+      for (const key of keysOf(r))
+        add(key, 0, baselineL(rank), r.action === 'pass' ? 'allow' : r.action, r.id);
     });
   }
-
-  t.admin.forEach((r, rank) => {
-    const a = adminBand(rank);
-    const keys = ruleKeys(r, ctx);
-    if (r.action !== 'pass') {
-      for (const key of keys)
-        if (wanted(key)) drafts.push({ key, a, l: 0, deny: r.action === 'deny', rule: r.id });
-      return;
-    }
-    for (const key of keys) {
-      if (wanted(key))
-        drafts.push({ key, a, l: L_DEFAULT, deny: false, rule: 'default-allow', passedBy: r.id });
-      for (const e of lower) {
-        const k = intersectKeys(key, e.key);
-        if (k && wanted(k)) drafts.push({ key: k, a, l: e.l, deny: e.deny, rule: e.rule, passedBy: r.id });
-      }
-    }
-  });
-  for (const d of lower) if (wanted(d.key)) drafts.push(d);
-
   const classOrder = (id: number) => (id === ID.WILDCARD ? 0 : id === ID.ALL_PODS ? 1 : 2);
-  const entries: MapStateEntry[] = drafts.map((d) => {
-    const e: MapStateEntry = {
-      ...d.key,
-      precedence: encodePrecedence(d.a, d.l, d.deny),
-      deny: d.deny,
-      rule: d.rule,
-    };
-    if (d.passedBy) e.passedBy = d.passedBy;
-    return e;
-  });
   entries.sort((x, y) => classOrder(x.identity) - classOrder(y.identity) || y.precedence - x.precedence);
   if (only !== undefined) into.clear(only);
   for (const e of entries) into.insert(e);

@@ -30,12 +30,16 @@ export interface MapStateKey {
   plen: number;
 }
 
+/** pass: only in the admin layer; the lower layer decides (see verdict.ts). */
+export type Verdict = 'allow' | 'deny' | 'pass';
+
 export interface MapStateEntry extends MapStateKey {
   precedence: number;
+  verdict: Verdict;
+  /** verdict === 'deny' (the precedence's low bit). */
   deny: boolean;
-  /** The rule that produced the entry (its id), and for a Pass copy the Pass rule too. */
+  /** The rule that produced the entry (its id). */
   rule: string;
-  passedBy?: string;
 }
 
 /** Match length in the datapath's LPM key (identity and proto fixed, then port bits). */
@@ -101,9 +105,12 @@ export class MapState {
       this.buckets.set(e.identity, [e]);
       return true;
     }
-    const kept = own.filter((x) => !(x.precedence <= e.precedence && covers(e, x)));
-    kept.push(e);
-    this.buckets.set(e.identity, kept);
+    // Entries are mostly inserted in descending precedence: usually nothing below to delete.
+    if (own.some((x) => x.precedence <= e.precedence && covers(e, x))) {
+      const kept = own.filter((x) => !(x.precedence <= e.precedence && covers(e, x)));
+      kept.push(e);
+      this.buckets.set(e.identity, kept);
+    } else own.push(e);
     return true;
   }
 

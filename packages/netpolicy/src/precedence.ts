@@ -3,26 +3,23 @@
 //
 //   bit 31      0
 //   bits 30..16 A: admin band. An AdminNetworkPolicy / ClusterNetworkPolicy(Admin) rule at evaluation
-//               rank r (0 = first: lowest priority number, then ANP before CNP, then name, then rule
-//               index) has A = 32767 - r. Everything else has A = 0, so any admin rule beats every
-//               NetworkPolicy and baseline entry.
-//   bits 15..1  L: lower band, used when A = 0 and inside a Pass (see below):
+//               rank r among the admin rules that apply to the endpoint (0 = first: lowest priority
+//               number, then ANP before CNP, then name, then rule index) has A = 32767 - r. Entries of
+//               the lower layer have A = 0.
+//   bits 15..1  L: lower band (lower layer only):
 //                 32767          NetworkPolicy allow (all NP rules are equal: NP is a union)
 //                 16384          NetworkPolicy isolation (deny what no NP rule allows)
 //                 16383 - b      baseline rule at rank b (CNP Baseline by priority, then the BANP)
-//                 0              default allow (only materialised inside a Pass)
 //   bit 0       1 for deny, so that at equal precedence deny wins.
 //
-// Pass: an admin Pass rule at rank r hands its traffic to the lower tiers. It is lowered to copies of
-// the lower-tier entries it covers, re-banded to A = 32767 - r with their own L, plus a default-allow
-// entry (L = 0) for its whole key: they beat every admin rule ranked after r and keep the NP/baseline
-// order among themselves.
+// Two layers per endpoint direction: the admin layer (admin rules, Pass rules as "pass" entries) and
+// the lower layer (NetworkPolicy where one governs the endpoint, else the baseline). The datapath
+// takes the admin layer's answer unless it is pass or missing, then the lower layer's, then allows.
 
 export const MAX_ADMIN_RANK = 32766;
 export const MAX_BASELINE_RANK = 16382;
 export const L_NP_ALLOW = 32767;
 export const L_NP_ISOLATION = 16384;
-export const L_DEFAULT = 0;
 
 export function adminBand(rank: number): number {
   if (rank < 0 || rank > MAX_ADMIN_RANK)
@@ -44,18 +41,12 @@ export function decodePrecedence(p: number): { a: number; l: number; deny: boole
   return { a: (p >>> 16) & 0x7fff, l: (p >>> 1) & 0x7fff, deny: (p & 1) === 1 };
 }
 
-/** Human form for explain: "admin#3", "admin#3/np-allow" (inside a Pass), "np-isolation", "baseline#2". */
+/** Human form for explain: "admin#3 deny", "np-allow allow", "np-isolation deny", "baseline#2 deny". */
 export function describePrecedence(p: number): string {
   const { a, l, deny } = decodePrecedence(p);
-  const lower =
-    l === L_NP_ALLOW
-      ? 'np-allow'
-      : l === L_NP_ISOLATION
-        ? 'np-isolation'
-        : l === L_DEFAULT
-          ? 'default'
-          : `baseline#${16383 - l}`;
   const verdict = deny ? 'deny' : 'allow';
-  if (a === 0) return `${lower} ${verdict}`;
-  return l === 0 ? `admin#${32767 - a} ${verdict}` : `admin#${32767 - a}/${lower} ${verdict}`;
+  if (a > 0) return `admin#${32767 - a}`;
+  const lower =
+    l === L_NP_ALLOW ? 'np-allow' : l === L_NP_ISOLATION ? 'np-isolation' : `baseline#${16383 - l}`;
+  return `${lower} ${verdict}`;
 }

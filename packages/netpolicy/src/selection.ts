@@ -4,8 +4,15 @@ import { contains, prefixKey } from './cidr.ts';
 import { ID, type IdentityInfo } from './identities.ts';
 import type { NamespaceMatch, Peer, SubjectMatch } from './rules.ts';
 
-/** Every identity, or a finite set. `pods`: every pod identity (the ALL_PODS key). */
-export type Selection = { kind: 'all' } | { kind: 'pods' } | { kind: 'set'; ids: Set<number> };
+/**
+ * Every identity; every pod identity (the ALL_PODS key); or a finite set. A set with `allPods` selects
+ * every pod identity too (then `ids` holds only the other identities): a `networks: [0.0.0.0/0]` peer
+ * costs one ALL_PODS key instead of one key per pod identity.
+ */
+export type Selection =
+  | { kind: 'all' }
+  | { kind: 'pods' }
+  | { kind: 'set'; ids: Set<number>; allPods?: boolean };
 
 export function namespaceMatches(m: NamespaceMatch, ns: string, nsLabels: Record<string, string>): boolean {
   return 'name' in m ? m.name === ns : matchesSelector(m.selector, nsLabels);
@@ -87,4 +94,65 @@ export function selectPeer(
   const ids = new Set<number>();
   for (const info of identities) if (info.id !== ID.HOST && peerSelects(peer, info)) ids.add(info.id);
   return { kind: 'set', ids };
+}
+
+/** Identities indexed for selection: pods by namespace and by network part; the rest in a list. */
+export class IdentityIndex {
+  readonly byNamespace = new Map<string, IdentityInfo[]>();
+  readonly nsLabels = new Map<string, Record<string, string>>();
+  readonly byNetpart = new Map<string, number[]>();
+  readonly others: IdentityInfo[] = [];
+  podCount = 0;
+
+  constructor(identities: Iterable<IdentityInfo>) {
+    for (const info of identities) {
+      if (info.kind !== 'pod') {
+        if (info.id !== ID.HOST) this.others.push(info);
+        continue;
+      }
+      this.podCount++;
+      let l = this.byNamespace.get(info.namespace!);
+      if (!l) {
+        this.byNamespace.set(info.namespace!, (l = []));
+        this.nsLabels.set(info.namespace!, info.nsLabels!);
+      }
+      l.push(info);
+      for (const n of info.netparts ?? []) {
+        let ids = this.byNetpart.get(n);
+        if (!ids) this.byNetpart.set(n, (ids = []));
+        ids.push(info.id);
+      }
+    }
+  }
+
+  /** selectPeer over the index: namespaces first, then pods inside the matching ones. */
+  select(peer: Peer, action: 'allow' | 'deny' | 'pass'): Selection {
+    if (peer.kind === 'all' || peer.kind === 'unknown') return selectPeer(peer, action, []);
+    if (peer.kind === 'pods') {
+      if (isEmpty(peer.pods) && 'selector' in peer.namespaces && isEmpty(peer.namespaces.selector))
+        return { kind: 'pods' };
+      const ids = new Set<number>();
+      const nsList =
+        'name' in peer.namespaces
+          ? [peer.namespaces.name]
+          : [...this.nsLabels]
+              .filter(([, l]) =>
+                matchesSelector((peer.namespaces as { selector: LabelSelector }).selector, l),
+              )
+              .map(([n]) => n);
+      for (const ns of nsList)
+        for (const info of this.byNamespace.get(ns) ?? [])
+          if (matchesSelector(peer.pods, info.labels!)) ids.add(info.id);
+      return { kind: 'set', ids };
+    }
+    const ids = new Set<number>();
+    for (const info of this.others) if (peerSelects(peer, info)) ids.add(info.id);
+    if (peer.kind === 'cidr' && peer.pods) {
+      const podIds: number[] = [];
+      for (const [key, list] of this.byNetpart) if (isInsideKey(key, peer)) podIds.push(...list);
+      if (podIds.length > 0 && podIds.length === this.podCount) return { kind: 'set', ids, allPods: true };
+      for (const id of podIds) ids.add(id);
+    }
+    return { kind: 'set', ids };
+  }
 }

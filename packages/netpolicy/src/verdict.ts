@@ -11,10 +11,12 @@ import type { Direction } from './rules.ts';
 
 export interface MapDecision {
   verdict: 'allow' | 'deny';
-  /** self, host (own node), entry (a MapState entry decided), miss (no entry: default allow). */
-  by: 'self' | 'host' | 'entry' | 'miss';
+  /** self, host (own node), admin / lower (that layer's entry decided), miss (no entry: default allow). */
+  by: 'self' | 'host' | 'admin' | 'lower' | 'miss';
   remoteIdentity: number;
   entry?: MapStateEntry;
+  /** The admin Pass entry the traffic went through, if any. */
+  passed?: MapStateEntry;
   table?: string;
 }
 
@@ -34,12 +36,23 @@ export function mapDirection(
     };
   const remoteIdentity = engine.identityOf(remoteIp, local.node);
   if (remoteIdentity === ID.HOST) return { verdict: 'allow', by: 'host', remoteIdentity };
-  const table = engine.tableOf(local.namespace, local.name, d);
-  // A pod without a table (no identity yet) is judged fail-closed.
-  if (!table) return { verdict: 'deny', by: 'miss', remoteIdentity };
-  const entry = table.state.lookup(remoteIdentity, proto, port);
-  if (!entry) return { verdict: 'allow', by: 'miss', remoteIdentity, table: table.id };
-  return { verdict: entry.deny ? 'deny' : 'allow', by: 'entry', remoteIdentity, entry, table: table.id };
+  const layers = engine.tableOf(local.namespace, local.name, d);
+  // A pod without tables (no identity yet) is judged fail-closed.
+  if (!layers) return { verdict: 'deny', by: 'miss', remoteIdentity };
+  const admin = layers.admin.state.lookup(remoteIdentity, proto, port);
+  if (admin && admin.verdict !== 'pass')
+    return { verdict: admin.verdict, by: 'admin', remoteIdentity, entry: admin, table: layers.admin.id };
+  const lower = layers.lower.state.lookup(remoteIdentity, proto, port);
+  const passed = admin ? { passed: admin } : {};
+  if (!lower) return { verdict: 'allow', by: 'miss', remoteIdentity, ...passed };
+  return {
+    verdict: lower.deny ? 'deny' : 'allow',
+    by: 'lower',
+    remoteIdentity,
+    entry: lower,
+    table: layers.lower.id,
+    ...passed,
+  };
 }
 
 export interface MapConnection {
