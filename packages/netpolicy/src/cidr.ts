@@ -46,9 +46,15 @@ export function parseCidr(cidr: string): Prefix | undefined {
   return { family: a.family, bits: a.bits & mask(a.family, len), len };
 }
 
-export function mask(family: 4 | 6, len: number): bigint {
+const MASKS: Record<4 | 6, bigint[]> = { 4: [], 6: [] };
+for (const family of [4, 6] as const) {
   const w = BigInt(WIDTH[family]);
-  return len === 0 ? 0n : ((1n << BigInt(len)) - 1n) << (w - BigInt(len));
+  for (let len = 0; len <= WIDTH[family]; len++)
+    MASKS[family].push(len === 0 ? 0n : ((1n << BigInt(len)) - 1n) << (w - BigInt(len)));
+}
+
+export function mask(family: 4 | 6, len: number): bigint {
+  return MASKS[family][len]!;
 }
 
 export function hostPrefix(ip: string): Prefix | undefined {

@@ -25,7 +25,7 @@ import {
   type Isolation,
   type Rule,
 } from './rules.ts';
-import { IdentityIndex, type Selection, selectPeer, subjectSelects } from './selection.ts';
+import { IdentityIndex, peerSelects, type Selection, subjectSelects } from './selection.ts';
 import { composeTiers, type TieredRules } from './tiers.ts';
 
 export const DIRECTIONS: readonly Direction[] = ['ingress', 'egress'];
@@ -101,7 +101,8 @@ export class NetpolEngine {
 
   private dirtyPods = new Set<string>();
   private dirtyNodes = new Set<string>();
-  private policiesChanged = false;
+  /** Policies changed since the last flush, with what they were before (null: new). */
+  private changedPolicies = new Map<string, BuiltPolicy | null>();
   private everything = true;
 
   // ---- inputs -----------------------------------------------------------------------------------
@@ -129,13 +130,44 @@ export class NetpolEngine {
   upsertPolicy(obj: NetPolicyObject): BuiltPolicy {
     const built = buildPolicy(obj);
     const prev = this.policies.get(built.key);
+    if (prev && JSON.stringify(prev.obj.spec) === JSON.stringify(obj.spec)) return prev.built;
     this.policies.set(built.key, { obj, built, revision: ++this.revision });
-    if (!prev || JSON.stringify(prev.obj.spec) !== JSON.stringify(obj.spec)) this.policiesChanged = true;
+    if (!this.changedPolicies.has(built.key)) this.changedPolicies.set(built.key, prev?.built ?? null);
     return built;
   }
 
   removePolicy(key: string): void {
-    if (this.policies.delete(key)) this.policiesChanged = true;
+    const prev = this.policies.get(key);
+    if (!prev) return;
+    this.policies.delete(key);
+    if (!this.changedPolicies.has(key)) this.changedPolicies.set(key, prev.built);
+  }
+
+  /** Pod identities whose applicable rules a policy change can alter: its old and new subjects. */
+  private affectedSubjects(): Set<number> {
+    const out = new Set<number>();
+    const subjectsOf = (b: BuiltPolicy | null | undefined) => {
+      if (!b) return [];
+      const list: ((i: IdentityInfo) => boolean)[] = [];
+      const seen = new Set<Rule['subject']>();
+      for (const r of b.rules) {
+        if (seen.has(r.subject)) continue;
+        seen.add(r.subject);
+        list.push((i) => subjectSelects(r.subject, i));
+      }
+      if (b.isolation) {
+        const iso = b.isolation;
+        list.push((i) => i.namespace === iso.namespace && matchesSelector(iso.subject, i.labels!));
+      }
+      return list;
+    };
+    for (const [key, prev] of this.changedPolicies) {
+      const tests = [...subjectsOf(prev), ...subjectsOf(this.policies.get(key)?.built)];
+      if (tests.length === 0) continue;
+      for (const info of this.identities.values())
+        if (info.kind === 'pod' && tests.some((t) => t(info))) out.add(info.id);
+    }
+    return out;
   }
 
   nsLabels = (ns: string): Record<string, string> =>
@@ -235,10 +267,14 @@ export class NetpolEngine {
     }
   }
 
+  /** The rule and peer index behind each cached selection key. */
+  private readonly selectionRules = new Map<string, { rule: Rule; index: number }>();
+
   private selection(rule: Rule, i: number): Selection {
     const k = `${rule.id}@${i}`;
     let s = this.selections.get(k);
     if (!s) {
+      this.selectionRules.set(k, { rule, index: i });
       s = this.index.select(rule.peers[i]!, rule.action);
       this.selections.set(k, s);
     }
@@ -311,7 +347,26 @@ export class NetpolEngine {
     return createHash('sha1').update(sig).digest('hex').slice(0, 16);
   }
 
-  private readonly keyCache = new Map<Rule, MapStateKey[]>();
+  private keyCache = new WeakMap<Rule, MapStateKey[]>();
+  /** Rule -> ids of the tables (layers) holding it: where a newly selected identity needs entries. */
+  private readonly ruleTables = new Map<Rule, Set<string>>();
+
+  private layerRules(t: Table): Rule[] {
+    return t.layer === 'admin' ? t.tiers.admin : t.tiers.isolation.length > 0 ? t.tiers.np : t.tiers.baseline;
+  }
+
+  private indexTable(t: Table, add: boolean): void {
+    for (const r of this.layerRules(t)) {
+      let s = this.ruleTables.get(r);
+      if (add) {
+        if (!s) this.ruleTables.set(r, (s = new Set()));
+        s.add(t.id);
+      } else if (s) {
+        s.delete(t.id);
+        if (s.size === 0) this.ruleTables.delete(r);
+      }
+    }
+  }
 
   private lowerCtx(info: IdentityInfo, d: Direction) {
     return {
@@ -351,16 +406,20 @@ export class NetpolEngine {
       recomputedTables: 0,
     };
     const before = new Map([...this.tables].map(([id, t]) => [id, t.state.size]));
-    const rulesChanged = this.policiesChanged || this.everything;
+    const full = this.everything;
+    const rulesChanged = full || this.changedPolicies.size > 0;
+    const netsBefore = this.networks.map(prefixKey).sort().join();
     if (rulesChanged) {
       this.rebuildRules();
       this.rebuildGroups();
     }
+    // A new set of ANP network prefixes can move pods between identities (their network part).
+    const netsChanged = this.networks.map(prefixKey).sort().join() !== netsBefore;
     if (this.rules.admin.length > MAX_ADMIN_RANK)
       throw new RangeError(`${this.rules.admin.length} admin rules exceed ${MAX_ADMIN_RANK}`);
 
     // 1. Identities: pods whose labels, namespace labels, ports or network membership changed.
-    const podsToCheck = rulesChanged ? new Set(this.pods.keys()) : new Set(this.dirtyPods);
+    const podsToCheck = full || netsChanged ? new Set(this.pods.keys()) : new Set(this.dirtyPods);
     for (const k of this.dirtyPods) podsToCheck.add(k);
     const added: number[] = [];
     const removed: number[] = [];
@@ -402,27 +461,58 @@ export class NetpolEngine {
 
     // 2. Selections: recompute all when rules changed; else patch the cached ones.
     let allPodsBroken = false;
+    /** Rules that select an identity that appeared: only their tables need a new bucket. */
+    const selecting = new Set<Rule>();
     // Keys derive from selections: any identity or rule change invalidates them.
-    if (rulesChanged || addedSet.size || removedSet.size) this.keyCache.clear();
-    if (rulesChanged) this.selections.clear();
-    else {
+    if (full || addedSet.size || removedSet.size) this.keyCache = new WeakMap();
+    if (full) {
+      this.selections.clear();
+      this.selectionRules.clear();
+    } else {
+      // Rules of changed policies are new objects with new selections.
+      for (const key of this.changedPolicies.keys()) {
+        for (const k of [...this.selections.keys()]) {
+          if (!k.startsWith(`${key}#`)) continue;
+          this.selections.delete(k);
+          this.selectionRules.delete(k);
+        }
+      }
       for (const [k, s] of this.selections) {
         if (s.kind !== 'set') continue;
-        const [ruleId, idx] = splitSelectionKey(k);
-        const rule = this.findRule(ruleId);
-        if (!rule) continue;
-        const peer = rule.peers[idx]!;
+        const { rule, index } = this.selectionRules.get(k)!;
+        const peer = rule.peers[index]!;
         if (peer.kind === 'cidr' && peer.pods) {
-          // Whether a networks peer covers every pod can flip either way: recompute it.
-          const fresh = this.index.select(peer, rule.action);
-          if (fresh.kind !== 'set' || Boolean(fresh.allPods) !== Boolean(s.allPods)) allPodsBroken = true;
-          else this.selections.set(k, fresh);
+          // Whether a networks peer covers every pod can flip either way: recompute its pod side.
+          const pods = this.index.selectNetworkPods(peer);
+          if (pods.all !== Boolean(s.allPods)) {
+            allPodsBroken = true;
+            continue;
+          }
+          for (const id of removedSet) s.ids.delete(id);
+          if (!pods.all) {
+            for (const id of pods.ids) {
+              if (addedSet.has(id)) {
+                s.ids.add(id);
+                selecting.add(rule);
+              }
+            }
+          }
+          for (const id of addedSet) {
+            const info = this.identities.get(id)!;
+            if (info.kind !== 'pod' && info.id !== ID.HOST && peerSelects(peer, info)) {
+              s.ids.add(id);
+              selecting.add(rule);
+            }
+          }
           continue;
         }
         for (const id of removedSet) s.ids.delete(id);
         for (const id of addedSet) {
-          const one = selectPeer(peer, rule.action, [this.identities.get(id)!]);
-          if (one.kind === 'set' && one.ids.has(id)) s.ids.add(id);
+          const info = this.identities.get(id)!;
+          if (info.id !== ID.HOST && peerSelects(peer, info)) {
+            s.ids.add(id);
+            selecting.add(rule);
+          }
         }
       }
     }
@@ -430,15 +520,17 @@ export class NetpolEngine {
     if (allPodsBroken) {
       // Rare (e.g. an IPv6-only pod beside an IPv4 0.0.0.0/0 rule): lower everything again.
       this.selections.clear();
+      this.selectionRules.clear();
       this.tables.clear();
       this.endpointTables.clear();
     }
 
     // 3. Tables: subject identities (re)assigned; new layers lowered; unused ones freed.
-    const subjects =
-      rulesChanged || allPodsBroken
-        ? [...this.identities.values()].filter((i) => i.kind === 'pod')
-        : [...addedSet].map((id) => this.identities.get(id)!).filter((i) => i.kind === 'pod');
+    const subjectIds =
+      full || allPodsBroken ? [...this.identities.keys()] : [...addedSet, ...this.affectedSubjects()];
+    const subjects = [...new Set(subjectIds)]
+      .map((id) => this.identities.get(id)!)
+      .filter((i) => i?.kind === 'pod');
     for (const id of removedSet) this.detachSubject(id);
     for (const info of subjects) {
       const ids = {} as Record<Direction, Record<Layer, string>>;
@@ -449,14 +541,10 @@ export class NetpolEngine {
           const tid = this.tableId(info, d, tiers, layer);
           ids[d][layer] = tid;
           if (!this.tables.has(tid)) {
-            this.tables.set(tid, {
-              id: tid,
-              direction: d,
-              layer,
-              tiers,
-              state: lowerLayer(layer, tiers, this.lowerCtx(info, d)),
-              subjects: new Set(),
-            });
+            const state = lowerLayer(layer, tiers, this.lowerCtx(info, d));
+            const t: Table = { id: tid, direction: d, layer, tiers, state, subjects: new Set() };
+            this.tables.set(tid, t);
+            this.indexTable(t, true);
             diff.recomputedTables++;
           }
         }
@@ -469,11 +557,20 @@ export class NetpolEngine {
       this.endpointTables.set(info.id, ids);
       if (prev) diff.switched += this.members.get(info.id)?.size ?? 0;
     }
-    for (const [id, t] of [...this.tables]) if (t.subjects.size === 0) this.tables.delete(id);
+    for (const [id, t] of [...this.tables]) {
+      if (t.subjects.size > 0) continue;
+      this.tables.delete(id);
+      this.indexTable(t, false);
+    }
 
     // 4. Identities that appeared or vanished as remotes: patch their buckets in the existing layers
     // (safe in place: no packet carries a new identity before the ipcache maps an address to it).
     if (addedSet.size || removedSet.size) {
+      // Egress rules with named ports expand wildcard peers per destination identity: include them.
+      for (const r of this.ruleTables.keys())
+        if (r.direction === 'egress' && r.ports?.some((p) => p.kind === 'named')) selecting.add(r);
+      const toPatch = new Set<string>();
+      for (const r of selecting) for (const id of this.ruleTables.get(r) ?? []) toPatch.add(id);
       for (const t of this.tables.values()) {
         if (!before.has(t.id)) continue; // lowered just now, already complete
         let touched = false;
@@ -483,11 +580,13 @@ export class NetpolEngine {
             touched = true;
           }
         }
-        const local = this.identities.get([...t.subjects][0]!)!;
-        for (const id of addedSet) {
-          const n = t.state.bucket(id).length;
-          lowerLayer(t.layer, t.tiers, this.lowerCtx(local, t.direction), t.state, id);
-          if (n || t.state.bucket(id).length) touched = true;
+        if (toPatch.has(t.id)) {
+          const local = this.identities.get([...t.subjects][0]!)!;
+          for (const id of addedSet) {
+            const n = t.state.bucket(id).length;
+            lowerLayer(t.layer, t.tiers, this.lowerCtx(local, t.direction), t.state, id);
+            if (n || t.state.bucket(id).length) touched = true;
+          }
         }
         if (touched) diff.updated++;
       }
@@ -508,7 +607,7 @@ export class NetpolEngine {
     }
     this.dirtyPods.clear();
     this.dirtyNodes.clear();
-    this.policiesChanged = false;
+    this.changedPolicies.clear();
     this.everything = false;
     return diff;
   }
@@ -519,11 +618,6 @@ export class NetpolEngine {
     for (const d of DIRECTIONS)
       for (const layer of LAYERS) this.tables.get(prev[d][layer])?.subjects.delete(id);
     this.endpointTables.delete(id);
-  }
-
-  private findRule(id: string): Rule | undefined {
-    const key = id.slice(0, id.indexOf('#'));
-    return this.policies.get(key)?.built.rules.find((r) => r.id === id);
   }
 
   // ---- reads ------------------------------------------------------------------------------------
@@ -608,11 +702,6 @@ export class NetpolEngine {
 
 function policyKeyOf(r: Rule): string {
   return r.id.slice(0, r.id.indexOf('#'));
-}
-
-function splitSelectionKey(k: string): [string, number] {
-  const at = k.lastIndexOf('@');
-  return [k.slice(0, at), Number(k.slice(at + 1))];
 }
 
 export function entrySignature(e: MapStateEntry): string {

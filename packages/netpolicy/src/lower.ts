@@ -20,7 +20,7 @@ export interface LowerContext {
   byPortName: ReadonlyMap<string, number[]>;
   select(rule: Rule, peerIndex: number): Selection;
   /** Keys per rule, shared by every table lowered in one pass (valid while selections hold). */
-  keyCache?: Map<Rule, MapStateKey[]>;
+  keyCache?: WeakMap<Rule, MapStateKey[]>;
 }
 
 type PortKey = Pick<MapStateKey, 'proto' | 'port' | 'plen'>;

@@ -75,11 +75,10 @@ export function better(
 export class MapState {
   /** identity -> entries (small lists; a real LPM trie per identity in the datapath). */
   readonly buckets = new Map<number, MapStateEntry[]>();
+  private count = 0;
 
   get size(): number {
-    let n = 0;
-    for (const b of this.buckets.values()) n += b.length;
-    return n;
+    return this.count;
   }
 
   *entries(): IterableIterator<MapStateEntry> {
@@ -101,6 +100,7 @@ export class MapState {
       const wild = this.buckets.get(parent);
       if (wild) for (const x of wild) if (x.precedence >= e.precedence && covers(x, e)) return false;
     }
+    this.count++;
     if (!own) {
       this.buckets.set(e.identity, [e]);
       return true;
@@ -108,6 +108,7 @@ export class MapState {
     // Entries are mostly inserted in descending precedence: usually nothing below to delete.
     if (own.some((x) => x.precedence <= e.precedence && covers(e, x))) {
       const kept = own.filter((x) => !(x.precedence <= e.precedence && covers(e, x)));
+      this.count -= own.length - kept.length;
       kept.push(e);
       this.buckets.set(e.identity, kept);
     } else own.push(e);
@@ -132,6 +133,7 @@ export class MapState {
 
   /** Removes every entry of one identity (before recomputing its bucket). */
   clear(identity: number): void {
+    this.count -= this.buckets.get(identity)?.length ?? 0;
     this.buckets.delete(identity);
   }
 

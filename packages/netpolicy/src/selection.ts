@@ -125,6 +125,13 @@ export class IdentityIndex {
     }
   }
 
+  /** The pod side of a networks peer: pod identities by network part, and whether that is all of them. */
+  selectNetworkPods(peer: Extract<Peer, { kind: 'cidr' }>): { ids: number[]; all: boolean } {
+    const ids: number[] = [];
+    for (const [key, list] of this.byNetpart) if (isInsideKey(key, peer)) ids.push(...list);
+    return { ids, all: ids.length > 0 && ids.length === this.podCount };
+  }
+
   /** selectPeer over the index: namespaces first, then pods inside the matching ones. */
   select(peer: Peer, action: 'allow' | 'deny' | 'pass'): Selection {
     if (peer.kind === 'all' || peer.kind === 'unknown') return selectPeer(peer, action, []);

@@ -10,6 +10,12 @@ const cluster = generateNetpolCluster({
   networkPolicies: 3000,
   ipBlockPolicies: 500,
 });
+const e = NetpolEngine.fromCluster(cluster);
+const pods = [...e.pods.values()];
 const t = performance.now();
-NetpolEngine.fromCluster(cluster);
-console.log('full', performance.now() - t);
+for (let i = 0; i < 40; i++) {
+  const p = pods[(i * 97) % pods.length]!;
+  e.upsertPod({ ...p, labels: { ...p.labels, app: `moved-${i}` } });
+  e.flush();
+}
+console.log('per change', (performance.now() - t) / 40);
