@@ -96,6 +96,8 @@ export class NetpolEngine {
   /** Rules grouped by the subject they share (one ANP / CNP / BANP / NetworkPolicy). */
   private groups: { subject: Rule['subject']; namespace?: string; rules: Rule[] }[] = [];
   private isolationByNs = new Map<string, Isolation[]>();
+  private clusterGroups: NetpolEngine['groups'] = [];
+  private groupsByNs = new Map<string, NetpolEngine['groups']>();
   private networks: Prefix[] = [];
   private revision = 0;
 
@@ -294,6 +296,15 @@ export class NetpolEngine {
       g.rules.push(r);
     }
     this.groups = [...byPolicy.values()];
+    // NetworkPolicy groups apply in their own namespace only: index them by it.
+    this.clusterGroups = this.groups.filter((g) => g.namespace === undefined);
+    this.groupsByNs = new Map();
+    for (const g of this.groups) {
+      if (g.namespace === undefined) continue;
+      let l = this.groupsByNs.get(g.namespace);
+      if (!l) this.groupsByNs.set(g.namespace, (l = []));
+      l.push(g);
+    }
     this.isolationByNs = new Map();
     for (const i of this.rules.isolation) {
       let l = this.isolationByNs.get(i.namespace);
@@ -307,8 +318,7 @@ export class NetpolEngine {
     const admin: Rule[] = [];
     const np: Rule[] = [];
     const baseline: Rule[] = [];
-    for (const g of this.groups) {
-      if (g.namespace !== undefined && g.namespace !== info.namespace) continue;
+    for (const g of [...this.clusterGroups, ...(this.groupsByNs.get(info.namespace!) ?? [])]) {
       if (!subjectSelects(g.subject, info)) continue;
       for (const r of g.rules) {
         if (r.direction !== d) continue;
