@@ -1,0 +1,105 @@
+/* Shared layouts of the Cascade datapath maps. The TypeScript codecs (src/codecs.ts) mirror these
+ * byte for byte; tests check the sizes. All multi-byte fields are host order (little endian) except
+ * where noted: addresses and the policy key's port are network order so that LPM prefixes work. */
+#ifndef CASCADE_H
+#define CASCADE_H
+
+#define CASCADE_ID_WILDCARD 0
+#define CASCADE_ID_HOST 1
+#define CASCADE_ID_WORLD 2
+#define CASCADE_ID_ALL_PODS 3
+#define CASCADE_POD_FIRST 256
+#define CASCADE_POD_LAST 0x00ffffff
+
+#define DIR_INGRESS 0
+#define DIR_EGRESS 1
+
+#define VERDICT_ALLOW 0
+#define VERDICT_DENY 1
+#define VERDICT_PASS 2
+
+/* endpoint flags */
+#define EP_ENFORCE_INGRESS 1
+#define EP_ENFORCE_EGRESS 2
+/* no valid rule set yet (or the last update was refused): drop everything new */
+#define EP_FAIL_CLOSED 4
+/* report allowed flows to the ring buffer too */
+#define EP_AUDIT_ALLOW 8
+
+/* ipcache: addresses as IPv6; IPv4 as ::ffff:a.b.c.d (prefix + 96) */
+struct ipcache_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+struct ipcache_value {
+	__u32 identity;
+};
+
+struct endpoint_key {
+	__u8 addr[16];
+};
+struct endpoint_value {
+	__u32 flags;
+	/* policy table ids, [direction][layer]: layer 0 admin, 1 lower */
+	__u32 tables[2][2];
+	/* bumped whenever a table id changes: conntrack entries of older revisions are re-judged */
+	__u32 revision;
+	__u32 identity;
+};
+
+/* policy: LPM over (table, identity, proto, port prefix); prefixlen counts bits after itself:
+ * 64 = table+identity (any protocol), 72 + n = protocol and n port bits. */
+struct policy_key {
+	__u32 prefixlen;
+	__u32 table;
+	__u32 identity;
+	__u8 proto;
+	__u16 port; /* network order */
+} __attribute__((packed));
+struct policy_value {
+	__u32 precedence;
+	__u8 verdict;
+	__u8 match_len; /* 0 any protocol, 8 + port prefix length */
+	__u16 pad;
+	__u32 rule; /* rule id for audit and explain */
+};
+
+struct ct_key {
+	__u8 src[16];
+	__u8 dst[16];
+	__u16 sport;
+	__u16 dport;
+	__u8 proto;
+	__u8 dir; /* the direction of the endpoint that created it */
+	__u16 pad;
+};
+struct ct_value {
+	__u32 revision;
+	__u32 flags;
+	__u64 created_ns;
+};
+
+struct flow_event {
+	__u8 src[16];
+	__u8 dst[16];
+	__u16 sport;
+	__u16 dport;
+	__u8 proto;
+	__u8 dir;
+	__u8 verdict;
+	__u8 reason; /* 0 policy, 1 fail-closed, 2 conntrack re-judged */
+	__u32 remote_identity;
+	__u32 rule;
+	__u32 precedence;
+};
+
+/* counters (per CPU): index */
+#define CNT_ALLOW 0
+#define CNT_DENY 1
+#define CNT_CT_HIT 2
+#define CNT_CT_REJUDGED 3
+#define CNT_MALFORMED 4
+#define CNT_NOT_ENDPOINT 5
+#define CNT_MAX 8
+
+#endif

@@ -1,0 +1,236 @@
+// cascade-bpfctl: the loader's kernel interface, a thin line-protocol front end to libbpf.
+// One command per line on stdin, one answer line on stdout ("ok ..." or "err ...").
+//   load OBJ PINDIR [MAX]  load the object, adopting maps already pinned in PINDIR/maps
+//                          (MAX: policy map capacity, for tests of a full map)
+//   open PINDIR            use maps and programs pinned in PINDIR
+//   update MAP KEYHEX VALHEX | delete MAP KEYHEX | lookup MAP KEYHEX
+//   updates MAP N          then N lines "KEYHEX VALHEX" (one answer: ok N | err at line i)
+//   deletes MAP N          then N lines "KEYHEX"
+//   dump MAP               ok N, then N lines "KEYHEX VALHEX"
+//   sum MAP KEYHEX         sum of a per-CPU u64 slot
+//   run PROG PKTHEX [REPEAT]  BPF_PROG_TEST_RUN: ok RETVAL AVG_NS
+//   events                 drain the ring buffer: ok N, then N lines of event hex
+//   attach IFNAME ingress|egress PROG | detach IFNAME ingress|egress
+//   quit
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/pkt_cls.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_MAPS 16
+#define MAX_PROGS 8
+static struct { char name[64]; int fd; __u32 key_size, value_size; int type; } maps[MAX_MAPS];
+static int nmaps;
+static struct { char name[64]; int fd; } progs[MAX_PROGS];
+static int nprogs;
+static char line[1 << 20];
+
+static int hexval(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; }
+static int unhex(const char *s, unsigned char *out, size_t max) {
+	size_t n = strlen(s);
+	if (n % 2 || n / 2 > max) return -1;
+	for (size_t i = 0; i < n / 2; i++) {
+		int a = hexval(s[2 * i]), b = hexval(s[2 * i + 1]);
+		if (a < 0 || b < 0) return -1;
+		out[i] = (unsigned char)(a * 16 + b);
+	}
+	return (int)(n / 2);
+}
+static void puthex(const unsigned char *b, size_t n) { for (size_t i = 0; i < n; i++) printf("%02x", b[i]); }
+
+static int map_index(const char *name) {
+	for (int i = 0; i < nmaps; i++) if (!strcmp(maps[i].name, name)) return i;
+	return -1;
+}
+static int prog_fd(const char *name) {
+	for (int i = 0; i < nprogs; i++) if (!strcmp(progs[i].name, name)) return progs[i].fd;
+	return -1;
+}
+static void add_map(const char *name, int fd) {
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	bpf_obj_get_info_by_fd(fd, &info, &len);
+	snprintf(maps[nmaps].name, sizeof(maps[nmaps].name), "%s", name);
+	maps[nmaps].fd = fd;
+	maps[nmaps].key_size = info.key_size;
+	maps[nmaps].value_size = info.value_size;
+	maps[nmaps].type = info.type;
+	nmaps++;
+}
+
+static int do_open(const char *dir) {
+	static const char *map_names[] = {"cascade_ipcache", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_counters", "cascade_events"};
+	static const char *prog_names[] = {"from_endpoint", "to_endpoint"};
+	char path[512];
+	nmaps = nprogs = 0;
+	for (unsigned i = 0; i < sizeof(map_names) / sizeof(*map_names); i++) {
+		snprintf(path, sizeof(path), "%s/maps/%s", dir, map_names[i]);
+		int fd = bpf_obj_get(path);
+		if (fd < 0) { printf("err open %s: %s\n", path, strerror(errno)); return -1; }
+		add_map(map_names[i], fd);
+	}
+	for (unsigned i = 0; i < sizeof(prog_names) / sizeof(*prog_names); i++) {
+		snprintf(path, sizeof(path), "%s/progs/%s", dir, prog_names[i]);
+		int fd = bpf_obj_get(path);
+		if (fd < 0) { printf("err open %s: %s\n", path, strerror(errno)); return -1; }
+		snprintf(progs[nprogs].name, sizeof(progs[nprogs].name), "%s", prog_names[i]);
+		progs[nprogs++].fd = fd;
+	}
+	return 0;
+}
+
+static int do_load(const char *obj_path, const char *dir, const char *policy_max) {
+	char path[512];
+	struct bpf_object *obj = bpf_object__open_file(obj_path, NULL);
+	if (!obj) { printf("err open %s: %s\n", obj_path, strerror(errno)); return -1; }
+	if (policy_max) {
+		struct bpf_map *pm = bpf_object__find_map_by_name(obj, "cascade_policy");
+		if (pm) bpf_map__set_max_entries(pm, (__u32)atoi(policy_max));
+	}
+	snprintf(path, sizeof(path), "%s/maps", dir);
+	mkdir(dir, 0700);
+	mkdir(path, 0700);
+	struct bpf_map *m;
+	/* adopt maps that are already pinned: their state (policy, conntrack) survives a restart */
+	bpf_object__for_each_map(m, obj) {
+		snprintf(path, sizeof(path), "%s/maps/%s", dir, bpf_map__name(m));
+		int fd = bpf_obj_get(path);
+		if (fd >= 0 && bpf_map__reuse_fd(m, fd)) { printf("err reuse %s\n", path); return -1; }
+		if (fd >= 0) close(fd);
+	}
+	if (bpf_object__load(obj)) { printf("err load: %s\n", strerror(errno)); return -1; }
+	bpf_object__for_each_map(m, obj) {
+		snprintf(path, sizeof(path), "%s/maps/%s", dir, bpf_map__name(m));
+		if (access(path, F_OK) && bpf_map__pin(m, path)) { printf("err pin %s\n", path); return -1; }
+	}
+	snprintf(path, sizeof(path), "%s/progs", dir);
+	mkdir(path, 0700);
+	struct bpf_program *p;
+	bpf_object__for_each_program(p, obj) {
+		snprintf(path, sizeof(path), "%s/progs/%s", dir, bpf_program__name(p));
+		unlink(path);
+		if (bpf_program__pin(p, path)) { printf("err pin %s\n", path); return -1; }
+	}
+	bpf_object__close(obj);
+	return do_open(dir);
+}
+
+static int events_seen;
+static int on_event(void *ctx, void *data, size_t size) {
+	(void)ctx;
+	puthex(data, size);
+	printf("\n");
+	events_seen++;
+	return 0;
+}
+
+int main(void) {
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	libbpf_set_print(NULL);
+	unsigned char key[512], val[4096];
+	while (fgets(line, sizeof(line), stdin)) {
+		line[strcspn(line, "\n")] = 0;
+		char *cmd = strtok(line, " ");
+		if (!cmd) continue;
+		char *a = strtok(NULL, " "), *b = strtok(NULL, " "), *c = strtok(NULL, " ");
+		if (!strcmp(cmd, "quit")) break;
+		if (!strcmp(cmd, "load")) { if (!do_load(a, b, c)) printf("ok\n"); }
+		else if (!strcmp(cmd, "open")) { if (!do_open(a)) printf("ok\n"); }
+		else if (!strcmp(cmd, "update") || !strcmp(cmd, "delete") || !strcmp(cmd, "lookup") || !strcmp(cmd, "sum")) {
+			int mi = a ? map_index(a) : -1;
+			if (mi < 0 || !b || unhex(b, key, sizeof(key)) != (int)maps[mi].key_size) { printf("err bad map or key\n"); goto next; }
+			if (!strcmp(cmd, "update")) {
+				if (!c || unhex(c, val, sizeof(val)) != (int)maps[mi].value_size) { printf("err bad value\n"); goto next; }
+				if (bpf_map_update_elem(maps[mi].fd, key, val, BPF_ANY)) printf("err update: %s\n", strerror(errno)); else printf("ok\n");
+			} else if (!strcmp(cmd, "delete")) {
+				if (bpf_map_delete_elem(maps[mi].fd, key) && errno != ENOENT) printf("err delete: %s\n", strerror(errno)); else printf("ok\n");
+			} else if (!strcmp(cmd, "lookup")) {
+				if (bpf_map_lookup_elem(maps[mi].fd, key, val)) printf("ok none\n"); else { printf("ok "); puthex(val, maps[mi].value_size); printf("\n"); }
+			} else {
+				int ncpu = libbpf_num_possible_cpus();
+				unsigned long long *vals = calloc(ncpu, 8), sum = 0;
+				if (bpf_map_lookup_elem(maps[mi].fd, key, vals)) printf("err sum: %s\n", strerror(errno));
+				else { for (int i = 0; i < ncpu; i++) sum += vals[i]; printf("ok %llu\n", sum); }
+				free(vals);
+			}
+		} else if (!strcmp(cmd, "updates") || !strcmp(cmd, "deletes")) {
+			int mi = a ? map_index(a) : -1;
+			int n = b ? atoi(b) : 0, bad = -1, err = 0;
+			const int updating = cmd[0] == 'u'; /* the payload lines reuse the line buffer */
+			for (int i = 0; i < n; i++) {
+				if (!fgets(line, sizeof(line), stdin)) break;
+				line[strcspn(line, "\n")] = 0;
+				if (bad >= 0 || mi < 0) continue;
+				char *k = strtok(line, " "), *v = strtok(NULL, " ");
+				if (!k || unhex(k, key, sizeof(key)) != (int)maps[mi].key_size) { bad = i; continue; }
+				if (updating) {
+					if (!v || unhex(v, val, sizeof(val)) != (int)maps[mi].value_size) { bad = i; continue; }
+					if (bpf_map_update_elem(maps[mi].fd, key, val, BPF_ANY)) { bad = i; err = errno; }
+				} else if (bpf_map_delete_elem(maps[mi].fd, key) && errno != ENOENT) { bad = i; err = errno; }
+			}
+			if (mi < 0) printf("err no map\n");
+			else if (bad >= 0) printf("err at %d: %s\n", bad, err ? strerror(err) : "bad line");
+			else printf("ok %d\n", n);
+		} else if (!strcmp(cmd, "dump")) {
+			int mi = a ? map_index(a) : -1;
+			if (mi < 0) { printf("err no map\n"); goto next; }
+			static unsigned char keys[1 << 22];
+			int n = 0;
+			unsigned char *prev = NULL;
+			while (n < (int)(sizeof(keys) / maps[mi].key_size) && !bpf_map_get_next_key(maps[mi].fd, prev, keys + n * maps[mi].key_size)) {
+				prev = keys + n * maps[mi].key_size;
+				n++;
+			}
+			printf("ok %d\n", n);
+			for (int i = 0; i < n; i++) {
+				unsigned char *k = keys + i * maps[mi].key_size;
+				if (bpf_map_lookup_elem(maps[mi].fd, k, val)) continue;
+				puthex(k, maps[mi].key_size); printf(" "); puthex(val, maps[mi].value_size); printf("\n");
+			}
+		} else if (!strcmp(cmd, "run")) {
+			int fd = a ? prog_fd(a) : -1;
+			int n = b ? unhex(b, val, sizeof(val)) : -1;
+			if (fd < 0 || n < 0) { printf("err bad program or packet\n"); goto next; }
+			unsigned char out[4096];
+			LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = val, .data_size_in = (__u32)n, .data_out = out, .data_size_out = sizeof(out), .repeat = c ? (unsigned)atoi(c) : 1);
+			if (bpf_prog_test_run_opts(fd, &opts)) printf("err run: %s\n", strerror(errno));
+			else printf("ok %u %u\n", opts.retval, opts.duration);
+		} else if (!strcmp(cmd, "events")) {
+			int mi = map_index("cascade_events");
+			events_seen = 0;
+			/* answers "ok N" after the N event lines: the reader collects lines until "ok" */
+			struct ring_buffer *rb = ring_buffer__new(maps[mi].fd, on_event, NULL, NULL);
+			if (!rb) { printf("err ringbuf\n"); goto next; }
+			ring_buffer__consume(rb);
+			ring_buffer__free(rb);
+			printf("ok %d\n", events_seen);
+		} else if (!strcmp(cmd, "attach") || !strcmp(cmd, "detach")) {
+			int ifindex = a ? (int)if_nametoindex(a) : 0;
+			if (!ifindex || !b) { printf("err no interface\n"); goto next; }
+			LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = !strcmp(b, "ingress") ? BPF_TC_INGRESS : BPF_TC_EGRESS);
+			LIBBPF_OPTS(bpf_tc_opts, topts, .handle = 1, .priority = 1);
+			if (!strcmp(cmd, "attach")) {
+				int fd = c ? prog_fd(c) : -1;
+				if (fd < 0) { printf("err no program\n"); goto next; }
+				int r = bpf_tc_hook_create(&hook);
+				if (r && r != -EEXIST) { printf("err hook: %s\n", strerror(-r)); goto next; }
+				topts.prog_fd = fd;
+				topts.flags = BPF_TC_F_REPLACE;
+				r = bpf_tc_attach(&hook, &topts);
+				if (r) printf("err attach: %s\n", strerror(-r)); else printf("ok\n");
+			} else {
+				int r = bpf_tc_detach(&hook, &topts);
+				if (r && r != -ENOENT) printf("err detach: %s\n", strerror(-r)); else printf("ok\n");
+			}
+		} else printf("err unknown command %s\n", cmd);
+	next:
+		fflush(stdout);
+	}
+	return 0;
+}

@@ -1,0 +1,20 @@
+// Where the set-up step (scripts/setup.d/10-bpf.sh) puts the compiled BPF object and the libbpf helper.
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+export const ARTIFACTS = {
+  object: join(root, 'build', 'cascade.bpf.o'),
+  bpfctl: join(root, 'build', 'cascade-bpfctl'),
+};
+
+/** Why the kernel datapath cannot be used here, or undefined when it can. */
+export function kernelUnavailable(): string | undefined {
+  if (!existsSync(ARTIFACTS.object) || !existsSync(ARTIFACTS.bpfctl))
+    return `BPF artifacts missing (${ARTIFACTS.object}); run scripts/setup.sh`;
+  if (process.getuid?.() !== 0) return 'not root: BPF programs cannot be loaded';
+  if (!existsSync('/sys/fs/bpf')) return '/sys/fs/bpf missing';
+  return undefined;
+}

@@ -1,0 +1,78 @@
+// The line protocol to native/bpfctl.c (libbpf): one long-lived helper process per datapath.
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+type Pending = {
+  multi: 'none' | 'count' | 'until-ok';
+  lines: string[];
+  need: number;
+  resolve: (l: string[]) => void;
+  reject: (e: Error) => void;
+};
+
+export class Bpfctl {
+  private readonly proc: ChildProcessWithoutNullStreams;
+  private readonly queue: Pending[] = [];
+  private closed = false;
+
+  constructor(binary: string) {
+    this.proc = spawn(binary, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const rl = createInterface({ input: this.proc.stdout });
+    rl.on('line', (line) => this.onLine(line));
+    let stderr = '';
+    this.proc.stderr.on('data', (d) => {
+      stderr += String(d);
+    });
+    this.proc.on('exit', (code) => {
+      this.closed = true;
+      for (const p of this.queue.splice(0)) p.reject(new Error(`bpfctl exited (${code}): ${stderr.trim()}`));
+    });
+    this.proc.stdin.on('error', () => {});
+  }
+
+  private onLine(line: string): void {
+    const p = this.queue[0];
+    if (!p) return;
+    p.lines.push(line);
+    if (p.multi === 'none') {
+      this.queue.shift();
+      p.resolve(p.lines);
+    } else if (p.multi === 'count') {
+      if (p.lines.length === 1) {
+        if (!line.startsWith('ok')) {
+          this.queue.shift();
+          p.resolve(p.lines);
+          return;
+        }
+        p.need = Number(line.split(' ')[1]);
+      }
+      if (p.lines.length === p.need + 1) {
+        this.queue.shift();
+        p.resolve(p.lines);
+      }
+    } else if (line.startsWith('ok') || line.startsWith('err')) {
+      this.queue.shift();
+      p.resolve(p.lines);
+    }
+  }
+
+  /** Sends a command (plus payload lines); resolves with the answer lines. Rejects on "err". */
+  async send(command: string, payload: string[] = [], multi: Pending['multi'] = 'none'): Promise<string[]> {
+    if (this.closed) throw new Error('bpfctl is not running');
+    const answer = new Promise<string[]>((resolve, reject) =>
+      this.queue.push({ multi, lines: [], need: 0, resolve, reject }),
+    );
+    this.proc.stdin.write(payload.length ? `${command}\n${payload.join('\n')}\n` : `${command}\n`);
+    const lines = await answer;
+    const status = multi === 'until-ok' ? lines[lines.length - 1]! : lines[0]!;
+    if (status.startsWith('err'))
+      throw new Error(`bpfctl ${command.split(' ').slice(0, 2).join(' ')}: ${status.slice(4)}`);
+    return lines;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.proc.stdin.end('quit\n');
+    await new Promise((r) => this.proc.once('exit', r));
+  }
+}

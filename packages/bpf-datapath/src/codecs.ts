@@ -1,0 +1,193 @@
+// Byte-exact codecs for every map key and value of bpf/cascade.h, shared by the loader and the
+// userspace reference datapath. Host order is little endian (x86-64, arm64); addresses and the policy
+// key's port are network order.
+
+export const SIZES = {
+  ipcacheKey: 20,
+  ipcacheValue: 4,
+  endpointKey: 16,
+  endpointValue: 28,
+  policyKey: 15,
+  policyValue: 12,
+  ctKey: 40,
+  ctValue: 16,
+  flowEvent: 52,
+} as const;
+
+export const ID = { WILDCARD: 0, HOST: 1, WORLD: 2, ALL_PODS: 3 } as const;
+export const VERDICT = { allow: 0, deny: 1, pass: 2 } as const;
+export type VerdictName = keyof typeof VERDICT;
+export const EP_FLAGS = { ENFORCE_INGRESS: 1, ENFORCE_EGRESS: 2, FAIL_CLOSED: 4, AUDIT_ALLOW: 8 } as const;
+export const COUNTERS = { allow: 0, deny: 1, ctHit: 2, ctRejudged: 3, malformed: 4, notEndpoint: 5 } as const;
+export const DIR = { ingress: 0, egress: 1 } as const;
+
+/** An address as 16 bytes: IPv6 as is, IPv4 mapped (::ffff:a.b.c.d). */
+export function addr16(ip: string): Buffer {
+  const b = Buffer.alloc(16);
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(ip)) {
+    b[10] = 0xff;
+    b[11] = 0xff;
+    ip.split('.').forEach((p, i) => {
+      b[12 + i] = Number(p);
+    });
+    return b;
+  }
+  const halves = ip.split('::');
+  const head = halves[0] ? halves[0].split(':') : [];
+  const tail = halves.length > 1 && halves[1] ? halves[1].split(':') : [];
+  const groups = [...head, ...Array(8 - head.length - tail.length).fill('0'), ...tail];
+  groups.forEach((g, i) => b.writeUInt16BE(Number.parseInt(g, 16), i * 2));
+  return b;
+}
+
+export function formatAddr16(b: Buffer): string {
+  if (b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff)
+    return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`;
+  const groups: string[] = [];
+  for (let i = 0; i < 8; i++) groups.push(b.readUInt16BE(i * 2).toString(16));
+  return groups.join(':').replace(/(^|:)0(:0)+(:|$)/, '::');
+}
+
+export interface IpcacheKey {
+  /** Prefix length over the 128-bit (v4-mapped) address. */
+  prefixlen: number;
+  addr: Buffer;
+}
+
+export function encodeIpcacheKey(k: IpcacheKey): Buffer {
+  const b = Buffer.alloc(SIZES.ipcacheKey);
+  b.writeUInt32LE(k.prefixlen, 0);
+  k.addr.copy(b, 4);
+  return b;
+}
+export function decodeIpcacheKey(b: Buffer): IpcacheKey {
+  return { prefixlen: b.readUInt32LE(0), addr: Buffer.from(b.subarray(4, 20)) };
+}
+export const encodeIpcacheValue = (identity: number): Buffer => u32(identity);
+export const decodeIpcacheValue = (b: Buffer): number => b.readUInt32LE(0);
+
+export interface EndpointValue {
+  flags: number;
+  /** [direction][layer] table ids: direction 0 ingress, 1 egress; layer 0 admin, 1 lower. */
+  tables: [[number, number], [number, number]];
+  revision: number;
+  identity: number;
+}
+
+export function encodeEndpointValue(v: EndpointValue): Buffer {
+  const b = Buffer.alloc(SIZES.endpointValue);
+  b.writeUInt32LE(v.flags, 0);
+  b.writeUInt32LE(v.tables[0][0], 4);
+  b.writeUInt32LE(v.tables[0][1], 8);
+  b.writeUInt32LE(v.tables[1][0], 12);
+  b.writeUInt32LE(v.tables[1][1], 16);
+  b.writeUInt32LE(v.revision >>> 0, 20);
+  b.writeUInt32LE(v.identity, 24);
+  return b;
+}
+export function decodeEndpointValue(b: Buffer): EndpointValue {
+  return {
+    flags: b.readUInt32LE(0),
+    tables: [
+      [b.readUInt32LE(4), b.readUInt32LE(8)],
+      [b.readUInt32LE(12), b.readUInt32LE(16)],
+    ],
+    revision: b.readUInt32LE(20),
+    identity: b.readUInt32LE(24),
+  };
+}
+
+export interface PolicyKey {
+  table: number;
+  identity: number;
+  /** 0 = any protocol (then prefixlen 64). */
+  proto: number;
+  port: number;
+  /** Port prefix bits 0..16 (ignored for any protocol). */
+  plen: number;
+}
+
+export const policyPrefixlen = (k: Pick<PolicyKey, 'proto' | 'plen'>): number =>
+  k.proto === 0 ? 64 : 72 + k.plen;
+
+export function encodePolicyKey(k: PolicyKey): Buffer {
+  const b = Buffer.alloc(SIZES.policyKey);
+  b.writeUInt32LE(policyPrefixlen(k), 0);
+  b.writeUInt32LE(k.table, 4);
+  b.writeUInt32LE(k.identity, 8);
+  b.writeUInt8(k.proto, 12);
+  b.writeUInt16BE(k.proto === 0 ? 0 : k.port, 13);
+  return b;
+}
+export function decodePolicyKey(b: Buffer): PolicyKey {
+  const prefixlen = b.readUInt32LE(0);
+  return {
+    table: b.readUInt32LE(4),
+    identity: b.readUInt32LE(8),
+    proto: b.readUInt8(12),
+    port: b.readUInt16BE(13),
+    plen: prefixlen <= 64 ? 0 : prefixlen - 72,
+  };
+}
+
+export interface PolicyValue {
+  precedence: number;
+  verdict: VerdictName;
+  /** 0 any protocol, 8 + port prefix length. */
+  matchLen: number;
+  rule: number;
+}
+
+export function encodePolicyValue(v: PolicyValue): Buffer {
+  const b = Buffer.alloc(SIZES.policyValue);
+  b.writeUInt32LE(v.precedence >>> 0, 0);
+  b.writeUInt8(VERDICT[v.verdict], 4);
+  b.writeUInt8(v.matchLen, 5);
+  b.writeUInt32LE(v.rule, 8);
+  return b;
+}
+export function decodePolicyValue(b: Buffer): PolicyValue {
+  const names = ['allow', 'deny', 'pass'] as const;
+  return {
+    precedence: b.readUInt32LE(0),
+    verdict: names[b.readUInt8(4)] ?? 'deny',
+    matchLen: b.readUInt8(5),
+    rule: b.readUInt32LE(8),
+  };
+}
+
+export interface FlowEvent {
+  src: string;
+  dst: string;
+  sport: number;
+  dport: number;
+  proto: number;
+  direction: 'ingress' | 'egress';
+  verdict: VerdictName;
+  reason: 'policy' | 'fail-closed' | 'rejudged';
+  remoteIdentity: number;
+  rule: number;
+  precedence: number;
+}
+
+export function decodeFlowEvent(b: Buffer): FlowEvent {
+  return {
+    src: formatAddr16(b.subarray(0, 16)),
+    dst: formatAddr16(b.subarray(16, 32)),
+    sport: b.readUInt16LE(32),
+    dport: b.readUInt16LE(34),
+    proto: b.readUInt8(36),
+    direction: b.readUInt8(37) === 0 ? 'ingress' : 'egress',
+    verdict: (['allow', 'deny', 'pass'] as const)[b.readUInt8(38)] ?? 'deny',
+    reason: (['policy', 'fail-closed', 'rejudged'] as const)[b.readUInt8(39)] ?? 'policy',
+    remoteIdentity: b.readUInt32LE(40),
+    rule: b.readUInt32LE(44),
+    precedence: b.readUInt32LE(48),
+  };
+}
+
+function u32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(n >>> 0, 0);
+  return b;
+}

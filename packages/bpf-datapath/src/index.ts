@@ -1,0 +1,7 @@
+// @cascade/bpf-datapath: the kernel side of network policy. See README.md.
+export * from './artifacts.ts';
+export * from './bpfctl.ts';
+export * from './codecs.ts';
+export * from './loader.ts';
+export * from './packet.ts';
+export * from './reference.ts';

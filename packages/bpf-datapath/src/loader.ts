@@ -1,0 +1,421 @@
+// The loader: loads (or adopts) the pinned programs and maps, and brings the kernel maps to a desired
+// state in an order that never shows a packet a verdict that neither the old nor the new policy gives:
+//   1. new rule sets are written beside the old ones under new table ids (and new identities' entries
+//      are added in place: no packet carries an identity before the ipcache maps an address to it);
+//   2. ipcache additions and changes;
+//   3. endpoints switch to their new tables with one map update each (revision bumped, so conntrack
+//      entries of the old policy are re-judged);
+//   4. ipcache removals; 5. old tables and vanished identities' entries are deleted.
+// A rule set that does not fit is refused whole: the endpoint keeps its last good tables, or fails
+// closed if it never had any, and the report says how many entries did not fit.
+import { Bpfctl } from './bpfctl.ts';
+import {
+  addr16,
+  DIR,
+  decodeEndpointValue,
+  decodeFlowEvent,
+  decodeIpcacheKey,
+  decodeIpcacheValue,
+  decodePolicyKey,
+  type EndpointValue,
+  EP_FLAGS,
+  encodeEndpointValue,
+  encodeIpcacheKey,
+  encodeIpcacheValue,
+  encodePolicyKey,
+  encodePolicyValue,
+  type FlowEvent,
+  type VerdictName,
+} from './codecs.ts';
+
+export interface TableEntry {
+  identity: number;
+  proto: number;
+  port: number;
+  plen: number;
+  precedence: number;
+  verdict: VerdictName;
+  rule: number;
+}
+
+export interface DesiredEndpoint {
+  ip: string;
+  identity: number;
+  flags: number;
+  tables: Record<'ingress' | 'egress', { admin: string; lower: string }>;
+}
+
+export interface DesiredState {
+  /** CIDR or plain address (a host prefix) -> identity. */
+  ipcache: { prefix: string; identity: number }[];
+  endpoints: DesiredEndpoint[];
+  tables: Map<string, TableEntry[]>;
+}
+
+export interface SyncReport {
+  entriesWritten: number;
+  entriesDeleted: number;
+  tablesCreated: number;
+  tablesFreed: number;
+  tablesPatchedInPlace: number;
+  endpointsSwitched: number;
+  ipcacheWritten: number;
+  refused: { table: string; entries: number; error: string }[];
+  failClosed: string[];
+}
+
+const hex = (b: Buffer) => b.toString('hex');
+
+function ipcacheKeyOf(prefix: string): Buffer {
+  const [ip, len] = prefix.split('/') as [string, string | undefined];
+  const v4 = /^\d+\.\d+\.\d+\.\d+$/.test(ip);
+  const l = len === undefined ? (v4 ? 32 : 128) : Number(len);
+  return encodeIpcacheKey({ prefixlen: v4 ? l + 96 : l, addr: addr16(ip) });
+}
+
+/** Entry content without the table id: what makes two tables the same. */
+const entryKey = (e: TableEntry) =>
+  `${e.identity}/${e.proto}/${e.proto === 0 ? 0 : e.port}/${e.proto === 0 ? 0 : e.plen}`;
+const matchLen = (e: TableEntry) => (e.proto === 0 ? 0 : 8 + e.plen);
+
+interface KernelTable {
+  id: number;
+  /** entryKey -> encoded value hex */
+  entries: Map<string, string>;
+  identities: Set<number>;
+}
+
+export class Datapath {
+  readonly ctl: Bpfctl;
+  /** table id -> content as in the kernel */
+  private kernelTables = new Map<number, KernelTable>();
+  /** desired table key -> kernel table id */
+  private assigned = new Map<string, number>();
+  private endpoints = new Map<string, EndpointValue>();
+  private ipcache = new Map<string, number>();
+  private nextTable = 1;
+
+  private constructor(ctl: Bpfctl) {
+    this.ctl = ctl;
+  }
+
+  /**
+   * Loads the object (or adopts the maps already pinned under pinDir, keeping their content) and reads
+   * the kernel state back, so a restarted agent reconciles instead of starting from nothing.
+   */
+  static async open(opts: {
+    bpfctl: string;
+    object: string;
+    pinDir: string;
+    policyMaxEntries?: number;
+  }): Promise<Datapath> {
+    const dp = new Datapath(new Bpfctl(opts.bpfctl));
+    await dp.ctl.send(
+      `load ${opts.object} ${opts.pinDir}${opts.policyMaxEntries ? ` ${opts.policyMaxEntries}` : ''}`,
+    );
+    await dp.readBack();
+    return dp;
+  }
+
+  private async dump(map: string): Promise<[Buffer, Buffer][]> {
+    const lines = await this.ctl.send(`dump ${map}`, [], 'count');
+    return lines.slice(1).map((l) => {
+      const [k, v] = l.split(' ') as [string, string];
+      return [Buffer.from(k, 'hex'), Buffer.from(v, 'hex')];
+    });
+  }
+
+  private async readBack(): Promise<void> {
+    for (const [k, v] of await this.dump('cascade_policy')) {
+      const key = decodePolicyKey(k);
+      let t = this.kernelTables.get(key.table);
+      if (!t)
+        this.kernelTables.set(key.table, (t = { id: key.table, entries: new Map(), identities: new Set() }));
+      t.entries.set(`${key.identity}/${key.proto}/${key.port}/${key.plen}`, hex(v));
+      t.identities.add(key.identity);
+      this.nextTable = Math.max(this.nextTable, key.table + 1);
+    }
+    for (const [k, v] of await this.dump('cascade_endpoints')) {
+      const ep = decodeEndpointValue(v);
+      this.endpoints.set(hex(k), ep);
+      // Tables without entries exist only as references from endpoints.
+      for (const id of ep.tables.flat()) {
+        if (id !== 0 && !this.kernelTables.has(id))
+          this.kernelTables.set(id, { id, entries: new Map(), identities: new Set() });
+        this.nextTable = Math.max(this.nextTable, id + 1);
+      }
+    }
+    for (const [k, v] of await this.dump('cascade_ipcache')) this.ipcache.set(hex(k), decodeIpcacheValue(v));
+    void decodeIpcacheKey;
+  }
+
+  private encodeEntry(table: number, e: TableEntry): [string, string] {
+    return [
+      hex(encodePolicyKey({ table, identity: e.identity, proto: e.proto, port: e.port, plen: e.plen })),
+      hex(
+        encodePolicyValue({
+          precedence: e.precedence,
+          verdict: e.verdict,
+          matchLen: matchLen(e),
+          rule: e.rule,
+        }),
+      ),
+    ];
+  }
+
+  private keyOf(table: number, ek: string): string {
+    const [identity, proto, port, plen] = ek.split('/').map(Number) as [number, number, number, number];
+    return hex(encodePolicyKey({ table, identity, proto, port, plen }));
+  }
+
+  private async updates(map: string, pairs: [string, string][]): Promise<void> {
+    for (let i = 0; i < pairs.length; i += 50_000) {
+      const chunk = pairs.slice(i, i + 50_000);
+      await this.ctl.send(
+        `updates ${map} ${chunk.length}`,
+        chunk.map(([k, v]) => `${k} ${v}`),
+      );
+    }
+  }
+
+  private async deletes(map: string, keys: string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += 50_000) {
+      const chunk = keys.slice(i, i + 50_000);
+      await this.ctl.send(`deletes ${map} ${chunk.length}`, chunk);
+    }
+  }
+
+  /** `onStep` runs after each group of kernel writes (tests probe there: update safety). */
+  async sync(desired: DesiredState, onStep?: (step: string) => Promise<void>): Promise<SyncReport> {
+    const step = async (s: string) => {
+      if (onStep) await onStep(s);
+    };
+    const report: SyncReport = {
+      entriesWritten: 0,
+      entriesDeleted: 0,
+      tablesCreated: 0,
+      tablesFreed: 0,
+      tablesPatchedInPlace: 0,
+      endpointsSwitched: 0,
+      ipcacheWritten: 0,
+      refused: [],
+      failClosed: [],
+    };
+    const wantIpcache = new Map(desired.ipcache.map((e) => [hex(ipcacheKeyOf(e.prefix)), e.identity]));
+    const liveIdentities = new Set(this.ipcache.values());
+    const nextIdentities = new Set(wantIpcache.values());
+    // Identities that no packet can carry during this sync: new ones (not mapped yet) and vanishing ones.
+    const transient = (id: number) => !liveIdentities.has(id) || !nextIdentities.has(id);
+
+    // 1. Tables: reuse by content, patch in place where only transient identities differ, else new id.
+    const byContent = new Map<string, number>();
+    const sig = (m: Map<string, string>) =>
+      [...m]
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([k, v]) => `${k}=${v}`)
+        .join(';');
+    for (const t of this.kernelTables.values()) byContent.set(sig(t.entries), t.id);
+    const nextAssigned = new Map<string, number>();
+    const claimed = new Set<number>();
+    for (const [key, entries] of desired.tables) {
+      const content = new Map(entries.map((e) => [entryKey(e), this.encodeEntry(0, e)[1]]));
+      const same = byContent.get(sig(content));
+      if (same !== undefined && !claimed.has(same)) {
+        nextAssigned.set(key, same);
+        claimed.add(same);
+        continue;
+      }
+      const prevId = this.assigned.get(key);
+      const prev = prevId === undefined ? undefined : this.kernelTables.get(prevId);
+      if (prev && !claimed.has(prev.id)) {
+        const changed = new Set<string>();
+        for (const [k, v] of content) if (prev.entries.get(k) !== v) changed.add(k);
+        for (const k of prev.entries.keys()) if (!content.has(k)) changed.add(k);
+        if ([...changed].every((k) => transient(Number(k.split('/')[0])))) {
+          const adds = [...changed].filter((k) => content.has(k));
+          try {
+            await this.updates(
+              'cascade_policy',
+              adds.map((k) => [this.keyOf(prev.id, k), content.get(k)!]),
+            );
+          } catch (e) {
+            report.refused.push({ table: key, entries: adds.length, error: (e as Error).message });
+            nextAssigned.set(key, prev.id);
+            claimed.add(prev.id);
+            continue;
+          }
+          for (const k of adds) prev.entries.set(k, content.get(k)!);
+          report.entriesWritten += adds.length;
+          if (changed.size) report.tablesPatchedInPlace++;
+          nextAssigned.set(key, prev.id);
+          claimed.add(prev.id);
+          (prev as KernelTable & { pendingDeletes?: string[] }).pendingDeletes = [...changed].filter(
+            (k) => !content.has(k),
+          );
+          continue;
+        }
+      }
+      const id = this.nextTable++;
+      const pairs = entries.map((e) => this.encodeEntry(id, e));
+      try {
+        await this.updates('cascade_policy', pairs);
+      } catch (e) {
+        // Refused whole: remove what was written of it; endpoints keep their last good table.
+        await this.deletes(
+          'cascade_policy',
+          pairs.map(([k]) => k),
+        ).catch(() => {});
+        report.refused.push({ table: key, entries: entries.length, error: (e as Error).message });
+        continue;
+      }
+      this.kernelTables.set(id, {
+        id,
+        entries: content,
+        identities: new Set(entries.map((e) => e.identity)),
+      });
+      report.entriesWritten += pairs.length;
+      report.tablesCreated++;
+      nextAssigned.set(key, id);
+      claimed.add(id);
+    }
+
+    await step('tables written');
+    // 2. ipcache additions and changes.
+    const ipAdds: [string, string][] = [];
+    for (const [k, id] of wantIpcache)
+      if (this.ipcache.get(k) !== id) ipAdds.push([k, hex(encodeIpcacheValue(id))]);
+    await this.updates('cascade_ipcache', ipAdds);
+    for (const [k, v] of ipAdds) this.ipcache.set(k, Buffer.from(v, 'hex').readUInt32LE(0));
+    report.ipcacheWritten = ipAdds.length;
+
+    await step('ipcache written');
+    // 3. Endpoints: one update each.
+    const wantEndpoints = new Map<string, EndpointValue>();
+    for (const ep of desired.endpoints) {
+      const k = hex(addr16(ep.ip));
+      const prev = this.endpoints.get(k);
+      const table = (d: 'ingress' | 'egress', l: 'admin' | 'lower', i: number) => {
+        const id = nextAssigned.get(ep.tables[d][l]);
+        return id ?? prev?.tables[DIR[d]][i] ?? 0;
+      };
+      const tables: EndpointValue['tables'] = [
+        [table('ingress', 'admin', 0), table('ingress', 'lower', 1)],
+        [table('egress', 'admin', 0), table('egress', 'lower', 1)],
+      ];
+      const missing =
+        tables.flat().some((t) => t === 0) ||
+        (['ingress', 'egress'] as const).some(
+          (d) => !nextAssigned.has(ep.tables[d].admin) || !nextAssigned.has(ep.tables[d].lower),
+        );
+      let flags = ep.flags;
+      if (missing && !prev) {
+        flags |= EP_FLAGS.FAIL_CLOSED;
+        report.failClosed.push(ep.ip);
+      } else if (missing && prev) flags = prev.flags;
+      const changedTables = !prev || tables.flat().some((t, i) => t !== prev.tables.flat()[i]);
+      const v: EndpointValue = {
+        flags,
+        tables,
+        identity: ep.identity,
+        revision: changedTables ? ((prev?.revision ?? 0) + 1) >>> 0 : prev.revision,
+      };
+      wantEndpoints.set(k, v);
+    }
+    const epWrites: [string, string][] = [];
+    for (const [k, v] of wantEndpoints) {
+      const prev = this.endpoints.get(k);
+      if (!prev || hex(encodeEndpointValue(prev)) !== hex(encodeEndpointValue(v)))
+        epWrites.push([k, hex(encodeEndpointValue(v))]);
+    }
+    await this.updates('cascade_endpoints', epWrites);
+    report.endpointsSwitched = epWrites.length;
+    const epDeletes = [...this.endpoints.keys()].filter((k) => !wantEndpoints.has(k));
+    await this.deletes('cascade_endpoints', epDeletes);
+    this.endpoints = wantEndpoints;
+
+    await step('endpoints switched');
+    // 4. ipcache removals.
+    const ipDeletes = [...this.ipcache.keys()].filter((k) => !wantIpcache.has(k));
+    await this.deletes('cascade_ipcache', ipDeletes);
+    for (const k of ipDeletes) this.ipcache.delete(k);
+
+    await step('ipcache pruned');
+    // 5. Old tables and vanished identities' entries.
+    const inUse = new Set<number>();
+    for (const v of this.endpoints.values()) for (const t of v.tables.flat()) inUse.add(t);
+    for (const t of [...this.kernelTables.values()]) {
+      const pending = (t as KernelTable & { pendingDeletes?: string[] }).pendingDeletes;
+      if (pending?.length) {
+        await this.deletes(
+          'cascade_policy',
+          pending.map((k) => this.keyOf(t.id, k)),
+        );
+        for (const k of pending) t.entries.delete(k);
+        report.entriesDeleted += pending.length;
+      }
+      delete (t as KernelTable & { pendingDeletes?: string[] }).pendingDeletes;
+      if (inUse.has(t.id)) continue;
+      await this.deletes(
+        'cascade_policy',
+        [...t.entries.keys()].map((k) => this.keyOf(t.id, k)),
+      );
+      report.entriesDeleted += t.entries.size;
+      report.tablesFreed++;
+      this.kernelTables.delete(t.id);
+    }
+    this.assigned = nextAssigned;
+    await step('old tables freed');
+    return report;
+  }
+
+  async run(
+    prog: 'from_endpoint' | 'to_endpoint',
+    packet: Buffer,
+    repeat = 1,
+  ): Promise<{ retval: number; ns: number }> {
+    const [line] = await this.ctl.send(`run ${prog} ${hex(packet)}${repeat > 1 ? ` ${repeat}` : ''}`);
+    const [, r, d] = line!.split(' ');
+    return { retval: Number(r), ns: Number(d) };
+  }
+
+  async counter(index: number): Promise<number> {
+    const k = Buffer.alloc(4);
+    k.writeUInt32LE(index, 0);
+    const [line] = await this.ctl.send(`sum cascade_counters ${hex(k)}`);
+    return Number(line!.split(' ')[1]);
+  }
+
+  async events(): Promise<FlowEvent[]> {
+    const lines = await this.ctl.send('events', [], 'until-ok');
+    return lines.slice(0, -1).map((l) => decodeFlowEvent(Buffer.from(l, 'hex')));
+  }
+
+  async clearConntrack(): Promise<void> {
+    const keys = (await this.dump('cascade_ct')).map(([k]) => hex(k));
+    await this.deletes('cascade_ct', keys);
+  }
+
+  async attach(ifname: string): Promise<void> {
+    // tc ingress of the host-side interface sees what the pod sends: the pod's egress.
+    await this.ctl.send(`attach ${ifname} ingress from_endpoint`);
+    await this.ctl.send(`attach ${ifname} egress to_endpoint`);
+  }
+
+  async detach(ifname: string): Promise<void> {
+    await this.ctl.send(`detach ${ifname} ingress`);
+    await this.ctl.send(`detach ${ifname} egress`);
+  }
+
+  /** Kernel table contents by id (for the reference datapath and for `netpol maps`). */
+  tablesInKernel(): ReadonlyMap<number, KernelTable> {
+    return this.kernelTables;
+  }
+
+  tableId(key: string): number | undefined {
+    return this.assigned.get(key);
+  }
+
+  async close(): Promise<void> {
+    await this.ctl.close();
+  }
+}

@@ -1,0 +1,61 @@
+// Helpers for kernel tests: a datapath in a fresh pin directory, and the CI rule that a missing
+// kernel is a failure (not a skip) when CI=true.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { ARTIFACTS, kernelUnavailable } from './artifacts.ts';
+import { Datapath } from './loader.ts';
+import { buildPacket, type PacketSpec } from './packet.ts';
+import { ReferenceDatapath } from './reference.ts';
+
+/** true: run the kernel tests; false: skip them (only allowed outside CI). Throws in CI without a kernel. */
+export function kernelTestsEnabled(): boolean {
+  const reason = kernelUnavailable();
+  if (!reason) return true;
+  if (process.env.CI === 'true') throw new Error(`kernel tests required in CI: ${reason}`);
+  return false;
+}
+
+export async function freshDatapath(
+  policyMaxEntries?: number,
+): Promise<{ dp: Datapath; pinDir: string; cleanup: () => Promise<void> }> {
+  const pinDir = mkdtempSync('/sys/fs/bpf/cascade-test-');
+  const dp = await Datapath.open({
+    bpfctl: ARTIFACTS.bpfctl,
+    object: ARTIFACTS.object,
+    pinDir,
+    ...(policyMaxEntries ? { policyMaxEntries } : {}),
+  });
+  return {
+    dp,
+    pinDir,
+    cleanup: async () => {
+      await dp.close();
+      rmSync(pinDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The reference datapath over what the kernel maps hold now. */
+export async function referenceOf(dp: Datapath): Promise<ReferenceDatapath> {
+  const dump = async (m: string) =>
+    (await dp.ctl.send(`dump ${m}`, [], 'count'))
+      .slice(1)
+      .map((l) => l.split(' ').map((h) => Buffer.from(h, 'hex')) as [Buffer, Buffer]);
+  return new ReferenceDatapath({
+    ipcache: await dump('cascade_ipcache'),
+    endpoints: await dump('cascade_endpoints'),
+    policy: await dump('cascade_policy'),
+  });
+}
+
+export const TC_ACT_OK = 0;
+export const TC_ACT_SHOT = 2;
+
+/** Kernel verdict for one packet in one direction of the endpoint that owns src (egress) or dst (ingress). */
+export async function kernelVerdict(
+  dp: Datapath,
+  direction: 'ingress' | 'egress',
+  p: PacketSpec,
+): Promise<'allow' | 'deny'> {
+  const r = await dp.run(direction === 'egress' ? 'from_endpoint' : 'to_endpoint', buildPacket(p));
+  return r.retval === TC_ACT_SHOT ? 'deny' : 'allow';
+}
