@@ -1,5 +1,6 @@
 // @cascade/netpolicy: network policy resolution and lowering. See README.md.
 export * from './cidr.ts';
+export * from './datapath.ts';
 export * from './engine.ts';
 export * from './evaluate.ts';
 export * from './identities.ts';
