@@ -2,9 +2,17 @@
 import { type Command, err, out, parse, UsageError } from './cli.ts';
 import { effectiveCommand } from './commands/effective.ts';
 import { explainCommand } from './commands/explain.ts';
+import { explainNetpolCommand, mapsCommand, simulateCommand } from './commands/netpol.ts';
 import { statusCommand } from './commands/status.ts';
 
-export const COMMANDS: Command[] = [effectiveCommand, statusCommand, explainCommand];
+export const COMMANDS: Command[] = [
+  effectiveCommand,
+  statusCommand,
+  explainCommand,
+  simulateCommand,
+  explainNetpolCommand,
+  mapsCommand,
+];
 
 function usage(): string {
   return [

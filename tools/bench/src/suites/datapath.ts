@@ -1,7 +1,13 @@
 // Issue "bpf-datapath" figures: per-packet time in the kernel (BPF_PROG_TEST_RUN, 1,000,000 repeats)
 // as the policy grows, map memory per entry and for the 10,000-pod scenario, and diff apply times.
 import { execFileSync } from 'node:child_process';
-import { buildPacket, type DesiredState, EP_FLAGS, kernelUnavailable, type TableEntry } from '@cascade/bpf-datapath';
+import {
+  buildPacket,
+  type DesiredState,
+  EP_FLAGS,
+  kernelUnavailable,
+  type TableEntry,
+} from '@cascade/bpf-datapath';
 import { freshDatapath } from '@cascade/bpf-datapath/testing';
 import { datapathState, NetpolEngine } from '@cascade/netpolicy';
 import { generateNetpolCluster } from '../netpol-cluster.ts';
@@ -11,7 +17,9 @@ const A = '10.0.0.1';
 const B = '10.0.0.2';
 
 function memlock(pinDir: string, map: string): number {
-  const out = execFileSync('bpftool', ['map', 'show', 'pinned', `${pinDir}/maps/${map}`], { encoding: 'utf8' });
+  const out = execFileSync('bpftool', ['map', 'show', 'pinned', `${pinDir}/maps/${map}`], {
+    encoding: 'utf8',
+  });
   return Number(/memlock (\d+)B/.exec(out)?.[1] ?? Number.NaN);
 }
 
@@ -19,8 +27,25 @@ function stateWith(entries: number, shift = 0): DesiredState {
   // Identity entries for many remotes on many ports; the probe's remote (B, identity 300) is denied on
   // tcp/80 so every repeat walks the full lookup (a denied flow never enters conntrack).
   const admin: TableEntry[] = [];
-  for (let i = 0; i < entries - 1; i++) admin.push({ identity: 1000 + (i % 50_000), proto: 6, port: 1 + Math.floor(i / 50_000), plen: 16, precedence: 0x10000 + i + shift, verdict: 'allow', rule: i });
-  admin.push({ identity: 300, proto: 6, port: 80, plen: 16, precedence: 0x7fff0000, verdict: 'deny', rule: 999999 });
+  for (let i = 0; i < entries - 1; i++)
+    admin.push({
+      identity: 1000 + (i % 50_000),
+      proto: 6,
+      port: 1 + Math.floor(i / 50_000),
+      plen: 16,
+      precedence: 0x10000 + i + shift,
+      verdict: 'allow',
+      rule: i,
+    });
+  admin.push({
+    identity: 300,
+    proto: 6,
+    port: 80,
+    plen: 16,
+    precedence: 0x7fff0000,
+    verdict: 'deny',
+    rule: 999999,
+  });
   const tables = new Map<string, TableEntry[]>([
     ['admin', admin],
     ['lower', [{ identity: 0, proto: 0, port: 0, plen: 0, precedence: 0x8001, verdict: 'deny', rule: 1 }]],
@@ -33,7 +58,14 @@ function stateWith(entries: number, shift = 0): DesiredState {
       { prefix: B, identity: 300 },
       { prefix: '0.0.0.0/0', identity: 2 },
     ],
-    endpoints: [{ ip: A, identity: 301, flags: EP_FLAGS.ENFORCE_INGRESS | EP_FLAGS.ENFORCE_EGRESS, tables: { ingress: t, egress: { admin: 'open', lower: 'open' } } }],
+    endpoints: [
+      {
+        ip: A,
+        identity: 301,
+        flags: EP_FLAGS.ENFORCE_INGRESS | EP_FLAGS.ENFORCE_EGRESS,
+        tables: { ingress: t, egress: { admin: 'open', lower: 'open' } },
+      },
+    ],
     tables,
   };
 }
@@ -42,7 +74,8 @@ export async function run(): Promise<Figure[]> {
   const why = kernelUnavailable();
   if (why) return [{ suite: 'datapath', name: `skipped: ${why}`, value: 0, unit: '-', input: '-' }];
   const figures: Figure[] = [];
-  const fig = (name: string, value: number, unit: string, input: string, target?: string) => figures.push({ suite: 'datapath', name, value, unit, input, ...(target ? { target } : {}) });
+  const fig = (name: string, value: number, unit: string, input: string, target?: string) =>
+    figures.push({ suite: 'datapath', name, value, unit, input, ...(target ? { target } : {}) });
   const { dp, pinDir, cleanup } = await freshDatapath();
   try {
     const base = memlock(pinDir, 'cascade_policy');
@@ -56,37 +89,81 @@ export async function run(): Promise<Figure[]> {
       await dp.run('from_endpoint', established);
       const c = await dp.run('from_endpoint', established, 1_000_000);
       fig(`established flow, conntrack hit: ${n} entries`, c.ns, 'ns/packet', input, '< 100 ns, flat');
-      if (n === 100_000) fig('policy map memory per entry', (memlock(pinDir, 'cascade_policy') - base) / n, 'bytes/entry', input);
+      if (n === 100_000)
+        fig(
+          'policy map memory per entry',
+          (memlock(pinDir, 'cascade_policy') - base) / n,
+          'bytes/entry',
+          input,
+        );
     }
 
     // Diff apply: a new rule set of 10,000 entries written beside the old one and switched; one entry.
     // A policy change over live identities (their entries' precedence moves): new table + switch.
     const live = (s: DesiredState) => {
-      for (let i = 0; i < 200; i++) s.ipcache.push({ prefix: `10.50.${i >> 8}.${i & 255}`, identity: 1000 + i });
+      for (let i = 0; i < 200; i++)
+        s.ipcache.push({ prefix: `10.50.${i >> 8}.${i & 255}`, identity: 1000 + i });
       return s;
     };
     const ten = live(stateWith(10_000, 1));
     await dp.sync(live(stateWith(10_000)));
     let t0 = process.hrtime.bigint();
     let rep = await dp.sync(ten);
-    fig('apply a diff of 10,000 entries (new table + switch + free)', ms(t0), 'ms', `${rep.entriesWritten} written, ${rep.entriesDeleted} deleted, ${rep.tablesCreated} table created`, '< 200 ms');
+    fig(
+      'apply a diff of 10,000 entries (new table + switch + free)',
+      ms(t0),
+      'ms',
+      `${rep.entriesWritten} written, ${rep.entriesDeleted} deleted, ${rep.tablesCreated} table created`,
+      '< 200 ms',
+    );
     const one = live(stateWith(10_000, 1));
-    one.tables.set('lower', [...one.tables.get('lower')!, { identity: 777, proto: 17, port: 53, plen: 16, precedence: 0xfffe, verdict: 'allow', rule: 5 }]);
+    one.tables.set('lower', [
+      ...one.tables.get('lower')!,
+      { identity: 777, proto: 17, port: 53, plen: 16, precedence: 0xfffe, verdict: 'allow', rule: 5 },
+    ]);
     one.ipcache.push({ prefix: '10.9.9.9', identity: 777 });
     t0 = process.hrtime.bigint();
     rep = await dp.sync(one);
-    fig('apply a diff of one entry (new identity, in place)', ms(t0), 'ms', `${rep.entriesWritten} written, ${rep.tablesPatchedInPlace} table patched in place`);
+    fig(
+      'apply a diff of one entry (new identity, in place)',
+      ms(t0),
+      'ms',
+      `${rep.entriesWritten} written, ${rep.tablesPatchedInPlace} table patched in place`,
+    );
 
     // The 10,000-pod scenario of the resolver, as one node holding every endpoint.
-    const engine = NetpolEngine.fromCluster(generateNetpolCluster({ namespaces: 500, pods: 10_000, labelSets: 2000, anps: 100, rulesPerAnp: 20, networkPolicies: 3000, ipBlockPolicies: 500 }));
+    const engine = NetpolEngine.fromCluster(
+      generateNetpolCluster({
+        namespaces: 500,
+        pods: 10_000,
+        labelSets: 2000,
+        anps: 100,
+        rulesPerAnp: 20,
+        networkPolicies: 3000,
+        ipBlockPolicies: 500,
+      }),
+    );
     const state = datapathState(engine);
     t0 = process.hrtime.bigint();
     rep = await dp.sync(state);
     const input = '10,000 pods, 100 ANPs x 20 rules, 3,000 NPs: every endpoint on one node';
     fig('load the 10,000-pod scenario into the maps', ms(t0), 'ms', `${rep.entriesWritten} entries`);
-    const total = ['cascade_policy', 'cascade_ipcache', 'cascade_endpoints'].reduce((s, m) => s + memlock(pinDir, m), 0);
-    fig('map memory for the 10,000-pod scenario (policy + ipcache + endpoints)', total / 1048576, 'MiB', input);
-    fig('policy entries in the kernel for it', [...state.tables.values()].reduce((s, t) => s + t.length, 0), 'entries', input);
+    const total = ['cascade_policy', 'cascade_ipcache', 'cascade_endpoints'].reduce(
+      (s, m) => s + memlock(pinDir, m),
+      0,
+    );
+    fig(
+      'map memory for the 10,000-pod scenario (policy + ipcache + endpoints)',
+      total / 1048576,
+      'MiB',
+      input,
+    );
+    fig(
+      'policy entries in the kernel for it',
+      [...state.tables.values()].reduce((s, t) => s + t.length, 0),
+      'entries',
+      input,
+    );
   } finally {
     await cleanup();
   }

@@ -1,0 +1,67 @@
+// Network-policy objects from manifests -> a NetpolEngine, with file/document positions for problems.
+import {
+  type NetPolicyObject,
+  NetpolEngine,
+  namespaceFromObject,
+  nodeFromObject,
+  podFromObject,
+} from '@cascade/netpolicy';
+import { type Manifest, where } from './load.ts';
+
+const POLICY_KINDS: Record<string, string[]> = {
+  NetworkPolicy: ['networking.k8s.io/v1'],
+  AdminNetworkPolicy: ['policy.networking.k8s.io/v1alpha1'],
+  BaselineAdminNetworkPolicy: ['policy.networking.k8s.io/v1alpha1'],
+  ClusterNetworkPolicy: ['policy.networking.k8s.io/v1alpha2'],
+};
+
+export interface NetpolWorld {
+  engine: NetpolEngine;
+  problems: string[];
+  /** policy key -> manifest position */
+  sources: Map<string, string>;
+}
+
+export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
+  const engine = new NetpolEngine();
+  const problems: string[] = [];
+  const sources = new Map<string, string>();
+  const raw = (m: Manifest) => ({ metadata: m.metadata, spec: m.spec, status: m.status });
+  for (const m of manifests) {
+    const at = `${where(m.source)} (${m.kind} ${m.metadata.namespace ? `${m.metadata.namespace}/` : ''}${m.metadata.name})`;
+    if (m.kind === 'Namespace') {
+      const ns = namespaceFromObject(raw(m));
+      if ('error' in ns) problems.push(`${at}: ${ns.error}`);
+      else engine.upsertNamespace(ns);
+    } else if (m.kind === 'Pod') {
+      const p = podFromObject(raw(m));
+      if ('error' in p) problems.push(`${at}: ${p.error}`);
+      else if (p.ips.length === 0) problems.push(`${at}: status.podIP: the pod has no address yet; left out`);
+      else engine.upsertPod(p);
+    } else if (m.kind === 'Node') {
+      const n = nodeFromObject(raw(m));
+      if ('error' in n) problems.push(`${at}: ${n.error}`);
+      else engine.upsertNode(n);
+    } else if (POLICY_KINDS[m.kind]) {
+      if (!POLICY_KINDS[m.kind]!.includes(m.apiVersion)) {
+        problems.push(`${at}: apiVersion: "${m.apiVersion}" is not ${POLICY_KINDS[m.kind]!.join(' or ')}`);
+        continue;
+      }
+      const obj: NetPolicyObject = {
+        kind: m.kind as NetPolicyObject['kind'],
+        name: m.metadata.name,
+        spec: m.spec,
+      };
+      if (m.kind === 'NetworkPolicy') obj.namespace = m.metadata.namespace ?? 'default';
+      const built = engine.upsertPolicy(obj);
+      sources.set(built.key, at);
+    }
+  }
+  engine.flush();
+  for (const p of engine.problems()) {
+    const at = sources.get(p.policy) ?? p.policy;
+    for (const e of p.errors) problems.push(`${at}: ${e} (policy ignored)`);
+    for (const w of p.warnings) problems.push(`${at}: warning: ${w}`);
+  }
+  return { engine, problems, sources };
+}

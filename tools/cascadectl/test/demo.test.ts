@@ -1,0 +1,39 @@
+// The demo itself, from a temporary copy of the repository's examples, checked for its key lines.
+
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = resolve(import.meta.dirname, '../../..');
+
+describe('npm run demo', () => {
+  it('prints effective policies, status, the truth table, maps and kernel verdicts', () => {
+    const copy = mkdtempSync(join(tmpdir(), 'cascade-demo-'));
+    for (const d of ['examples', 'packages', 'tools', 'node_modules', 'package.json', 'tsconfig.base.json'])
+      cpSync(join(root, d), join(copy, d), {
+        recursive: true,
+        verbatimSymlinks: true,
+        filter: (s) => !s.includes('/.nx/'),
+      });
+    const r = spawnSync(process.execPath, [join(copy, 'tools/cascadectl/src/demo.ts')], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    for (const line of [
+      '== Effective auth and rate-limit policies, per path',
+      'limits.per-user  infra/platform-cap     override',
+      'unset of authorization.deny-anonymous refused: an override of infra/platform-auth cannot be unset',
+      '== Network policy truth table',
+      'monitoring/prometheus  payments/ledger  TCP/9090    ALLOW',
+      '== BPF maps (lowered MapState, shared layers)',
+      '5 endpoints,',
+    ]) {
+      expect(r.stdout).toContain(line);
+    }
+    if (process.getuid?.() === 0) expect(r.stdout).toMatch(/11\/11 probes agree/);
+    expect(r.stdout).toMatch(/demo finished in \d+\.\d s/);
+  }, 150_000);
+});

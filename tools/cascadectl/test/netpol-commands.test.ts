@@ -1,0 +1,146 @@
+// Golden tests of the netpol commands on examples/netpol; expectations follow from the policies in
+// the example files (see the comments there), not from captured output.
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { run } from './run.ts';
+
+const NP = resolve(import.meta.dirname, '../../../examples/netpol');
+const PROBES = resolve(import.meta.dirname, '../../../examples/probes/netpol.yaml');
+
+describe('cascadectl netpol simulate', async () => {
+  const r = await run('netpol', 'simulate', NP, '--probes', PROBES, '-o', 'json');
+  const res = JSON.parse(r.stdout) as {
+    from: string;
+    to: string;
+    port: number;
+    verdict: string;
+    egress?: { verdict: string; decidedBy: Record<string, unknown> };
+    ingress?: { verdict: string; decidedBy: Record<string, unknown> };
+  }[];
+  const find = (from: string, to: string, port: number) =>
+    res.find((x) => x.from === from && x.to === to && x.port === port)!;
+
+  it('exits 0 with one result per probe', () => {
+    expect(r.code).toBe(0);
+    expect(res).toHaveLength(11);
+  });
+
+  it('dev never reaches prod: the ANP deny at ingress decides', () => {
+    expect(find('sandbox/toy', 'shop/cart', 9000)).toMatchObject({
+      verdict: 'deny',
+      ingress: {
+        verdict: 'deny',
+        decidedBy: {
+          tier: 'admin',
+          policy: 'AdminNetworkPolicy/dev-never-reaches-prod',
+          rule: 'deny-dev',
+          priority: 20,
+        },
+      },
+    });
+  });
+
+  it('cart may call the ledger on its named gRPC port: admin Allow beats the namespace deny', () => {
+    expect(find('shop/cart', 'payments/ledger', 7443)).toMatchObject({
+      verdict: 'allow',
+      egress: {
+        verdict: 'allow',
+        decidedBy: { tier: 'networkpolicy', policy: 'NetworkPolicy/shop/cart-from-web' },
+      },
+      ingress: { verdict: 'allow', decidedBy: { tier: 'admin', rule: 'shop-to-ledger-grpc', priority: 10 } },
+    });
+    expect(find('shop/web', 'payments/ledger', 7443)).toMatchObject({
+      verdict: 'deny',
+      ingress: { decidedBy: { rule: 'deny-everyone-else' } },
+    });
+  });
+
+  it('monitoring is passed to the ledger NetworkPolicy: 9090 allowed, 7443 isolated', () => {
+    expect(find('monitoring/prometheus', 'payments/ledger', 9090)).toMatchObject({
+      verdict: 'allow',
+      ingress: {
+        decidedBy: {
+          tier: 'networkpolicy',
+          policy: 'NetworkPolicy/payments/ledger-metrics',
+          passedBy: ['AdminNetworkPolicy/protect-sensitive#ingress[0]'],
+        },
+      },
+    });
+    expect(find('monitoring/prometheus', 'payments/ledger', 7443)).toMatchObject({
+      verdict: 'deny',
+      ingress: { decidedBy: { tier: 'networkpolicy', rule: 'isolation' } },
+    });
+  });
+
+  it('ipBlock except, the BANP internet baseline, and the own-node exception', () => {
+    expect(find('shop/cart', '203.0.113.10', 443).verdict).toBe('allow');
+    expect(find('shop/cart', '203.0.113.200', 443)).toMatchObject({
+      verdict: 'deny',
+      egress: { decidedBy: { tier: 'networkpolicy', rule: 'isolation' } },
+    });
+    expect(find('shop/web', '8.8.8.8', 53)).toMatchObject({
+      verdict: 'deny',
+      egress: { decidedBy: { tier: 'baseline', rule: 'no-internet' } },
+    });
+    expect(find('shop/web', '192.168.10.1', 10250)).toMatchObject({
+      verdict: 'allow',
+      egress: { decidedBy: { tier: 'node' } },
+    });
+  });
+
+  it('without probes prints the truth table of every pod pair per port in use', async () => {
+    const t = JSON.parse((await run('netpol', 'simulate', NP, '-o', 'json')).stdout) as {
+      port: string;
+      rows: string[][];
+    }[];
+    const grpc = t.find((x) => x.port === 'TCP/7443')!;
+    const col = grpc.rows[0]!.indexOf('payments/ledger');
+    const row = (name: string) => grpc.rows.find((r) => r[0] === name)!;
+    expect(row('shop/cart')[col]).toBe('.');
+    expect(row('shop/web')[col]).toBe('X');
+    expect(row('payments/ledger')[col]).toBe('.'); // itself
+  });
+});
+
+describe('cascadectl netpol explain and maps', () => {
+  it('explain names the rules in order, the decider and the enforcing entry', async () => {
+    const r = await run(
+      'netpol',
+      'explain',
+      NP,
+      '--from',
+      'monitoring/prometheus',
+      '--to',
+      'payments/ledger',
+      '--port',
+      '9090',
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(
+      'ingress at payments/ledger: ALLOW by networkpolicy NetworkPolicy/payments/ledger-metrics ingress[0]',
+    );
+    expect(r.stdout).toContain('passed by AdminNetworkPolicy/protect-sensitive#ingress[0]');
+    expect(r.stdout).toMatch(/admin layer pass entry monitoring\/\{app=prometheus\}#\d+ any -> pass/);
+    expect(r.stdout).toContain('=> ALLOW');
+  });
+
+  it('maps lists both layers of an endpoint with decoded entries', async () => {
+    const r = await run('netpol', 'maps', NP, '--endpoint', 'shop/cart', '-o', 'json');
+    const m = JSON.parse(r.stdout) as {
+      summary: { endpoints: number };
+      endpoints: { endpoint: string; directions: { direction: string; lower: { entries: string[] } }[] }[];
+    };
+    expect(m.summary.endpoints).toBe(5);
+    const egress = m.endpoints[0]!.directions.find((d) => d.direction === 'egress')!;
+    expect(egress.lower.entries.some((e) => e.startsWith('any any -> deny [np-isolation deny'))).toBe(true);
+    expect(egress.lower.entries.some((e) => /^cidr:cb007100\/24#\d+ TCP\/443 -> allow/.test(e))).toBe(true);
+  });
+
+  it('bad flags and unknown pods exit 2 with a message', async () => {
+    expect(
+      (await run('netpol', 'explain', NP, '--from', 'a/b', '--to', 'shop/web', '--port', '80')).stderr,
+    ).toContain('"a/b" is neither an address nor a known pod');
+    expect((await run('netpol', 'simulate', NP, '--probes', '/nonexistent.yaml')).code).toBe(2);
+    expect((await run('netpol', 'maps', NP, '--endpoint', 'no/such')).code).toBe(2);
+  });
+});
