@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The envtest API server: kube-apiserver and etcd built from their Go modules (cached), and the
+# upstream Gateway API and network-policy-api CRDs taken from their pinned Go modules (cached).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+log() { printf '[setup:envtest] %s\n' "$*" >&2; }
+if ! command -v go >/dev/null; then log "go is missing: the integration tests will fail"; exit 0; fi
+bin=$(bash "$root/tools/envtest/build/build.sh")
+cache=${CASCADE_CACHE:-$HOME/.cache/cascade}/envtest
+crds="$cache/crds"
+GATEWAY_API=${GATEWAY_API:-v1.4.0}
+NETPOL_API=${NETPOL_API:-v0.1.7}
+stamp="$crds/.stamp-$GATEWAY_API-$NETPOL_API"
+if [[ ! -f $stamp ]]; then
+  log "fetching CRDs: sigs.k8s.io/gateway-api@$GATEWAY_API, sigs.k8s.io/network-policy-api@$NETPOL_API"
+  rm -rf "$crds" && mkdir -p "$crds"
+  dir() { (cd "$cache" && GOFLAGS=-mod=mod go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'); }
+  gw=$(dir "sigs.k8s.io/gateway-api@$GATEWAY_API")
+  np=$(dir "sigs.k8s.io/network-policy-api@$NETPOL_API")
+  cp "$gw"/config/crd/standard/gateway.networking.k8s.io_{gatewayclasses,gateways,httproutes,grpcroutes,referencegrants}.yaml "$crds/"
+  cp "$np"/config/crd/standard/policy.networking.k8s.io_*.yaml "$crds/"
+  chmod u+w "$crds"/*.yaml
+  touch "$stamp"
+fi
+mkdir -p "$root/tools/envtest/.local"
+printf '{"bin":"%s","crds":"%s"}\n' "$bin" "$crds" > "$root/tools/envtest/.local/paths.json"
+log "binaries in $bin, CRDs in $crds"

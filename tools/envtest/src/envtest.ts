@@ -1,0 +1,242 @@
+// A real kube-apiserver and etcd on loopback for integration tests, the way controller-runtime's
+// envtest does it: binaries built by the set-up step (scripts/setup.d/20-envtest.sh), a static token
+// identity in system:masters, a kubeconfig, and the CRDs installed and established.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+export interface EnvtestPaths {
+  bin: string;
+  crds: string;
+}
+
+export function envtestPaths(): EnvtestPaths | undefined {
+  const f = join(here, '..', '.local', 'paths.json');
+  if (!existsSync(f)) return undefined;
+  const p = JSON.parse(readFileSync(f, 'utf8')) as EnvtestPaths;
+  return existsSync(join(p.bin, 'kube-apiserver')) && existsSync(join(p.bin, 'etcd')) ? p : undefined;
+}
+
+/** true: run the integration tests; false: skip (only outside CI). Throws in CI without an API server. */
+export function apiServerTestsEnabled(): boolean {
+  if (envtestPaths()) return true;
+  if (process.env.CI === 'true') throw new Error('integration tests need the envtest API server in CI: run scripts/setup.sh (it builds kube-apiserver and etcd)');
+  return false;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+export interface ApiCall {
+  status: number;
+  body: unknown;
+}
+
+export class Envtest {
+  readonly dir: string;
+  readonly token = randomBytes(16).toString('hex');
+  readonly kubeconfig: string;
+  apiPort = 0;
+  private etcdPort = 0;
+  private etcd?: ChildProcess;
+  private api?: ChildProcess;
+  private readonly paths: EnvtestPaths;
+  private logs = '';
+
+  private constructor(paths: EnvtestPaths) {
+    this.paths = paths;
+    this.dir = mkdtempSync(join(tmpdir(), 'cascade-envtest-'));
+    this.kubeconfig = join(this.dir, 'kubeconfig');
+  }
+
+  get server(): string {
+    return `https://127.0.0.1:${this.apiPort}`;
+  }
+
+  static async start(opts: { crdDirs?: string[]; crdObjects?: unknown[] } = {}): Promise<Envtest> {
+    const paths = envtestPaths();
+    if (!paths) throw new Error('envtest binaries missing: run scripts/setup.sh');
+    const e = new Envtest(paths);
+    await e.startEtcd();
+    await e.startApiServer();
+    writeFileSync(
+      e.kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'envtest', cluster: { server: e.server, 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'admin', user: { token: e.token } }],
+        contexts: [{ name: 'envtest', context: { cluster: 'envtest', user: 'admin' } }],
+        'current-context': 'envtest',
+      }),
+    );
+    const crds = [...(opts.crdObjects ?? [])];
+    for (const d of [paths.crds, ...(opts.crdDirs ?? [])]) {
+      for (const f of readdirSync(d).filter((x) => x.endsWith('.yaml')).sort()) {
+        for (const doc of parseAllDocuments(readFileSync(join(d, f), 'utf8'))) {
+          const o = doc.toJS() as { kind?: string } | null;
+          if (o?.kind === 'CustomResourceDefinition') crds.push(o);
+        }
+      }
+    }
+    await e.installCrds(crds);
+    return e;
+  }
+
+  private async startEtcd(): Promise<void> {
+    this.etcdPort = await freePort();
+    const peer = await freePort();
+    this.etcd = spawn(
+      join(this.paths.bin, 'etcd'),
+      [
+        `--data-dir=${join(this.dir, 'etcd')}`,
+        `--listen-client-urls=http://127.0.0.1:${this.etcdPort}`,
+        `--advertise-client-urls=http://127.0.0.1:${this.etcdPort}`,
+        `--listen-peer-urls=http://127.0.0.1:${peer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
+        `--initial-cluster=default=http://127.0.0.1:${peer}`,
+        '--unsafe-no-fsync=true',
+        '--log-level=error',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    this.etcd.stderr?.on('data', (d) => {
+      this.logs = (this.logs + String(d)).slice(-20000);
+    });
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      try {
+        const r = await fetch(`http://127.0.0.1:${this.etcdPort}/health`);
+        if (r.ok) return;
+      } catch {}
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`etcd did not start: ${this.logs.slice(-2000)}`);
+  }
+
+  async startApiServer(): Promise<void> {
+    if (!this.apiPort) this.apiPort = await freePort();
+    const key = join(this.dir, 'sa.key');
+    const pub = join(this.dir, 'sa.pub');
+    if (!existsSync(key)) {
+      const kp = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      writeFileSync(key, kp.privateKey.export({ type: 'pkcs1', format: 'pem' }));
+      writeFileSync(pub, kp.publicKey.export({ type: 'spki', format: 'pem' }));
+      writeFileSync(join(this.dir, 'tokens.csv'), `${this.token},admin,admin,"system:masters"\n`);
+    }
+    this.api = spawn(
+      join(this.paths.bin, 'kube-apiserver'),
+      [
+        `--etcd-servers=http://127.0.0.1:${this.etcdPort}`,
+        `--cert-dir=${join(this.dir, 'certs')}`,
+        `--secure-port=${this.apiPort}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--service-account-key-file=${pub}`,
+        `--service-account-signing-key-file=${key}`,
+        '--service-account-issuer=https://cascade.envtest',
+        `--token-auth-file=${join(this.dir, 'tokens.csv')}`,
+        '--authorization-mode=RBAC',
+        '--service-cluster-ip-range=10.96.0.0/24',
+        '--disable-admission-plugins=ServiceAccount',
+        '--enable-priority-and-fairness=false',
+        '--v=0',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    this.api.stderr?.on('data', (d) => {
+      this.logs = (this.logs + String(d)).slice(-20000);
+    });
+    const deadline = Date.now() + 90_000;
+    while (Date.now() < deadline) {
+      const r = await this.call('GET', '/readyz').catch(() => undefined);
+      if (r?.status === 200) return;
+      if (this.api.exitCode !== null) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error(`kube-apiserver did not become ready: ${this.logs.slice(-3000)}`);
+  }
+
+  /** Stops kube-apiserver (etcd keeps the data); startApiServer() brings it back on the same port. */
+  async stopApiServer(): Promise<void> {
+    const p = this.api;
+    if (!p || p.exitCode !== null) return;
+    p.kill('SIGTERM');
+    await new Promise((r) => p.once('exit', r));
+  }
+
+  /** A raw API call with the admin token (for tests and set-up; controllers use client-node). */
+  call(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<ApiCall> {
+    return new Promise((resolve, reject) => {
+      const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+      const req = request(
+        { host: '127.0.0.1', port: this.apiPort, path, method, rejectUnauthorized: false, headers: { authorization: `Bearer ${this.token}`, ...(data ? { 'content-type': contentType, 'content-length': data.length } : {}) } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let parsed: unknown = text;
+            try {
+              parsed = JSON.parse(text);
+            } catch {}
+            resolve({ status: res.statusCode ?? 0, body: parsed });
+          });
+        },
+      );
+      req.on('error', reject);
+      if (data) req.write(data);
+      req.end();
+    });
+  }
+
+  async installCrds(crds: unknown[]): Promise<void> {
+    for (const crd of crds) {
+      const r = await this.call('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+      if (r.status !== 201 && r.status !== 409) throw new Error(`installing CRD ${(crd as { metadata: { name: string } }).metadata.name}: ${r.status} ${JSON.stringify(r.body).slice(0, 500)}`);
+    }
+    for (const crd of crds) {
+      const name = (crd as { metadata: { name: string } }).metadata.name;
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const r = await this.call('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+        const conds = ((r.body as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? []);
+        if (conds.some((c) => c.type === 'Established' && c.status === 'True')) {
+          // Established is not yet served: wait until a list answers 200 (not 404/429 while initialising).
+          const spec = (crd as { spec: { group: string; names: { plural: string }; versions: { name: string; served: boolean }[] } }).spec;
+          const v = spec.versions.find((x) => x.served)!.name;
+          const list = await this.call('GET', `/apis/${spec.group}/${v}/${spec.names.plural}?limit=1`);
+          if (list.status === 200) break;
+        }
+        if (Date.now() > deadline) throw new Error(`CRD ${name} not established`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.stopApiServer();
+    const e = this.etcd;
+    if (e && e.exitCode === null) {
+      e.kill('SIGTERM');
+      await new Promise((r) => e.once('exit', r));
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
