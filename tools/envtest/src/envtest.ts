@@ -28,7 +28,10 @@ export function envtestPaths(): EnvtestPaths | undefined {
 /** true: run the integration tests; false: skip (only outside CI). Throws in CI without an API server. */
 export function apiServerTestsEnabled(): boolean {
   if (envtestPaths()) return true;
-  if (process.env.CI === 'true') throw new Error('integration tests need the envtest API server in CI: run scripts/setup.sh (it builds kube-apiserver and etcd)');
+  if (process.env.CI === 'true')
+    throw new Error(
+      'integration tests need the envtest API server in CI: run scripts/setup.sh (it builds kube-apiserver and etcd)',
+    );
   return false;
 }
 
@@ -88,7 +91,9 @@ export class Envtest {
     );
     const crds = [...(opts.crdObjects ?? [])];
     for (const d of [paths.crds, ...(opts.crdDirs ?? [])]) {
-      for (const f of readdirSync(d).filter((x) => x.endsWith('.yaml')).sort()) {
+      for (const f of readdirSync(d)
+        .filter((x) => x.endsWith('.yaml'))
+        .sort()) {
         for (const doc of parseAllDocuments(readFileSync(join(d, f), 'utf8'))) {
           const o = doc.toJS() as { kind?: string } | null;
           if (o?.kind === 'CustomResourceDefinition') crds.push(o);
@@ -186,7 +191,17 @@ export class Envtest {
     return new Promise((resolve, reject) => {
       const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
       const req = request(
-        { host: '127.0.0.1', port: this.apiPort, path, method, rejectUnauthorized: false, headers: { authorization: `Bearer ${this.token}`, ...(data ? { 'content-type': contentType, 'content-length': data.length } : {}) } },
+        {
+          host: '127.0.0.1',
+          port: this.apiPort,
+          path,
+          method,
+          rejectUnauthorized: false,
+          headers: {
+            authorization: `Bearer ${this.token}`,
+            ...(data ? { 'content-type': contentType, 'content-length': data.length } : {}),
+          },
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c) => chunks.push(c));
@@ -209,17 +224,30 @@ export class Envtest {
   async installCrds(crds: unknown[]): Promise<void> {
     for (const crd of crds) {
       const r = await this.call('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-      if (r.status !== 201 && r.status !== 409) throw new Error(`installing CRD ${(crd as { metadata: { name: string } }).metadata.name}: ${r.status} ${JSON.stringify(r.body).slice(0, 500)}`);
+      if (r.status !== 201 && r.status !== 409)
+        throw new Error(
+          `installing CRD ${(crd as { metadata: { name: string } }).metadata.name}: ${r.status} ${JSON.stringify(r.body).slice(0, 500)}`,
+        );
     }
     for (const crd of crds) {
       const name = (crd as { metadata: { name: string } }).metadata.name;
       const deadline = Date.now() + 30_000;
       for (;;) {
         const r = await this.call('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
-        const conds = ((r.body as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? []);
+        const conds =
+          (r.body as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ??
+          [];
         if (conds.some((c) => c.type === 'Established' && c.status === 'True')) {
           // Established is not yet served: wait until a list answers 200 (not 404/429 while initialising).
-          const spec = (crd as { spec: { group: string; names: { plural: string }; versions: { name: string; served: boolean }[] } }).spec;
+          const spec = (
+            crd as {
+              spec: {
+                group: string;
+                names: { plural: string };
+                versions: { name: string; served: boolean }[];
+              };
+            }
+          ).spec;
           const v = spec.versions.find((x) => x.served)!.name;
           const list = await this.call('GET', `/apis/${spec.group}/${v}/${spec.names.plural}?limit=1`);
           if (list.status === 200) break;

@@ -1,0 +1,153 @@
+// A thin REST client: configuration and authentication come from @kubernetes/client-node's KubeConfig
+// (kubeconfig, in-cluster service account, tokens, client certificates); requests, watches and
+// server-side apply are plain HTTPS here so that the runtime controls retries and streaming.
+import { request } from 'node:https';
+import { createInterface } from 'node:readline';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly body: unknown;
+  constructor(status: number, body: unknown, what: string) {
+    super(
+      `${what}: ${status} ${typeof body === 'object' && body && 'message' in body ? String((body as { message: unknown }).message) : JSON.stringify(body).slice(0, 300)}`,
+    );
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    creationTimestamp?: string;
+    labels?: Record<string, string>;
+    deletionTimestamp?: string;
+  };
+  spec?: unknown;
+  status?: unknown;
+}
+
+export class KubeClient {
+  readonly kc: KubeConfig;
+  /** Counts of requests by verb, for metrics and tests. */
+  readonly requests = new Map<string, number>();
+
+  constructor(kc: KubeConfig) {
+    this.kc = kc;
+  }
+
+  private async options(method: string, path: string, headers: Record<string, string>) {
+    const cluster = this.kc.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    const url = new URL(cluster.server + path);
+    // No pooled keep-alive sockets: after an API server restart they would hang until a timeout.
+    const opts: Record<string, unknown> = {
+      method,
+      host: url.hostname,
+      port: url.port || 443,
+      path: url.pathname + url.search,
+      agent: false,
+      headers: { accept: 'application/json', ...headers },
+    };
+    await this.kc.applyToHTTPSOptions(opts as never);
+    if (cluster.skipTLSVerify) opts.rejectUnauthorized = false;
+    return opts;
+  }
+
+  async request<T = unknown>(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType = 'application/json',
+  ): Promise<T> {
+    this.requests.set(method, (this.requests.get(method) ?? 0) + 1);
+    const data =
+      body === undefined ? undefined : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+    const opts = await this.options(
+      method,
+      path,
+      data ? { 'content-type': contentType, 'content-length': String(data.length) } : {},
+    );
+    return new Promise<T>((resolve, reject) => {
+      const req = request(opts as never, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = text;
+          try {
+            parsed = text ? JSON.parse(text) : undefined;
+          } catch {}
+          if ((res.statusCode ?? 500) >= 300)
+            reject(new ApiError(res.statusCode ?? 0, parsed, `${method} ${path}`));
+          else resolve(parsed as T);
+        });
+      });
+      req.setTimeout(10_000, () => req.destroy(new Error(`${method} ${path}: timeout`)));
+      req.on('error', reject);
+      if (data) req.write(data);
+      req.end();
+    });
+  }
+
+  /**
+   * A watch stream: calls onEvent per event; resolves when the server closes it, rejects on errors
+   * (including 410 Gone, as an ApiError). abort() ends it.
+   */
+  async watch(
+    path: string,
+    onEvent: (type: string, obj: KubeObject) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const opts = await this.options('GET', path, {});
+    return new Promise<void>((resolve, reject) => {
+      const req = request({ ...(opts as object), signal } as never, (res) => {
+        if ((res.statusCode ?? 500) >= 300) {
+          let text = '';
+          res.on('data', (c) => {
+            text += String(c);
+          });
+          res.on('end', () => reject(new ApiError(res.statusCode ?? 0, text, `WATCH ${path}`)));
+          return;
+        }
+        const rl = createInterface({ input: res });
+        rl.on('line', (line) => {
+          if (!line.trim()) return;
+          const ev = JSON.parse(line) as { type: string; object: KubeObject & { code?: number } };
+          if (ev.type === 'ERROR') {
+            req.destroy();
+            reject(new ApiError(ev.object.code ?? 500, ev.object, `WATCH ${path}`));
+            return;
+          }
+          onEvent(ev.type, ev.object);
+        });
+        res.on('end', () => resolve());
+        res.on('error', (e) => (signal.aborted ? resolve() : reject(e)));
+        res.on('aborted', () =>
+          signal.aborted ? resolve() : reject(new Error(`WATCH ${path}: connection lost`)),
+        );
+      });
+      // A server that vanished without closing the connection: give up after a silent minute.
+      req.setTimeout(90_000, () => req.destroy(new Error(`WATCH ${path}: no data for 90 s`)));
+      req.on('error', (e) => (signal.aborted ? resolve() : reject(e)));
+      req.end();
+    });
+  }
+
+  /** Server-side apply with our field manager (force: we own the fields we write). */
+  apply(path: string, obj: unknown, fieldManager: string): Promise<KubeObject> {
+    return this.request(
+      'PATCH',
+      `${path}?fieldManager=${encodeURIComponent(fieldManager)}&force=true`,
+      obj,
+      'application/apply-patch+yaml',
+    );
+  }
+}

@@ -1,0 +1,104 @@
+// An informer: list, then watch from the list's resourceVersion; relist on 410 Gone; reconnect with
+// exponential backoff on errors; a periodic resync relists too. It keeps a cache and reports changes.
+import { ApiError, type KubeClient, type KubeObject } from './client.ts';
+
+export type InformerEvent = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export class Informer {
+  readonly cache = new Map<string, KubeObject>();
+  synced = false;
+  relists = 0;
+  private abort = new AbortController();
+  private stopped = false;
+  private readonly client: KubeClient;
+  readonly path: string;
+  private readonly onChange: (type: InformerEvent, obj: KubeObject) => void;
+  private readonly resyncMs: number;
+
+  constructor(
+    client: KubeClient,
+    path: string,
+    onChange: (type: InformerEvent, obj: KubeObject) => void,
+    resyncMs = 10 * 60_000,
+  ) {
+    this.client = client;
+    this.path = path;
+    this.onChange = onChange;
+    this.resyncMs = resyncMs;
+  }
+
+  static key(o: KubeObject): string {
+    return o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name;
+  }
+
+  start(): void {
+    void this.loop();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort.abort();
+  }
+
+  private async list(): Promise<string> {
+    const r = await this.client.request<{ items: KubeObject[]; metadata: { resourceVersion: string } }>(
+      'GET',
+      this.path,
+    );
+    const seen = new Set<string>();
+    for (const o of r.items) {
+      const k = Informer.key(o);
+      seen.add(k);
+      const prev = this.cache.get(k);
+      if (prev?.metadata.resourceVersion === o.metadata.resourceVersion) continue;
+      this.cache.set(k, o);
+      this.onChange(prev ? 'MODIFIED' : 'ADDED', o);
+    }
+    for (const [k, o] of [...this.cache]) {
+      if (!seen.has(k)) {
+        this.cache.delete(k);
+        this.onChange('DELETED', o);
+      }
+    }
+    this.relists++;
+    this.synced = true;
+    return r.metadata.resourceVersion;
+  }
+
+  private async loop(): Promise<void> {
+    let backoff = 200;
+    let rv: string | undefined;
+    while (!this.stopped) {
+      try {
+        if (!rv) rv = await this.list();
+        this.abort = new AbortController();
+        const timer = setTimeout(() => this.abort.abort(), this.resyncMs);
+        const sep = this.path.includes('?') ? '&' : '?';
+        await this.client.watch(
+          `${this.path}${sep}watch=true&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=${Math.round(this.resyncMs / 1000)}`,
+          (type, obj) => {
+            if (obj.metadata?.resourceVersion) rv = obj.metadata.resourceVersion;
+            if (type === 'BOOKMARK') return;
+            const k = Informer.key(obj);
+            if (type === 'DELETED') this.cache.delete(k);
+            else this.cache.set(k, obj);
+            this.onChange(type as InformerEvent, obj);
+          },
+          this.abort.signal,
+        );
+        clearTimeout(timer);
+        if (this.abort.signal.aborted && !this.stopped) rv = undefined; // resync: relist
+        backoff = 200;
+      } catch (e) {
+        if (this.stopped) return;
+        if (e instanceof ApiError && e.status === 410)
+          rv = undefined; // too old: relist
+        else {
+          rv = undefined;
+          await new Promise((r) => setTimeout(r, backoff));
+          backoff = Math.min(backoff * 2, 5_000);
+        }
+      }
+    }
+  }
+}

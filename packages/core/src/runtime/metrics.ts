@@ -1,0 +1,88 @@
+// Metrics in the Prometheus text format, /healthz and /readyz, and JSON logs.
+import { createServer, type Server } from 'node:http';
+
+export class Metrics {
+  private readonly counters = new Map<string, { help: string; value: number }>();
+  private readonly gauges = new Map<string, { help: string; value: () => number }>();
+  private readonly histograms = new Map<
+    string,
+    { help: string; sum: number; count: number; buckets: number[]; counts: number[] }
+  >();
+
+  counter(name: string, help: string): { inc(n?: number): void; get(): number } {
+    let c = this.counters.get(name);
+    if (!c) this.counters.set(name, (c = { help, value: 0 }));
+    const cc = c;
+    return { inc: (n = 1) => void (cc.value += n), get: () => cc.value };
+  }
+
+  gauge(name: string, help: string, value: () => number): void {
+    this.gauges.set(name, { help, value });
+  }
+
+  histogram(
+    name: string,
+    help: string,
+    buckets = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+  ): { observe(v: number): void } {
+    let h = this.histograms.get(name);
+    if (!h)
+      this.histograms.set(name, (h = { help, sum: 0, count: 0, buckets, counts: buckets.map(() => 0) }));
+    const hh = h;
+    return {
+      observe: (v) => {
+        hh.sum += v;
+        hh.count++;
+        hh.buckets.forEach((b, i) => {
+          if (v <= b) hh.counts[i]!++;
+        });
+      },
+    };
+  }
+
+  render(): string {
+    const lines: string[] = [];
+    for (const [n, c] of this.counters)
+      lines.push(`# HELP ${n} ${c.help}`, `# TYPE ${n} counter`, `${n} ${c.value}`);
+    for (const [n, g] of this.gauges)
+      lines.push(`# HELP ${n} ${g.help}`, `# TYPE ${n} gauge`, `${n} ${g.value()}`);
+    for (const [n, h] of this.histograms) {
+      lines.push(`# HELP ${n} ${h.help}`, `# TYPE ${n} histogram`);
+      h.buckets.forEach((b, i) => lines.push(`${n}_bucket{le="${b}"} ${h.counts[i]}`));
+      lines.push(`${n}_bucket{le="+Inf"} ${h.count}`, `${n}_sum ${h.sum}`, `${n}_count ${h.count}`);
+    }
+    return `${lines.join('\n')}\n`;
+  }
+
+  /** Serves /metrics, /healthz and /readyz (ready() decides). Port 0 picks a free port. */
+  serve(port: number, ready: () => boolean): Promise<Server> {
+    const server = createServer((req, res) => {
+      if (req.url === '/metrics') {
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+        res.end(this.render());
+      } else if (req.url === '/healthz') {
+        res.writeHead(200);
+        res.end('ok');
+      } else if (req.url === '/readyz') {
+        const ok = ready();
+        res.writeHead(ok ? 200 : 503);
+        res.end(ok ? 'ok' : 'not ready');
+      } else {
+        res.writeHead(404);
+        res.end();
+      }
+    });
+    return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
+  }
+}
+
+export type Logger = (
+  level: 'info' | 'warn' | 'error',
+  msg: string,
+  fields?: Record<string, unknown>,
+) => void;
+
+export const jsonLogger =
+  (component: string, out: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Logger =>
+  (level, msg, fields) =>
+    out(JSON.stringify({ ts: new Date().toISOString(), level, component, msg, ...fields }));

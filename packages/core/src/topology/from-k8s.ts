@@ -1,0 +1,108 @@
+// Gateway API objects (from the API server or manifests) -> the plain topology objects. Only the fields that matter to
+// policy attachment are read (others are ignored); a wrong type names the field.
+
+import { z } from 'zod';
+import type { GatewayClassObject, GatewayObject, NamespaceObject, RouteObject } from './types.ts';
+
+/** A Kubernetes object as read from the API or a manifest. */
+export interface TopologyManifest {
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: unknown;
+}
+
+const selector = z.object({
+  matchLabels: z.record(z.string(), z.string()).optional(),
+  matchExpressions: z
+    .array(
+      z.object({
+        key: z.string(),
+        operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']),
+        values: z.array(z.string()).optional(),
+      }),
+    )
+    .optional(),
+});
+
+const gatewaySpec = z.object({
+  gatewayClassName: z.string().min(1),
+  listeners: z
+    .array(
+      z.object({
+        name: z.string().min(1),
+        hostname: z.string().optional(),
+        port: z.number().int().optional(),
+        protocol: z.string().optional(),
+        allowedRoutes: z
+          .object({
+            namespaces: z
+              .object({ from: z.enum(['Same', 'All', 'Selector']).optional(), selector: selector.optional() })
+              .optional(),
+            kinds: z.array(z.object({ group: z.string().optional(), kind: z.string() })).optional(),
+          })
+          .optional(),
+      }),
+    )
+    .min(1),
+});
+
+const routeSpec = z.object({
+  hostnames: z.array(z.string()).optional(),
+  parentRefs: z
+    .array(
+      z.object({
+        group: z.string().optional(),
+        kind: z.string().optional(),
+        namespace: z.string().optional(),
+        name: z.string().min(1),
+        sectionName: z.string().optional(),
+        port: z.number().int().optional(),
+      }),
+    )
+    .default([]),
+  rules: z.array(z.object({ name: z.string().optional() })).default([{}]),
+});
+
+function issue(e: z.ZodError): string {
+  const i = e.issues[0]!;
+  return `${['spec', ...i.path.map(String)].join('.')}: ${i.message}`;
+}
+
+export type Converted =
+  | { kind: 'GatewayClass'; value: GatewayClassObject }
+  | { kind: 'Gateway'; value: GatewayObject }
+  | { kind: 'Route'; value: RouteObject }
+  | { kind: 'Namespace'; value: NamespaceObject };
+
+/** Converts a Gateway API object or Namespace; returns an error message (field-named) or undefined if not ours. */
+export function convertTopology(m: TopologyManifest): Converted | { error: string } | undefined {
+  const ns = m.metadata.namespace ?? 'default';
+  switch (m.kind) {
+    case 'GatewayClass':
+      return { kind: 'GatewayClass', value: { name: m.metadata.name } };
+    case 'Namespace':
+      return {
+        kind: 'Namespace',
+        value: {
+          name: m.metadata.name,
+          labels: { ...(m.metadata.labels ?? {}), 'kubernetes.io/metadata.name': m.metadata.name },
+        },
+      };
+    case 'Gateway': {
+      const r = gatewaySpec.safeParse(m.spec ?? {});
+      if (!r.success) return { error: issue(r.error) };
+      return { kind: 'Gateway', value: { namespace: ns, name: m.metadata.name, ...r.data } as GatewayObject };
+    }
+    case 'HTTPRoute':
+    case 'GRPCRoute': {
+      const r = routeSpec.safeParse(m.spec ?? {});
+      if (!r.success) return { error: issue(r.error) };
+      return {
+        kind: 'Route',
+        value: { kind: m.kind, namespace: ns, name: m.metadata.name, ...r.data } as RouteObject,
+      };
+    }
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,249 @@
+// Integration tests against a real kube-apiserver (tools/envtest): the RateLimitPolicy controller
+// publishes EffectivePolicies and status, converges on changes, issues no writes in steady state,
+// survives a restart and an API server restart, and keeps working next to invalid policies.
+import { effectivePolicyCrd, KubeClient, PolicyController, policyCrd } from '@cascade/core';
+import { apiServerTestsEnabled, Envtest } from '@cascade/envtest';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rateLimitPolicyKind } from './kind.ts';
+
+const RLP = '/apis/cascade.dev/v1alpha1/namespaces/team/ratelimitpolicies';
+const EP = '/apis/cascade.dev/v1alpha1/namespaces/team/effectivepolicies';
+const lim = (n: number) => ({ rates: [{ limit: n, window: '1m' }] });
+
+async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await f();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
+
+describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against kube-apiserver', () => {
+  let env: Envtest;
+  let controller: PolicyController;
+  const newController = (identity = 'a') => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(env.kubeconfig);
+    return new PolicyController({
+      client: new KubeClient(kc),
+      kind: rateLimitPolicyKind,
+      name: 'ratelimitpolicy-controller',
+      identity,
+      leaseDurationSeconds: 3,
+      log: () => {},
+    });
+  };
+  const rlp = (name: string, spec: unknown) =>
+    env.call('POST', RLP, {
+      apiVersion: 'cascade.dev/v1alpha1',
+      kind: 'RateLimitPolicy',
+      metadata: { name, namespace: 'team' },
+      spec,
+    });
+  const get = async (path: string) => {
+    const r = await env.call('GET', path);
+    return r.status === 200
+      ? (r.body as {
+          spec: Record<string, unknown>;
+          status?: { conditions?: { type: string; status: string; reason: string; message: string }[] };
+        })
+      : undefined;
+  };
+
+  beforeAll(async () => {
+    env = await Envtest.start({ crdObjects: [effectivePolicyCrd, policyCrd(rateLimitPolicyKind)] });
+    await env.call('POST', '/api/v1/namespaces', { metadata: { name: 'team' } });
+    await env.call('POST', '/apis/gateway.networking.k8s.io/v1/gatewayclasses', {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'GatewayClass',
+      metadata: { name: 'cascade' },
+      spec: { controllerName: 'cascade.dev/gateway' },
+    });
+    await env.call('POST', '/apis/gateway.networking.k8s.io/v1/namespaces/team/gateways', {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      metadata: { name: 'gw', namespace: 'team' },
+      spec: { gatewayClassName: 'cascade', listeners: [{ name: 'http', port: 80, protocol: 'HTTP' }] },
+    });
+    for (const r of ['api', 'web']) {
+      await env.call('POST', '/apis/gateway.networking.k8s.io/v1/namespaces/team/httproutes', {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'HTTPRoute',
+        metadata: { name: r, namespace: 'team' },
+        spec: { parentRefs: [{ name: 'gw' }], rules: [{ name: 'main', backendRefs: [] }] },
+      });
+    }
+    controller = newController();
+    await controller.start();
+  }, 120_000);
+  afterAll(async () => {
+    await controller?.stop().catch(() => {});
+    await env?.stop();
+  });
+
+  it('publishes EffectivePolicies and status for a gateway default and a route policy', async () => {
+    expect(
+      (
+        await rlp('platform', {
+          targetRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'gw' },
+          defaults: { strategy: 'merge', limits: { global: lim(100) } },
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await rlp('api-own', {
+          targetRef: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'api' },
+          limits: { user: lim(10) },
+        })
+      ).status,
+    ).toBe(201);
+    const api = await until('EffectivePolicy for api', async () => {
+      const o = await get(`${EP}/ratelimitpolicy-httproute-api`);
+      return o && Object.keys((o.spec.paths as { rules: object }[])[0]!.rules).length === 2 ? o : undefined;
+    });
+    expect(
+      (api.spec.paths as { rules: Record<string, { source: { name: string }; as: string }> }[])[0]!.rules,
+    ).toMatchObject({
+      'limits.global': { source: { name: 'platform' }, as: 'default' },
+      'limits.user': { source: { name: 'api-own' }, as: 'intent' },
+    });
+    const web = await until('EffectivePolicy for web', () => get(`${EP}/ratelimitpolicy-httproute-web`));
+    expect(web.spec.sources).toEqual([{ kind: 'RateLimitPolicy', namespace: 'team', name: 'platform' }]);
+    await until('gateway-level EffectivePolicy', () => get(`${EP}/ratelimitpolicy-gateway-gw`));
+    const status = await until('status', async () => (await get(`${RLP}/platform`))?.status?.conditions);
+    expect(status.map((c) => `${c.type}=${c.reason}`)).toEqual(['Accepted=Accepted', 'Enforced=Enforced']);
+  });
+
+  it('changing a policy changes exactly the affected EffectivePolicies; deleting converges back', async () => {
+    await controller.idle();
+    const before = controller.writes.get();
+    const cur = (await get(`${RLP}/api-own`)) as unknown as { metadata: object; spec: object };
+    await env.call('PUT', `${RLP}/api-own`, {
+      ...cur,
+      apiVersion: 'cascade.dev/v1alpha1',
+      kind: 'RateLimitPolicy',
+      spec: {
+        targetRef: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'api' },
+        limits: { user: lim(20) },
+      },
+    });
+    await until('api updated', async () => {
+      const o = await get(`${EP}/ratelimitpolicy-httproute-api`);
+      return JSON.stringify(o?.spec).includes('"limit":20') ? o : undefined;
+    });
+    await controller.idle();
+    // one EffectivePolicy (api) and the changed policy's status (generation) at most
+    expect(controller.writes.get() - before).toBeLessThanOrEqual(2);
+    await env.call('DELETE', `${RLP}/api-own`);
+    await until('api back to the default only', async () => {
+      const o = await get(`${EP}/ratelimitpolicy-httproute-api`);
+      return o && Object.keys((o.spec.paths as { rules: object }[])[0]!.rules).join() === 'limits.global'
+        ? o
+        : undefined;
+    });
+  });
+
+  it('in steady state issues zero writes; a restarted controller converges with zero writes', async () => {
+    await controller.idle();
+    await new Promise((r) => setTimeout(r, 500));
+    const w = controller.writes.get();
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(controller.writes.get()).toBe(w);
+    await controller.stop();
+    controller = newController('b');
+    await controller.start();
+    await until('leader', async () => (controller.leader ? true : undefined));
+    await new Promise((r) => setTimeout(r, 500));
+    await controller.idle();
+    expect(controller.writes.get()).toBe(0);
+    expect(controller.skipped.get()).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('a policy the API server rejects never reaches the controller; a semantically invalid one is Invalid', async () => {
+    const rejected = await rlp('bad-crd', {
+      targetRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'gw' },
+      limits: { a: lim(1) },
+      defaults: {},
+    });
+    expect(rejected.status).toBe(422);
+    expect(
+      (
+        await rlp('bad-target', {
+          targetRef: { group: 'gateway.networking.k8s.io', kind: 'Service', name: 'svc' },
+          limits: { a: lim(1) },
+        })
+      ).status,
+    ).toBe(201);
+    const conds = await until(
+      'Invalid status',
+      async () => (await get(`${RLP}/bad-target`))?.status?.conditions,
+    );
+    expect(conds[0]).toMatchObject({ type: 'Accepted', status: 'False', reason: 'Invalid' });
+    expect(conds[0]!.message).toContain('spec.targetRef.kind: RateLimitPolicy cannot target Service');
+    expect((await get(`${RLP}/platform`))?.status?.conditions?.[0]?.reason).toBe('Accepted');
+  });
+
+  it('reconnects and converges after the API server restarts', async () => {
+    await env.stopApiServer();
+    await new Promise((r) => setTimeout(r, 500));
+    await env.startApiServer();
+    expect(
+      (
+        await rlp('after-restart', {
+          targetRef: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'web' },
+          limits: { burst: lim(5) },
+        })
+      ).status,
+    ).toBe(201);
+    await until(
+      'web updated after restart',
+      async () => {
+        const o = await get(`${EP}/ratelimitpolicy-httproute-web`);
+        return JSON.stringify(o?.spec).includes('limits.burst') ? o : undefined;
+      },
+      40_000,
+    );
+  }, 90_000);
+
+  it('two replicas: only the leader writes; the other takes over within the lease duration', async () => {
+    const second = newController('c');
+    await second.start();
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(controller.leader).toBe(true);
+    expect(second.leader).toBe(false);
+    const w2 = second.writes.get();
+    await rlp('while-two', {
+      targetRef: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'web' },
+      limits: { two: lim(2) },
+    });
+    await until('leader published', async () => {
+      const o = await get(`${EP}/ratelimitpolicy-httproute-web`);
+      return JSON.stringify(o?.spec).includes('limits.two') ? o : undefined;
+    });
+    expect(second.writes.get()).toBe(w2);
+    // Kill the leader without releasing the lease: the other replica takes over after it expires.
+    (controller as unknown as { elector: { release: () => Promise<void> } }).elector.release = async () => {};
+    await controller.stop();
+    const t0 = Date.now();
+    await until('takeover', async () => (second.leader ? true : undefined), 15_000);
+    expect(Date.now() - t0).toBeLessThan(3000 * 2 + 1500);
+    await rlp('after-takeover', {
+      targetRef: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'web' },
+      limits: { three: lim(3) },
+    });
+    await until('new leader published', async () => {
+      const o = await get(`${EP}/ratelimitpolicy-httproute-web`);
+      return JSON.stringify(o?.spec).includes('limits.three') ? o : undefined;
+    });
+    controller = second;
+  }, 60_000);
+});
