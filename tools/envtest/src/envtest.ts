@@ -182,8 +182,12 @@ export class Envtest {
   async stopApiServer(): Promise<void> {
     const p = this.api;
     if (!p || p.exitCode !== null) return;
+    // kube-apiserver drains open watches on SIGTERM for up to a minute: kill it after 3 s.
+    const exited = new Promise((r) => p.once('exit', r));
     p.kill('SIGTERM');
-    await new Promise((r) => p.once('exit', r));
+    const timer = setTimeout(() => p.kill('SIGKILL'), 3000);
+    await exited;
+    clearTimeout(timer);
   }
 
   /** A raw API call with the admin token (for tests and set-up; controllers use client-node). */
@@ -204,6 +208,7 @@ export class Envtest {
         },
         (res) => {
           const chunks: Buffer[] = [];
+          res.on('error', reject);
           res.on('data', (c) => chunks.push(c));
           res.on('end', () => {
             const text = Buffer.concat(chunks).toString('utf8');

@@ -78,6 +78,7 @@ export class KubeClient {
     return new Promise<T>((resolve, reject) => {
       const req = request(opts as never, (res) => {
         const chunks: Buffer[] = [];
+        res.on('error', reject);
         res.on('data', (c) => chunks.push(c));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
@@ -118,6 +119,7 @@ export class KubeClient {
           return;
         }
         const rl = createInterface({ input: res });
+        rl.on('error', () => {}); // the same error reaches res's handler below
         rl.on('line', (line) => {
           if (!line.trim()) return;
           const ev = JSON.parse(line) as { type: string; object: KubeObject & { code?: number } };

@@ -150,11 +150,13 @@ export class PolicyController {
   }
 
   /** Graceful stop: no new work, finish in-flight reconciles, release the lease. */
-  async stop(): Promise<void> {
+  async stop(opts: { releaseLease?: boolean } = {}): Promise<void> {
     for (const i of this.informers) i.stop();
     this.queue.stop();
     await this.queue.drain();
-    await this.elector.release();
+    // releaseLease false: leave as a killed process would (the lease expires on its own).
+    if (opts.releaseLease === false) this.elector.abandon();
+    else await this.elector.release();
     await new Promise((r) => (this.server ? this.server.close(r) : r(undefined)));
   }
 
@@ -239,7 +241,11 @@ export class PolicyController {
         this.skipped.inc();
         continue;
       }
-      await c.apply(`${base(ep.metadata.namespace)}/${ep.metadata.name}`, ep, this.opts.name);
+      // Keep the cache at what we wrote: a reconcile before the watch event must not write again.
+      this.effective.cache.set(
+        key,
+        await c.apply(`${base(ep.metadata.namespace)}/${ep.metadata.name}`, ep, this.opts.name),
+      );
       this.writes.inc();
     }
     for (const [key, live] of this.effective.cache) {
@@ -276,7 +282,7 @@ export class PolicyController {
         this.skipped.inc();
         continue;
       }
-      await this.opts.client.apply(
+      const applied = await this.opts.client.apply(
         `/apis/${k.group}/${k.version}/namespaces/${ns}/${k.plural}/${name}/status`,
         {
           apiVersion: `${k.group}/${k.version}`,
@@ -286,6 +292,7 @@ export class PolicyController {
         },
         this.opts.name,
       );
+      this.policies.cache.set(key, applied);
       this.writes.inc();
     }
   }

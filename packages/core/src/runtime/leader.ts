@@ -18,6 +18,7 @@ const microTime = (d: Date) => d.toISOString().replace('Z', '000Z');
 export class LeaderElector {
   leader = false;
   private timer?: NodeJS.Timeout;
+  private stopped = false;
   private readonly path: string;
   private readonly client: KubeClient;
   private readonly identity: string;
@@ -46,6 +47,10 @@ export class LeaderElector {
         this.leader = await this.tryAcquireOrRenew();
       } catch {
         this.leader = false;
+      }
+      if (this.stopped) {
+        this.leader = false;
+        return;
       }
       if (was !== this.leader) this.onChange(this.leader);
       this.timer = setTimeout(tick, (this.durationS * 1000) / 3);
@@ -107,7 +112,15 @@ export class LeaderElector {
     }
   }
 
+  /** Stops renewing without giving the lease up (what a crash looks like to the other replicas). */
+  abandon(): void {
+    clearTimeout(this.timer);
+    this.stopped = true;
+    this.leader = false;
+  }
+
   async release(): Promise<void> {
+    this.stopped = true;
     clearTimeout(this.timer);
     if (!this.leader) return;
     this.leader = false;
