@@ -313,6 +313,21 @@ export class NetpolEngine {
     }
   }
 
+  /** Tiered rules of an identity and direction; identities with the same rule lists share the fold. */
+  private readonly tierCache = new Map<string, TieredRules>();
+  private tiers(info: IdentityInfo, d: Direction): TieredRules {
+    const input = this.tierInput(info, d);
+    const rev = (r: Rule) => `${r.id}@${this.policies.get(policyKeyOf(r))?.revision ?? 0}`;
+    const key = `${d}|${input.admin.map(rev).join(',')}|${input.isolation.map((i) => i.policy).join(',')}|${input.np.map(rev).join(',')}|${input.baseline.map(rev).join(',')}`;
+    let t = this.tierCache.get(key);
+    if (!t) {
+      if (this.tierCache.size > 50_000) this.tierCache.clear();
+      t = composeTiers(input);
+      this.tierCache.set(key, t);
+    }
+    return t;
+  }
+
   /** The rules whose subject selects an identity, per direction, in tier order. */
   private tierInput(info: IdentityInfo, d: Direction) {
     const admin: Rule[] = [];
@@ -545,7 +560,7 @@ export class NetpolEngine {
     for (const info of subjects) {
       const ids = {} as Record<Direction, Record<Layer, string>>;
       for (const d of DIRECTIONS) {
-        const tiers = composeTiers(this.tierInput(info, d));
+        const tiers = this.tiers(info, d);
         ids[d] = { admin: '', lower: '' };
         for (const layer of LAYERS) {
           const tid = this.tableId(info, d, tiers, layer);
