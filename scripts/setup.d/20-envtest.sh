@@ -10,7 +10,7 @@ cache=${CASCADE_CACHE:-$HOME/.cache/cascade}/envtest
 crds="$cache/crds"
 GATEWAY_API=${GATEWAY_API:-v1.4.0}
 NETPOL_API=${NETPOL_API:-v0.1.7}
-stamp="$crds/.stamp-$GATEWAY_API-$NETPOL_API"
+stamp="$crds/.stamp-$GATEWAY_API-$NETPOL_API-experimental"
 if [[ ! -f $stamp ]]; then
   log "fetching CRDs: sigs.k8s.io/gateway-api@$GATEWAY_API, sigs.k8s.io/network-policy-api@$NETPOL_API"
   rm -rf "$crds" && mkdir -p "$crds"
@@ -18,7 +18,8 @@ if [[ ! -f $stamp ]]; then
   gw=$(dir "sigs.k8s.io/gateway-api@$GATEWAY_API")
   np=$(dir "sigs.k8s.io/network-policy-api@$NETPOL_API")
   cp "$gw"/config/crd/standard/gateway.networking.k8s.io_{gatewayclasses,gateways,httproutes,grpcroutes,referencegrants}.yaml "$crds/"
-  cp "$np"/config/crd/standard/policy.networking.k8s.io_*.yaml "$crds/"
+  # experimental: the superset with nodes, networks and namedPort, which the resolver supports
+  cp "$np"/config/crd/experimental/policy.networking.k8s.io_*.yaml "$crds/"
   chmod u+w "$crds"/*.yaml
   touch "$stamp"
 fi

@@ -94,6 +94,11 @@ const anpPeer = z.object({
   nodes: selector.optional(),
   networks: z.array(z.string()).max(25).optional(),
 });
+/** Ingress peers are namespaces or pods only; nodes and networks exist for egress. */
+const anpIngressPeer = z.object({
+  namespaces: selector.optional(),
+  pods: z.object({ namespaceSelector: selector, podSelector: selector }).optional(),
+});
 const anpPort = z.object({
   portNumber: z.object({ protocol: protocol.default('TCP'), port: portNumber }).optional(),
   namedPort: z.string().min(1).optional(),
@@ -103,7 +108,10 @@ const anpRule = (actions: readonly [string, ...string[]], peerField: 'from' | 't
   z.object({
     name: z.string().max(100).optional(),
     action: z.enum(actions),
-    [peerField]: z.array(anpPeer).min(1).max(100),
+    [peerField]: z
+      .array(peerField === 'from' ? anpIngressPeer : anpPeer)
+      .min(1)
+      .max(100),
     ports: z.array(anpPort).min(1).max(100).optional(),
   });
 export const adminNetworkPolicySpecSchema = z.object({
