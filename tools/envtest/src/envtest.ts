@@ -76,6 +76,11 @@ export class Envtest {
     const paths = envtestPaths();
     if (!paths) throw new Error('envtest binaries missing: run scripts/setup.sh');
     const e = new Envtest(paths);
+    // Never leave etcd or kube-apiserver behind, even when a test run is killed.
+    process.once('exit', () => {
+      e.api?.kill('SIGKILL');
+      e.etcd?.kill('SIGKILL');
+    });
     await e.startEtcd();
     await e.startApiServer();
     writeFileSync(
