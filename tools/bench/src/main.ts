@@ -1,7 +1,7 @@
 // `npm run bench`: runs every suite in its own process, prints each figure with unit and input size,
 // and writes bench/results/latest.json (plus a dated copy) so runs can be compared over time.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,14 +44,27 @@ for (const suite of suites) {
     process.stderr.write(`[bench] suite ${suite} failed: ${e instanceof Error ? e.message : String(e)}\n`);
   }
 }
+// A run of some suites replaces only their figures: latest.json keeps the others (with their date).
+const file = join(root, 'bench/results/latest.json');
+let kept: (Figure & { date?: string })[] = [];
+try {
+  const prev = JSON.parse(readFileSync(file, 'utf8')) as {
+    date: string;
+    figures: (Figure & { date?: string })[];
+  };
+  kept = prev.figures
+    .filter((f) => !suites.includes(f.suite))
+    .map((f) => ({ ...f, date: f.date ?? prev.date }));
+} catch {}
+const now = new Date().toISOString();
 const result = {
-  date: new Date().toISOString(),
+  date: now,
   machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version },
-  figures: all,
+  figures: [...kept, ...all.map((f) => ({ ...f, date: now }))],
   failedSuites: failures,
 };
 mkdirSync(join(root, 'bench/results'), { recursive: true });
-writeFileSync(join(root, 'bench/results/latest.json'), `${JSON.stringify(result, null, 2)}\n`);
+writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
 console.log(
   `\nwrote bench/results/latest.json (${all.length} figures${failures.length ? `; failed: ${failures.join(', ')}` : ''})`,
 );

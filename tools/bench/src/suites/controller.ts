@@ -31,6 +31,7 @@ export async function run(): Promise<Figure[]> {
   const fig = (name: string, value: number, unit: string, target?: string) =>
     figures.push({ suite: 'controller', name, value, unit, input: INPUT, ...(target ? { target } : {}) });
   const env = await Envtest.start({ crdObjects: [effectivePolicyCrd, policyCrd(rateLimitPolicyKind)] });
+  const progress = (m: string) => process.stderr.write(`[bench:controller] ${m}\n`);
   try {
     const G = 'gateway.networking.k8s.io/v1';
     for (let n = 0; n < 10; n++)
@@ -74,9 +75,10 @@ export async function run(): Promise<Figure[]> {
         },
       }),
     );
+    progress('routes created');
     const lim = (n: number) => ({ rates: [{ limit: n, window: '1m' }] });
     await pool([...Array(POLICIES).keys()], 16, (i) => {
-      const gwLevel = i < 250;
+      const gwLevel = i < POLICIES / 10;
       const ns = gwLevel ? 'infra' : `team-${i % 10}`;
       const spec = gwLevel
         ? {
@@ -87,7 +89,7 @@ export async function run(): Promise<Figure[]> {
             targetRef: {
               group: 'gateway.networking.k8s.io',
               kind: 'HTTPRoute',
-              name: `route-${(i * 2) % ROUTES}`,
+              name: `route-${i % ROUTES}`,
             },
             limits: { own: lim(i) },
           };
@@ -99,6 +101,7 @@ export async function run(): Promise<Figure[]> {
       });
     });
 
+    progress('policies created');
     const kc = new KubeConfig();
     kc.loadFromFile(env.kubeconfig);
     const controller = new PolicyController({
@@ -119,6 +122,7 @@ export async function run(): Promise<Figure[]> {
     };
     fig('EffectivePolicies published', (eps.metadata.remainingItemCount ?? 0) + 1, 'objects');
 
+    progress('published');
     const before = controller.writes.get();
     await new Promise((r) => setTimeout(r, 30_000));
     fig(
@@ -130,12 +134,12 @@ export async function run(): Promise<Figure[]> {
 
     const lat: number[] = [];
     for (let i = 0; i < 30; i++) {
-      const idx = 250 + i * 7;
+      const idx = Math.round(POLICIES / 10) + i * 7;
       const ns = `team-${idx % 10}`;
       const cur = (
         await env.call('GET', `/apis/cascade.dev/v1alpha1/namespaces/${ns}/ratelimitpolicies/p-${idx}`)
       ).body as Record<string, unknown>;
-      const target = `route-${(idx * 2) % ROUTES}`;
+      const target = `route-${idx % ROUTES}`;
       const limit = 100_000 + i;
       const t = process.hrtime.bigint();
       await env.call('PUT', `/apis/cascade.dev/v1alpha1/namespaces/${ns}/ratelimitpolicies/p-${idx}`, {
@@ -151,6 +155,7 @@ export async function run(): Promise<Figure[]> {
           `/apis/cascade.dev/v1alpha1/namespaces/${ns}/effectivepolicies/ratelimitpolicy-httproute-${target}`,
         );
         if (JSON.stringify(ep.body).includes(`"limit":${limit}`)) break;
+        if (ms(t) > 30_000) throw new Error(`EffectivePolicy of ${ns}/${target} not updated within 30 s`);
         await new Promise((r) => setTimeout(r, 5));
       }
       lat.push(ms(t));
