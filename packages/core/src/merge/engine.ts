@@ -241,6 +241,7 @@ export class PolicyEngine {
       }
     }
     this.removedPaths.clear();
+    const upper = new Map<string, { text: string; g: readonly [number, number, number] }>();
     for (const route of this.dirtyRoutes) {
       const pks = this.topology.routePathKeys(route);
       if (pks.size === 0) continue;
@@ -250,10 +251,14 @@ export class PolicyEngine {
         const k = this.topology.objectKeys(pk)!;
         report.recomputed++;
         const g4 = this.groupKey(k[4]);
-        const g2 = this.groupKey(k[2]);
-        const g1 = this.groupKey(k[1]);
-        const g0 = this.groupKey(k[0]);
-        const ck = `${g4}|${gRoute}|${g2}|${g1}|${g0}`;
+        // The listener key determines the gateway and class: one lookup for all three per flush.
+        let up = upper.get(k[2]);
+        if (!up) {
+          const g = [this.groupKey(k[2]), this.groupKey(k[1]), this.groupKey(k[0])] as const;
+          upper.set(k[2], (up = { text: `${g[0]}|${g[1]}|${g[2]}`, g }));
+        }
+        const [g2, g1, g0] = up.g;
+        const ck = `${g4}|${gRoute}|${up.text}`;
         const old = this.pathChain.get(pk);
         if (old === ck) continue;
         let cached = this.chains.get(ck);
