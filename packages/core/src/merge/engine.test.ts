@@ -680,3 +680,13 @@ describe('D/O engine: wildcard constraints', () => {
     ]);
   });
 });
+
+describe('D/O engine: revisions', () => {
+  it('a policy deleted and created again with other content is not served from the old cached chain', () => {
+    const e = engineWith([gwp('p', { defaults: { limits: {} } })]);
+    e.removePolicy('LimitPolicy', 'infra', 'p');
+    e.upsertPolicy(gwp('p', { defaults: { limits: { a: L(1) } } }));
+    e.flush();
+    expect(view(e, P_R3_HTTP)).toEqual({ 'limits.a': 'p=1/default' });
+  });
+});

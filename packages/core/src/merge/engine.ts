@@ -62,6 +62,7 @@ export class PolicyEngine {
   /** Policy ids of each fragment, by fragment id: what a changed path tells status to recompute. */
   private readonly fragmentPolicies: string[][] = [[]];
   private nextSequence = 0;
+  private revisions = 0;
 
   readonly kind: PolicyKind;
 
@@ -126,7 +127,8 @@ export class PolicyEngine {
       this.policies.set(id, { ...next, revision: prev.revision });
       return;
     }
-    next.revision = (prev?.revision ?? 0) + 1;
+    // Engine-wide and never reused: a policy deleted and created again must not match cached chains.
+    next.revision = ++this.revisions;
     if (prev) this.unindex(id, prev);
     this.policies.set(id, next);
     this.index(id, next);
