@@ -88,16 +88,15 @@ const subject = z.object({
   namespaces: selector.optional(),
   pods: z.object({ namespaceSelector: selector, podSelector: selector }).optional(),
 });
-const anpPeer = z.object({
-  namespaces: selector.optional(),
-  pods: z.object({ namespaceSelector: selector, podSelector: selector }).optional(),
-  nodes: selector.optional(),
-  networks: z.array(z.string()).max(25).optional(),
-});
+
 /** Ingress peers are namespaces or pods only; nodes and networks exist for egress. */
 const anpIngressPeer = z.object({
   namespaces: selector.optional(),
   pods: z.object({ namespaceSelector: selector, podSelector: selector }).optional(),
+});
+const anpPeer = anpIngressPeer.extend({
+  nodes: selector.optional(),
+  networks: z.array(z.string()).max(25).optional(),
 });
 const anpPort = z.object({
   portNumber: z.object({ protocol: protocol.default('TCP'), port: portNumber }).optional(),

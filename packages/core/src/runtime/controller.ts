@@ -303,3 +303,24 @@ import { resolveChain } from '../merge/fold.ts';
 function resolveChainFor(engine: PolicyEngine, chain: ReturnType<PolicyEngine['chainOf']>): ChainResult {
   return resolveChain(chain, engine.kind.sections);
 }
+
+/**
+ * The controller binary's main: kubeconfig (or in-cluster config), lease in POD_NAMESPACE, metrics on
+ * METRICS_PORT, graceful stop on SIGTERM.
+ */
+export async function runPolicyController(kind: PolicyKind, name: string): Promise<PolicyController> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const { KubeClient } = await import('./client.ts');
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  const controller = new PolicyController({
+    client: new KubeClient(kc),
+    kind,
+    name,
+    leaseNamespace: process.env.POD_NAMESPACE ?? 'cascade-system',
+    metricsPort: Number(process.env.METRICS_PORT ?? 8080),
+  });
+  await controller.start();
+  process.on('SIGTERM', () => void controller.stop().then(() => process.exit(0)));
+  return controller;
+}
