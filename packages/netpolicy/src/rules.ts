@@ -336,12 +336,12 @@ function buildAdmin(
   o: NetPolicyObject,
   tier: Tier,
   priority: number,
-  s: Subject,
-  ingress: AdminRuleInput[] | undefined,
-  egress: AdminRuleInput[] | undefined,
+  spec: { subject: Subject; ingress?: unknown[]; egress?: unknown[] },
   out: BuiltPolicy,
 ): void {
-  const subject = subjectMatch(s, 'spec.subject', out.errors);
+  const ingress = spec.ingress as AdminRuleInput[] | undefined;
+  const egress = spec.egress as AdminRuleInput[] | undefined;
+  const subject = subjectMatch(spec.subject, 'spec.subject', out.errors);
   for (const d of ['ingress', 'egress'] as const) {
     (d === 'ingress' ? ingress : egress)?.forEach((r, i) => {
       const field = `spec.${d}[${i}]`;
@@ -395,16 +395,7 @@ export function buildPolicy(o: NetPolicyObject): BuiltPolicy {
     }
     case 'AdminNetworkPolicy': {
       const spec = parse(adminNetworkPolicySpecSchema, o.spec, out);
-      if (spec)
-        buildAdmin(
-          o,
-          'admin',
-          spec.priority,
-          spec.subject,
-          spec.ingress as AdminRuleInput[] | undefined,
-          spec.egress as AdminRuleInput[] | undefined,
-          out,
-        );
+      if (spec) buildAdmin(o, 'admin', spec.priority, spec, out);
       break;
     }
     case 'BaselineAdminNetworkPolicy': {
@@ -413,30 +404,12 @@ export function buildPolicy(o: NetPolicyObject): BuiltPolicy {
           `metadata.name: a BaselineAdminNetworkPolicy must be named "default" (got "${o.name}")`,
         );
       const spec = parse(baselineAdminNetworkPolicySpecSchema, o.spec, out);
-      if (spec)
-        buildAdmin(
-          o,
-          'baseline',
-          1001,
-          spec.subject,
-          spec.ingress as AdminRuleInput[] | undefined,
-          spec.egress as AdminRuleInput[] | undefined,
-          out,
-        );
+      if (spec) buildAdmin(o, 'baseline', 1001, spec, out);
       break;
     }
     case 'ClusterNetworkPolicy': {
       const spec = parse(clusterNetworkPolicySpecSchema, o.spec, out);
-      if (spec)
-        buildAdmin(
-          o,
-          spec.tier === 'Admin' ? 'admin' : 'baseline',
-          spec.priority,
-          spec.subject,
-          spec.ingress as AdminRuleInput[] | undefined,
-          spec.egress as AdminRuleInput[] | undefined,
-          out,
-        );
+      if (spec) buildAdmin(o, spec.tier === 'Admin' ? 'admin' : 'baseline', spec.priority, spec, out);
       break;
     }
   }
