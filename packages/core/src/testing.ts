@@ -1,7 +1,8 @@
 // Test kinds and a small standard topology, for this package's tests and for dependants' tests.
 // Not used by production code.
 import { z } from 'zod';
-import { definePolicyKind } from './kind.ts';
+import { definePolicyKind, type PolicyKind } from './kind.ts';
+import { PolicyEngine } from './merge/engine.ts';
 import type { PolicyObject } from './merge/policy.ts';
 import type { GatewayObject, RouteObject } from './topology/types.ts';
 
@@ -115,4 +116,16 @@ export function standardTopology(): { gateways: GatewayObject[]; routes: RouteOb
       },
     ],
   };
+}
+
+/** An engine over the standard topology (with GatewayClass gc) and the given policies, flushed. */
+export function standardEngine(policies: PolicyObject[], kind: PolicyKind = testLimitKind): PolicyEngine {
+  const e = new PolicyEngine(kind);
+  e.upsertGatewayClass({ name: 'gc' });
+  const t = standardTopology();
+  for (const g of t.gateways) e.upsertGateway(g);
+  for (const r of t.routes) e.upsertRoute(r);
+  for (const p of policies) e.upsertPolicy(p);
+  e.flush();
+  return e;
 }

@@ -1,7 +1,7 @@
 // Property tests of the D/O engine over random policies on the standard topology.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { L, standardTopology, testLimitKind } from '../testing.ts';
+import { L, standardEngine, standardTopology, testLimitKind } from '../testing.ts';
 import { objectKeysOfPath } from '../topology/topology.ts';
 import { PolicyEngine } from './engine.ts';
 import type { ChainResult } from './fold.ts';
@@ -51,16 +51,7 @@ function toObject(p: GenPolicy, i: number): PolicyObject {
   };
 }
 
-function build(objs: PolicyObject[]): PolicyEngine {
-  const e = new PolicyEngine(testLimitKind);
-  e.upsertGatewayClass({ name: 'gc' });
-  const t = standardTopology();
-  for (const g of t.gateways) e.upsertGateway(g);
-  for (const r of t.routes) e.upsertRoute(r);
-  for (const o of objs) e.upsertPolicy(o);
-  e.flush();
-  return e;
-}
+const build = (objs: PolicyObject[]): PolicyEngine => standardEngine(objs);
 
 const flat = (r: ChainResult | undefined) =>
   r ? [...r.rules.values()].map((x) => [x.key, x.source.name, x.as, JSON.stringify(x.value)]) : undefined;

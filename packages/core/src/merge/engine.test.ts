@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { policyConditions } from '../status/conditions.ts';
-import { L, policy, standardTopology, testAuthKind, testLimitKind } from '../testing.ts';
-import { PolicyEngine } from './engine.ts';
+import { L, policy, standardEngine, testAuthKind, testLimitKind } from '../testing.ts';
+import type { PolicyEngine } from './engine.ts';
 import type { PolicyObject } from './policy.ts';
 
 const GW = { kind: 'Gateway', name: 'gw' };
@@ -23,16 +23,8 @@ const gwp = (name: string, spec: Record<string, unknown>, created?: string) =>
   policy(name, 'infra', GW, spec, created ? { created } : {});
 const rtp = (name: string, spec: Record<string, unknown>) => policy(name, 'app', R1, spec);
 
-function engineWith(policies: PolicyObject[], kind = testLimitKind): PolicyEngine {
-  const e = new PolicyEngine(kind);
-  e.upsertGatewayClass({ name: 'gc' });
-  const t = standardTopology();
-  for (const g of t.gateways) e.upsertGateway(g);
-  for (const r of t.routes) e.upsertRoute(r);
-  for (const p of policies) e.upsertPolicy(p);
-  e.flush();
-  return e;
-}
+const engineWith = (policies: PolicyObject[], kind = testLimitKind): PolicyEngine =>
+  standardEngine(policies, kind);
 
 /** `key -> policy=limit/as` for limits; `key -> policy/as` for other kinds. */
 function view(e: PolicyEngine, path: string): Record<string, string> {
