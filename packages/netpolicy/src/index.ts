@@ -4,6 +4,7 @@ export * from './datapath.ts';
 export * from './engine.ts';
 export * from './evaluate.ts';
 export * from './identities.ts';
+export * from './lint.ts';
 export * from './lower.ts';
 export * from './mapstate.ts';
 export * from './model.ts';

@@ -33,6 +33,7 @@ export async function demo(): Promise<number> {
     '--kind',
     'RateLimitPolicy',
   ]);
+  await run('Lint warnings', ['lint', gw, np]);
   await run('Network policy: the example flows', ['netpol', 'simulate', np, '--probes', probesFile]);
 
   section('Network policy truth table (every pod pair, TCP/7443 and TCP/8080)');

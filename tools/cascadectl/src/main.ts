@@ -2,6 +2,7 @@
 import { type Command, err, out, parse, UsageError } from './cli.ts';
 import { effectiveCommand } from './commands/effective.ts';
 import { explainCommand } from './commands/explain.ts';
+import { lintCommand } from './commands/lint.ts';
 import { explainNetpolCommand, mapsCommand, simulateCommand } from './commands/netpol.ts';
 import { statusCommand } from './commands/status.ts';
 
@@ -12,6 +13,7 @@ export const COMMANDS: Command[] = [
   simulateCommand,
   explainNetpolCommand,
   mapsCommand,
+  lintCommand,
 ];
 
 function usage(): string {

@@ -144,3 +144,19 @@ describe('cascadectl netpol explain and maps', () => {
     expect((await run('netpol', 'maps', NP, '--endpoint', 'no/such')).code).toBe(2);
   });
 });
+
+describe('cascadectl lint', () => {
+  const GW = resolve(import.meta.dirname, '../../../examples/gateway');
+  it('flags the refused unset of an override in the gateway example', async () => {
+    const r = await run('lint', GW, NP, '-o', 'json');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual([
+      {
+        severity: 'warning',
+        object: 'AuthPolicy team-d/admin-open',
+        message:
+          'unset of authorization.deny-anonymous has no effect: it is an override of infra/platform-auth',
+      },
+    ]);
+  });
+});

@@ -1,0 +1,64 @@
+import { policyConditions, policyName } from '@cascade/core';
+import { lintNetpol } from '@cascade/netpolicy';
+import { type Command, oneOf, out } from '../cli.ts';
+import { loadGatewayWorld } from './gateway-common.ts';
+import { loadNetpol } from './netpol.ts';
+
+export interface Finding {
+  severity: 'warning';
+  object: string;
+  message: string;
+}
+
+export const lintCommand: Command = {
+  name: 'lint',
+  summary:
+    'warnings: equal-priority overlapping ANPs, shadowed baseline rules, refused unsets, policies that apply nowhere, missing targets',
+  usage: 'cascadectl lint FILES... [-o table|json]',
+  options: { output: { type: 'string', short: 'o' } },
+  run(values, files) {
+    const format = oneOf('output', values.output, ['table', 'json'], 'table');
+    const { world, problems: p1 } = loadGatewayWorld(files, undefined);
+    const { engine: np, problems: p2 } = loadNetpol(files);
+    const findings: Finding[] = [];
+    for (const [, engine] of world.engines) {
+      const refused = new Set<string>();
+      for (const [, r] of engine.results()) {
+        for (const u of r.refusedUnsets) {
+          const k = `${policyName(u.by)} ${u.key}`;
+          if (refused.has(k)) continue;
+          refused.add(k);
+          findings.push({
+            severity: 'warning',
+            object: `${engine.kind.kind} ${policyName(u.by)}`,
+            message: `unset of ${u.key} has no effect: it is an override of ${policyName(u.override)}`,
+          });
+        }
+      }
+      for (const id of [...engine.policyIds()].sort()) {
+        const conds = policyConditions(engine, id);
+        const accepted = conds.find((c) => c.type === 'Accepted');
+        const enforced = conds.find((c) => c.type === 'Enforced');
+        const obj = `${engine.kind.kind} ${id.split(':')[1]}`;
+        if (accepted?.reason === 'TargetNotFound')
+          findings.push({ severity: 'warning', object: obj, message: accepted.message });
+        else if (accepted?.status === 'True' && enforced?.status === 'False')
+          findings.push({
+            severity: 'warning',
+            object: obj,
+            message: `applies nowhere: ${enforced.message}`,
+          });
+      }
+    }
+    for (const f of lintNetpol(np))
+      findings.push({ severity: f.severity, object: f.policy, message: f.message });
+    if (format === 'json') out(JSON.stringify(findings, null, 2));
+    else
+      out(
+        findings.length
+          ? findings.map((f) => `${f.severity}: ${f.object}: ${f.message}`).join('\n')
+          : 'no findings',
+      );
+    return p1 + p2 > 0 ? 2 : 0;
+  },
+};
