@@ -110,21 +110,25 @@ export class NetpolEngine {
   // ---- inputs -----------------------------------------------------------------------------------
 
   upsertNamespace(ns: Namespace): void {
+    this.ipcacheMemo.clear();
     this.namespaces.set(ns.name, ns);
     for (const [k, p] of this.pods) if (p.namespace === ns.name) this.dirtyPods.add(k);
   }
 
   upsertPod(p: Pod): void {
+    this.ipcacheMemo.clear();
     this.pods.set(podKey(p), p);
     this.dirtyPods.add(podKey(p));
   }
 
   removePod(namespace: string, name: string): void {
+    this.ipcacheMemo.clear();
     const k = `${namespace}/${name}`;
     if (this.pods.delete(k)) this.dirtyPods.add(k);
   }
 
   upsertNode(n: Node): void {
+    this.ipcacheMemo.clear();
     this.nodes.set(n.name, n);
     this.dirtyNodes.add(n.name);
   }
@@ -419,6 +423,7 @@ export class NetpolEngine {
 
   /** Applies every pending change; returns what changed in the datapath's terms. */
   flush(): FlushDiff {
+    this.ipcacheMemo.clear();
     const diff: FlushDiff = {
       created: 0,
       deleted: 0,
@@ -647,8 +652,13 @@ export class NetpolEngine {
 
   // ---- reads ------------------------------------------------------------------------------------
 
+  /** ipcache per node, built once per state: identityOf runs per probe, the CLI's truth table per pod pair. */
+  private readonly ipcacheMemo = new Map<string, IpcacheEntry[]>();
+
   /** The ipcache as a node agent on `node` sees it: own addresses map to HOST. */
   ipcache(node?: string): IpcacheEntry[] {
+    const memo = this.ipcacheMemo.get(node ?? '');
+    if (memo) return memo;
     const out: IpcacheEntry[] = [
       { prefix: WORLD4, identity: ID.WORLD },
       { prefix: WORLD6, identity: ID.WORLD6 },
@@ -669,6 +679,7 @@ export class NetpolEngine {
         if (h && id !== undefined) out.push({ prefix: h, identity: id });
       }
     }
+    this.ipcacheMemo.set(node ?? '', out);
     return out;
   }
 

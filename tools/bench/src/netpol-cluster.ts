@@ -3,6 +3,17 @@
 import type { Cluster, NetPolicyObject, Pod } from '@cascade/netpolicy';
 import { rng } from './gateway-topology.ts';
 
+/** The network-policy issue's scenario: 10,000 pods, 500 namespaces, 2,000 label sets, 100 ANPs x 20 rules, 3,000 NPs. */
+export const ISSUE_SCALE: NetpolScale = {
+  namespaces: 500,
+  pods: 10_000,
+  labelSets: 2000,
+  anps: 100,
+  rulesPerAnp: 20,
+  networkPolicies: 3000,
+  ipBlockPolicies: 500,
+};
+
 export interface NetpolScale {
   namespaces: number;
   pods: number;

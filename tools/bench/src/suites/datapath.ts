@@ -10,7 +10,7 @@ import {
 } from '@cascade/bpf-datapath';
 import { freshDatapath } from '@cascade/bpf-datapath/testing';
 import { datapathState, NetpolEngine } from '@cascade/netpolicy';
-import { generateNetpolCluster } from '../netpol-cluster.ts';
+import { generateNetpolCluster, ISSUE_SCALE } from '../netpol-cluster.ts';
 import { type Figure, ms } from '../report.ts';
 
 const A = '10.0.0.1';
@@ -132,17 +132,7 @@ export async function run(): Promise<Figure[]> {
     );
 
     // The 10,000-pod scenario of the resolver, as one node holding every endpoint.
-    const engine = NetpolEngine.fromCluster(
-      generateNetpolCluster({
-        namespaces: 500,
-        pods: 10_000,
-        labelSets: 2000,
-        anps: 100,
-        rulesPerAnp: 20,
-        networkPolicies: 3000,
-        ipBlockPolicies: 500,
-      }),
-    );
+    const engine = NetpolEngine.fromCluster(generateNetpolCluster(ISSUE_SCALE));
     const state = datapathState(engine);
     t0 = process.hrtime.bigint();
     rep = await dp.sync(state);

@@ -1,18 +1,10 @@
 // Issue "network policy resolver" figures: full computation, entries, sharing, incremental changes,
 // and the two reference comparisons (1,000 rules x 3,000 identities; 1,000 CIDR rules).
 import { lowerLayer, type NetPolicyObject, NetpolEngine, type Pod } from '@cascade/netpolicy';
-import { generateNetpolCluster } from '../netpol-cluster.ts';
+import { generateNetpolCluster, ISSUE_SCALE } from '../netpol-cluster.ts';
 import { type Figure, ms, peakRssMiB, summarize } from '../report.ts';
 
-const SCALE = {
-  namespaces: 500,
-  pods: 10_000,
-  labelSets: 2000,
-  anps: 100,
-  rulesPerAnp: 20,
-  networkPolicies: 3000,
-  ipBlockPolicies: 500,
-};
+const SCALE = ISSUE_SCALE;
 const INPUT =
   '10,000 pods, 500 namespaces, 2,000 label sets, 100 ANPs x 20 rules, 1 BANP, 3,000 NPs (500 with ipBlocks)';
 
