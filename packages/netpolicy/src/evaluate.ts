@@ -74,7 +74,8 @@ function portMatches(
   });
 }
 
-function ruleMatches(
+/** Whether rule `r` applies to this connection at `local` (subject, peers and ports), ignoring order. */
+export function ruleMatches(
   r: Rule,
   local: Pod,
   remote: Remote,

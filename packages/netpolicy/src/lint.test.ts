@@ -94,3 +94,144 @@ describe('lintNetpol', () => {
     ]);
   });
 });
+
+describe('NetworkPolicy rules made dead by admin rules', () => {
+  const cluster = {
+    namespaces: [
+      { name: 'db', labels: { team: 'db' } },
+      { name: 'web', labels: { team: 'web' } },
+    ],
+    nodes: [{ name: 'n1', labels: {}, ips: ['192.168.0.1'] }],
+    pods: [
+      {
+        namespace: 'db',
+        name: 'pg',
+        labels: { app: 'pg' },
+        ips: ['10.0.0.1'],
+        node: 'n1',
+        ports: [{ name: 'sql', port: 5432, protocol: 'TCP' as const }],
+      },
+      { namespace: 'web', name: 'front', labels: { app: 'front' }, ips: ['10.0.1.1'], node: 'n1', ports: [] },
+    ],
+  };
+  const np = (ingress: unknown[]) => ({
+    kind: 'NetworkPolicy' as const,
+    namespace: 'db',
+    name: 'pg-in',
+    spec: { podSelector: { matchLabels: { app: 'pg' } }, ingress },
+  });
+  const npEgress = (egress: unknown[]) => ({
+    kind: 'NetworkPolicy' as const,
+    namespace: 'db',
+    name: 'pg-out',
+    spec: { podSelector: {}, policyTypes: ['Egress'], egress },
+  });
+  const anp = (name: string, priority: number, ingress: unknown[], egress: unknown[] = []) => ({
+    kind: 'AdminNetworkPolicy' as const,
+    name,
+    spec: { priority, subject: { namespaces: { matchLabels: { team: 'db' } } }, ingress, egress },
+  });
+  const dead = (policies: unknown[]) =>
+    lintNetpol(NetpolEngine.fromCluster({ ...cluster, policies } as never))
+      .map((f) => f.message)
+      .filter((m) => m.includes('is dead'));
+  const fromWeb = { namespaceSelector: { matchLabels: { team: 'web' } } };
+
+  it('reports a rule whose every connection an ANP denies or allows, naming the deciders', () => {
+    const m = dead([
+      np([{ from: [fromWeb] }]),
+      anp('sql-from-web', 1, [
+        {
+          name: 'sql',
+          action: 'Allow',
+          from: [{ namespaces: { matchLabels: { team: 'web' } } }],
+          ports: [{ namedPort: 'sql' }],
+        },
+      ]),
+      anp('nothing-else', 2, [{ name: 'rest', action: 'Deny', from: [{ namespaces: {} }] }]),
+    ]);
+    expect(m).toHaveLength(1);
+    expect(m[0]).toMatch(/^NetworkPolicy\/db\/pg-in#ingress\[0\] is dead: all \d+ connections it would allow/);
+    expect(m[0]).toContain('AdminNetworkPolicy/sql-from-web#sql (allow, 1)');
+    expect(m[0]).toContain('AdminNetworkPolicy/nothing-else#rest (deny,');
+  });
+
+  it('keeps a rule live when some port, protocol or peer reaches NetworkPolicy', () => {
+    // The ANP only denies TCP 1-1024: UDP and high ports still reach the NetworkPolicy.
+    expect(
+      dead([
+        np([{ from: [fromWeb] }]),
+        anp('low-ports', 1, [
+          {
+            action: 'Deny',
+            from: [{ namespaces: {} }],
+            ports: [{ portRange: { protocol: 'TCP', start: 1, end: 1024 } }],
+          },
+        ]),
+      ]),
+    ).toEqual([]);
+    // With a port list inside the denied range, the rule is dead.
+    expect(
+      dead([
+        np([{ from: [fromWeb], ports: [{ port: 80 }, { port: 443 }] }]),
+        anp('low-ports', 1, [
+          {
+            action: 'Deny',
+            from: [{ namespaces: {} }],
+            ports: [{ portRange: { protocol: 'TCP', start: 1, end: 1024 } }],
+          },
+        ]),
+      ]),
+    ).toHaveLength(1);
+    // Port 0 (the range's edge) is outside 1-1024: a rule on ports 0-80 stays live.
+    expect(
+      dead([
+        np([{ from: [fromWeb], ports: [{ port: 0, endPort: 80 }] }]),
+        anp('low-ports', 1, [
+          {
+            action: 'Deny',
+            from: [{ namespaces: {} }],
+            ports: [{ portRange: { protocol: 'TCP', start: 1, end: 1024 } }],
+          },
+        ]),
+      ]),
+    ).toEqual([]);
+  });
+
+  it('treats Pass as handing the traffic to NetworkPolicy', () => {
+    expect(
+      dead([
+        np([{ from: [fromWeb] }]),
+        anp('pass', 1, [{ action: 'Pass', from: [{ namespaces: {} }] }]),
+        anp('deny', 2, [{ action: 'Deny', from: [{ namespaces: {} }] }]),
+      ]),
+    ).toEqual([]);
+  });
+
+  it('cuts the address space at every CIDR edge for ipBlock rules', () => {
+    const rule = [{ to: [{ ipBlock: { cidr: '203.0.113.0/24' } }] }];
+    expect(
+      dead([npEgress(rule), anp('no-net', 1, [], [{ action: 'Deny', to: [{ networks: ['203.0.113.0/24'] }] }])]),
+    ).toHaveLength(1);
+    // Half the block is still judged by the NetworkPolicy.
+    expect(
+      dead([npEgress(rule), anp('half', 1, [], [{ action: 'Deny', to: [{ networks: ['203.0.113.0/25'] }] }])]),
+    ).toEqual([]);
+    // ... unless that half is the NetworkPolicy's own except.
+    expect(
+      dead([
+        npEgress([{ to: [{ ipBlock: { cidr: '203.0.113.0/24', except: ['203.0.113.128/25'] } }] }]),
+        anp('half', 1, [], [{ action: 'Deny', to: [{ networks: ['203.0.113.0/25'] }] }]),
+      ]),
+    ).toHaveLength(1);
+  });
+
+  it('says nothing for a rule that matches no connection at all', () => {
+    expect(
+      dead([
+        np([{ from: [{ namespaceSelector: { matchLabels: { team: 'nobody' } } }] }]),
+        anp('deny', 1, [{ action: 'Deny', from: [{ namespaces: {} }] }]),
+      ]),
+    ).toEqual([]);
+  });
+});

@@ -147,15 +147,25 @@ describe('cascadectl netpol explain and maps', () => {
 
 describe('cascadectl lint', () => {
   const GW = resolve(import.meta.dirname, '../../../examples/gateway');
-  it('flags the refused unset of an override in the gateway example', async () => {
+  it('flags the refused unset of an override and the NetworkPolicy rule the ANP made dead', async () => {
     const r = await run('lint', GW, NP, '-o', 'json');
     expect(r.code).toBe(0);
+    // payments/ledger-from-shop allows the shop namespace (web, cart) on every port to the ledger;
+    // protect-sensitive decides all of it first: cart's grpc port is allowed by
+    // shop-to-ledger-grpc, everything else is denied by deny-everyone-else.
     expect(JSON.parse(r.stdout)).toEqual([
       {
         severity: 'warning',
         object: 'AuthPolicy team-d/admin-open',
         message:
           'unset of authorization.deny-anonymous has no effect: it is an override of infra/platform-auth',
+      },
+      {
+        severity: 'warning',
+        object: 'NetworkPolicy/payments/ledger-from-shop',
+        message: expect.stringMatching(
+          /^NetworkPolicy\/payments\/ledger-from-shop#ingress\[0\] is dead: all \d+ connections it would allow are decided first by AdminNetworkPolicy\/protect-sensitive#deny-everyone-else \(deny, \d+\), AdminNetworkPolicy\/protect-sensitive#shop-to-ledger-grpc \(allow, 1\)$/,
+        ),
       },
     ]);
   });
