@@ -151,7 +151,9 @@ describe('NetworkPolicy rules made dead by admin rules', () => {
       anp('nothing-else', 2, [{ name: 'rest', action: 'Deny', from: [{ namespaces: {} }] }]),
     ]);
     expect(m).toHaveLength(1);
-    expect(m[0]).toMatch(/^NetworkPolicy\/db\/pg-in#ingress\[0\] is dead: all \d+ connections it would allow/);
+    expect(m[0]).toMatch(
+      /^NetworkPolicy\/db\/pg-in#ingress\[0\] is dead: all \d+ connections it would allow/,
+    );
     expect(m[0]).toContain('AdminNetworkPolicy/sql-from-web#sql (allow, 1)');
     expect(m[0]).toContain('AdminNetworkPolicy/nothing-else#rest (deny,');
   });
@@ -211,11 +213,17 @@ describe('NetworkPolicy rules made dead by admin rules', () => {
   it('cuts the address space at every CIDR edge for ipBlock rules', () => {
     const rule = [{ to: [{ ipBlock: { cidr: '203.0.113.0/24' } }] }];
     expect(
-      dead([npEgress(rule), anp('no-net', 1, [], [{ action: 'Deny', to: [{ networks: ['203.0.113.0/24'] }] }])]),
+      dead([
+        npEgress(rule),
+        anp('no-net', 1, [], [{ action: 'Deny', to: [{ networks: ['203.0.113.0/24'] }] }]),
+      ]),
     ).toHaveLength(1);
     // Half the block is still judged by the NetworkPolicy.
     expect(
-      dead([npEgress(rule), anp('half', 1, [], [{ action: 'Deny', to: [{ networks: ['203.0.113.0/25'] }] }])]),
+      dead([
+        npEgress(rule),
+        anp('half', 1, [], [{ action: 'Deny', to: [{ networks: ['203.0.113.0/25'] }] }]),
+      ]),
     ).toEqual([]);
     // ... unless that half is the NetworkPolicy's own except.
     expect(

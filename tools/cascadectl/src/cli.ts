@@ -9,6 +9,8 @@ export interface Command {
   summary: string;
   usage: string;
   options: NonNullable<ParseArgsConfig['options']>;
+  /** Rewrites the arguments before parsing (for options that take several values). */
+  rewrite?(argv: string[]): string[];
   run(
     values: Record<string, string | boolean | string[] | undefined>,
     positionals: string[],
@@ -18,7 +20,7 @@ export interface Command {
 export function parse(cmd: Command, argv: string[]) {
   try {
     return parseArgs({
-      args: argv,
+      args: cmd.rewrite ? cmd.rewrite(argv) : argv,
       options: { ...cmd.options, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
       strict: true,

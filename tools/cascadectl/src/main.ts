@@ -1,5 +1,6 @@
 // cascadectl: the offline CLI. It runs the same library code as the controllers on YAML files.
 import { type Command, err, out, parse, UsageError } from './cli.ts';
+import { diffCommand } from './commands/diff.ts';
 import { effectiveCommand } from './commands/effective.ts';
 import { explainCommand } from './commands/explain.ts';
 import { lintCommand } from './commands/lint.ts';
@@ -14,6 +15,7 @@ export const COMMANDS: Command[] = [
   explainNetpolCommand,
   mapsCommand,
   lintCommand,
+  diffCommand,
 ];
 
 function usage(): string {

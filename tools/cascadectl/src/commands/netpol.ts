@@ -106,8 +106,36 @@ export function simulateProbe(
   return r;
 }
 
+export interface Probe {
+  from: string;
+  to: string;
+  proto: number;
+  port: number;
+}
+
+/** A probes file: a YAML list of {from, to, protocol, port}. */
+export function readProbes(path: string): Probe[] {
+  let list: unknown;
+  try {
+    list = parseYaml(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new UsageError(`--probes ${path}: ${(e as Error).message.split('\n')[0]}`);
+  }
+  if (!Array.isArray(list))
+    throw new UsageError(`--probes ${path}: must be a YAML list of {from, to, protocol, port}`);
+  return list.map((p, i) => {
+    const o = p as Record<string, unknown>;
+    if (typeof o?.from !== 'string' || typeof o.to !== 'string')
+      throw new UsageError(`--probes item ${i + 1}: from and to are required`);
+    const port = Number(o.port ?? 0);
+    if (!Number.isInteger(port) || port < 0 || port > 65535)
+      throw new UsageError(`--probes item ${i + 1}: port must be 0..65535`);
+    return { from: o.from, to: o.to, proto: protoNumber(o.protocol), port };
+  });
+}
+
 /** Ports named in policies or exposed by pods, by protocol. */
-function portsInUse(engine: NetpolEngine): [number, number][] {
+export function portsInUse(engine: NetpolEngine): [number, number][] {
   const set = new Set<string>();
   for (const p of engine.pods.values()) for (const cp of p.ports) set.add(`${PROTO[cp.protocol]}/${cp.port}`);
   for (const r of [...engine.rules.admin, ...engine.rules.np, ...engine.rules.baseline]) {
@@ -147,25 +175,9 @@ export const simulateCommand: Command = {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
     const { engine, problems } = loadNetpol(files);
     if (values.probes !== undefined) {
-      let list: unknown;
-      try {
-        list = parseYaml(readFileSync(String(values.probes), 'utf8'));
-      } catch (e) {
-        throw new UsageError(`--probes ${String(values.probes)}: ${(e as Error).message.split('\n')[0]}`);
-      }
-      if (!Array.isArray(list))
-        throw new UsageError(
-          `--probes ${String(values.probes)}: must be a YAML list of {from, to, protocol, port}`,
-        );
-      const results = list.map((p, i) => {
-        const o = p as Record<string, unknown>;
-        if (typeof o?.from !== 'string' || typeof o.to !== 'string')
-          throw new UsageError(`--probes item ${i + 1}: from and to are required`);
-        const port = Number(o.port ?? 0);
-        if (!Number.isInteger(port) || port < 0 || port > 65535)
-          throw new UsageError(`--probes item ${i + 1}: port must be 0..65535`);
-        return simulateProbe(engine, o.from, o.to, protoNumber(o.protocol), port);
-      });
+      const results = readProbes(String(values.probes)).map((p) =>
+        simulateProbe(engine, p.from, p.to, p.proto, p.port),
+      );
       if (format === 'json') out(JSON.stringify(results, null, 2));
       else {
         const by = (d: ProbeResult['egress']) =>
