@@ -1,5 +1,5 @@
 // `npm run demo`: the main job on the bundled examples, readably, with no cluster.
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
@@ -80,6 +80,15 @@ export async function demo(): Promise<number> {
   );
   const addr = (x: string) => engine.pods.get(x)?.ips[0] ?? x;
   process.stdout.write(`${await kernelProbes(engine, probes, addr)}\n`);
+
+  section('Pictures');
+  mkdirSync(join(root, 'out'), { recursive: true });
+  worst = Math.max(
+    worst,
+    await main(['graph', gw, '-o', join(root, 'out', 'gateway.svg')]),
+    await main(['graph', np, '-o', join(root, 'out', 'netpol.svg')]),
+  );
+  process.stdout.write('open out/gateway.svg and out/netpol.svg in a browser\n');
 
   process.stdout.write(`\ndemo finished in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   return worst;

@@ -3,6 +3,7 @@ import { type Command, err, out, parse, UsageError } from './cli.ts';
 import { diffCommand } from './commands/diff.ts';
 import { effectiveCommand } from './commands/effective.ts';
 import { explainCommand } from './commands/explain.ts';
+import { graphCommand } from './commands/graph.ts';
 import { lintCommand } from './commands/lint.ts';
 import { explainNetpolCommand, mapsCommand, simulateCommand } from './commands/netpol.ts';
 import { statusCommand } from './commands/status.ts';
@@ -16,6 +17,7 @@ export const COMMANDS: Command[] = [
   mapsCommand,
   lintCommand,
   diffCommand,
+  graphCommand,
 ];
 
 function usage(): string {

@@ -1,7 +1,7 @@
 // The demo itself, from a temporary copy of the repository's examples, checked for its key lines.
 
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -34,6 +34,10 @@ describe('npm run demo', () => {
       expect(r.stdout).toContain(line);
     }
     if (process.getuid?.() === 0) expect(r.stdout).toMatch(/11\/11 probes agree/);
+    expect(r.stdout).toContain('== Pictures');
+    expect(r.stderr).toMatch(/wrote .*out\/gateway\.svg \(\d+x\d+: 9 policy attachments, 0 matrix cells\)/);
+    expect(r.stderr).toMatch(/wrote .*out\/netpol\.svg \(\d+x\d+: 0 policy attachments, 25 matrix cells\)/);
+    expect(readFileSync(join(copy, 'out/gateway.svg'), 'utf8')).toMatch(/^<svg /);
     expect(r.stdout).toMatch(/demo finished in \d+\.\d s/);
   }, 150_000);
 });
