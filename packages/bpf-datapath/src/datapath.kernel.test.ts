@@ -1,7 +1,7 @@
 // Kernel tests against the real BPF program (BPF_PROG_TEST_RUN), with hand-written rule sets.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COUNTERS, EP_FLAGS, ID } from './codecs.ts';
-import type { Datapath, DesiredState, TableEntry } from './loader.ts';
+import { type Datapath, type DesiredState, encodeState, type TableEntry } from './loader.ts';
 import { buildPacket } from './packet.ts';
 import {
   freshDatapath,
@@ -250,6 +250,22 @@ describe.skipIf(!kernelTestsEnabled())('BPF datapath in the kernel', () => {
     ]);
     expect(newV).not.toEqual(oldV);
     await dp.sync(state());
+  });
+
+  it('encodeState (offline) is exactly what a first sync writes into the maps', async () => {
+    const { dp: fresh, cleanup: done } = await freshDatapath();
+    try {
+      await fresh.sync(state());
+      const dump = async (m: string) => (await fresh.ctl.send(`dump ${m}`, [], 'count')).slice(1).sort();
+      const want = encodeState(state());
+      const lines = (pairs: [Buffer, Buffer][]) =>
+        pairs.map(([k, v]) => `${k.toString('hex')} ${v.toString('hex')}`).sort();
+      expect(await dump('cascade_policy')).toEqual(lines(want.policy));
+      expect(await dump('cascade_endpoints')).toEqual(lines(want.endpoints));
+      expect(await dump('cascade_ipcache')).toEqual(lines(want.ipcache));
+    } finally {
+      await done();
+    }
   });
 
   it('adopts pinned maps on restart and reconciles with zero writes', async () => {

@@ -66,11 +66,54 @@ export interface SyncReport {
 
 const hex = (b: Buffer) => b.toString('hex');
 
-function ipcacheKeyOf(prefix: string): Buffer {
+/** The ipcache key of a CIDR or plain address (IPv4 as IPv4-mapped IPv6: prefixlen + 96). */
+export function ipcacheKeyOf(prefix: string): Buffer {
   const [ip, len] = prefix.split('/') as [string, string | undefined];
   const v4 = /^\d+\.\d+\.\d+\.\d+$/.test(ip);
   const l = len === undefined ? (v4 ? 32 : 128) : Number(len);
   return encodeIpcacheKey({ prefixlen: v4 ? l + 96 : l, addr: addr16(ip) });
+}
+
+/** One rule-set entry as the policy map holds it in table `table`. */
+export function encodeTableEntry(table: number, e: TableEntry): [Buffer, Buffer] {
+  return [
+    encodePolicyKey({ table, identity: e.identity, proto: e.proto, port: e.port, plen: e.plen }),
+    encodePolicyValue({ precedence: e.precedence, verdict: e.verdict, matchLen: matchLen(e), rule: e.rule }),
+  ];
+}
+
+/**
+ * The map contents a fresh datapath holds for `desired` (tables numbered 1.. in order): what the
+ * loader writes on a first sync, computed offline (for `cascadectl netpol maps` and the reference
+ * datapath without a kernel).
+ */
+export function encodeState(desired: DesiredState): {
+  ipcache: [Buffer, Buffer][];
+  endpoints: [Buffer, Buffer][];
+  policy: [Buffer, Buffer][];
+  tableNumbers: Map<string, number>;
+} {
+  const tableNumbers = new Map<string, number>();
+  const policy: [Buffer, Buffer][] = [];
+  for (const [key, entries] of desired.tables) {
+    const n = tableNumbers.size + 1;
+    tableNumbers.set(key, n);
+    for (const e of entries) policy.push(encodeTableEntry(n, e));
+  }
+  const endpoints = desired.endpoints.map((ep): [Buffer, Buffer] => {
+    const t = (d: 'ingress' | 'egress', l: 'admin' | 'lower') => tableNumbers.get(ep.tables[d][l]) ?? 0;
+    const tables: EndpointValue['tables'] = [
+      [t('ingress', 'admin'), t('ingress', 'lower')],
+      [t('egress', 'admin'), t('egress', 'lower')],
+    ];
+    const flags = tables.flat().includes(0) ? ep.flags | EP_FLAGS.FAIL_CLOSED : ep.flags;
+    return [addr16(ep.ip), encodeEndpointValue({ flags, tables, identity: ep.identity, revision: 1 })];
+  });
+  const ipcache = desired.ipcache.map((e): [Buffer, Buffer] => [
+    ipcacheKeyOf(e.prefix),
+    encodeIpcacheValue(e.identity),
+  ]);
+  return { ipcache, endpoints, policy, tableNumbers };
 }
 
 /** Entry content without the table id: what makes two tables the same. */
@@ -150,17 +193,8 @@ export class Datapath {
   }
 
   private encodeEntry(table: number, e: TableEntry): [string, string] {
-    return [
-      hex(encodePolicyKey({ table, identity: e.identity, proto: e.proto, port: e.port, plen: e.plen })),
-      hex(
-        encodePolicyValue({
-          precedence: e.precedence,
-          verdict: e.verdict,
-          matchLen: matchLen(e),
-          rule: e.rule,
-        }),
-      ),
-    ];
+    const [k, v] = encodeTableEntry(table, e);
+    return [hex(k), hex(v)];
   }
 
   private keyOf(table: number, ek: string): string {

@@ -126,14 +126,46 @@ describe('cascadectl netpol explain and maps', () => {
 
   it('maps lists both layers of an endpoint with decoded entries', async () => {
     const r = await run('netpol', 'maps', NP, '--endpoint', 'shop/cart', '-o', 'json');
+    type Layer = {
+      bpfTable: number;
+      entries: string[];
+      bpf: { key: string; value: string; decoded: string }[];
+    };
     const m = JSON.parse(r.stdout) as {
-      summary: { endpoints: number };
-      endpoints: { endpoint: string; directions: { direction: string; lower: { entries: string[] } }[] }[];
+      summary: {
+        endpoints: number;
+        entries: number;
+        bpf: { policyEntries: number; endpointEntries: number };
+      };
+      endpoints: {
+        endpoint: string;
+        bpfEndpoint: string;
+        directions: { direction: string; admin: Layer; lower: Layer }[];
+      }[];
     };
     expect(m.summary.endpoints).toBe(5);
-    const egress = m.endpoints[0]!.directions.find((d) => d.direction === 'egress')!;
+    // Every MapState entry is one policy map entry; every pod one endpoints entry.
+    expect(m.summary.bpf.policyEntries).toBe(m.summary.entries);
+    expect(m.summary.bpf.endpointEntries).toBe(5);
+    const cart = m.endpoints[0]!;
+    const egress = cart.directions.find((d) => d.direction === 'egress')!;
+    const ingress = cart.directions.find((d) => d.direction === 'ingress')!;
     expect(egress.lower.entries.some((e) => e.startsWith('any any -> deny [np-isolation deny'))).toBe(true);
-    expect(egress.lower.entries.some((e) => /^cidr:cb007100\/24#\d+ TCP\/443 -> allow/.test(e))).toBe(true);
+    const i = egress.lower.entries.findIndex((e) => /^cidr:203\.0\.113\.0\/24#\d+ TCP\/443 -> allow/.test(e));
+    expect(i).toBeGreaterThanOrEqual(0);
+    // The same entry in the kernel's terms: LPM prefixlen 64 + 8 (proto) + 16 (exact port) = 88 = 0x58,
+    // the endpoint's egress lower table, TCP (06), port 443 (01bb, network order).
+    const b = egress.lower.bpf[i]!;
+    const table = egress.lower.bpfTable;
+    expect(b.key.slice(0, 16)).toBe(`58000000${table.toString(16).padStart(2, '0')}000000`);
+    expect(b.key.slice(24)).toBe('0601bb');
+    expect(b.decoded).toMatch(
+      /proto 6 port 443\/16\] = allow, .* rule #\d+ \(NetworkPolicy\/shop\/cart-from-web#egress\[1\]\)/,
+    );
+    // The endpoints map entry points at the same four tables.
+    expect(cart.bpfEndpoint).toContain(
+      `ingress tables admin ${ingress.admin.bpfTable} lower ${ingress.lower.bpfTable}, egress tables admin ${egress.admin.bpfTable} lower ${egress.lower.bpfTable}`,
+    );
   });
 
   it('bad flags and unknown pods exit 2 with a message', async () => {

@@ -2,16 +2,31 @@
 // lowering and datapath lookup that the node agent uses.
 import { readFileSync } from 'node:fs';
 import {
+  addr16,
+  decodeEndpointValue,
+  decodePolicyKey,
+  decodePolicyValue,
+  EP_FLAGS,
+  encodeState,
+  encodeTableEntry,
+  type PolicyKey,
+  type PolicyValue,
+  SIZES,
+} from '@cascade/bpf-datapath';
+import {
   type Decision,
   type Direction,
+  datapathState,
   describePrecedence,
   evaluateDirection,
   formatPortPrefix,
+  formatPrefix,
   ID,
   type MapStateEntry,
   mapConnection,
   type NetpolEngine,
   oracleConnection,
+  type Pod,
   PROTO,
   PROTO_NAMES,
   remoteOf,
@@ -212,13 +227,19 @@ export const simulateCommand: Command = {
   },
 };
 
+/** A policy map entry decoded from its bytes. */
+function describeBpfEntry(
+  engine: NetpolEngine,
+  k: PolicyKey,
+  v: PolicyValue,
+  rules: Map<number, string>,
+): string {
+  const port = k.proto === 0 ? 'any proto' : `proto ${k.proto} port ${k.port}/${k.plen}`;
+  return `cascade_policy[table ${k.table}, identity ${k.identity} (${identityName(engine, k.identity)}), ${port}] = ${v.verdict}, precedence 0x${v.precedence.toString(16)}, match ${v.matchLen}, rule #${v.rule} (${rules.get(v.rule) ?? '?'})`;
+}
+
 function describeEntry(engine: NetpolEngine, e: MapStateEntry): string {
-  const remote =
-    e.identity === ID.WILDCARD
-      ? 'any'
-      : e.identity === ID.ALL_PODS
-        ? 'all-pods'
-        : identityName(engine, e.identity);
+  const remote = identityName(engine, e.identity);
   const ports =
     e.proto === 0
       ? 'any'
@@ -227,6 +248,8 @@ function describeEntry(engine: NetpolEngine, e: MapStateEntry): string {
 }
 
 export function identityName(engine: NetpolEngine, id: number): string {
+  if (id === ID.WILDCARD) return 'any';
+  if (id === ID.ALL_PODS) return 'all-pods';
   if (id === ID.HOST) return 'host';
   if (id === ID.WORLD || id === 4) return 'world';
   const info = engine.identities.get(id);
@@ -239,7 +262,11 @@ export function identityName(engine: NetpolEngine, id: number): string {
     return `node{${Object.entries(info.labels ?? {})
       .map(([k, v]) => `${k}=${v}`)
       .join(',')}}#${id}`;
-  return `cidr:${info.key.replace(/^cidr:\d:/, '')}#${id}`;
+  const m = /^cidr:([46]):([0-9a-f]+)\/(\d+)$/.exec(info.key);
+  const text = m
+    ? formatPrefix({ family: Number(m[1]) as 4 | 6, bits: BigInt(`0x${m[2]}`), len: Number(m[3]) })
+    : info.key;
+  return `cidr:${text}#${id}`;
 }
 
 export const explainNetpolCommand: Command = {
@@ -322,25 +349,41 @@ export const mapsCommand: Command = {
     );
     if (values.endpoint !== undefined && pods.length === 0)
       throw new UsageError(`--endpoint ${String(values.endpoint)}: no such pod`);
+    // The BPF map contents a fresh datapath would hold (tables numbered 1..), decoded back from
+    // their bytes: what `bpftool map dump` shows on a node, in words.
+    const desired = datapathState(engine);
+    const bpf = encodeState(desired);
+    const layer = (p: Pod, d: Direction, which: 'admin' | 'lower') => {
+      const l = engine.tableOf(p.namespace, p.name, d)?.[which];
+      const n = l ? bpf.tableNumbers.get(l.id) : undefined;
+      const encoded =
+        l && n !== undefined ? (desired.tables.get(l.id) ?? []).map((te) => encodeTableEntry(n, te)) : [];
+      return {
+        table: l?.id,
+        bpfTable: n,
+        entries: [...(l?.state.entries() ?? [])].map((e) => describeEntry(engine, e)),
+        bpf: encoded.map(([k, v]) => ({
+          key: k.toString('hex'),
+          value: v.toString('hex'),
+          decoded: describeBpfEntry(engine, decodePolicyKey(k), decodePolicyValue(v), desired.rules),
+        })),
+      };
+    };
     const report = pods.map((p) => {
-      const dirs = (['ingress', 'egress'] as const).map((d) => {
-        const l = engine.tableOf(p.namespace, p.name, d);
-        return {
-          direction: d,
-          admin: {
-            table: l?.admin.id,
-            entries: [...(l?.admin.state.entries() ?? [])].map((e) => describeEntry(engine, e)),
-          },
-          lower: {
-            table: l?.lower.id,
-            entries: [...(l?.lower.state.entries() ?? [])].map((e) => describeEntry(engine, e)),
-          },
-        };
-      });
+      const dirs = (['ingress', 'egress'] as const).map((d) => ({
+        direction: d,
+        admin: layer(p, d, 'admin'),
+        lower: layer(p, d, 'lower'),
+      }));
+      const epBytes = bpf.endpoints.find(([k]) => k.equals(addr16(p.ips[0]!)));
+      const ep = epBytes ? decodeEndpointValue(epBytes[1]) : undefined;
       return {
         endpoint: `${p.namespace}/${p.name}`,
         ips: p.ips,
         identity: identityName(engine, engine.podIdentity.get(`${p.namespace}/${p.name}`) ?? 0),
+        bpfEndpoint: ep
+          ? `flags ${ep.flags} (${ep.flags & EP_FLAGS.FAIL_CLOSED ? 'FAIL CLOSED' : 'enforce ingress+egress'}), ingress tables admin ${ep.tables[0][0]} lower ${ep.tables[0][1]}, egress tables admin ${ep.tables[1][0]} lower ${ep.tables[1][1]}, identity ${ep.identity}`
+          : 'not in the endpoints map',
         directions: dirs,
       };
     });
@@ -351,20 +394,35 @@ export const mapsCommand: Command = {
       identities: engine.identities.size,
       tables: engine.tables.size,
       entries,
+      bpf: {
+        policyEntries: bpf.policy.length,
+        endpointEntries: bpf.endpoints.length,
+        ipcacheEntries: bpf.ipcache.length,
+        bytes:
+          bpf.policy.length * (SIZES.policyKey + SIZES.policyValue) +
+          bpf.endpoints.length * (16 + SIZES.endpointValue) +
+          bpf.ipcache.length * (SIZES.ipcacheKey + 4),
+      },
     };
     if (format === 'json') out(JSON.stringify({ summary, endpoints: report }, null, 2));
     else {
       const lines = [
         `${summary.endpoints} endpoints, ${summary.identities} identities, ${summary.tables} shared tables (layers), ${summary.entries} entries in all`,
+        `BPF maps: cascade_policy ${summary.bpf.policyEntries} entries, cascade_endpoints ${summary.bpf.endpointEntries}, cascade_ipcache ${summary.bpf.ipcacheEntries} (${summary.bpf.bytes} bytes of keys and values)`,
       ];
       for (const r of report) {
         lines.push('', `${r.endpoint} ${r.ips.join(',')} identity ${r.identity}`);
+        lines.push(`  bpf cascade_endpoints[${r.ips[0]}] = ${r.bpfEndpoint}`);
         for (const d of r.directions) {
           for (const layer of ['admin', 'lower'] as const) {
             lines.push(
-              `  ${d.direction} ${layer} table ${d[layer].table} (${d[layer].entries.length} entries)`,
+              `  ${d.direction} ${layer} table ${d[layer].table} = BPF table ${d[layer].bpfTable} (${d[layer].entries.length} entries)`,
             );
-            for (const e of d[layer].entries) lines.push(`    ${e}`);
+            d[layer].entries.forEach((e, i) => {
+              lines.push(`    ${e}`);
+              const b = d[layer].bpf[i];
+              if (b) lines.push(`      bpf ${b.decoded}`);
+            });
           }
         }
       }
