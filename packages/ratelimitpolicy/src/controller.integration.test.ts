@@ -143,6 +143,8 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
     await controller.idle();
     // one EffectivePolicy (api) and the changed policy's status (generation) at most
     expect(controller.writes.get() - before).toBeLessThanOrEqual(2);
+    // The change was reconciled incrementally: one route, not all of them.
+    expect(controller.reconcileStats.incremental).toBeGreaterThan(0);
     await env.call('DELETE', `${RLP}/api-own`);
     await until('api back to the default only', async () => {
       const o = await get(`${EP}/ratelimitpolicy-httproute-api`);
@@ -150,6 +152,14 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
         ? o
         : undefined;
     });
+    // What the incremental reconciles left is exactly what a full pass wants: a full resync writes nothing.
+    await controller.idle();
+    const settled = controller.writes.get();
+    const fulls = controller.reconcileStats.full;
+    controller.resyncNow();
+    await until('full resync', async () => (controller.reconcileStats.full > fulls ? true : undefined));
+    await controller.idle();
+    expect(controller.writes.get()).toBe(settled);
   });
 
   it('in steady state issues zero writes; a restarted controller converges with zero writes', async () => {

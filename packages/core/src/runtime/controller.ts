@@ -1,6 +1,11 @@
 // The policy controller for one kind: informers feed the engine, one coalesced reconcile publishes
 // EffectivePolicies and policy status by server-side apply, and only when the desired content differs
 // from the live object (steady state: zero writes). Only the lease holder writes.
+//
+// The reconcile is incremental: the engine's FlushReport names the paths and policies a change can
+// affect, so only those routes' EffectivePolicies and those policies' statuses are recomputed and
+// compared. A full pass (every object, orphans included) runs on start, on gaining the lease and on
+// every resync interval. Work that failed stays pending and is retried with backoff.
 
 import type { Server } from 'node:http';
 import { hostname } from 'node:os';
@@ -8,10 +13,10 @@ import { isEqual } from 'lodash-es';
 import { buildEffectivePolicy, EFFECTIVE_GROUP, MANAGED_BY } from '../effective/effective-policy.ts';
 import type { PolicyKind } from '../kind.ts';
 import { PolicyEngine } from '../merge/engine.ts';
-import type { ChainResult } from '../merge/fold.ts';
+import { type ChainResult, resolveChain } from '../merge/fold.ts';
 import { type Condition, policyConditions } from '../status/conditions.ts';
 import { convertTopology } from '../topology/from-k8s.ts';
-import { gatewayKey, type PathRef, routeKey } from '../topology/types.ts';
+import { type PathRef, pathKey, routeKey } from '../topology/types.ts';
 import type { KubeClient, KubeObject } from './client.ts';
 import { Informer, type InformerEvent } from './informer.ts';
 import { LeaderElector } from './leader.ts';
@@ -28,7 +33,11 @@ export interface ControllerOptions {
   identity?: string;
   metricsPort?: number;
   log?: Logger;
+  /** Full reconcile (every object compared, orphans collected) at least this often. Default 600. */
+  resyncSeconds?: number;
 }
+
+type EffectivePolicyObject = ReturnType<typeof buildEffectivePolicy>;
 
 const GW = '/apis/gateway.networking.k8s.io/v1';
 
@@ -54,6 +63,19 @@ export class PolicyController {
   private readonly log: Logger;
   private server?: Server;
   private started = false;
+  /** Next reconcile compares everything (start, new leader, periodic resync). */
+  private full = true;
+  private resyncTimer?: NodeJS.Timeout;
+  /** Desired EffectivePolicies by ns/name, kept between reconciles. */
+  private readonly desired = new Map<string, EffectivePolicyObject>();
+  /** Route object key -> the ns/name of its EffectivePolicy. */
+  private readonly routeEffective = new Map<string, string>();
+  /** Gateway-level EffectivePolicy keys. */
+  private gatewayEffective = new Set<string>();
+  private readonly pendingRoutes = new Set<string>();
+  private readonly pendingPolicies = new Set<string>();
+  private readonly pendingEffective = new Set<string>();
+  readonly reconcileStats = { full: 0, incremental: 0, lastRoutes: 0, lastPolicies: 0 };
 
   constructor(opts: ControllerOptions) {
     this.opts = opts;
@@ -84,6 +106,9 @@ export class PolicyController {
           name: o.metadata.name,
           error: (conv as { error: string }).error,
         });
+      // A route event always re-checks its EffectivePolicy (a new uid must reach the owner reference).
+      if (kind === 'HTTPRoute' || kind === 'GRPCRoute')
+        this.pendingRoutes.add(routeKey(kind, o.metadata.namespace ?? 'default', o.metadata.name));
       this.queue.add('sync');
     };
     for (const [path, kind] of [
@@ -106,12 +131,17 @@ export class PolicyController {
           metadata: { ...o.metadata, namespace: o.metadata.namespace ?? 'default' },
           spec: o.spec,
         } as never);
+      // Status carries observedGeneration: every event re-checks this policy's status.
+      this.pendingPolicies.add(`${k.kind}:${o.metadata.namespace ?? 'default'}/${o.metadata.name}`);
       this.queue.add('sync');
     });
     this.effective = new Informer(
       c,
       `/apis/${EFFECTIVE_GROUP}/v1alpha1/effectivepolicies?labelSelector=${encodeURIComponent(`${MANAGED_BY}=${opts.name}`)}`,
-      () => this.queue.add('sync'),
+      (_t, o) => {
+        this.pendingEffective.add(`${o.metadata.namespace}/${o.metadata.name}`);
+        this.queue.add('sync');
+      },
     );
     this.informers.push(this.policies, this.effective);
     this.metrics.gauge('cascade_queue_depth', 'Keys waiting for a reconcile', () => this.queue.depth);
@@ -126,7 +156,10 @@ export class PolicyController {
       opts.leaseDurationSeconds ?? 15,
       (leader) => {
         this.log('info', leader ? 'became leader' : 'lost leadership');
-        if (leader) this.queue.add('sync');
+        if (leader) {
+          this.full = true;
+          this.queue.add('sync');
+        }
       },
     );
   }
@@ -145,6 +178,14 @@ export class PolicyController {
       this.server = await this.metrics.serve(this.opts.metricsPort, () => this.ready);
     while (!this.informers.every((i) => i.synced)) await new Promise((r) => setTimeout(r, 50));
     this.started = true;
+    this.resyncTimer = setInterval(
+      () => {
+        this.full = true;
+        this.queue.add('sync');
+      },
+      (this.opts.resyncSeconds ?? 600) * 1000,
+    );
+    this.resyncTimer.unref();
     this.elector.start();
     this.log('info', 'caches synced', { kind: this.opts.kind.kind });
   }
@@ -152,12 +193,19 @@ export class PolicyController {
   /** Graceful stop: no new work, finish in-flight reconciles, release the lease. */
   async stop(opts: { releaseLease?: boolean } = {}): Promise<void> {
     for (const i of this.informers) i.stop();
+    clearInterval(this.resyncTimer);
     this.queue.stop();
     await this.queue.drain();
     // releaseLease false: leave as a killed process would (the lease expires on its own).
     if (opts.releaseLease === false) this.elector.abandon();
     else await this.elector.release();
     await new Promise((r) => (this.server ? this.server.close(r) : r(undefined)));
+  }
+
+  /** Next reconcile compares every object (what the periodic resync does). */
+  resyncNow(): void {
+    this.full = true;
+    this.queue.add('sync');
   }
 
   /** Waits until nothing is queued or running (tests). */
@@ -168,38 +216,70 @@ export class PolicyController {
   private async reconcile(): Promise<void> {
     if (!this.ready || !this.elector.leader) return;
     const t0 = process.hrtime.bigint();
-    this.engine.flush();
-    await this.publishEffective();
-    await this.publishStatus();
-    this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+    // Pending sets survive a failed reconcile: the retry does the same work again.
+    const report = this.engine.flush();
+    for (const pk of [...report.changed, ...report.removed]) {
+      const bar = pk.indexOf('|');
+      const hash = pk.indexOf('#', bar);
+      this.pendingRoutes.add(pk.slice(bar + 1, hash < 0 ? undefined : hash));
+    }
+    for (const id of report.policies) this.pendingPolicies.add(id);
+    const full = this.full;
+    this.full = false;
+    try {
+      const routes = full ? undefined : [...this.pendingRoutes];
+      const policies = full ? undefined : [...this.pendingPolicies];
+      const effective = full ? undefined : [...this.pendingEffective];
+      this.pendingRoutes.clear();
+      this.pendingPolicies.clear();
+      this.pendingEffective.clear();
+      try {
+        await this.publishEffective(routes, effective);
+        await this.publishStatus(policies);
+      } catch (e) {
+        // Keep what was not done for the retry (conservatively: all of it).
+        if (full) this.full = true;
+        for (const r of routes ?? []) this.pendingRoutes.add(r);
+        for (const p of policies ?? []) this.pendingPolicies.add(p);
+        for (const k of effective ?? []) this.pendingEffective.add(k);
+        throw e;
+      }
+      if (full) this.reconcileStats.full++;
+      else this.reconcileStats.incremental++;
+      this.reconcileStats.lastRoutes = routes?.length ?? -1;
+      this.reconcileStats.lastPolicies = policies?.length ?? -1;
+    } finally {
+      this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+    }
   }
 
-  private desiredEffective(): Map<string, ReturnType<typeof buildEffectivePolicy>> {
-    const k = this.opts.kind;
-    const byRoute = new Map<string, [PathRef, ChainResult][]>();
-    for (const [path, r] of this.engine.results()) {
-      const key = routeKey(path.route.kind, path.route.namespace, path.route.name);
-      let l = byRoute.get(key);
-      if (!l) byRoute.set(key, (l = []));
-      l.push([path, r]);
+  private uidOf(path: string, ns: string, name: string): string | undefined {
+    return this.informers.find((i) => i.path.endsWith(path))?.cache.get(`${ns}/${name}`)?.metadata.uid;
+  }
+
+  /** The desired EffectivePolicy of one route (undefined: none, nothing applies to it). */
+  private routeDesired(route: string): EffectivePolicyObject | undefined {
+    const results: [PathRef, ChainResult][] = [];
+    for (const pk of this.engine.topology.routePathKeys(route)) {
+      const path = this.engine.topology.paths.get(pk);
+      const r = this.engine.result(pk);
+      if (path && r) results.push([path, r]);
     }
-    const out = new Map<string, ReturnType<typeof buildEffectivePolicy>>();
-    const uidOf = (path: string, ns: string, name: string) =>
-      this.informers.find((i) => i.path.endsWith(path))?.cache.get(`${ns}/${name}`)?.metadata.uid;
-    for (const [key, results] of byRoute) {
-      if (results.every(([, r]) => r.rules.size === 0 && r.lost.length === 0)) continue;
-      const p = results[0]![0].route;
-      const uid = uidOf(p.kind === 'HTTPRoute' ? '/httproutes' : '/grpcroutes', p.namespace, p.name);
-      const ep = buildEffectivePolicy(
-        k,
-        this.opts.name,
-        { kind: p.kind, namespace: p.namespace, name: p.name, ...(uid ? { uid } : {}) },
-        results,
-      );
-      out.set(`${ep.metadata.namespace}/${ep.metadata.name}`, ep);
-      void key;
-    }
-    // Gateway level: what the gateway-class, gateway and listener policies make of each listener.
+    if (results.length === 0 || results.every(([, r]) => r.rules.size === 0 && r.lost.length === 0))
+      return undefined;
+    const p = results[0]![0].route;
+    const uid = this.uidOf(p.kind === 'HTTPRoute' ? '/httproutes' : '/grpcroutes', p.namespace, p.name);
+    return buildEffectivePolicy(
+      this.opts.kind,
+      this.opts.name,
+      { kind: p.kind, namespace: p.namespace, name: p.name, ...(uid ? { uid } : {}) },
+      results.sort((a, b) => (pathKey(a[0]) < pathKey(b[0]) ? -1 : 1)),
+    );
+  }
+
+  /** Gateway level: what the gateway-class, gateway and listener policies make of each listener. */
+  private gatewaysDesired(): Map<string, EffectivePolicyObject> {
+    const out = new Map<string, EffectivePolicyObject>();
     for (const gw of this.engine.topology.gateways.values()) {
       const results: [PathRef, ChainResult][] = [];
       for (const l of gw.listeners) {
@@ -214,53 +294,103 @@ export class PolicyController {
         if (chain.length === 0) continue;
         results.push([
           { ...path, route: { kind: 'HTTPRoute', namespace: '', name: '*' }, rule: '*' },
-          resolveChainFor(this.engine, chain),
+          resolveChain(chain, this.engine.kind.sections),
         ]);
       }
       if (results.length === 0) continue;
-      const uid = uidOf('/gateways', gw.namespace, gw.name);
+      const uid = this.uidOf('/gateways', gw.namespace, gw.name);
       const ep = buildEffectivePolicy(
-        k,
+        this.opts.kind,
         this.opts.name,
         { kind: 'Gateway', namespace: gw.namespace, name: gw.name, ...(uid ? { uid } : {}) },
         results,
       );
       out.set(`${ep.metadata.namespace}/${ep.metadata.name}`, ep);
-      void gatewayKey;
     }
     return out;
   }
 
-  private async publishEffective(): Promise<void> {
-    const c = this.opts.client;
-    const desired = this.desiredEffective();
-    const base = (ns: string) => `/apis/${EFFECTIVE_GROUP}/v1alpha1/namespaces/${ns}/effectivepolicies`;
-    for (const [key, ep] of desired) {
-      const live = this.effective.cache.get(key);
-      if (live && isEqual(live.spec, ep.spec) && isEqual(live.metadata.labels, ep.metadata.labels)) {
-        this.skipped.inc();
-        continue;
+  /**
+   * Recomputes the desired EffectivePolicies of `routes` (all when undefined) and of every gateway,
+   * then makes the live objects match for those keys and for `extra` keys (live objects that changed).
+   */
+  private async publishEffective(routes: string[] | undefined, extra: string[] | undefined): Promise<void> {
+    const check = new Set<string>(extra ?? []);
+    if (routes === undefined) {
+      this.desired.clear();
+      this.routeEffective.clear();
+      for (const route of this.engine.topology.routes.keys()) {
+        const ep = this.routeDesired(route);
+        if (!ep) continue;
+        const key = `${ep.metadata.namespace}/${ep.metadata.name}`;
+        this.desired.set(key, ep);
+        this.routeEffective.set(route, key);
       }
-      // Keep the cache at what we wrote: a reconcile before the watch event must not write again.
-      this.effective.cache.set(
-        key,
-        await c.apply(`${base(ep.metadata.namespace)}/${ep.metadata.name}`, ep, this.opts.name),
-      );
-      this.writes.inc();
+    } else {
+      for (const route of routes) {
+        const old = this.routeEffective.get(route);
+        if (old) {
+          this.desired.delete(old);
+          this.routeEffective.delete(route);
+          check.add(old);
+        }
+        const ep = this.routeDesired(route);
+        if (!ep) continue;
+        const key = `${ep.metadata.namespace}/${ep.metadata.name}`;
+        this.desired.set(key, ep);
+        this.routeEffective.set(route, key);
+        check.add(key);
+      }
     }
-    for (const [key, live] of this.effective.cache) {
-      if (desired.has(key) || live.metadata.labels?.['cascade.dev/policy-kind'] !== this.opts.kind.kind)
-        continue;
-      await c.request('DELETE', `${base(live.metadata.namespace!)}/${live.metadata.name}`).catch((e) => {
-        if ((e as { status?: number }).status !== 404) throw e;
-      });
-      this.writes.inc();
+    for (const key of this.gatewayEffective) {
+      this.desired.delete(key);
+      check.add(key);
+    }
+    const gateways = this.gatewaysDesired();
+    for (const [key, ep] of gateways) {
+      this.desired.set(key, ep);
+      check.add(key);
+    }
+    this.gatewayEffective = new Set(gateways.keys());
+    const keys =
+      routes === undefined ? new Set([...this.desired.keys(), ...this.effective.cache.keys()]) : check;
+
+    const c = this.opts.client;
+    const base = (ns: string) => `/apis/${EFFECTIVE_GROUP}/v1alpha1/namespaces/${ns}/effectivepolicies`;
+    for (const key of keys) {
+      const ep = this.desired.get(key);
+      const live = this.effective.cache.get(key);
+      if (ep) {
+        if (live && isEqual(live.spec, ep.spec) && isEqual(live.metadata.labels, ep.metadata.labels)) {
+          this.skipped.inc();
+          continue;
+        }
+        // Keep the cache at what we wrote: a reconcile before the watch event must not write again.
+        this.effective.cache.set(
+          key,
+          await c.apply(`${base(ep.metadata.namespace)}/${ep.metadata.name}`, ep, this.opts.name),
+        );
+        this.writes.inc();
+      } else if (live && live.metadata.labels?.['cascade.dev/policy-kind'] === this.opts.kind.kind) {
+        await c.request('DELETE', `${base(live.metadata.namespace!)}/${live.metadata.name}`).catch((e) => {
+          if ((e as { status?: number }).status !== 404) throw e;
+        });
+        this.effective.cache.delete(key);
+        this.writes.inc();
+      }
     }
   }
 
-  private async publishStatus(): Promise<void> {
+  /** Status of `ids` (policy ids; all when undefined), written only where the conditions differ. */
+  private async publishStatus(ids: string[] | undefined): Promise<void> {
     const k = this.opts.kind;
-    for (const [key, live] of this.policies.cache) {
+    const keys =
+      ids === undefined
+        ? [...this.policies.cache.keys()]
+        : ids.filter((id) => id.startsWith(`${k.kind}:`)).map((id) => id.slice(k.kind.length + 1));
+    for (const key of keys) {
+      const live = this.policies.cache.get(key);
+      if (!live) continue; // deleted meanwhile: nothing to write
       const [ns, name] = key.split('/') as [string, string];
       const id = `${k.kind}:${ns}/${name}`;
       const liveConds =
@@ -296,12 +426,6 @@ export class PolicyController {
       this.writes.inc();
     }
   }
-}
-
-import { resolveChain } from '../merge/fold.ts';
-
-function resolveChainFor(engine: PolicyEngine, chain: ReturnType<PolicyEngine['chainOf']>): ChainResult {
-  return resolveChain(chain, engine.kind.sections);
 }
 
 /**
