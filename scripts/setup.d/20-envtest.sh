@@ -11,17 +11,21 @@ cache=${CASCADE_CACHE:-$HOME/.cache/cascade}/envtest
 crds="$cache/crds"
 GATEWAY_API=${GATEWAY_API:-v1.4.0}
 NETPOL_API=${NETPOL_API:-v0.1.7}
-stamp="$crds/.stamp-$GATEWAY_API-$NETPOL_API-experimental"
+# ClusterNetworkPolicy (v1alpha2) lives in the v0.2.x line; ANP/BANP (v1alpha1) in v0.1.x.
+NETPOL_API_V2=${NETPOL_API_V2:-v0.2.0}
+stamp="$crds/.stamp-$GATEWAY_API-$NETPOL_API-$NETPOL_API_V2-experimental"
 if [[ ! -f $stamp ]]; then
   command -v go >/dev/null || { log "go is missing: cannot fetch the CRDs; the integration tests will fail"; exit 0; }
-  log "fetching CRDs: sigs.k8s.io/gateway-api@$GATEWAY_API, sigs.k8s.io/network-policy-api@$NETPOL_API"
+  log "fetching CRDs: sigs.k8s.io/gateway-api@$GATEWAY_API, sigs.k8s.io/network-policy-api@$NETPOL_API and @$NETPOL_API_V2"
   rm -rf "$crds" && mkdir -p "$crds"
   dir() { (cd "$cache" && GOFLAGS=-mod=mod go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'); }
   gw=$(dir "sigs.k8s.io/gateway-api@$GATEWAY_API")
   np=$(dir "sigs.k8s.io/network-policy-api@$NETPOL_API")
+  np2=$(dir "sigs.k8s.io/network-policy-api@$NETPOL_API_V2")
   cp "$gw"/config/crd/standard/gateway.networking.k8s.io_{gatewayclasses,gateways,httproutes,grpcroutes,referencegrants}.yaml "$crds/"
   # experimental: the superset with nodes, networks and namedPort, which the resolver supports
   cp "$np"/config/crd/experimental/policy.networking.k8s.io_*.yaml "$crds/"
+  cp "$np2"/config/crd/experimental/policy.networking.k8s.io_clusternetworkpolicies.yaml "$crds/"
   chmod u+w "$crds"/*.yaml
   touch "$stamp"
 fi

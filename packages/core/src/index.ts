@@ -3,6 +3,7 @@
 export * from './effective/crd.ts';
 export * from './effective/effective-policy.ts';
 export * from './effective/path-result.ts';
+export * from './effective/rbac.ts';
 export * from './kind.ts';
 export * from './merge/cel.ts';
 export * from './merge/engine.ts';
@@ -18,6 +19,7 @@ export * from './runtime/informer.ts';
 export * from './runtime/leader.ts';
 export * from './runtime/metrics.ts';
 export * from './runtime/queue.ts';
+export * from './runtime/tracing.ts';
 export * from './status/conditions.ts';
 export * from './topology/from-k8s.ts';
 export * from './topology/hostnames.ts';

@@ -157,7 +157,8 @@ const cnpRule = (peerField: 'from' | 'to') =>
   z.object({
     name: z.string().max(100).optional(),
     action: z.enum(['Accept', 'Deny', 'Pass']),
-    [peerField]: z.array(anpPeer).min(1).max(25),
+    // As in ANP, ingress peers are namespaces or pods only (network-policy-api v0.2.x CRD).
+    [peerField]: z.array(peerField === 'from' ? anpIngressPeer : anpPeer).min(1).max(25),
     protocols: z.array(cnpProtocol).min(1).max(25).optional(),
   });
 export const clusterNetworkPolicySpecSchema = z.object({

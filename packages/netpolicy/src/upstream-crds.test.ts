@@ -7,7 +7,11 @@ import { apiServerTestsEnabled, envtestPaths } from '@cascade/envtest';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { adminNetworkPolicySpecSchema, baselineAdminNetworkPolicySpecSchema } from './model.ts';
+import {
+  adminNetworkPolicySpecSchema,
+  baselineAdminNetworkPolicySpecSchema,
+  clusterNetworkPolicySpecSchema,
+} from './model.ts';
 
 type Schema = { properties?: Record<string, Schema>; items?: Schema; additionalProperties?: Schema };
 
@@ -50,6 +54,11 @@ describe.skipIf(!apiServerTestsEnabled())('zod schemas vs upstream network-polic
       'BaselineAdminNetworkPolicy',
       'policy.networking.k8s.io_baselineadminnetworkpolicies.yaml',
       baselineAdminNetworkPolicySpecSchema,
+    ],
+    [
+      'ClusterNetworkPolicy (v1alpha2, network-policy-api v0.2.x)',
+      'policy.networking.k8s.io_clusternetworkpolicies.yaml',
+      clusterNetworkPolicySpecSchema,
     ],
   ])('%s: no invented field, no unlisted upstream field', (_kind, file, schema) => {
     const up = upstream(file);

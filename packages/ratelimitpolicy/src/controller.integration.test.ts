@@ -1,15 +1,33 @@
 // Integration tests against a real kube-apiserver (tools/envtest): the RateLimitPolicy controller
 // publishes EffectivePolicies and status, converges on changes, issues no writes in steady state,
 // survives a restart and an API server restart, and keeps working next to invalid policies.
-import { effectivePolicyCrd, KubeClient, PolicyController, policyCrd } from '@cascade/core';
+import {
+  controllerBinding,
+  controllerClusterRole,
+  editClusterRole,
+  effectivePolicyCrd,
+  KubeClient,
+  PolicyController,
+  policyCrd,
+  viewClusterRole,
+} from '@cascade/core';
 import { apiServerTestsEnabled, Envtest } from '@cascade/envtest';
 import { KubeConfig } from '@kubernetes/client-node';
+import { trace } from '@opentelemetry/api';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimitPolicyKind } from './kind.ts';
 
 const RLP = '/apis/cascade.dev/v1alpha1/namespaces/team/ratelimitpolicies';
 const EP = '/apis/cascade.dev/v1alpha1/namespaces/team/effectivepolicies';
 const lim = (n: number) => ({ rates: [{ limit: n, window: '1m' }] });
+// Reconcile spans, as an OpenTelemetry collector would receive them.
+const spans = new InMemorySpanExporter();
+trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }));
 
 async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -143,8 +161,19 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
     await controller.idle();
     // one EffectivePolicy (api) and the changed policy's status (generation) at most
     expect(controller.writes.get() - before).toBeLessThanOrEqual(2);
-    // The change was reconciled incrementally: one route, not all of them.
+    // The change was reconciled incrementally: one route, not all of them; its span says so.
     expect(controller.reconcileStats.incremental).toBeGreaterThan(0);
+    const wrote = spans
+      .getFinishedSpans()
+      .filter((x) => x.name === 'reconcile' && x.attributes['cascade.outcome'] === 'incremental')
+      .filter((x) => (x.attributes['cascade.writes'] as number) > 0);
+    expect(wrote.length).toBeGreaterThan(0);
+    expect(wrote.at(-1)!.attributes).toMatchObject({
+      'cascade.kind': 'RateLimitPolicy',
+      'cascade.key': 'sync',
+      'cascade.full': false,
+      'cascade.routes': 1,
+    });
     await env.call('DELETE', `${RLP}/api-own`);
     await until('api back to the default only', async () => {
       const o = await get(`${EP}/ratelimitpolicy-httproute-api`);
@@ -223,6 +252,80 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
       40_000,
     );
   }, 90_000);
+
+  it('RBAC: view reads EffectivePolicies but cannot write them; the controller has what it uses, no more', async () => {
+    const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+    for (const role of [
+      viewClusterRole([rateLimitPolicyKind]),
+      editClusterRole([rateLimitPolicyKind]),
+      controllerClusterRole(rateLimitPolicyKind, 'ratelimitpolicy-controller'),
+    ])
+      expect((await env.call('POST', `${RBAC}/clusterroles`, role)).status).toBe(201);
+    expect(
+      (
+        await env.call(
+          'POST',
+          `${RBAC}/clusterrolebindings`,
+          controllerBinding('ratelimitpolicy-controller', 'cascade-system'),
+        )
+      ).status,
+    ).toBe(201);
+    // The aggregation into `view` is kube-controller-manager's job (not running here): bind the role
+    // to a user directly and check the label that aggregation selects on.
+    expect(
+      (viewClusterRole([rateLimitPolicyKind]).metadata as { labels: Record<string, string> }).labels[
+        'rbac.authorization.k8s.io/aggregate-to-view'
+      ],
+    ).toBe('true');
+    await env.call('POST', `${RBAC}/clusterrolebindings`, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'alice-view' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cascade-view' },
+      subjects: [{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }],
+    });
+    const can = async (user: string, verb: string, resource: string, group: string, subresource = '') => {
+      const r = await env.call('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: {
+          user,
+          ...(user.startsWith('system:serviceaccount:')
+            ? { groups: ['system:serviceaccounts', 'system:authenticated'] }
+            : { groups: ['system:authenticated'] }),
+          resourceAttributes: { namespace: 'team', verb, group, resource, subresource },
+        },
+      });
+      return (r.body as { status: { allowed: boolean } }).status.allowed;
+    };
+    const C = 'cascade.dev';
+    expect(await can('alice', 'list', 'effectivepolicies', C)).toBe(true);
+    expect(await can('alice', 'watch', 'effectivepolicies', C)).toBe(true);
+    expect(await can('alice', 'get', 'ratelimitpolicies', C, 'status')).toBe(true);
+    expect(await can('alice', 'create', 'effectivepolicies', C)).toBe(false);
+    expect(await can('alice', 'delete', 'effectivepolicies', C)).toBe(false);
+    expect(await can('alice', 'update', 'ratelimitpolicies', C)).toBe(false);
+    const sa = 'system:serviceaccount:cascade-system:ratelimitpolicy-controller';
+    const GWG = 'gateway.networking.k8s.io';
+    for (const [verb, resource, group, sub] of [
+      ['watch', 'httproutes', GWG, ''],
+      ['list', 'gateways', GWG, ''],
+      ['list', 'namespaces', '', ''],
+      ['list', 'ratelimitpolicies', C, ''],
+      ['patch', 'ratelimitpolicies', C, 'status'],
+      ['patch', 'effectivepolicies', C, ''],
+      ['delete', 'effectivepolicies', C, ''],
+      ['update', 'leases', 'coordination.k8s.io', ''],
+    ] as const)
+      expect(await can(sa, verb, resource, group, sub), `${verb} ${resource}/${sub}`).toBe(true);
+    for (const [verb, resource, group] of [
+      ['update', 'ratelimitpolicies', C],
+      ['get', 'secrets', ''],
+      ['patch', 'httproutes', GWG],
+      ['list', 'authpolicies', C],
+    ] as const)
+      expect(await can(sa, verb, resource, group), `${verb} ${resource}`).toBe(false);
+  });
 
   it('two replicas: only the leader writes; the other takes over within the lease duration', async () => {
     const second = newController('c');

@@ -5,6 +5,7 @@ import { effectiveCommand } from './commands/effective.ts';
 import { explainCommand } from './commands/explain.ts';
 import { graphCommand } from './commands/graph.ts';
 import { lintCommand } from './commands/lint.ts';
+import { manifestsCommand } from './commands/manifests.ts';
 import { explainNetpolCommand, mapsCommand, simulateCommand } from './commands/netpol.ts';
 import { statusCommand } from './commands/status.ts';
 
@@ -18,6 +19,7 @@ export const COMMANDS: Command[] = [
   lintCommand,
   diffCommand,
   graphCommand,
+  manifestsCommand,
 ];
 
 function usage(): string {

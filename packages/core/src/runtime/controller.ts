@@ -9,6 +9,7 @@
 
 import type { Server } from 'node:http';
 import { hostname } from 'node:os';
+import { SpanStatusCode } from '@opentelemetry/api';
 import { isEqual } from 'lodash-es';
 import { buildEffectivePolicy, EFFECTIVE_GROUP, MANAGED_BY } from '../effective/effective-policy.ts';
 import type { PolicyKind } from '../kind.ts';
@@ -22,6 +23,7 @@ import { Informer, type InformerEvent } from './informer.ts';
 import { LeaderElector } from './leader.ts';
 import { jsonLogger, type Logger, Metrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
+import { setupTracing, tracer } from './tracing.ts';
 
 export interface ControllerOptions {
   client: KubeClient;
@@ -35,6 +37,25 @@ export interface ControllerOptions {
   log?: Logger;
   /** Full reconcile (every object compared, orphans collected) at least this often. Default 600. */
   resyncSeconds?: number;
+  /** API writes in flight at once within a reconcile. Default 8. */
+  writeConcurrency?: number;
+}
+
+/** Runs `f` over `items` with at most `n` in flight; the first failure stops new work and is thrown. */
+export async function eachLimit<T>(items: Iterable<T>, n: number, f: (x: T) => Promise<void>): Promise<void> {
+  const it = items[Symbol.iterator]();
+  let failed: { e: unknown } | undefined;
+  const worker = async () => {
+    for (let next = it.next(); !next.done && !failed; next = it.next()) {
+      try {
+        await f(next.value);
+      } catch (e) {
+        failed ??= { e };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, n) }, worker));
+  if (failed) throw failed.e;
 }
 
 type EffectivePolicyObject = ReturnType<typeof buildEffectivePolicy>;
@@ -76,6 +97,9 @@ export class PolicyController {
   private readonly pendingPolicies = new Set<string>();
   private readonly pendingEffective = new Set<string>();
   readonly reconcileStats = { full: 0, incremental: 0, lastRoutes: 0, lastPolicies: 0 };
+  private get writeConcurrency(): number {
+    return this.opts.writeConcurrency ?? 8;
+  }
 
   constructor(opts: ControllerOptions) {
     this.opts = opts;
@@ -213,8 +237,45 @@ export class PolicyController {
     await this.queue.drain();
   }
 
-  private async reconcile(): Promise<void> {
-    if (!this.ready || !this.elector.leader) return;
+  /** One span per reconcile: kind, key, full or incremental, what it looked at, what it wrote, outcome. */
+  private reconcile(): Promise<void> {
+    return tracer().startActiveSpan(
+      'reconcile',
+      {
+        attributes: {
+          'cascade.kind': this.opts.kind.kind,
+          'cascade.key': 'sync',
+          'cascade.controller': this.opts.name,
+        },
+      },
+      async (span) => {
+        const writes = this.writes.get();
+        const skipped = this.skipped.get();
+        try {
+          const outcome = await this.reconcileOnce();
+          span.setAttributes({
+            'cascade.outcome': outcome,
+            'cascade.full': outcome === 'full',
+            'cascade.routes': this.reconcileStats.lastRoutes,
+            'cascade.policies': this.reconcileStats.lastPolicies,
+            'cascade.writes': this.writes.get() - writes,
+            'cascade.writes_skipped': this.skipped.get() - skipped,
+          });
+        } catch (e) {
+          span.setAttributes({ 'cascade.outcome': 'error', 'cascade.writes': this.writes.get() - writes });
+          span.recordException(e as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: String(e) });
+          throw e;
+        } finally {
+          span.end();
+        }
+      },
+    );
+  }
+
+  private async reconcileOnce(): Promise<'not-ready' | 'not-leader' | 'full' | 'incremental'> {
+    if (!this.ready) return 'not-ready';
+    if (!this.elector.leader) return 'not-leader';
     const t0 = process.hrtime.bigint();
     // Pending sets survive a failed reconcile: the retry does the same work again.
     const report = this.engine.flush();
@@ -248,6 +309,7 @@ export class PolicyController {
       else this.reconcileStats.incremental++;
       this.reconcileStats.lastRoutes = routes?.length ?? -1;
       this.reconcileStats.lastPolicies = policies?.length ?? -1;
+      return full ? 'full' : 'incremental';
     } finally {
       this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
     }
@@ -357,13 +419,13 @@ export class PolicyController {
 
     const c = this.opts.client;
     const base = (ns: string) => `/apis/${EFFECTIVE_GROUP}/v1alpha1/namespaces/${ns}/effectivepolicies`;
-    for (const key of keys) {
+    await eachLimit(keys, this.writeConcurrency, async (key) => {
       const ep = this.desired.get(key);
       const live = this.effective.cache.get(key);
       if (ep) {
         if (live && isEqual(live.spec, ep.spec) && isEqual(live.metadata.labels, ep.metadata.labels)) {
           this.skipped.inc();
-          continue;
+          return;
         }
         // Keep the cache at what we wrote: a reconcile before the watch event must not write again.
         this.effective.cache.set(
@@ -378,7 +440,7 @@ export class PolicyController {
         this.effective.cache.delete(key);
         this.writes.inc();
       }
-    }
+    });
   }
 
   /** Status of `ids` (policy ids; all when undefined), written only where the conditions differ. */
@@ -388,9 +450,9 @@ export class PolicyController {
       ids === undefined
         ? [...this.policies.cache.keys()]
         : ids.filter((id) => id.startsWith(`${k.kind}:`)).map((id) => id.slice(k.kind.length + 1));
-    for (const key of keys) {
+    await eachLimit(keys, this.writeConcurrency, async (key) => {
       const live = this.policies.cache.get(key);
-      if (!live) continue; // deleted meanwhile: nothing to write
+      if (!live) return; // deleted meanwhile: nothing to write
       const [ns, name] = key.split('/') as [string, string];
       const id = `${k.kind}:${ns}/${name}`;
       const liveConds =
@@ -410,7 +472,7 @@ export class PolicyController {
         (cs as Record<string, unknown>[]).map(({ lastTransitionTime: _t, ...rest }) => rest);
       if (isEqual(strip(liveConds), strip(conds))) {
         this.skipped.inc();
-        continue;
+        return;
       }
       const applied = await this.opts.client.apply(
         `/apis/${k.group}/${k.version}/namespaces/${ns}/${k.plural}/${name}/status`,
@@ -424,7 +486,7 @@ export class PolicyController {
       );
       this.policies.cache.set(key, applied);
       this.writes.inc();
-    }
+    });
   }
 }
 
@@ -444,7 +506,15 @@ export async function runPolicyController(kind: PolicyKind, name: string): Promi
     leaseNamespace: process.env.POD_NAMESPACE ?? 'cascade-system',
     metricsPort: Number(process.env.METRICS_PORT ?? 8080),
   });
+  const stopTracing = setupTracing(name);
   await controller.start();
-  process.on('SIGTERM', () => void controller.stop().then(() => process.exit(0)));
+  process.on(
+    'SIGTERM',
+    () =>
+      void controller
+        .stop()
+        .then(() => stopTracing?.())
+        .then(() => process.exit(0)),
+  );
   return controller;
 }

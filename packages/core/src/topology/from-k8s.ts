@@ -24,7 +24,7 @@ const selector = z.object({
     .optional(),
 });
 
-const gatewaySpec = z.object({
+export const gatewaySpec = z.object({
   gatewayClassName: z.string().min(1),
   listeners: z
     .array(
@@ -46,7 +46,7 @@ const gatewaySpec = z.object({
     .min(1),
 });
 
-const routeSpec = z.object({
+export const routeSpec = z.object({
   hostnames: z.array(z.string()).optional(),
   parentRefs: z
     .array(

@@ -1,0 +1,83 @@
+// RBAC for the policy kinds and EffectivePolicy. Users read EffectivePolicies through the built-in
+// `view` role (and so `edit` and `admin`, which include it) by aggregation; only the controllers
+// write them. Policy kinds are edited by whoever has `edit`/`admin` in the namespace. Each
+// controller gets exactly what its reconcile uses.
+import type { PolicyKind } from '../kind.ts';
+import { EFFECTIVE_GROUP } from './effective-policy.ts';
+
+const AGGREGATE = 'rbac.authorization.k8s.io/aggregate-to-';
+const READ = ['get', 'list', 'watch'];
+const GATEWAY_GROUP = 'gateway.networking.k8s.io';
+
+type Obj = Record<string, unknown>;
+
+const clusterRole = (name: string, labels: Record<string, string>, rules: Obj[]): Obj => ({
+  apiVersion: 'rbac.authorization.k8s.io/v1',
+  kind: 'ClusterRole',
+  metadata: { name, labels: { 'app.kubernetes.io/part-of': 'cascade', ...labels } },
+  rules,
+});
+
+/** Read access to EffectivePolicies and the policy kinds (with status), aggregated into `view`. */
+export function viewClusterRole(kinds: readonly PolicyKind[]): Obj {
+  return clusterRole('cascade-view', { [`${AGGREGATE}view`]: 'true' }, [
+    { apiGroups: [EFFECTIVE_GROUP], resources: ['effectivepolicies'], verbs: READ },
+    ...groups(kinds).map(([group, plurals]) => ({
+      apiGroups: [group],
+      resources: plurals.flatMap((p) => [p, `${p}/status`]),
+      verbs: READ,
+    })),
+  ]);
+}
+
+/** Writing the policy kinds (not their status, not EffectivePolicies), aggregated into `edit` and `admin`. */
+export function editClusterRole(kinds: readonly PolicyKind[]): Obj {
+  return clusterRole('cascade-edit', { [`${AGGREGATE}edit`]: 'true', [`${AGGREGATE}admin`]: 'true' }, [
+    ...groups(kinds).map(([group, plurals]) => ({
+      apiGroups: [group],
+      resources: plurals,
+      verbs: ['create', 'update', 'patch', 'delete', 'deletecollection'],
+    })),
+  ]);
+}
+
+/** What one kind's controller needs: read the topology and its policies, write status and EffectivePolicies. */
+export function controllerClusterRole(kind: PolicyKind, controller: string): Obj {
+  return clusterRole(controller, {}, [
+    {
+      apiGroups: [GATEWAY_GROUP],
+      resources: ['gatewayclasses', 'gateways', 'httproutes', 'grpcroutes'],
+      verbs: READ,
+    },
+    { apiGroups: [''], resources: ['namespaces'], verbs: READ },
+    { apiGroups: [kind.group], resources: [kind.plural], verbs: READ },
+    { apiGroups: [kind.group], resources: [`${kind.plural}/status`], verbs: ['get', 'patch', 'update'] },
+    {
+      apiGroups: [EFFECTIVE_GROUP],
+      resources: ['effectivepolicies'],
+      verbs: [...READ, 'create', 'patch', 'update', 'delete'],
+    },
+    {
+      apiGroups: ['coordination.k8s.io'],
+      resources: ['leases'],
+      verbs: [...READ, 'create', 'update', 'patch'],
+    },
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+  ]);
+}
+
+export function controllerBinding(controller: string, namespace: string): Obj {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: controller, labels: { 'app.kubernetes.io/part-of': 'cascade' } },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: controller },
+    subjects: [{ kind: 'ServiceAccount', name: controller, namespace }],
+  };
+}
+
+function groups(kinds: readonly PolicyKind[]): [string, string[]][] {
+  const by = new Map<string, string[]>();
+  for (const k of kinds) by.set(k.group, [...(by.get(k.group) ?? []), k.plural]);
+  return [...by];
+}

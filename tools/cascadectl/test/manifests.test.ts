@@ -1,0 +1,47 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { manifestsYaml } from '../src/commands/manifests.ts';
+
+describe('cascadectl manifests', () => {
+  it('deploy/cascade.yaml is up to date (regenerate: npx cascadectl manifests > deploy/cascade.yaml)', () => {
+    const committed = readFileSync(resolve(import.meta.dirname, '../../../deploy/cascade.yaml'), 'utf8');
+    expect(committed).toBe(manifestsYaml());
+  });
+
+  it('has the CRDs, the aggregated view/edit roles and one least-privilege role per controller', () => {
+    const docs = parseAllDocuments(manifestsYaml()).map((d) => d.toJS() as Record<string, any>);
+    const names = docs.map((d) => `${d.kind}/${d.metadata.name}`);
+    expect(names).toEqual([
+      'Namespace/cascade-system',
+      'CustomResourceDefinition/effectivepolicies.cascade.dev',
+      'CustomResourceDefinition/authpolicies.cascade.dev',
+      'CustomResourceDefinition/ratelimitpolicies.cascade.dev',
+      'ClusterRole/cascade-view',
+      'ClusterRole/cascade-edit',
+      'ServiceAccount/authpolicy-controller',
+      'ClusterRole/authpolicy-controller',
+      'ClusterRoleBinding/authpolicy-controller',
+      'ServiceAccount/ratelimitpolicy-controller',
+      'ClusterRole/ratelimitpolicy-controller',
+      'ClusterRoleBinding/ratelimitpolicy-controller',
+    ]);
+    const view = docs.find((d) => d.metadata.name === 'cascade-view')!;
+    expect(view.metadata.labels['rbac.authorization.k8s.io/aggregate-to-view']).toBe('true');
+    expect(
+      view.rules
+        .flatMap((r: { verbs: string[] }) => r.verbs)
+        .every((v: string) => ['get', 'list', 'watch'].includes(v)),
+    ).toBe(true);
+    const edit = docs.find((d) => d.metadata.name === 'cascade-edit')!;
+    // Users never write EffectivePolicies or policy status.
+    expect(JSON.stringify(edit.rules)).not.toContain('effectivepolicies');
+    expect(JSON.stringify(edit.rules)).not.toContain('/status');
+    const rl = docs.find(
+      (d) => d.kind === 'ClusterRole' && d.metadata.name === 'ratelimitpolicy-controller',
+    )!;
+    expect(JSON.stringify(rl.rules)).not.toContain('authpolicies');
+    expect(JSON.stringify(rl.rules)).not.toContain('secrets');
+  });
+});
