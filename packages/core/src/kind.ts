@@ -2,6 +2,8 @@
 // rules live; core builds the whole spec schema (targets, defaults/overrides blocks, unset) around it,
 // so every kind gets the same D/O surface and core never branches on a kind's name.
 import { z } from 'zod';
+import type { ChainResult, EffectiveRule } from './merge/fold.ts';
+import type { PathRef } from './topology/types.ts';
 
 /** A named rule section inside a rule set, e.g. `limits` or `rules.authentication`. */
 export interface RuleSection {
@@ -41,6 +43,82 @@ export interface PolicyKindDefinition<RuleSet extends z.ZodRawShape = z.ZodRawSh
   validate?: (spec: Record<string, unknown>) => SpecIssue[];
   /** 1 turns the kind into 1:1 attachment: later policies on a taken target are Conflicted. */
   maxPoliciesPerTarget?: number;
+  /**
+   * Downstream objects for one gateway (an enforcement component's configuration), rendered from the
+   * effective results of every path through it, never from a single policy. Pure: the controller
+   * publishes what it returns and deletes what it no longer returns; the CLI prints it.
+   */
+  render?: (ctx: RenderContext) => RenderedObject[];
+  /**
+   * An effective rule's value as published (EffectivePolicy, CLI), when the kind makes something
+   * explicit that depends on where the rule came from (e.g. a rate-limit counter's scope by level).
+   */
+  effectiveValue?: (rule: EffectiveRule) => unknown;
+  /** The resources `render` produces (for the controller's informers and RBAC). */
+  renders?: readonly RenderedResource[];
+}
+
+export interface RenderedResource {
+  group: string;
+  version: string;
+  kind: string;
+  plural: string;
+}
+
+export interface RenderedObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  [field: string]: unknown;
+}
+
+export interface RenderPath {
+  path: PathRef;
+  /** Request hosts of the path: the route's hostnames narrowed by the listener's (`*` for any). */
+  hostnames: string[];
+  result: ChainResult;
+}
+
+export interface RenderContext {
+  gateway: { namespace: string; name: string; uid?: string };
+  /** Every resolved path through the gateway, in path-key order. */
+  paths: RenderPath[];
+  /** The controller's name: objects carry it as `cascade.dev/managed-by`. */
+  controller: string;
+  /** Gateway API ReferenceGrants, for rules that reference objects in another namespace. */
+  referenceGrants: ReferenceGrant[];
+}
+
+/** A gateway.networking.k8s.io ReferenceGrant, as plain data. */
+export interface ReferenceGrant {
+  namespace: string;
+  name: string;
+  from: { group: string; kind: string; namespace: string }[];
+  to: { group: string; kind: string; name?: string }[];
+}
+
+/**
+ * Whether an object of `from` (group, kind, namespace) may reference `to` (group, kind, namespace,
+ * name) under Gateway API's ReferenceGrant rules: same namespace always; otherwise a grant in the
+ * target's namespace must list both.
+ */
+export function referenceAllowed(
+  grants: readonly ReferenceGrant[],
+  from: { group: string; kind: string; namespace: string },
+  to: { group: string; kind: string; namespace: string; name?: string },
+): boolean {
+  if (from.namespace === to.namespace) return true;
+  return grants.some(
+    (g) =>
+      g.namespace === to.namespace &&
+      g.from.some((f) => f.group === from.group && f.kind === from.kind && f.namespace === from.namespace) &&
+      g.to.some((t) => t.group === to.group && t.kind === to.kind && (!t.name || t.name === to.name)),
+  );
 }
 
 export interface PolicyKind extends PolicyKindDefinition {

@@ -158,7 +158,10 @@ const cnpRule = (peerField: 'from' | 'to') =>
     name: z.string().max(100).optional(),
     action: z.enum(['Accept', 'Deny', 'Pass']),
     // As in ANP, ingress peers are namespaces or pods only (network-policy-api v0.2.x CRD).
-    [peerField]: z.array(peerField === 'from' ? anpIngressPeer : anpPeer).min(1).max(25),
+    [peerField]: z
+      .array(peerField === 'from' ? anpIngressPeer : anpPeer)
+      .min(1)
+      .max(25),
     protocols: z.array(cnpProtocol).min(1).max(25).optional(),
   });
 export const clusterNetworkPolicySpecSchema = z.object({

@@ -2,6 +2,7 @@
 // the D/O extensions core provides (targetRefs, unset, condition) and an explicit counter scope.
 import { definePolicyKind, predicateIssues, predicateListSchema } from '@cascade/core';
 import { z } from 'zod';
+import { effectiveLimit, renderLimitador } from './render.ts';
 
 /** Kuadrant's duration format: up to four number+unit groups, e.g. `1m`, `1h30m`, `500ms`. */
 export const WINDOW_PATTERN = /^([0-9]{1,5}(h|m|s|ms)){1,4}$/;
@@ -19,10 +20,12 @@ export const counterSchema = z.strictObject({ expression: z.string().min(1).max(
 
 /**
  * Where one counter is kept. Kuadrant shares a gateway-level limit's counter across every route it
- * reaches, which surprises route owners; here the scope is explicit and defaults by level:
- * `route` (one counter per route), `gateway` (one per gateway, shared by its routes).
+ * reaches, which surprises route owners; here the scope is explicit (and shown in the effective
+ * policy) and defaults by level: a limit from a route-level policy counts per route (`route`), one
+ * from a gateway-level policy per gateway (`gateway`, Kuadrant's sharing); `shared` keeps one counter
+ * for every gateway the limit reaches.
  */
-export const scopeSchema = z.enum(['route', 'gateway']);
+export const scopeSchema = z.enum(['route', 'gateway', 'shared']);
 
 export const limitSchema = z.strictObject({
   rates: z.array(rateSchema).min(1).max(16),
@@ -45,6 +48,9 @@ export const rateLimitPolicyKind = definePolicyKind({
   sections: [{ name: 'limits', path: ['limits'] }],
   contextFields: ['when'],
   validate: (spec) => predicateIssues(spec),
+  render: (ctx) => renderLimitador(ctx),
+  renders: [{ group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps' }],
+  effectiveValue: (rule) => effectiveLimit(rule),
 });
 
 /** Window in seconds (Limitador's `seconds`); sub-second windows round up to 1 s. */

@@ -7,6 +7,7 @@ import { graphCommand } from './commands/graph.ts';
 import { lintCommand } from './commands/lint.ts';
 import { manifestsCommand } from './commands/manifests.ts';
 import { explainNetpolCommand, mapsCommand, simulateCommand } from './commands/netpol.ts';
+import { renderCommand } from './commands/render.ts';
 import { statusCommand } from './commands/status.ts';
 
 export const COMMANDS: Command[] = [
@@ -19,6 +20,7 @@ export const COMMANDS: Command[] = [
   lintCommand,
   diffCommand,
   graphCommand,
+  renderCommand,
   manifestsCommand,
 ];
 

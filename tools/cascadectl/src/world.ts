@@ -1,7 +1,13 @@
 // Builds the engines from loaded manifests exactly as a controller would from its informers: each
 // policy kind gets its own PolicyEngine over the same Gateway API objects.
 import { authPolicyKind } from '@cascade/authpolicy';
-import { PolicyEngine, type PolicyKind, type PolicyObject } from '@cascade/core';
+import {
+  PolicyEngine,
+  type PolicyKind,
+  type PolicyObject,
+  type ReferenceGrant,
+  referenceGrantFromObject,
+} from '@cascade/core';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
 import { convertTopology } from './gateway-api.ts';
 import { type Manifest, where } from './load.ts';
@@ -16,6 +22,7 @@ export interface GatewayWorld {
   policySources: Map<string, Manifest>;
   notes: string[];
   problems: string[];
+  referenceGrants: ReferenceGrant[];
 }
 
 /** Kinds handled elsewhere (network policy) or known and deliberately ignored here. */
@@ -35,6 +42,7 @@ export function buildGatewayWorld(manifests: Manifest[], onlyKind?: string): Gat
     policySources: new Map(),
     notes: [],
     problems: [],
+    referenceGrants: [],
   };
   const engines = [...world.engines.values()];
   for (const m of manifests) {
@@ -50,6 +58,13 @@ export function buildGatewayWorld(manifests: Manifest[], onlyKind?: string): Gat
         else if (t.kind === 'Route') e.upsertRoute(t.value);
         else e.upsertNamespace(t.value);
       }
+      continue;
+    }
+    if (m.kind === 'ReferenceGrant') {
+      const g = referenceGrantFromObject(m);
+      if ('error' in g)
+        world.problems.push(`${where(m.source)} (ReferenceGrant ${m.metadata.name}): ${g.error}`);
+      else world.referenceGrants.push(g);
       continue;
     }
     const policyKind = POLICY_KINDS.find((k) => k.kind === m.kind);

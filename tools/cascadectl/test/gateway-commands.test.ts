@@ -37,8 +37,9 @@ describe('cascadectl effective -o json on examples/gateway', async () => {
 
   it('a route without policies gets the merged 100/min default', () => {
     expect(at(RLP, 'team-a/catalog', 'browse').rules).toEqual({
+      // A gateway-level limit counts per gateway unless it says otherwise: the scope is explicit.
       'limits.global': {
-        value: { rates: [{ limit: 100, window: '1m' }] },
+        value: { rates: [{ limit: 100, window: '1m' }], scope: 'gateway' },
         source: src(RLP, 'infra', 'platform-limits'),
         as: 'default',
       },
@@ -48,7 +49,12 @@ describe('cascadectl effective -o json on examples/gateway', async () => {
   it('a route limit above the cap is clipped to 1000/min, keeping its counters and own predicates', () => {
     const o = at(RLP, 'team-b/orders', 'checkout');
     expect(o.rules['limits.per-user']).toEqual({
-      value: { rates: [{ limit: 1000, window: '1m' }], counters: [{ expression: 'auth.identity.userid' }] },
+      // Still team-b's route-level rule (clipped): its counter stays per route.
+      value: {
+        rates: [{ limit: 1000, window: '1m' }],
+        counters: [{ expression: 'auth.identity.userid' }],
+        scope: 'route',
+      },
       source: src(RLP, 'infra', 'platform-cap'),
       as: 'override',
       context: { when: [{ predicate: 'request.method == "POST"' }] },

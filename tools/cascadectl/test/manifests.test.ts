@@ -11,6 +11,7 @@ describe('cascadectl manifests', () => {
   });
 
   it('has the CRDs, the aggregated view/edit roles and one least-privilege role per controller', () => {
+    // biome-ignore lint/suspicious/noExplicitAny: navigating generated manifests
     const docs = parseAllDocuments(manifestsYaml()).map((d) => d.toJS() as Record<string, any>);
     const names = docs.map((d) => `${d.kind}/${d.metadata.name}`);
     expect(names).toEqual([

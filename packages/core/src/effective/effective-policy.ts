@@ -81,7 +81,7 @@ export function buildEffectivePolicy(
   const groups: { key: PathResult; paths: PathResult['path'][] }[] = [];
   const sources = new Map<string, { kind: string; namespace: string; name: string }>();
   for (const [path, r] of results) {
-    const pr = toPathResult(kind.kind, path, r);
+    const pr = toPathResult(kind.kind, path, r, kind);
     for (const s of r.sources)
       sources.set(`${s.kind}/${s.namespace}/${s.name}`, {
         kind: s.kind,

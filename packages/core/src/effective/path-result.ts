@@ -1,5 +1,6 @@
 // The published unit of resolution: one path's effective rules, in the JSON shape that
 // `cascadectl effective -o json` prints and EffectivePolicy objects store.
+import type { PolicyKind } from '../kind.ts';
 import type { ChainResult, LossReason } from '../merge/fold.ts';
 import type { PolicyRef, RuleOrigin } from '../merge/policy.ts';
 import type { PathRef } from '../topology/types.ts';
@@ -28,10 +29,16 @@ export interface PathResult {
 
 const ref = (r: PolicyRef): PolicyRef => ({ kind: r.kind, namespace: r.namespace, name: r.name });
 
-export function toPathResult(policyKind: string, path: PathRef, result: ChainResult): PathResult {
+export function toPathResult(
+  policyKind: string,
+  path: PathRef,
+  result: ChainResult,
+  kind?: Pick<PolicyKind, 'effectiveValue'>,
+): PathResult {
   const rules: Record<string, PathResultRule> = {};
+  const value = kind?.effectiveValue;
   for (const [key, r] of result.rules) {
-    const entry: PathResultRule = { value: r.value, source: ref(r.source), as: r.as };
+    const entry: PathResultRule = { value: value ? value(r) : r.value, source: ref(r.source), as: r.as };
     if (r.context) entry.context = r.context;
     rules[key] = entry;
   }

@@ -159,7 +159,8 @@ export function resolveChain(ordered: readonly ChainLink[], sections: readonly R
           value: mergePatch(old.value, c.value),
           source: link.policy.ref,
           as: 'override',
-          level: link.level,
+          // The rule is still its author's, only clipped: it keeps the author's level (and context).
+          level: old.level,
           replaced: [lose(old, [link.policy.ref], 'clipped')],
         };
         into.set(old.key, e);

@@ -2,6 +2,7 @@
 // policy attachment are read (others are ignored); a wrong type names the field.
 
 import { z } from 'zod';
+import type { ReferenceGrant } from '../kind.ts';
 import type { GatewayClassObject, GatewayObject, NamespaceObject, RouteObject } from './types.ts';
 
 /** A Kubernetes object as read from the API or a manifest. */
@@ -105,4 +106,18 @@ export function convertTopology(m: TopologyManifest): Converted | { error: strin
     default:
       return undefined;
   }
+}
+
+const referenceGrantSpec = z.object({
+  from: z
+    .array(z.object({ group: z.string(), kind: z.string().min(1), namespace: z.string().min(1) }))
+    .min(1),
+  to: z.array(z.object({ group: z.string(), kind: z.string().min(1), name: z.string().optional() })).min(1),
+});
+
+/** A ReferenceGrant (gateway.networking.k8s.io v1beta1) as plain data, or a field-named error. */
+export function referenceGrantFromObject(m: TopologyManifest): ReferenceGrant | { error: string } {
+  const r = referenceGrantSpec.safeParse(m.spec ?? {});
+  if (!r.success) return { error: issue(r.error) };
+  return { namespace: m.metadata.namespace ?? 'default', name: m.metadata.name, ...r.data };
 }

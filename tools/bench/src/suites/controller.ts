@@ -7,11 +7,12 @@ import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
 import { KubeConfig } from '@kubernetes/client-node';
 import { type Figure, ms, summarize } from '../report.ts';
 
-const ROUTES = 5000;
-const GATEWAYS = 25;
-const POLICIES = 2500;
-const INPUT =
-  '5,000 HTTPRoutes x 3 rules (15,000 paths), 25 gateways, 2,500 RateLimitPolicies, real kube-apiserver';
+/** CONTROLLER_SCALE=0.1 runs a tenth of the issue's size (for a quick look). */
+const SCALE = Number(process.env.CONTROLLER_SCALE ?? 1);
+const ROUTES = Math.round(5000 * SCALE);
+const GATEWAYS = Math.max(1, Math.round(25 * SCALE));
+const POLICIES = Math.round(2500 * SCALE);
+const INPUT = `${ROUTES.toLocaleString('en')} HTTPRoutes x 3 rules (${(ROUTES * 3).toLocaleString('en')} paths), ${GATEWAYS} gateways, ${POLICIES.toLocaleString('en')} RateLimitPolicies, real kube-apiserver`;
 
 async function pool<T>(items: T[], n: number, f: (t: T) => Promise<unknown>): Promise<void> {
   let i = 0;
@@ -32,6 +33,7 @@ export async function run(): Promise<Figure[]> {
     figures.push({ suite: 'controller', name, value, unit, input: INPUT, ...(target ? { target } : {}) });
   const env = await Envtest.start({ crdObjects: [effectivePolicyCrd, policyCrd(rateLimitPolicyKind)] });
   const progress = (m: string) => process.stderr.write(`[bench:controller] ${m}\n`);
+  let stopController = async () => {};
   try {
     const G = 'gateway.networking.k8s.io/v1';
     for (let n = 0; n < 10; n++)
@@ -111,6 +113,7 @@ export async function run(): Promise<Figure[]> {
       log: () => {},
     });
     const t0 = process.hrtime.bigint();
+    stopController = () => controller.stop();
     await controller.start();
     while (!controller.leader) await new Promise((r) => setTimeout(r, 20));
     await new Promise((r) => setTimeout(r, 200));
@@ -163,8 +166,8 @@ export async function run(): Promise<Figure[]> {
     const s = summarize(lat);
     fig('policy change to EffectivePolicy updated: median', s.median, 'ms');
     fig('policy change to EffectivePolicy updated: p99', s.p99, 'ms');
-    await controller.stop();
   } finally {
+    await stopController().catch(() => {});
     await env.stop();
   }
   return figures;

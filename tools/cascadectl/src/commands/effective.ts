@@ -6,7 +6,7 @@ import { kindOption, loadGatewayWorld } from './gateway-common.ts';
 export function pathResults(world: ReturnType<typeof loadGatewayWorld>['world']): PathResult[] {
   const all: PathResult[] = [];
   for (const [kind, engine] of world.engines)
-    for (const [path, r] of engine.results()) all.push(toPathResult(kind, path, r));
+    for (const [path, r] of engine.results()) all.push(toPathResult(kind, path, r, engine.kind));
   return all.sort((a, b) =>
     a.policyKind < b.policyKind ? -1 : a.policyKind > b.policyKind ? 1 : comparePathResults(a, b),
   );

@@ -1,0 +1,218 @@
+// AuthPolicy -> Authorino AuthConfig (authorino.kuadrant.io/v1beta3), rendered from the effective
+// policy of each route through a gateway (never from a single policy).
+//
+// - One AuthConfig per (route, gateway); usually that is one per route. When the route's rules
+//   resolve differently, one per distinct result, named after the first rule of each group.
+// - `spec.hosts`: the route's hostnames narrowed by the listener's, plus an id host
+//   (`<name>.<namespace>.authconfig.cascade.internal`) that a gateway integration uses to pick this
+//   AuthConfig (as Kuadrant's wasm-shim does with its hash host). When a route has several groups,
+//   only the group of its first rule lists the route hostnames (Authorino links a host to one
+//   AuthConfig).
+// - Each evaluator's `when` is its own `when` followed by the top-level `when` of the policy that
+//   wrote it (its context): a default merged into a route keeps its own predicates, and the winning
+//   policy's predicates never gate a rule they did not write.
+//
+// Secret references across namespaces (never copying Secrets): Authorino resolves Secret references
+// (apiKey/x509 selectors, credentialsRef, sharedSecretRef, clientSecretRef, signingKeyRefs) in the
+// AuthConfig's namespace. A rule keeps the meaning its author gave it: its Secrets are looked up in
+// the namespace of the policy that wrote it. So:
+//   - only the route's own namespace is involved: the AuthConfig lives there;
+//   - Secret-referencing rules come from exactly one other namespace X, and a ReferenceGrant in X
+//     allows the route's kind in the route's namespace to reference Secrets: the AuthConfig lives in X;
+//   - otherwise (no grant, or Secret references from several namespaces): the rules that cannot be
+//     resolved safely are left out and a deny-all authorization rule takes their place (fail closed),
+//     with the reason in the `cascade.dev/refused-references` annotation.
+// Rendering a platform default's API-key selector into the route's namespace would let the route's
+// owner mint keys the platform's rule accepts; that is what the rule prevents.
+import { createHash } from 'node:crypto';
+import {
+  type EffectiveRule,
+  type RenderContext,
+  type RenderedObject,
+  type RenderPath,
+  referenceAllowed,
+} from '@cascade/core';
+
+export const AUTHCONFIG_API_VERSION = 'authorino.kuadrant.io/v1beta3';
+
+type Json = Record<string, unknown>;
+
+/** Dotted field paths of the Secret references inside one evaluator value. */
+export function secretReferences(value: unknown, base = ''): string[] {
+  const out: string[] = [];
+  const walk = (v: unknown, path: string, parent: string) => {
+    if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${path}[${i}]`, parent));
+    else if (v && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        const p = path ? `${path}.${k}` : k;
+        if (['credentialsRef', 'sharedSecretRef', 'clientSecretRef', 'signingKeyRefs'].includes(k))
+          out.push(p);
+        else if (k === 'selector' && (parent === 'apiKey' || parent === 'x509')) out.push(p);
+        else walk(x, p, k);
+      }
+    }
+  };
+  walk(value, base, '');
+  return out;
+}
+
+const predicates = (when: unknown): Json[] => (Array.isArray(when) ? (when as Json[]) : []);
+
+/** The evaluator with its own `when` followed by its policy's top-level `when`. */
+function withWhen(r: EffectiveRule): Json {
+  const v = { ...(r.value as Json) };
+  const when = [...predicates(v.when), ...predicates(r.context?.when)];
+  if (when.length) v.when = when;
+  else delete v.when;
+  return v;
+}
+
+function place(spec: Json, r: EffectiveRule): void {
+  const at = (path: string[]) => {
+    let cur = spec;
+    for (const p of path) cur = (cur[p] ??= {}) as Json;
+    return cur;
+  };
+  switch (r.section) {
+    case 'authentication':
+    case 'metadata':
+    case 'authorization':
+    case 'callbacks':
+      at([r.section])[r.name] = withWhen(r);
+      return;
+    case 'response':
+      at(['response'])[r.name] = r.value;
+      return;
+    case 'response.success.headers':
+      at(['response', 'success', 'headers'])[r.name] = withWhen(r);
+      return;
+    case 'response.success.filters':
+      at(['response', 'success', 'filters'])[r.name] = withWhen(r);
+      return;
+    case 'patterns':
+      // Kuadrant's {allOf: [...]} is Authorino's list of pattern expressions.
+      at(['patterns'])[r.name] = (r.value as { allOf: unknown[] }).allOf;
+      return;
+  }
+}
+
+const routeKindGroup = 'gateway.networking.k8s.io';
+const short = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 8);
+
+interface Group {
+  paths: RenderPath[];
+  resultKey: string;
+}
+
+/** render hook: the AuthConfigs of one gateway. */
+export function renderAuthConfigs(ctx: RenderContext): RenderedObject[] {
+  const byRoute = new Map<string, RenderPath[]>();
+  for (const p of ctx.paths) {
+    if (p.result.rules.size === 0) continue;
+    const k = `${p.path.route.kind}/${p.path.route.namespace}/${p.path.route.name}`;
+    byRoute.set(k, [...(byRoute.get(k) ?? []), p]);
+  }
+  const out: RenderedObject[] = [];
+  for (const paths of byRoute.values()) {
+    const groups: Group[] = [];
+    for (const p of paths) {
+      const resultKey = JSON.stringify(
+        [...p.result.rules.values()].map((r) => [r.key, r.source, r.value, r.context]),
+      );
+      const g = groups.find((x) => x.resultKey === resultKey);
+      if (g) g.paths.push(p);
+      else groups.push({ paths: [p], resultKey });
+    }
+    groups.forEach((g, i) => {
+      out.push(authConfigFor(ctx, g, i === 0, groups.length > 1));
+    });
+  }
+  return out;
+}
+
+function authConfigFor(ctx: RenderContext, g: Group, first: boolean, split: boolean): RenderedObject {
+  const p0 = g.paths[0]!;
+  const route = p0.path.route;
+  const rules = [...p0.result.rules.values()];
+  // Where Secret references resolve (see the header).
+  const refusals: string[] = [];
+  const secretNs = new Set<string>();
+  const refused = new Set<string>();
+  for (const r of rules) {
+    const refs = secretReferences(r.value);
+    if (refs.length === 0) continue;
+    const ns = r.source.namespace;
+    if (ns === route.namespace) {
+      secretNs.add(ns);
+      continue;
+    }
+    const granted = referenceAllowed(
+      ctx.referenceGrants,
+      { group: routeKindGroup, kind: route.kind, namespace: route.namespace },
+      { group: '', kind: 'Secret', namespace: ns },
+    );
+    if (!granted) {
+      refused.add(r.key);
+      refusals.push(
+        `${r.key} from ${r.source.namespace}/${r.source.name} references Secrets (${refs.join(', ')}) in ${ns}, and no ReferenceGrant in ${ns} allows ${route.kind}s in ${route.namespace} to reference Secrets`,
+      );
+    } else secretNs.add(ns);
+  }
+  const foreign = [...secretNs].filter((n) => n !== route.namespace);
+  let namespace = route.namespace;
+  if (foreign.length === 1 && !secretNs.has(route.namespace)) namespace = foreign[0]!;
+  else if (foreign.length > 0) {
+    // Secret references from several namespaces cannot all resolve in one AuthConfig.
+    for (const r of rules) {
+      if (secretReferences(r.value).length && r.source.namespace !== route.namespace && !refused.has(r.key)) {
+        refused.add(r.key);
+        refusals.push(
+          `${r.key} from ${r.source.namespace}/${r.source.name} references Secrets in ${r.source.namespace}, but this route also uses Secrets from ${[...secretNs].filter((n) => n !== r.source.namespace).join(', ')}: one AuthConfig resolves Secrets in one namespace`,
+        );
+      }
+    }
+  }
+  const spec: Json = {};
+  for (const r of rules) if (!refused.has(r.key)) place(spec, r);
+  if (refused.size > 0) {
+    const authz = (spec.authorization ??= {}) as Json;
+    authz['cascade-refused-reference'] = {
+      patternMatching: { patterns: [{ predicate: 'false' }] },
+    };
+    const resp = (spec.response ??= {}) as Json;
+    resp.unauthorized = {
+      code: 403,
+      message: {
+        value: 'Forbidden: a policy references Secrets this route may not use (see the AuthConfig)',
+      },
+    };
+  }
+  const base = `${namespace === route.namespace ? '' : `${route.namespace}.`}${route.name}.${ctx.gateway.name}`;
+  const name = split ? `${base}.${p0.path.rule}` : base;
+  const safeName = name.length > 253 ? `${name.slice(0, 240)}.${short(name)}` : name;
+  const idHost = `${safeName}.${namespace}.authconfig.cascade.internal`;
+  const hostnames = first ? [...new Set(g.paths.flatMap((p) => p.hostnames))] : [];
+  const sources = [...new Map(rules.map((r) => [`${r.source.namespace}/${r.source.name}`, r.source])).keys()];
+  return {
+    apiVersion: AUTHCONFIG_API_VERSION,
+    kind: 'AuthConfig',
+    metadata: {
+      name: safeName,
+      namespace,
+      labels: {
+        'cascade.dev/managed-by': ctx.controller,
+        'cascade.dev/policy-kind': 'AuthPolicy',
+        'cascade.dev/gateway': ctx.gateway.name,
+        'cascade.dev/route': route.name,
+      },
+      annotations: {
+        'cascade.dev/route': `${route.kind}/${route.namespace}/${route.name}`,
+        'cascade.dev/gateway': `${ctx.gateway.namespace}/${ctx.gateway.name}`,
+        'cascade.dev/route-rules': [...new Set(g.paths.map((p) => p.path.rule))].join(','),
+        'cascade.dev/sources': sources.join(','),
+        ...(refusals.length ? { 'cascade.dev/refused-references': refusals.join('; ') } : {}),
+      },
+    },
+    spec: { hosts: [...hostnames, idHost], ...spec },
+  };
+}
