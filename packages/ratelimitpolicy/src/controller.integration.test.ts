@@ -11,7 +11,7 @@ import {
   policyCrd,
   viewClusterRole,
 } from '@cascade/core';
-import { apiServerTestsEnabled, Envtest } from '@cascade/envtest';
+import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { KubeConfig } from '@kubernetes/client-node';
 import { trace } from '@opentelemetry/api';
 import {
@@ -29,20 +29,7 @@ const lim = (n: number) => ({ rates: [{ limit: n, window: '1m' }] });
 const spans = new InMemorySpanExporter();
 trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }));
 
-async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await f();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-}
+const until = waitFor;
 
 describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against kube-apiserver', () => {
   let env: Envtest;
@@ -159,8 +146,9 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
       return JSON.stringify(o?.spec).includes('"limit":20') ? o : undefined;
     });
     await controller.idle();
-    // one EffectivePolicy (api) and the changed policy's status (generation) at most
-    expect(controller.writes.get() - before).toBeLessThanOrEqual(2);
+    // one EffectivePolicy (api), the changed policy's status (generation) and the gateway's Limitador
+    // ConfigMap (the limit's value changed) at most
+    expect(controller.writes.get() - before).toBeLessThanOrEqual(3);
     // The change was reconciled incrementally: one route, not all of them; its span says so.
     expect(controller.reconcileStats.incremental).toBeGreaterThan(0);
     const wrote = spans
@@ -316,6 +304,11 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
       ['patch', 'effectivepolicies', C, ''],
       ['delete', 'effectivepolicies', C, ''],
       ['update', 'leases', 'coordination.k8s.io', ''],
+      ['patch', 'gateways', GWG, 'status'],
+      ['update', 'httproutes', GWG, 'status'],
+      ['list', 'referencegrants', GWG, ''],
+      ['patch', 'configmaps', '', ''],
+      ['delete', 'configmaps', '', ''],
     ] as const)
       expect(await can(sa, verb, resource, group, sub), `${verb} ${resource}/${sub}`).toBe(true);
     for (const [verb, resource, group] of [

@@ -278,3 +278,19 @@ export class Envtest {
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
+
+/** Polls `f` until it returns something other than undefined (errors count as not yet), or times out. */
+export async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await f();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}

@@ -49,8 +49,21 @@ export function controllerClusterRole(kind: PolicyKind, controller: string): Obj
       resources: ['gatewayclasses', 'gateways', 'httproutes', 'grpcroutes'],
       verbs: READ,
     },
+    { apiGroups: [GATEWAY_GROUP], resources: ['referencegrants'], verbs: READ },
+    // <Kind>Affected on the targets' status (merged, never replaced)
+    {
+      apiGroups: [GATEWAY_GROUP],
+      resources: ['gateways/status', 'httproutes/status', 'grpcroutes/status'],
+      verbs: ['get', 'patch', 'update'],
+    },
     { apiGroups: [''], resources: ['namespaces'], verbs: READ },
     { apiGroups: [kind.group], resources: [kind.plural], verbs: READ },
+    // what the kind renders for its enforcement component (Limitador ConfigMaps, Authorino AuthConfigs)
+    ...(kind.renders ?? []).map((r) => ({
+      apiGroups: [r.group],
+      resources: [r.plural],
+      verbs: [...READ, 'create', 'patch', 'update', 'delete'],
+    })),
     { apiGroups: [kind.group], resources: [`${kind.plural}/status`], verbs: ['get', 'patch', 'update'] },
     {
       apiGroups: [EFFECTIVE_GROUP],

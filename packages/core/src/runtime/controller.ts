@@ -12,17 +12,24 @@ import { hostname } from 'node:os';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { isEqual } from 'lodash-es';
 import { buildEffectivePolicy, EFFECTIVE_GROUP, MANAGED_BY } from '../effective/effective-policy.ts';
-import type { PolicyKind } from '../kind.ts';
+import { renderGateway } from '../effective/render.ts';
+import type { PolicyKind, ReferenceGrant, RenderedObject } from '../kind.ts';
 import { PolicyEngine } from '../merge/engine.ts';
 import { type ChainResult, resolveChain } from '../merge/fold.ts';
-import { type Condition, policyConditions } from '../status/conditions.ts';
-import { convertTopology } from '../topology/from-k8s.ts';
-import { type PathRef, pathKey, routeKey } from '../topology/types.ts';
-import type { KubeClient, KubeObject } from './client.ts';
+import { affectedCondition, type Condition, policyConditions } from '../status/conditions.ts';
+import { convertTopology, referenceGrantFromObject } from '../topology/from-k8s.ts';
+import { gatewayKey, type PathRef, pathKey, routeKey, ruleName } from '../topology/types.ts';
+import { ApiError, type KubeClient, type KubeObject } from './client.ts';
 import { Informer, type InformerEvent } from './informer.ts';
 import { LeaderElector } from './leader.ts';
 import { jsonLogger, type Logger, Metrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
+import {
+  mergeCondition,
+  mergeRouteAffected,
+  type RouteParentRef,
+  type StatusCondition,
+} from './target-status.ts';
 import { setupTracing, tracer } from './tracing.ts';
 
 export interface ControllerOptions {
@@ -96,6 +103,18 @@ export class PolicyController {
   private readonly pendingRoutes = new Set<string>();
   private readonly pendingPolicies = new Set<string>();
   private readonly pendingEffective = new Set<string>();
+  /** Gateways (ns/name) whose rendered objects must be recomputed. */
+  private readonly pendingGateways = new Set<string>();
+  /** Rendered objects (renderedKey) changed by someone else: re-check. */
+  private readonly pendingRendered = new Set<string>();
+  private readonly grants: Informer;
+  /** apiVersion/kind -> informer of the rendered objects we manage of that resource. */
+  private readonly renderInformers = new Map<string, { informer: Informer; base: string; plural: string }>();
+  /** Gateway ns/name -> what we rendered for it (renderedKey -> object). */
+  private readonly rendered = new Map<string, Map<string, RenderedObject>>();
+  /** Policy id -> the object keys (without section) it targeted when last reconciled. */
+  private readonly policyTargets = new Map<string, string[]>();
+  private readonly missingWarned = new Set<string>();
   readonly reconcileStats = { full: 0, incremental: 0, lastRoutes: 0, lastPolicies: 0 };
   private get writeConcurrency(): number {
     return this.opts.writeConcurrency ?? 8;
@@ -130,9 +149,14 @@ export class PolicyController {
           name: o.metadata.name,
           error: (conv as { error: string }).error,
         });
-      // A route event always re-checks its EffectivePolicy (a new uid must reach the owner reference).
-      if (kind === 'HTTPRoute' || kind === 'GRPCRoute')
-        this.pendingRoutes.add(routeKey(kind, o.metadata.namespace ?? 'default', o.metadata.name));
+      // A route event always re-checks its EffectivePolicy (a new uid must reach the owner reference)
+      // and the rendering of its gateways (hostnames); a gateway event its rendering.
+      if (kind === 'HTTPRoute' || kind === 'GRPCRoute') {
+        const rk = routeKey(kind, o.metadata.namespace ?? 'default', o.metadata.name);
+        this.pendingRoutes.add(rk);
+        for (const pk of this.engine.topology.routePathKeys(rk)) this.pendingGateways.add(gatewayOfPath(pk));
+      } else if (kind === 'Gateway')
+        this.pendingGateways.add(`${o.metadata.namespace ?? 'default'}/${o.metadata.name}`);
       this.queue.add('sync');
     };
     for (const [path, kind] of [
@@ -159,6 +183,35 @@ export class PolicyController {
       this.pendingPolicies.add(`${k.kind}:${o.metadata.namespace ?? 'default'}/${o.metadata.name}`);
       this.queue.add('sync');
     });
+    this.grants = new Informer(
+      c,
+      '/apis/gateway.networking.k8s.io/v1beta1/referencegrants',
+      () => {
+        // A grant can change any gateway's rendering (cross-namespace references).
+        for (const gw of this.engine.topology.gateways.values())
+          this.pendingGateways.add(`${gw.namespace}/${gw.name}`);
+        this.queue.add('sync');
+      },
+      undefined,
+      true,
+    );
+    this.informers.push(this.grants);
+    for (const r of opts.kind.renders ?? []) {
+      const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
+      const apiVersion = r.group === '' ? r.version : `${r.group}/${r.version}`;
+      const informer = new Informer(
+        c,
+        `${base}/${r.plural}?labelSelector=${encodeURIComponent(`${MANAGED_BY}=${opts.name}`)}`,
+        (_t, o) => {
+          this.pendingRendered.add(`${apiVersion}/${r.kind}/${o.metadata.namespace}/${o.metadata.name}`);
+          this.queue.add('sync');
+        },
+        undefined,
+        true,
+      );
+      this.renderInformers.set(`${apiVersion}/${r.kind}`, { informer, base, plural: r.plural });
+      this.informers.push(informer);
+    }
     this.effective = new Informer(
       c,
       `/apis/${EFFECTIVE_GROUP}/v1alpha1/effectivepolicies?labelSelector=${encodeURIComponent(`${MANAGED_BY}=${opts.name}`)}`,
@@ -283,6 +336,7 @@ export class PolicyController {
       const bar = pk.indexOf('|');
       const hash = pk.indexOf('#', bar);
       this.pendingRoutes.add(pk.slice(bar + 1, hash < 0 ? undefined : hash));
+      this.pendingGateways.add(gatewayOfPath(pk));
     }
     for (const id of report.policies) this.pendingPolicies.add(id);
     const full = this.full;
@@ -291,18 +345,26 @@ export class PolicyController {
       const routes = full ? undefined : [...this.pendingRoutes];
       const policies = full ? undefined : [...this.pendingPolicies];
       const effective = full ? undefined : [...this.pendingEffective];
+      const gateways = full ? undefined : [...this.pendingGateways];
+      const rendered = full ? undefined : [...this.pendingRendered];
       this.pendingRoutes.clear();
       this.pendingPolicies.clear();
       this.pendingEffective.clear();
+      this.pendingGateways.clear();
+      this.pendingRendered.clear();
       try {
         await this.publishEffective(routes, effective);
         await this.publishStatus(policies);
+        await this.publishRendered(gateways, rendered);
+        await this.publishAffected(policies);
       } catch (e) {
         // Keep what was not done for the retry (conservatively: all of it).
         if (full) this.full = true;
         for (const r of routes ?? []) this.pendingRoutes.add(r);
         for (const p of policies ?? []) this.pendingPolicies.add(p);
         for (const k of effective ?? []) this.pendingEffective.add(k);
+        for (const g of gateways ?? []) this.pendingGateways.add(g);
+        for (const k of rendered ?? []) this.pendingRendered.add(k);
         throw e;
       }
       if (full) this.reconcileStats.full++;
@@ -443,6 +505,201 @@ export class PolicyController {
     });
   }
 
+  /** The ReferenceGrants in the cache, as plain data (invalid ones are ignored: they grant nothing). */
+  private referenceGrants(): ReferenceGrant[] {
+    const out: ReferenceGrant[] = [];
+    for (const o of this.grants.cache.values()) {
+      const g = referenceGrantFromObject({ kind: 'ReferenceGrant', metadata: o.metadata, spec: o.spec });
+      if (!('error' in g)) out.push(g);
+    }
+    return out;
+  }
+
+  /**
+   * Re-renders `gateways` (all when undefined) through the kind's render hook and makes the live
+   * objects match: apply what differs, delete what is no longer rendered. Resources that are not
+   * served (e.g. the AuthConfig CRD is not installed) are skipped and logged once.
+   */
+  private async publishRendered(gateways: string[] | undefined, extra: string[] | undefined): Promise<void> {
+    if (!this.opts.kind.render) return;
+    const check = new Set<string>(extra ?? []);
+    const grants = this.referenceGrants();
+    const todo = gateways ?? [
+      ...new Set([
+        ...[...this.engine.topology.gateways.values()].map((g) => `${g.namespace}/${g.name}`),
+        ...this.rendered.keys(),
+      ]),
+    ];
+    for (const gw of todo) {
+      const [ns, name] = gw.split('/') as [string, string];
+      for (const k of this.rendered.get(gw)?.keys() ?? []) check.add(k);
+      const uid = this.uidOf('/gateways', ns, name);
+      const next = renderGateway(this.engine, ns, name, this.opts.name, uid, grants);
+      if (next.size) this.rendered.set(gw, next);
+      else this.rendered.delete(gw);
+      for (const k of next.keys()) check.add(k);
+    }
+    const desired = new Map<string, RenderedObject>();
+    for (const m of this.rendered.values()) for (const [k, o] of m) desired.set(k, o);
+    if (gateways === undefined)
+      for (const [res, { informer }] of this.renderInformers)
+        for (const o of informer.cache.values())
+          check.add(`${res}/${o.metadata.namespace}/${o.metadata.name}`);
+    const c = this.opts.client;
+    await eachLimit(check, this.writeConcurrency, async (key) => {
+      const parts = key.split('/');
+      const [ns, name] = parts.slice(-2) as [string, string];
+      const res = parts.slice(0, -2).join('/');
+      const target = this.renderInformers.get(res);
+      if (!target) return;
+      if (target.informer.missing) {
+        if (!this.missingWarned.has(res)) {
+          this.missingWarned.add(res);
+          this.log('warn', 'not publishing rendered objects: the resource is not served by the API server', {
+            resource: res,
+          });
+        }
+        return;
+      }
+      const want = desired.get(key);
+      const live = target.informer.cache.get(`${ns}/${name}`);
+      const path = `${target.base}/namespaces/${ns}/${target.plural}/${name}`;
+      if (want) {
+        if (live && renderedEqual(live, want)) {
+          this.skipped.inc();
+          return;
+        }
+        target.informer.cache.set(`${ns}/${name}`, await c.apply(path, want, this.opts.name));
+        this.writes.inc();
+      } else if (live && live.metadata.labels?.['cascade.dev/policy-kind'] === this.opts.kind.kind) {
+        await c.request('DELETE', path).catch((e) => {
+          if ((e as { status?: number }).status !== 404) throw e;
+        });
+        target.informer.cache.delete(`${ns}/${name}`);
+        this.writes.inc();
+      }
+    });
+  }
+
+  /**
+   * `<Kind>Affected` on the Gateways and routes that the `ids` policies target or targeted (all
+   * targets when undefined): merged into their status without touching other writers' conditions;
+   * removed where no policy of the kind is attached any more.
+   */
+  private async publishAffected(ids: string[] | undefined): Promise<void> {
+    const k = this.opts.kind;
+    const targets = new Set<string>();
+    const base = (key: string) => key.split('#')[0]!;
+    const list = ids ?? [...new Set([...this.engine.policyIds(), ...this.policyTargets.keys()])];
+    for (const id of list) {
+      if (!id.startsWith(`${k.kind}:`)) continue;
+      for (const t of this.policyTargets.get(id) ?? []) targets.add(t);
+      const now = (this.engine.policy(id)?.policy?.targets ?? []).map((t) => base(t.key));
+      if (now.length) this.policyTargets.set(id, [...new Set(now)]);
+      else this.policyTargets.delete(id);
+      for (const t of now) targets.add(t);
+    }
+    const type = `${k.kind}Affected`;
+    const nowTime = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    await eachLimit(targets, this.writeConcurrency, async (key) => {
+      const colon = key.indexOf(':');
+      const kind = key.slice(0, colon);
+      const [ns, name] = key.slice(colon + 1).split('/') as [string, string];
+      if (kind === 'Gateway') await this.gatewayAffected(key, ns, name, type, nowTime);
+      else if (kind === 'HTTPRoute' || kind === 'GRPCRoute')
+        await this.routeAffected(key, kind, ns, name, type, nowTime);
+    });
+  }
+
+  private affectedFor(
+    key: string,
+    sections: string[],
+    generation: number | undefined,
+  ): StatusCondition | undefined {
+    const attached =
+      this.engine.attachedAt(key).length > 0 ||
+      sections.some((s) => this.engine.attachedAt(`${key}#${s}`).length > 0);
+    if (!attached) return undefined;
+    return { ...affectedCondition(this.engine, key, sections), observedGeneration: generation ?? 0 };
+  }
+
+  private async gatewayAffected(
+    key: string,
+    ns: string,
+    name: string,
+    type: string,
+    now: string,
+  ): Promise<void> {
+    const informer = this.informers.find((i) => i.path.endsWith('/gateways'))!;
+    const live = informer.cache.get(`${ns}/${name}`);
+    if (!live) return;
+    const gw = this.engine.topology.gateways.get(gatewayKey(ns, name));
+    const cond = this.affectedFor(key, gw?.listeners.map((l) => l.name) ?? [], live.metadata.generation);
+    const current = ((live.status as { conditions?: StatusCondition[] } | undefined)?.conditions ?? []).find(
+      (x) => x.type === type,
+    );
+    if ((!cond && !current) || (cond && current && sameStatusCondition(cond, current))) {
+      this.skipped.inc();
+      return;
+    }
+    // status.conditions is a map keyed by type: applying our one condition merges with the others';
+    // applying none removes ours.
+    const conditions = cond ? mergeCondition(current ? [current] : [], cond, type, now) : [];
+    const applied = await this.opts.client.apply(
+      `${GW}/namespaces/${ns}/gateways/${name}/status`,
+      {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'Gateway',
+        metadata: { name, namespace: ns },
+        status: { conditions },
+      },
+      `${this.opts.name}-affected`,
+    );
+    informer.cache.set(`${ns}/${name}`, applied);
+    this.writes.inc();
+  }
+
+  private async routeAffected(
+    key: string,
+    kind: string,
+    ns: string,
+    name: string,
+    type: string,
+    now: string,
+  ): Promise<void> {
+    const plural = kind === 'HTTPRoute' ? 'httproutes' : 'grpcroutes';
+    const informer = this.informers.find((i) => i.path.endsWith(`/${plural}`))!;
+    let live = informer.cache.get(`${ns}/${name}`);
+    const route = this.engine.topology.routes.get(key);
+    const sections = (route?.rules ?? []).map((r, i) => ruleName(r, i));
+    // status.parents is an atomic list: read-modify-write with optimistic concurrency.
+    for (let attempt = 0; live && attempt < 5; attempt++) {
+      const cond = this.affectedFor(key, sections, live.metadata.generation);
+      const parentRefs = ((live.spec as { parentRefs?: RouteParentRef[] } | undefined)?.parentRefs ??
+        []) as RouteParentRef[];
+      const merged = mergeRouteAffected(live.status as never, ns, parentRefs, type, cond, now);
+      if (!merged) {
+        this.skipped.inc();
+        return;
+      }
+      try {
+        const updated = await this.opts.client.request<KubeObject>(
+          'PUT',
+          `${GW}/namespaces/${ns}/${plural}/${name}/status`,
+          { ...live, status: { ...(live.status as object), parents: merged.parents } },
+        );
+        informer.cache.set(`${ns}/${name}`, updated);
+        this.writes.inc();
+        return;
+      } catch (e) {
+        if (!(e instanceof ApiError) || e.status !== 409) throw e;
+        live = await this.opts.client
+          .request<KubeObject>('GET', `${GW}/namespaces/${ns}/${plural}/${name}`)
+          .catch(() => undefined);
+      }
+    }
+  }
+
   /** Status of `ids` (policy ids; all when undefined), written only where the conditions differ. */
   private async publishStatus(ids: string[] | undefined): Promise<void> {
     const k = this.opts.kind;
@@ -488,6 +745,45 @@ export class PolicyController {
       this.writes.inc();
     });
   }
+}
+
+/** `Gateway:ns/name#listener|...` -> `ns/name`. */
+function gatewayOfPath(pk: string): string {
+  return pk.slice('Gateway:'.length, pk.indexOf('#'));
+}
+
+const sameStatusCondition = (a: StatusCondition, b: StatusCondition) =>
+  a.status === b.status &&
+  a.reason === b.reason &&
+  a.message === b.message &&
+  (a.observedGeneration ?? 0) === (b.observedGeneration ?? 0);
+
+/** A live rendered object already carries what we would apply (fields, our labels and annotations, owners). */
+function renderedEqual(live: KubeObject, want: RenderedObject): boolean {
+  for (const [f, v] of Object.entries(want)) {
+    if (f === 'apiVersion' || f === 'kind' || f === 'metadata') continue;
+    if (!isEqual((live as unknown as Record<string, unknown>)[f], v)) return false;
+  }
+  const lm = live.metadata as {
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: { uid: string }[];
+  };
+  for (const [k, v] of Object.entries(want.metadata.labels ?? {})) if (lm.labels?.[k] !== v) return false;
+  const wa = want.metadata.annotations ?? {};
+  for (const [k, v] of Object.entries(wa)) if (lm.annotations?.[k] !== v) return false;
+  for (const k of Object.keys(lm.annotations ?? {}))
+    if (k.startsWith('cascade.dev/') && !(k in wa)) return false;
+  const wo = (want.metadata as { ownerReferences?: { uid: string }[] }).ownerReferences;
+  if (
+    wo &&
+    !isEqual(
+      (lm.ownerReferences ?? []).map((o) => o.uid),
+      wo.map((o) => o.uid),
+    )
+  )
+    return false;
+  return true;
 }
 
 /**

@@ -8,23 +8,29 @@ export class Informer {
   readonly cache = new Map<string, KubeObject>();
   synced = false;
   relists = 0;
+  /** Optional informers: true while the resource is not served (its CRD is not installed). */
+  missing = false;
   private abort = new AbortController();
   private stopped = false;
   private readonly client: KubeClient;
   readonly path: string;
   private readonly onChange: (type: InformerEvent, obj: KubeObject) => void;
   private readonly resyncMs: number;
+  private readonly optional: boolean;
 
+  /** `optional`: a resource that is not served (404) counts as synced and empty; it is listed again later. */
   constructor(
     client: KubeClient,
     path: string,
     onChange: (type: InformerEvent, obj: KubeObject) => void,
     resyncMs = 10 * 60_000,
+    optional = false,
   ) {
     this.client = client;
     this.path = path;
     this.onChange = onChange;
     this.resyncMs = resyncMs;
+    this.optional = optional;
   }
 
   static key(o: KubeObject): string {
@@ -62,6 +68,7 @@ export class Informer {
     }
     this.relists++;
     this.synced = true;
+    this.missing = false;
     return r.metadata.resourceVersion;
   }
 
@@ -93,7 +100,12 @@ export class Informer {
         if (this.stopped) return;
         if (e instanceof ApiError && e.status === 410)
           rv = undefined; // too old: relist
-        else {
+        else if (this.optional && e instanceof ApiError && e.status === 404) {
+          rv = undefined;
+          this.missing = true;
+          this.synced = true;
+          await new Promise((r) => setTimeout(r, 10_000));
+        } else {
           rv = undefined;
           await new Promise((r) => setTimeout(r, backoff));
           backoff = Math.min(backoff * 2, 5_000);

@@ -1,0 +1,444 @@
+// Both controllers at once against a real kube-apiserver, on the example story (examples/gateway):
+// EffectivePolicies, policy status, <Kind>Affected on targets, Authorino AuthConfigs and the Limitador
+// ConfigMap; then a policy edited, a route deleted, a gateway deleted: everything converges, nothing is
+// left behind. Then 200 invalid policies next to valid ones: each gets a precise answer (rejected by
+// the API server with the field named, or Accepted=False with the reason), the valid ones stay
+// Enforced, no controller restarts.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { effectivePolicyCrd, KubeClient, PolicyController, policyCrd } from '@cascade/core';
+import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
+import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { authConfigStandInCrd } from './authconfig-crd.ts';
+import { authPolicyKind } from './kind.ts';
+
+const EXAMPLES = resolve(import.meta.dirname, '../../../examples/gateway');
+type Obj = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; [k: string]: unknown };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+  data?: Record<string, string>;
+};
+type Cond = { type: string; status: string; reason: string; message: string };
+
+const PLURALS: Record<string, string> = {
+  Namespace: 'namespaces',
+  GatewayClass: 'gatewayclasses',
+  Gateway: 'gateways',
+  HTTPRoute: 'httproutes',
+  ReferenceGrant: 'referencegrants',
+  AuthPolicy: 'authpolicies',
+  RateLimitPolicy: 'ratelimitpolicies',
+};
+const pathOf = (o: { apiVersion: string; kind: string; metadata: { namespace?: string } }, name?: string) => {
+  const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
+  const ns =
+    o.metadata.namespace && o.kind !== 'Namespace' && o.kind !== 'GatewayClass'
+      ? `/namespaces/${o.metadata.namespace}`
+      : '';
+  return `${base}${ns}/${PLURALS[o.kind]}${name ? `/${name}` : ''}`;
+};
+
+describe.skipIf(!apiServerTestsEnabled())(
+  'AuthPolicy and RateLimitPolicy controllers on the example story',
+  () => {
+    let env: Envtest;
+    const controllers: PolicyController[] = [];
+    const get = async (path: string) => {
+      const r = await env.call('GET', path);
+      return r.status === 200 ? (r.body as Obj) : undefined;
+    };
+    const list = async (path: string) => ((await env.call('GET', path)).body as { items: Obj[] }).items;
+    const managed = (plural: string, api: string) =>
+      list(`${api}/${plural}?labelSelector=${encodeURIComponent('cascade.dev/managed-by')}`);
+    const EP = '/apis/cascade.dev/v1alpha1/namespaces';
+    const conds = (o: Obj | undefined) =>
+      ((o?.status as { conditions?: Cond[] } | undefined)?.conditions ?? []) as Cond[];
+
+    beforeAll(async () => {
+      env = await Envtest.start({
+        crdObjects: [
+          effectivePolicyCrd,
+          policyCrd(authPolicyKind),
+          policyCrd(rateLimitPolicyKind),
+          authConfigStandInCrd,
+        ],
+      });
+      const docs = readdirSync(EXAMPLES)
+        .sort()
+        .flatMap((f) =>
+          parseAllDocuments(readFileSync(join(EXAMPLES, f), 'utf8')).map((d) => d.toJS() as Obj),
+        )
+        .filter(Boolean);
+      for (const ns of new Set(docs.map((d) => d.metadata.namespace).filter((n): n is string => Boolean(n))))
+        await env.call('POST', '/api/v1/namespaces', {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { name: ns },
+        });
+      for (const d of docs) {
+        if (d.kind === 'Namespace') continue;
+        const { creationTimestamp: _c, ...metadata } = d.metadata;
+        const r = await env.call('POST', pathOf(d), { ...d, metadata });
+        expect(r.status, `${d.kind} ${d.metadata.name}: ${JSON.stringify(r.body)}`).toBe(201);
+      }
+      for (const kind of [authPolicyKind, rateLimitPolicyKind]) {
+        const kc = new KubeConfig();
+        kc.loadFromFile(env.kubeconfig);
+        const c = new PolicyController({
+          client: new KubeClient(kc),
+          kind,
+          name: `${kind.kind.toLowerCase()}-controller`,
+          leaseDurationSeconds: 3,
+          log: () => {},
+        });
+        controllers.push(c);
+        await c.start();
+      }
+    }, 120_000);
+    afterAll(async () => {
+      for (const c of controllers) await c.stop().catch(() => {});
+      await env?.stop();
+    });
+
+    it('publishes EffectivePolicies, status, Affected conditions, AuthConfigs and the Limitador ConfigMap', async () => {
+      // RateLimitPolicy on team-b/orders: team-b's 5000/min clipped to the platform cap, counted per route.
+      const orders = await waitFor('orders EffectivePolicy', async () => {
+        const o = await get(`${EP}/team-b/effectivepolicies/ratelimitpolicy-httproute-orders`);
+        return o && JSON.stringify(o.spec).includes('per-user') ? o : undefined;
+      });
+      const rules = (
+        orders.spec!.paths as {
+          rules: Record<string, { value: Record<string, unknown>; source: { name: string } }>;
+        }[]
+      )[0]!.rules;
+      expect(rules['limits.per-user']!.value).toMatchObject({
+        rates: [{ limit: 1000, window: '1m' }],
+        scope: 'route',
+      });
+      expect(rules['limits.global']!.value).toMatchObject({
+        rates: [{ limit: 100, window: '1m' }],
+        scope: 'gateway',
+      });
+      // AuthPolicy on team-a/catalog: its own JWT replaces the default API key; the override stays.
+      const catalog = await waitFor('catalog EffectivePolicy', () =>
+        get(`${EP}/team-a/effectivepolicies/authpolicy-httproute-catalog`),
+      );
+      const arules = (
+        catalog.spec!.paths as { rules: Record<string, { source: { name: string }; as: string }> }[]
+      )[0]!.rules;
+      expect(arules['authentication.primary']).toMatchObject({
+        source: { name: 'catalog-jwt' },
+        as: 'intent',
+      });
+      expect(arules['authorization.deny-anonymous']).toMatchObject({
+        source: { name: 'platform-auth' },
+        as: 'override',
+      });
+
+      // Status: the refused unset is named on the policy that tried it.
+      const adminOpen = await waitFor('admin-open status', async () => {
+        const o = await get(`${EP}/team-d/authpolicies/admin-open`);
+        return conds(o).some((c) => c.type === 'Enforced') ? o : undefined;
+      });
+      expect(conds(adminOpen).find((c) => c.type === 'Enforced')!.message).toContain(
+        'unset of authorization.deny-anonymous refused: an override of infra/platform-auth cannot be unset',
+      );
+      const perUser = await waitFor('orders-per-user status', async () => {
+        const o = await get(`${EP}/team-b/ratelimitpolicies/orders-per-user`);
+        return conds(o).some((c) => c.type === 'Enforced') ? o : undefined;
+      });
+      expect(conds(perUser).find((c) => c.type === 'Enforced')).toMatchObject({
+        status: 'True',
+        reason: 'PartiallyEnforced',
+        message: expect.stringContaining(
+          'limits.per-user (clipped) by infra/platform-cap (routes team-b/orders)',
+        ),
+      });
+
+      // <Kind>Affected: on the Gateway (both kinds, merged) and in our entry of each route's status.parents.
+      const gw = await waitFor('gateway Affected conditions', async () => {
+        const o = await get('/apis/gateway.networking.k8s.io/v1/namespaces/infra/gateways/main');
+        const types = conds(o).map((c) => c.type);
+        return types.includes('AuthPolicyAffected') && types.includes('RateLimitPolicyAffected')
+          ? o
+          : undefined;
+      });
+      for (const t of ['AuthPolicyAffected', 'RateLimitPolicyAffected'])
+        expect(conds(gw).find((c) => c.type === t)).toMatchObject({ status: 'True', reason: 'Affected' });
+      // The CRD's own default conditions (Accepted/Programmed: Pending) are still there: nothing clobbered.
+      expect(conds(gw).some((c) => c.type === 'Accepted')).toBe(true);
+      const ordersRoute = await waitFor('orders route Affected', async () => {
+        const o = await get('/apis/gateway.networking.k8s.io/v1/namespaces/team-b/httproutes/orders');
+        const parents =
+          (o?.status as { parents?: { controllerName: string; conditions: Cond[] }[] })?.parents ?? [];
+        return parents.some((p) => p.conditions.some((c) => c.type === 'RateLimitPolicyAffected'))
+          ? parents
+          : undefined;
+      });
+      const ours = ordersRoute.find((p) => p.controllerName === 'cascade.dev/policy-controller')!;
+      expect(ours.conditions.find((c) => c.type === 'RateLimitPolicyAffected')).toMatchObject({
+        status: 'True',
+        reason: 'Affected',
+      });
+      // team-b has no AuthPolicy of its own: no AuthPolicyAffected on its route.
+      expect(ours.conditions.some((c) => c.type === 'AuthPolicyAffected')).toBe(false);
+
+      // AuthConfigs: team-a's own JWT in team-a; the routes that carry the platform's API-key rule in
+      // infra (where its Secrets are; the example's ReferenceGrant allows it).
+      const acs = await waitFor('AuthConfigs', async () => {
+        const l = await managed('authconfigs', '/apis/authorino.kuadrant.io/v1beta3');
+        return l.length === 4 ? l : undefined;
+      });
+      expect(acs.map((a) => `${a.metadata.namespace}/${a.metadata.name}`).sort()).toEqual([
+        'infra/team-b.orders.main',
+        'infra/team-c.status.main',
+        'infra/team-d.admin.main',
+        'team-a/catalog.main',
+      ]);
+      const catalogAc = acs.find((a) => a.metadata.name === 'catalog.main')!;
+      expect(catalogAc.spec!.hosts).toEqual([
+        'catalog.apps.example.com',
+        'catalog.main.team-a.authconfig.cascade.internal',
+      ]);
+      expect(Object.keys(catalogAc.spec!.authentication as object)).toEqual(['primary']);
+      // Limitador: one ConfigMap for the gateway.
+      const cm = await waitFor('limits ConfigMap', () =>
+        get('/api/v1/namespaces/infra/configmaps/limitador-limits-main'),
+      );
+      expect(cm.data!['limits.yaml']).toContain('max_value: 1000');
+      expect(cm.data!['limits.yaml']).toContain(
+        'name: global from RateLimitPolicy infra/platform-limits (default), scope gateway',
+      );
+    });
+
+    it('a policy edit, a route deletion and a gateway deletion converge with nothing left behind', async () => {
+      const path = `${EP}/team-b/ratelimitpolicies/orders-per-user`;
+      const cur = (await get(path))!;
+      const spec = JSON.parse(JSON.stringify(cur.spec).replace('"limit":5000', '"limit":500'));
+      expect((await env.call('PUT', path, { ...cur, spec })).status).toBe(200);
+      await waitFor('orders limit 500, now team-b intent', async () => {
+        const o = await get(`${EP}/team-b/effectivepolicies/ratelimitpolicy-httproute-orders`);
+        return JSON.stringify(o?.spec).includes('"limit":500') ? o : undefined;
+      });
+      await waitFor('ConfigMap has 500', async () => {
+        const o = await get('/api/v1/namespaces/infra/configmaps/limitador-limits-main');
+        return o?.data?.['limits.yaml']?.includes('max_value: 500') ? o : undefined;
+      });
+
+      expect(
+        (await env.call('DELETE', '/apis/gateway.networking.k8s.io/v1/namespaces/team-c/httproutes/status'))
+          .status,
+      ).toBe(200);
+      await waitFor('status route objects gone', async () => {
+        const ep = await get(`${EP}/team-c/effectivepolicies/ratelimitpolicy-httproute-status`);
+        const ac = await get(
+          '/apis/authorino.kuadrant.io/v1beta3/namespaces/infra/authconfigs/team-c.status.main',
+        );
+        return !ep && !ac ? true : undefined;
+      });
+      // team-c's policy lost its target.
+      await waitFor('status-unlimited TargetNotFound', async () => {
+        const o = await get(`${EP}/team-c/ratelimitpolicies/status-unlimited`);
+        return conds(o).some((c) => c.type === 'Accepted' && c.reason === 'TargetNotFound') ? o : undefined;
+      });
+
+      expect(
+        (await env.call('DELETE', '/apis/gateway.networking.k8s.io/v1/namespaces/infra/gateways/main'))
+          .status,
+      ).toBe(200);
+      await waitFor('everything we published is gone', async () => {
+        const eps = await managed('effectivepolicies', '/apis/cascade.dev/v1alpha1');
+        const acs = await managed('authconfigs', '/apis/authorino.kuadrant.io/v1beta3');
+        const cms = await managed('configmaps', '/api/v1');
+        return eps.length + acs.length + cms.length === 0 ? true : undefined;
+      });
+      for (const c of controllers) {
+        await c.idle();
+        expect(c.ready).toBe(true);
+      }
+    }, 60_000);
+
+    it('200 invalid policies next to valid ones: each gets a precise answer, the valid ones stay Enforced', async () => {
+      const G = 'gateway.networking.k8s.io';
+      await env.call('POST', '/api/v1/namespaces', {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: 'bulk' },
+      });
+      await env.call('POST', `/apis/${G}/v1/namespaces/bulk/gateways`, {
+        apiVersion: `${G}/v1`,
+        kind: 'Gateway',
+        metadata: { name: 'gw', namespace: 'bulk' },
+        spec: { gatewayClassName: 'cascade', listeners: [{ name: 'http', port: 80, protocol: 'HTTP' }] },
+      });
+      for (let i = 0; i < 10; i++)
+        await env.call('POST', `/apis/${G}/v1/namespaces/bulk/httproutes`, {
+          apiVersion: `${G}/v1`,
+          kind: 'HTTPRoute',
+          metadata: { name: `r${i}`, namespace: 'bulk' },
+          spec: { parentRefs: [{ name: 'gw' }], rules: [{ name: 'main' }] },
+        });
+      const route = (i: number) => ({ group: G, kind: 'HTTPRoute', name: `r${i % 10}` });
+      const limit = (n: number) => ({ rates: [{ limit: n, window: '1m' }] });
+      const RLP = { kind: 'RateLimitPolicy', plural: 'ratelimitpolicies' };
+      const AP = { kind: 'AuthPolicy', plural: 'authpolicies' };
+      type Case = { k: typeof RLP; name: string; spec: unknown; rejected?: RegExp; invalid?: RegExp };
+      const cases: Case[] = [];
+      for (let i = 0; i < 60; i++)
+        cases.push({
+          k: i % 2 ? RLP : AP,
+          name: `wrong-kind-${i}`,
+          spec: {
+            targetRef: { group: '', kind: 'Service', name: 'svc' },
+            ...(i % 2
+              ? { limits: { a: limit(1) } }
+              : { rules: { authentication: { a: { anonymous: {} } } } }),
+          },
+          invalid: /spec\.targetRef\.kind: (RateLimitPolicy|AuthPolicy) cannot target Service \(group ""\)/,
+        });
+      for (let i = 0; i < 60; i++)
+        cases.push({
+          k: RLP,
+          name: `bad-cel-${i}`,
+          spec: {
+            targetRef: route(i),
+            limits: { a: { ...limit(1), when: [{ predicate: `request.method == ${i} ==` }] } },
+          },
+          invalid: /spec\.limits\.a\.when\[0\]\.predicate: /,
+        });
+      for (let i = 0; i < 50; i++)
+        cases.push({
+          k: i % 2 ? RLP : AP,
+          name: `conflicting-${i}`,
+          spec: {
+            targetRef: route(i),
+            ...(i % 2
+              ? { limits: { a: limit(1) }, defaults: { limits: { b: limit(2) } } }
+              : {
+                  rules: { authentication: { a: { anonymous: {} } } },
+                  overrides: { rules: { authentication: { b: { anonymous: {} } } } },
+                }),
+          },
+          rejected:
+            /spec: Invalid value: "object": bare rules and defaults\/overrides are mutually exclusive/,
+        });
+      for (let i = 0; i < 10; i++)
+        cases.push({
+          k: AP,
+          name: `two-methods-${i}`,
+          spec: {
+            targetRef: route(i),
+            rules: { authentication: { a: { jwt: { issuerUrl: 'https://x' }, anonymous: {} } } },
+          },
+          invalid: /spec\.rules\.authentication\.a: sets jwt and anonymous; exactly one is allowed/,
+        });
+      for (let i = 0; i < 10; i++)
+        cases.push({
+          k: RLP,
+          name: `bad-condition-${i}`,
+          spec: {
+            targetRef: route(i),
+            overrides: {
+              strategy: 'merge',
+              condition: 'rule.value.rates.exists(r, ',
+              limits: { '*': limit(5) },
+            },
+          },
+          invalid: /spec\.overrides\.condition: /,
+        });
+      for (let i = 0; i < 10; i++) {
+        const limits: Record<string, unknown> = {};
+        for (let j = 0; j < 2200; j++)
+          limits[`l${j}`] = {
+            ...limit(1),
+            when: [{ predicate: `request.path == "/${'x'.repeat(400)}${j}"` }],
+          };
+        cases.push({
+          k: RLP,
+          name: `huge-${i}`,
+          spec: { targetRef: route(i), limits },
+          invalid: /spec: \d+\.\d MiB exceeds the 1 MiB limit/,
+        });
+      }
+      expect(cases).toHaveLength(200);
+      const errs = (c: PolicyController) =>
+        /cascade_reconcile_errors_total (\d+)/.exec(c.metrics.render())?.[1];
+      const errorsBefore = controllers.map(errs);
+      const post = (k: typeof RLP, name: string, spec: unknown) =>
+        env.call('POST', `${EP}/bulk/${k.plural}`, {
+          apiVersion: 'cascade.dev/v1alpha1',
+          kind: k.kind,
+          metadata: { name, namespace: 'bulk' },
+          spec,
+        });
+      // Valid ones first and last, the invalid ones in between.
+      for (let i = 0; i < 5; i++)
+        expect(
+          (await post(RLP, `valid-rl-${i}`, { targetRef: route(i), limits: { own: limit(10 + i) } })).status,
+        ).toBe(201);
+      for (const c of cases) {
+        const r = await post(c.k, c.name, c.spec);
+        if (c.rejected) {
+          expect(r.status, c.name).toBe(422);
+          expect((r.body as { message: string }).message, c.name).toMatch(c.rejected);
+        } else expect(r.status, `${c.name}: ${JSON.stringify(r.body).slice(0, 300)}`).toBe(201);
+      }
+      for (let i = 5; i < 10; i++)
+        expect(
+          (
+            await post(AP, `valid-auth-${i}`, {
+              targetRef: route(i),
+              rules: { authentication: { sso: { jwt: { issuerUrl: 'https://sso' } } } },
+            })
+          ).status,
+        ).toBe(201);
+      for (const c of cases.filter((x) => x.invalid)) {
+        const o = await waitFor(
+          `${c.name} Accepted=False`,
+          async () => {
+            const x = await get(`${EP}/bulk/${c.k.plural}/${c.name}`);
+            return conds(x).some((y) => y.type === 'Accepted' && y.status === 'False') ? x : undefined;
+          },
+          60_000,
+        );
+        const acc = conds(o).find((y) => y.type === 'Accepted')!;
+        expect(acc.reason, c.name).toBe('Invalid');
+        expect(acc.message, c.name).toMatch(c.invalid!);
+      }
+      for (const [plural, names] of [
+        ['ratelimitpolicies', [0, 1, 2, 3, 4].map((i) => `valid-rl-${i}`)],
+        ['authpolicies', [5, 6, 7, 8, 9].map((i) => `valid-auth-${i}`)],
+      ] as const)
+        for (const n of names) {
+          const o = await waitFor(
+            `${n} Enforced`,
+            async () => {
+              const x = await get(`${EP}/bulk/${plural}/${n}`);
+              return conds(x).some((y) => y.type === 'Enforced' && y.status === 'True') ? x : undefined;
+            },
+            60_000,
+          );
+          expect(conds(o).find((y) => y.type === 'Accepted')).toMatchObject({
+            status: 'True',
+            reason: 'Accepted',
+          });
+        }
+      // The valid limits reached the gateway's Limitador ConfigMap; no reconcile failed on the way.
+      const cm = await waitFor('bulk ConfigMap', async () => {
+        const o = await get('/api/v1/namespaces/bulk/configmaps/limitador-limits-gw');
+        return o?.data?.['limits.yaml']?.includes('max_value: 14') ? o : undefined;
+      });
+      for (let i = 0; i < 5; i++) expect(cm.data!['limits.yaml']).toContain(`max_value: ${10 + i}`);
+      for (const [i, c] of controllers.entries()) {
+        expect(c.ready).toBe(true);
+        expect(errs(c)).toBe(errorsBefore[i]);
+      }
+    }, 240_000);
+  },
+);
