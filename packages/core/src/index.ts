@@ -5,6 +5,7 @@ export * from './effective/effective-policy.ts';
 export * from './effective/path-result.ts';
 export * from './effective/rbac.ts';
 export * from './effective/render.ts';
+export * from './effective/yaml.ts';
 export * from './kind.ts';
 export * from './merge/cel.ts';
 export * from './merge/engine.ts';

@@ -11,8 +11,7 @@
 //   the limit's own `when` plus the top-level `when` of the policy that wrote it (its context), never
 //   the winning policy's: a default merged into a route keeps its own predicates.
 import { createHash } from 'node:crypto';
-import type { EffectiveRule, RenderContext, RenderedObject } from '@cascade/core';
-import { stringify } from 'yaml';
+import { type EffectiveRule, type RenderContext, type RenderedObject, toYaml } from '@cascade/core';
 import { type Limit, windowSeconds } from './kind.ts';
 
 export type Scope = 'route' | 'gateway' | 'shared';
@@ -62,7 +61,19 @@ const descriptor = (key: string) => `descriptors[0][${JSON.stringify(key)}]`;
 const sourceText = (r: EffectiveRule) =>
   `${r.source.kind} ${r.source.namespace}/${r.source.name} (${r.as === 'intent' ? 'own rule' : r.as})`;
 
+/** Ids by rule object: paths with the same chain share their EffectiveRule objects. */
+const ids = new WeakMap<EffectiveRule, Map<string, string>>();
+
 function limitId(r: EffectiveRule, scope: Scope, domain: string): string {
+  let byDomain = ids.get(r);
+  if (!byDomain) ids.set(r, (byDomain = new Map()));
+  const k = `${scope}|${domain}`;
+  let id = byDomain.get(k);
+  if (id === undefined) byDomain.set(k, (id = computeLimitId(r, scope, domain)));
+  return id;
+}
+
+function computeLimitId(r: EffectiveRule, scope: Scope, domain: string): string {
   const h = createHash('sha256')
     .update(JSON.stringify([r.key, r.source, r.as, r.value, r.context ?? null, scope, domain]))
     .digest('hex')
@@ -168,8 +179,8 @@ export function renderLimitador(ctx: RenderContext): RenderedObject[] {
           : {}),
       },
       data: {
-        'limits.yaml': stringify(limits, { lineWidth: 0 }),
-        'actions.yaml': stringify(paths, { lineWidth: 0 }),
+        'limits.yaml': toYaml(limits),
+        'actions.yaml': toYaml(paths),
       },
     },
   ];

@@ -4,7 +4,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { table } from './cli.ts';
+import { loadGatewayWorld } from './commands/gateway-common.ts';
 import { loadNetpol, simulateProbe, truthTable } from './commands/netpol.ts';
+import { renderedObjects } from './commands/render.ts';
 import { kernelProbes } from './kernel-demo.ts';
 import { main } from './main.ts';
 
@@ -33,6 +35,23 @@ export async function demo(): Promise<number> {
     '--kind',
     'RateLimitPolicy',
   ]);
+  section('Downstream configuration the controllers publish   ($ cascadectl render examples/gateway)');
+  {
+    const { world } = loadGatewayWorld([gw], undefined);
+    const objects = renderedObjects(world);
+    const rows = [['KIND', 'NAMESPACE/NAME', 'WHAT']];
+    for (const o of objects) {
+      const spec = o.spec as { hosts?: string[] } | undefined;
+      const what =
+        o.kind === 'AuthConfig'
+          ? `hosts ${spec?.hosts?.join(', ')}; from ${o.metadata.annotations?.['cascade.dev/sources']}`
+          : `Limitador limits for gateway ${o.metadata.namespace}/${o.metadata.labels?.['cascade.dev/gateway']}`;
+      rows.push([o.kind, `${o.metadata.namespace}/${o.metadata.name}`, what]);
+    }
+    process.stdout.write(`${table(rows)}\n\n`);
+    const cm = objects.find((o) => o.kind === 'ConfigMap') as { data?: Record<string, string> } | undefined;
+    if (cm?.data) process.stdout.write(`limits.yaml:\n${cm.data['limits.yaml']}`);
+  }
   await run('Lint warnings', ['lint', gw, np]);
   await run('Network policy: the example flows', ['netpol', 'simulate', np, '--probes', probesFile]);
 

@@ -29,6 +29,9 @@ describe('npm run demo', () => {
       '== Network policy truth table',
       'monitoring/prometheus  payments/ledger  TCP/9090    ALLOW',
       '== BPF maps (lowered MapState, shared layers)',
+      '== Downstream configuration the controllers publish',
+      'AuthConfig  infra/team-b.orders.main',
+      'name: per-user from RateLimitPolicy infra/platform-cap (override), scope route',
       '5 endpoints,',
     ]) {
       expect(r.stdout).toContain(line);
