@@ -10,6 +10,7 @@ command -v clang >/dev/null || need+=(clang llvm)
 command -v bpftool >/dev/null || need+=(bpftool)
 [[ -f /usr/include/bpf/libbpf.h ]] || need+=(libbpf-dev)
 command -v gcc >/dev/null || need+=(gcc)
+command -v ip >/dev/null || need+=(iproute2)  # netns/veth for the attachment test
 [[ -f /usr/include/x86_64-linux-gnu/asm/types.h || -f /usr/include/asm/types.h ]] || need+=(linux-libc-dev)
 if ((${#need[@]})); then
   if [[ $(id -u) -ne 0 ]]; then log "missing ${need[*]} and not root: cannot install"; exit 0; fi
