@@ -1,4 +1,5 @@
 // @cascade/netpolicy: network policy resolution and lowering. See README.md.
+export * from './agent.ts';
 export * from './cidr.ts';
 export * from './datapath.ts';
 export * from './engine.ts';

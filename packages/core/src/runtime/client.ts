@@ -28,6 +28,7 @@ export interface KubeObject {
     generation?: number;
     creationTimestamp?: string;
     labels?: Record<string, string>;
+    annotations?: Record<string, string>;
     deletionTimestamp?: string;
   };
   spec?: unknown;

@@ -1,0 +1,36 @@
+// cascade-netpol-agent: the node agent. NODE_NAME (downward API) names the node; the BPF object and
+// helper come from the build (ARTIFACTS); maps are pinned under CASCADE_PIN_DIR (default
+// /sys/fs/bpf/cascade) so a restarted agent adopts them and reconciles without a window of wrong
+// verdicts. Metrics on METRICS_PORT; SIGTERM stops cleanly (programs stay attached, maps pinned).
+import { ARTIFACTS, Datapath } from '@cascade/bpf-datapath';
+import { KubeClient } from '@cascade/core';
+import { KubeConfig } from '@kubernetes/client-node';
+import { NetpolAgent } from './agent.ts';
+
+const node = process.env.NODE_NAME;
+if (!node) {
+  process.stderr.write('cascade-netpol-agent: NODE_NAME is not set (use the downward API: spec.nodeName)\n');
+  process.exit(2);
+}
+const kc = new KubeConfig();
+kc.loadFromDefault();
+const datapath = await Datapath.open({
+  bpfctl: ARTIFACTS.bpfctl,
+  object: ARTIFACTS.object,
+  pinDir: process.env.CASCADE_PIN_DIR ?? '/sys/fs/bpf/cascade',
+});
+const agent = new NetpolAgent({
+  client: new KubeClient(kc),
+  node,
+  datapath,
+  metricsPort: Number(process.env.METRICS_PORT ?? 9090),
+});
+await agent.start();
+process.on(
+  'SIGTERM',
+  () =>
+    void agent
+      .stop()
+      .then(() => datapath.close())
+      .then(() => process.exit(0)),
+);

@@ -1,0 +1,131 @@
+// The node agent end to end: a real kube-apiserver (namespaces, a node, pods with addresses and named
+// ports, a NetworkPolicy, an AdminNetworkPolicy) and the real BPF program. Verdicts are the kernel's
+// (BPF_PROG_TEST_RUN on the agent's datapath) as objects change in the API server.
+import { freshDatapath, kernelTestsEnabled, kernelVerdict } from '@cascade/bpf-datapath/testing';
+import { KubeClient } from '@cascade/core';
+import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NetpolAgent } from './agent.ts';
+
+const CLIENT = '10.60.0.1';
+const SERVER = '10.60.0.2';
+const ANP = '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies';
+
+describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
+  'cascade-netpol-agent against kube-apiserver and the kernel',
+  () => {
+    let env: Envtest;
+    let dp: Awaited<ReturnType<typeof freshDatapath>>;
+    let agent: NetpolAgent;
+    const verdict = (dport: number) =>
+      kernelVerdict(dp.dp, 'ingress', { src: CLIENT, dst: SERVER, proto: 6, sport: 40000 + dport, dport });
+    const becomes = (what: string, dport: number, want: 'allow' | 'deny') =>
+      waitFor(`${what}: TCP/${dport} ${want}`, async () => {
+        await dp.dp.clearConntrack();
+        return (await verdict(dport)) === want ? true : undefined;
+      });
+
+    beforeAll(async () => {
+      env = await Envtest.start();
+      for (const [name, labels] of [
+        ['app', { team: 'app' }],
+        ['db', { team: 'db' }],
+      ] as const)
+        await env.call('POST', '/api/v1/namespaces', {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { name, labels },
+        });
+      await env.call('POST', '/api/v1/nodes', {
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: { name: 'n1', labels: { zone: 'a' } },
+      });
+      for (const [ns, name, ip, ports] of [
+        ['app', 'client', CLIENT, []],
+        ['db', 'server', SERVER, [{ name: 'http', containerPort: 80 }]],
+      ] as const) {
+        const r = await env.call('POST', `/api/v1/namespaces/${ns}/pods`, {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name, namespace: ns, labels: { app: name } },
+          spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'example/c', ports }] },
+        });
+        expect(r.status).toBe(201);
+        const pod = r.body as Record<string, unknown>;
+        const s = await env.call('PUT', `/api/v1/namespaces/${ns}/pods/${name}/status`, {
+          ...pod,
+          status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
+        });
+        expect(s.status).toBe(200);
+      }
+      await env.call('POST', '/apis/networking.k8s.io/v1/namespaces/db/networkpolicies', {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: { name: 'server-from-app', namespace: 'db' },
+        spec: {
+          podSelector: { matchLabels: { app: 'server' } },
+          ingress: [
+            { from: [{ namespaceSelector: { matchLabels: { team: 'app' } } }], ports: [{ port: 'http' }] },
+          ],
+        },
+      });
+      dp = await freshDatapath();
+      const kc = new KubeConfig();
+      kc.loadFromFile(env.kubeconfig);
+      agent = new NetpolAgent({ client: new KubeClient(kc), node: 'n1', datapath: dp.dp, log: () => {} });
+      await agent.start();
+      await waitFor('agent ready', async () => (agent.ready ? true : undefined));
+    }, 120_000);
+
+    afterAll(async () => {
+      await agent?.stop();
+      await dp?.cleanup();
+      await env?.stop();
+    });
+
+    it('enforces the NetworkPolicy from the API server in the kernel (named port resolved)', async () => {
+      await becomes('NetworkPolicy', 80, 'allow');
+      expect(await verdict(81)).toBe('deny');
+      expect(agent.syncs.get()).toBeGreaterThan(0);
+      expect(agent.entriesWritten.get()).toBeGreaterThan(0);
+      expect(agent.lastReport?.refused).toEqual([]);
+    });
+
+    it('an AdminNetworkPolicy Deny beats the NetworkPolicy; deleting it restores the allow', async () => {
+      const r = await env.call('POST', ANP, {
+        apiVersion: 'policy.networking.k8s.io/v1alpha1',
+        kind: 'AdminNetworkPolicy',
+        metadata: { name: 'db-lockdown' },
+        spec: {
+          priority: 5,
+          subject: { namespaces: { matchLabels: { team: 'db' } } },
+          ingress: [
+            { name: 'no-app', action: 'Deny', from: [{ namespaces: { matchLabels: { team: 'app' } } }] },
+          ],
+        },
+      });
+      expect(r.status).toBe(201);
+      await becomes('ANP deny', 80, 'deny');
+      expect((await env.call('DELETE', `${ANP}/db-lockdown`)).status).toBe(200);
+      await becomes('ANP deleted', 80, 'allow');
+    });
+
+    it("a namespace relabelled out of the NetworkPolicy's selector loses access; a deleted pod leaves the maps", async () => {
+      const ns = (await env.call('GET', '/api/v1/namespaces/app')).body as {
+        metadata: Record<string, unknown>;
+      };
+      await env.call('PUT', '/api/v1/namespaces/app', {
+        ...ns,
+        metadata: { ...ns.metadata, labels: { team: 'elsewhere' } },
+      });
+      await becomes('namespace relabelled', 80, 'deny');
+      expect(
+        (await env.call('DELETE', '/api/v1/namespaces/db/pods/server?gracePeriodSeconds=0')).status,
+      ).toBe(200);
+      // No endpoint for the server any more: the kernel does not enforce for it (not an endpoint).
+      await becomes('server pod deleted', 81, 'allow');
+    });
+  },
+);
