@@ -94,7 +94,7 @@ export class NetpolEngine {
   private byPortName = new Map<string, number[]>();
   private index = new IdentityIndex([]);
   /** Rules grouped by the subject they share (one ANP / CNP / BANP / NetworkPolicy). */
-  private groups: { subject: Rule['subject']; namespace?: string; rules: Rule[] }[] = [];
+  private groups: Group[] = [];
   private isolationByNs = new Map<string, Isolation[]>();
   private clusterGroups: NetpolEngine['groups'] = [];
   private groupsByNs = new Map<string, NetpolEngine['groups']>();
@@ -276,11 +276,18 @@ export class NetpolEngine {
   /** The rule and peer index behind each cached selection key. */
   private readonly selectionRules = new Map<string, { rule: Rule; index: number }>();
 
+  /** Policy key -> its cached selection keys (what a change of that policy invalidates). */
+  private readonly selectionsByPolicy = new Map<string, Set<string>>();
+
   private selection(rule: Rule, i: number): Selection {
     const k = `${rule.id}@${i}`;
     let s = this.selections.get(k);
     if (!s) {
       this.selectionRules.set(k, { rule, index: i });
+      const pk = policyKeyOf(rule);
+      let set = this.selectionsByPolicy.get(pk);
+      if (!set) this.selectionsByPolicy.set(pk, (set = new Set()));
+      set.add(k);
       s = this.index.select(rule.peers[i]!, rule.action);
       this.selections.set(k, s);
     }
@@ -288,12 +295,14 @@ export class NetpolEngine {
   }
 
   private rebuildGroups(): void {
-    const byPolicy = new Map<string, { subject: Rule['subject']; namespace?: string; rules: Rule[] }>();
+    const byPolicy = new Map<string, Group>();
+    // Group ids are only meaningful within one build: the tiers cached by them go with it.
+    this.tiersByGroups = new Map();
     for (const r of [...this.rules.admin, ...this.rules.np, ...this.rules.baseline]) {
       const k = policyKeyOf(r);
       let g = byPolicy.get(k);
       if (!g) {
-        g = { subject: r.subject, rules: [] };
+        g = { id: byPolicy.size, subject: r.subject, rules: [] };
         if ('name' in r.subject.namespaces) g.namespace = r.subject.namespaces.name;
         byPolicy.set(k, g);
       }
@@ -317,11 +326,32 @@ export class NetpolEngine {
     }
   }
 
+  /** `id@revision` per rule object: a rule object belongs to one build of its policy, so it never changes. */
+  private readonly ruleRevs = new WeakMap<Rule, string>();
+  private rev(r: Rule): string {
+    let s = this.ruleRevs.get(r);
+    if (s === undefined)
+      this.ruleRevs.set(r, (s = `${r.id}@${this.policies.get(policyKeyOf(r))?.revision ?? 0}`));
+    return s;
+  }
+
   /** Tiered rules of an identity and direction; identities with the same rule lists share the fold. */
   private readonly tierCache = new Map<string, TieredRules>();
-  private tiers(info: IdentityInfo, d: Direction): TieredRules {
-    const input = this.tierInput(info, d);
-    const rev = (r: Rule) => `${r.id}@${this.policies.get(policyKeyOf(r))?.revision ?? 0}`;
+  /** Tiers by (direction, matched groups, matched isolations): identities matching the same share them. */
+  private tiersByGroups = new Map<string, TieredRules>();
+  private tiers(info: IdentityInfo, d: Direction, groups: Group[]): TieredRules {
+    const iso = (this.isolationByNs.get(info.namespace!) ?? []).filter(
+      (i) => i.directions.includes(d) && matchesSelector(i.subject, info.labels!),
+    );
+    const gkey = `${d}|${groups.map((g) => g.id).join(',')}|${iso.map((i) => i.policy).join(',')}`;
+    let t = this.tiersByGroups.get(gkey);
+    if (!t) this.tiersByGroups.set(gkey, (t = this.tiersOf(info, d, groups)));
+    return t;
+  }
+
+  private tiersOf(info: IdentityInfo, d: Direction, groups: Group[]): TieredRules {
+    const input = this.tierInput(info, d, groups);
+    const rev = (r: Rule) => this.rev(r);
     const key = `${d}|${input.admin.map(rev).join(',')}|${input.isolation.map((i) => i.policy).join(',')}|${input.np.map(rev).join(',')}|${input.baseline.map(rev).join(',')}`;
     let t = this.tierCache.get(key);
     if (!t) {
@@ -332,13 +362,21 @@ export class NetpolEngine {
     return t;
   }
 
+  /** The policy groups whose subject selects an identity (the same for both directions). */
+  private groupsOf(info: IdentityInfo): Group[] {
+    const out: Group[] = [];
+    for (const g of this.clusterGroups) if (subjectSelects(g.subject, info)) out.push(g);
+    for (const g of this.groupsByNs.get(info.namespace!) ?? [])
+      if (subjectSelects(g.subject, info)) out.push(g);
+    return out;
+  }
+
   /** The rules whose subject selects an identity, per direction, in tier order. */
-  private tierInput(info: IdentityInfo, d: Direction) {
+  private tierInput(info: IdentityInfo, d: Direction, groups: Group[]) {
     const admin: Rule[] = [];
     const np: Rule[] = [];
     const baseline: Rule[] = [];
-    for (const g of [...this.clusterGroups, ...(this.groupsByNs.get(info.namespace!) ?? [])]) {
-      if (!subjectSelects(g.subject, info)) continue;
+    for (const g of groups) {
       for (const r of g.rules) {
         if (r.direction !== d) continue;
         (r.tier === 'admin' ? admin : r.tier === 'np' ? np : baseline).push(r);
@@ -354,8 +392,22 @@ export class NetpolEngine {
     };
   }
 
+  /** tableId per tiers object, direction, layer and own named ports (tiers objects are shared). */
+  private tableIds = new WeakMap<TieredRules, Map<string, string>>();
+
   /** Same rules in a layer (and, for ingress named ports, same own ports) = same table. */
   private tableId(info: IdentityInfo, d: Direction, t: TieredRules, layer: Layer): string {
+    const rules = layer === 'admin' ? t.admin : t.isolation.length > 0 ? t.np : t.baseline;
+    const named = d === 'ingress' && rules.some((r) => r.ports?.some((p) => p.kind === 'named'));
+    let byKey = this.tableIds.get(t);
+    if (!byKey) this.tableIds.set(t, (byKey = new Map()));
+    const k = `${d}|${layer}|${named ? JSON.stringify(info.ports) : ''}`;
+    let id = byKey.get(k);
+    if (id === undefined) byKey.set(k, (id = this.computeTableId(info, d, t, layer)));
+    return id;
+  }
+
+  private computeTableId(info: IdentityInfo, d: Direction, t: TieredRules, layer: Layer): string {
     // A networks peer lowered as "all pods" is part of the table's identity: if that flips, re-lower.
     const allPods = (r: Rule) =>
       r.peers
@@ -363,7 +415,7 @@ export class NetpolEngine {
           p.kind === 'cidr' && p.pods && (this.selection(r, i) as { allPods?: boolean }).allPods ? '*' : '',
         )
         .join('');
-    const rev = (r: Rule) => `${r.id}@${this.policies.get(policyKeyOf(r))?.revision ?? 0}${allPods(r)}`;
+    const rev = (r: Rule) => `${this.rev(r)}${allPods(r)}`;
     const rules = layer === 'admin' ? t.admin : t.isolation.length > 0 ? t.np : t.baseline;
     const named = d === 'ingress' && rules.some((r) => r.ports?.some((p) => p.kind === 'named'));
     const sig = JSON.stringify([
@@ -479,12 +531,17 @@ export class NetpolEngine {
         this.addMember({ id, kind: 'node', key: key!, labels: n.labels }, `node:${name}`, added);
       } else this.nodeIdentity.delete(name);
     }
-    if (rulesChanged) this.syncCidrIdentities(added, removed);
+    if (
+      full ||
+      [...this.changedPolicies].some(([k, prev]) => hasCidr(prev) || hasCidr(this.policies.get(k)?.built))
+    )
+      this.syncCidrIdentities(added, removed);
     const addedSet = new Set(added.filter((id) => !removed.includes(id)));
     const removedSet = new Set(removed.filter((id) => !added.includes(id)));
     diff.identitiesAdded = [...addedSet];
     diff.identitiesRemoved = [...removedSet];
-    if (added.length || removed.length || rulesChanged) {
+    // The identity and port indexes depend on identities only, not on rules.
+    if (added.length || removed.length || full) {
       this.rebuildPortIndex();
       this.index = new IdentityIndex(this.identities.values());
     }
@@ -498,16 +555,19 @@ export class NetpolEngine {
     if (full) {
       this.selections.clear();
       this.selectionRules.clear();
+      this.selectionsByPolicy.clear();
+      this.tableIds = new WeakMap();
     } else {
       // Rules of changed policies are new objects with new selections.
       for (const key of this.changedPolicies.keys()) {
-        for (const k of [...this.selections.keys()]) {
-          if (!k.startsWith(`${key}#`)) continue;
+        for (const k of this.selectionsByPolicy.get(key) ?? []) {
           this.selections.delete(k);
           this.selectionRules.delete(k);
         }
+        this.selectionsByPolicy.delete(key);
       }
-      for (const [k, s] of this.selections) {
+      // Without identity changes the cached selections of unchanged rules still hold.
+      for (const [k, s] of addedSet.size || removedSet.size ? this.selections : []) {
         if (s.kind !== 'set') continue;
         const { rule, index } = this.selectionRules.get(k)!;
         const peer = rule.peers[index]!;
@@ -551,6 +611,8 @@ export class NetpolEngine {
       // Rare (e.g. an IPv6-only pod beside an IPv4 0.0.0.0/0 rule): lower everything again.
       this.selections.clear();
       this.selectionRules.clear();
+      this.selectionsByPolicy.clear();
+      this.tableIds = new WeakMap();
       this.tables.clear();
       this.endpointTables.clear();
     }
@@ -564,8 +626,9 @@ export class NetpolEngine {
     for (const id of removedSet) this.detachSubject(id);
     for (const info of subjects) {
       const ids = {} as Record<Direction, Record<Layer, string>>;
+      const groups = this.groupsOf(info);
       for (const d of DIRECTIONS) {
-        const tiers = this.tiers(info, d);
+        const tiers = this.tiers(info, d, groups);
         ids[d] = { admin: '', lower: '' };
         for (const layer of LAYERS) {
           const tid = this.tableId(info, d, tiers, layer);
@@ -735,6 +798,11 @@ export class NetpolEngine {
     return out;
   }
 }
+
+type Group = { id: number; subject: Rule['subject']; namespace?: string; rules: Rule[] };
+
+const hasCidr = (b: BuiltPolicy | null | undefined) =>
+  Boolean(b?.rules.some((r) => r.peers.some((p) => p.kind === 'cidr')));
 
 function policyKeyOf(r: Rule): string {
   return r.id.slice(0, r.id.indexOf('#'));

@@ -46,52 +46,45 @@ function synthetic(
   };
 }
 
+/**
+ * Each tier goes into the fold as one rule (its whole, already ordered, rule list): the D/O semantics
+ * act on the tiers as units (admin always merged in; NetworkPolicy, when it governs, replacing the
+ * baseline atomically), so bundling gives the same result as one fold entry per rule at a fraction of
+ * the cost (an endpoint can be selected by hundreds of admin rules).
+ */
 export function composeTiers(input: TierInput): TieredRules {
   const links: ChainLink[] = [];
-  if (input.isolation.length > 0) {
-    const rules = [
-      ...input.np.map((r) => ({ section: 'np', name: r.id, value: r })),
-      ...input.isolation.map((i) => ({ section: 'np', name: `isolation:${i.policy}`, value: i })),
-    ];
-    links.push({ policy: synthetic('NetworkPolicy', 'intent', 'atomic', rules), level: 3 });
-  }
-  if (input.baseline.length > 0) {
+  if (input.isolation.length > 0)
     links.push({
-      policy: synthetic(
-        'Baseline',
-        'default',
-        'atomic',
-        input.baseline.map((r) => ({ section: 'baseline', name: r.id, value: r })),
-      ),
+      policy: synthetic('NetworkPolicy', 'intent', 'atomic', [
+        { section: 'np', name: 'networkpolicy', value: { np: input.np, isolation: input.isolation } },
+      ]),
+      level: 3,
+    });
+  if (input.baseline.length > 0)
+    links.push({
+      policy: synthetic('Baseline', 'default', 'atomic', [
+        { section: 'baseline', name: 'baseline', value: input.baseline },
+      ]),
       level: 1,
     });
-  }
-  if (input.admin.length > 0) {
+  if (input.admin.length > 0)
     links.push({
-      policy: synthetic(
-        'Admin',
-        'override',
-        'merge',
-        input.admin.map((r) => ({ section: 'admin', name: r.id, value: r })),
-      ),
+      policy: synthetic('Admin', 'override', 'merge', [
+        { section: 'admin', name: 'admin', value: input.admin },
+      ]),
       level: 0,
     });
-  }
   const result = resolveChain(links, SECTIONS);
   const out: TieredRules = { admin: [], isolation: [], np: [], baseline: [] };
   for (const r of result.rules.values()) {
-    if (r.section === 'admin') out.admin.push(r.value as Rule);
-    else if (r.section === 'baseline') out.baseline.push(r.value as Rule);
-    else if (r.name.startsWith('isolation:')) out.isolation.push(r.value as Isolation);
-    else out.np.push(r.value as Rule);
+    if (r.section === 'admin') out.admin = r.value as Rule[];
+    else if (r.section === 'baseline') out.baseline = r.value as Rule[];
+    else {
+      const v = r.value as { np: Rule[]; isolation: Isolation[] };
+      out.np = v.np;
+      out.isolation = v.isolation;
+    }
   }
-  // The fold returns rules in key order; evaluation order is the tiers' own.
-  const byOrder = (rules: Rule[], from: Rule[]) => {
-    const keep = new Set(rules);
-    return from.filter((r) => keep.has(r));
-  };
-  out.admin = byOrder(out.admin, input.admin);
-  out.np = byOrder(out.np, input.np);
-  out.baseline = byOrder(out.baseline, input.baseline);
   return out;
 }
