@@ -10,6 +10,7 @@ import {
   ID,
   IdentityAllocator,
   type IdentityInfo,
+  isPodIdentity,
   nodeIdentityKey,
   podIdentityKey,
 } from './identities.ts';
@@ -190,6 +191,9 @@ export class NetpolEngine {
       isolation: all.flatMap((b) => (b.isolation ? [b.isolation] : [])),
       baseline: all.flatMap((b) => b.rules.filter((r) => r.tier === 'baseline')).sort(compareRules),
     };
+    this.egressNamedRules = [...admin, ...this.rules.np, ...this.rules.baseline].filter(
+      (r) => r.direction === 'egress' && r.ports?.some((p) => p.kind === 'named'),
+    );
     const nets = new Map<string, Prefix>();
     for (const r of [...admin, ...this.rules.baseline])
       for (const p of r.peers) if (p.kind === 'cidr' && p.pods) nets.set(prefixKey(p.cidr), p.cidr);
@@ -274,7 +278,31 @@ export class NetpolEngine {
   }
 
   /** The rule and peer index behind each cached selection key. */
-  private readonly selectionRules = new Map<string, { rule: Rule; index: number }>();
+  /** Egress rules with named ports: they expand wildcard peers per destination identity. */
+  private egressNamedRules: Rule[] = [];
+  private readonly selectionRules = new Map<string, SelectionEntry>();
+  /** Cached selections of pod peers bound to one namespace, by it; and all the others. */
+  private readonly selectionsByNs = new Map<string, Set<SelectionEntry>>();
+  private readonly selectionsUnbound = new Set<SelectionEntry>();
+
+  private forgetSelection(k: string): void {
+    const e = this.selectionRules.get(k);
+    this.selections.delete(k);
+    this.selectionRules.delete(k);
+    if (!e) return;
+    const peer = e.rule.peers[e.index]!;
+    if (peer.kind === 'pods' && 'name' in peer.namespaces)
+      this.selectionsByNs.get(peer.namespaces.name)?.delete(e);
+    else this.selectionsUnbound.delete(e);
+  }
+
+  private forgetAllSelections(): void {
+    this.selections.clear();
+    this.selectionRules.clear();
+    this.selectionsByPolicy.clear();
+    this.selectionsByNs.clear();
+    this.selectionsUnbound.clear();
+  }
 
   /** Policy key -> its cached selection keys (what a change of that policy invalidates). */
   private readonly selectionsByPolicy = new Map<string, Set<string>>();
@@ -283,13 +311,20 @@ export class NetpolEngine {
     const k = `${rule.id}@${i}`;
     let s = this.selections.get(k);
     if (!s) {
-      this.selectionRules.set(k, { rule, index: i });
       const pk = policyKeyOf(rule);
       let set = this.selectionsByPolicy.get(pk);
       if (!set) this.selectionsByPolicy.set(pk, (set = new Set()));
       set.add(k);
       s = this.index.select(rule.peers[i]!, rule.action);
       this.selections.set(k, s);
+      const entry: SelectionEntry = { rule, index: i, s };
+      this.selectionRules.set(k, entry);
+      const peer = rule.peers[i]!;
+      if (peer.kind === 'pods' && 'name' in peer.namespaces) {
+        let b = this.selectionsByNs.get(peer.namespaces.name);
+        if (!b) this.selectionsByNs.set(peer.namespaces.name, (b = new Set()));
+        b.add(entry);
+      } else this.selectionsUnbound.add(entry);
     }
     return s;
   }
@@ -540,10 +575,17 @@ export class NetpolEngine {
     const removedSet = new Set(removed.filter((id) => !added.includes(id)));
     diff.identitiesAdded = [...addedSet];
     diff.identitiesRemoved = [...removedSet];
-    // The identity and port indexes depend on identities only, not on rules.
-    if (added.length || removed.length || full) {
+    // The identity and port indexes depend on identities only, not on rules: patched in place.
+    if (full) {
       this.rebuildPortIndex();
       this.index = new IdentityIndex(this.identities.values());
+    } else if (added.length || removed.length) {
+      for (const id of removedSet) this.index.remove(id);
+      for (const id of new Set(added)) {
+        const info = this.identities.get(id);
+        if (info) this.index.add(info);
+      }
+      if ([...addedSet, ...removedSet].some(isPodIdentity)) this.rebuildPortIndex();
     }
 
     // 2. Selections: recompute all when rules changed; else patch the cached ones.
@@ -553,55 +595,60 @@ export class NetpolEngine {
     // Keys derive from selections: any identity or rule change invalidates them.
     if (full || addedSet.size || removedSet.size) this.keyCache = new WeakMap();
     if (full) {
-      this.selections.clear();
-      this.selectionRules.clear();
-      this.selectionsByPolicy.clear();
+      this.forgetAllSelections();
       this.tableIds = new WeakMap();
     } else {
       // Rules of changed policies are new objects with new selections.
       for (const key of this.changedPolicies.keys()) {
-        for (const k of this.selectionsByPolicy.get(key) ?? []) {
-          this.selections.delete(k);
-          this.selectionRules.delete(k);
-        }
+        for (const k of this.selectionsByPolicy.get(key) ?? []) this.forgetSelection(k);
         this.selectionsByPolicy.delete(key);
       }
+      const podRemoved = [...removedSet].some(isPodIdentity);
       // Without identity changes the cached selections of unchanged rules still hold.
-      for (const [k, s] of addedSet.size || removedSet.size ? this.selections : []) {
-        if (s.kind !== 'set') continue;
-        const { rule, index } = this.selectionRules.get(k)!;
-        const peer = rule.peers[index]!;
-        if (peer.kind === 'cidr' && peer.pods) {
-          // Whether a networks peer covers every pod can flip either way: recompute its pod side.
-          const pods = this.index.selectNetworkPods(peer);
-          if (pods.all !== Boolean(s.allPods)) {
-            allPodsBroken = true;
-            continue;
-          }
-          for (const id of removedSet) s.ids.delete(id);
-          if (!pods.all) {
-            for (const id of pods.ids) {
-              if (addedSet.has(id)) {
-                s.ids.add(id);
+      if (removedSet.size)
+        for (const { s } of this.selectionRules.values())
+          if (s.kind === 'set') for (const id of removedSet) s.ids.delete(id);
+      const addedInfos = [...addedSet].map((id) => this.identities.get(id)!);
+      // New pods can only be selected by peers of their namespace or peers not bound to one.
+      const candidates: Iterable<SelectionEntry>[] = [];
+      if (addedInfos.length && addedInfos.every((i) => i.kind === 'pod')) {
+        for (const ns of new Set(addedInfos.map((i) => i.namespace!)))
+          candidates.push(this.selectionsByNs.get(ns) ?? []);
+        candidates.push(this.selectionsUnbound);
+      } else if (addedInfos.length || podRemoved) candidates.push(this.selectionRules.values());
+      for (const list of candidates) {
+        for (const { rule, index, s } of list) {
+          if (s.kind !== 'set') continue;
+          const peer = rule.peers[index]!;
+          if (peer.kind === 'cidr' && peer.pods) {
+            // Whether a networks peer covers every pod can flip either way: an added pod outside it
+            // breaks "all"; only a removed pod can make an uncovered peer cover all (then count).
+            let all = Boolean(s.allPods);
+            if (all) {
+              for (const info of addedInfos)
+                if (info.kind === 'pod' && !IdentityIndex.podInside(info, peer)) all = false;
+            } else if (podRemoved) all = this.index.coversAllPods(peer);
+            if (all !== Boolean(s.allPods)) {
+              allPodsBroken = true;
+              continue;
+            }
+            for (const info of addedInfos) {
+              const selects =
+                info.kind === 'pod'
+                  ? !all && IdentityIndex.podInside(info, peer)
+                  : info.id !== ID.HOST && peerSelects(peer, info);
+              if (selects) {
+                s.ids.add(info.id);
                 selecting.add(rule);
               }
             }
+            continue;
           }
-          for (const id of addedSet) {
-            const info = this.identities.get(id)!;
-            if (info.kind !== 'pod' && info.id !== ID.HOST && peerSelects(peer, info)) {
-              s.ids.add(id);
+          for (const info of addedInfos) {
+            if (info.id !== ID.HOST && peerSelects(peer, info)) {
+              s.ids.add(info.id);
               selecting.add(rule);
             }
-          }
-          continue;
-        }
-        for (const id of removedSet) s.ids.delete(id);
-        for (const id of addedSet) {
-          const info = this.identities.get(id)!;
-          if (info.id !== ID.HOST && peerSelects(peer, info)) {
-            s.ids.add(id);
-            selecting.add(rule);
           }
         }
       }
@@ -609,9 +656,7 @@ export class NetpolEngine {
 
     if (allPodsBroken) {
       // Rare (e.g. an IPv6-only pod beside an IPv4 0.0.0.0/0 rule): lower everything again.
-      this.selections.clear();
-      this.selectionRules.clear();
-      this.selectionsByPolicy.clear();
+      this.forgetAllSelections();
       this.tableIds = new WeakMap();
       this.tables.clear();
       this.endpointTables.clear();
@@ -660,8 +705,7 @@ export class NetpolEngine {
     // (safe in place: no packet carries a new identity before the ipcache maps an address to it).
     if (addedSet.size || removedSet.size) {
       // Egress rules with named ports expand wildcard peers per destination identity: include them.
-      for (const r of this.ruleTables.keys())
-        if (r.direction === 'egress' && r.ports?.some((p) => p.kind === 'named')) selecting.add(r);
+      for (const r of this.egressNamedRules) selecting.add(r);
       const toPatch = new Set<string>();
       for (const r of selecting) for (const id of this.ruleTables.get(r) ?? []) toPatch.add(id);
       for (const t of this.tables.values()) {
@@ -798,6 +842,8 @@ export class NetpolEngine {
     return out;
   }
 }
+
+type SelectionEntry = { rule: Rule; index: number; s: Selection };
 
 type Group = { id: number; subject: Rule['subject']; namespace?: string; rules: Rule[] };
 

@@ -104,25 +104,69 @@ export class IdentityIndex {
   readonly others: IdentityInfo[] = [];
   podCount = 0;
 
+  private readonly byId = new Map<number, IdentityInfo>();
+
   constructor(identities: Iterable<IdentityInfo>) {
-    for (const info of identities) {
-      if (info.kind !== 'pod') {
-        if (info.id !== ID.HOST) this.others.push(info);
-        continue;
-      }
-      this.podCount++;
-      let l = this.byNamespace.get(info.namespace!);
-      if (!l) {
-        this.byNamespace.set(info.namespace!, (l = []));
-        this.nsLabels.set(info.namespace!, info.nsLabels!);
-      }
-      l.push(info);
-      for (const n of info.netparts ?? []) {
-        let ids = this.byNetpart.get(n);
-        if (!ids) this.byNetpart.set(n, (ids = []));
-        ids.push(info.id);
+    for (const info of identities) this.add(info);
+  }
+
+  add(info: IdentityInfo): void {
+    if (this.byId.has(info.id)) this.remove(info.id);
+    this.byId.set(info.id, info);
+    if (info.kind !== 'pod') {
+      if (info.id !== ID.HOST) this.others.push(info);
+      return;
+    }
+    this.podCount++;
+    let l = this.byNamespace.get(info.namespace!);
+    if (!l) this.byNamespace.set(info.namespace!, (l = []));
+    this.nsLabels.set(info.namespace!, info.nsLabels!);
+    l.push(info);
+    for (const n of info.netparts ?? []) {
+      let ids = this.byNetpart.get(n);
+      if (!ids) this.byNetpart.set(n, (ids = []));
+      ids.push(info.id);
+    }
+  }
+
+  remove(id: number): void {
+    const info = this.byId.get(id);
+    if (!info) return;
+    this.byId.delete(id);
+    if (info.kind !== 'pod') {
+      const i = this.others.indexOf(info);
+      if (i >= 0) this.others.splice(i, 1);
+      return;
+    }
+    this.podCount--;
+    const l = this.byNamespace.get(info.namespace!);
+    if (l) {
+      const i = l.indexOf(info);
+      if (i >= 0) l.splice(i, 1);
+      if (l.length === 0) {
+        this.byNamespace.delete(info.namespace!);
+        this.nsLabels.delete(info.namespace!);
       }
     }
+    for (const n of info.netparts ?? []) {
+      const ids = this.byNetpart.get(n);
+      if (!ids) continue;
+      const i = ids.indexOf(id);
+      if (i >= 0) ids.splice(i, 1);
+      if (ids.length === 0) this.byNetpart.delete(n);
+    }
+  }
+
+  /** Whether a networks peer covers every pod identity (counted, not collected). */
+  coversAllPods(peer: Extract<Peer, { kind: 'cidr' }>): boolean {
+    let n = 0;
+    for (const [key, list] of this.byNetpart) if (isInsideKey(key, peer)) n += list.length;
+    return n > 0 && n === this.podCount;
+  }
+
+  /** Whether a pod identity's network part lies inside a networks peer. */
+  static podInside(info: IdentityInfo, peer: Extract<Peer, { kind: 'cidr' }>): boolean {
+    return (info.netparts ?? []).some((k) => isInsideKey(k, peer));
   }
 
   /** The pod side of a networks peer: pod identities by network part, and whether that is all of them. */

@@ -6,12 +6,11 @@ import type { LabelSelector } from './types.ts';
  * the caller's decision (Kubernetes uses "nothing" in some places and "everything" in others).
  */
 export function matchesSelector(selector: LabelSelector, labels: Readonly<Record<string, string>>): boolean {
-  if (selector.matchLabels) {
-    for (const [k, v] of Object.entries(selector.matchLabels)) {
-      if (labels[k] !== v) return false;
-    }
-  }
-  for (const e of selector.matchExpressions ?? []) {
+  const ml = selector.matchLabels;
+  if (ml) for (const k in ml) if (labels[k] !== ml[k]) return false;
+  const exprs = selector.matchExpressions;
+  if (!exprs) return true;
+  for (const e of exprs) {
     const has = Object.hasOwn(labels, e.key);
     const value = labels[e.key];
     switch (e.operator) {
