@@ -81,27 +81,34 @@ function ruleKeys(rule: Rule, ctx: LowerContext, only?: number, wild = true): Ma
     const sel = ctx.select(rule, i);
     if (sel.kind === 'set') {
       if (only !== undefined) {
-        if (sel.ids.has(only)) for (const pk of remotePorts(only)) out.push({ identity: only, ...pk });
-      } else for (const id of sel.ids) for (const pk of remotePorts(id)) out.push({ identity: id, ...pk });
+        if (sel.ids.has(only))
+          for (const pk of remotePorts(only))
+            out.push({ identity: only, proto: pk.proto, port: pk.port, plen: pk.plen });
+      } else
+        for (const id of sel.ids)
+          for (const pk of remotePorts(id))
+            out.push({ identity: id, proto: pk.proto, port: pk.port, plen: pk.plen });
       if (!sel.allPods) return;
     }
     const wildId = sel.kind === 'all' ? ID.WILDCARD : ID.ALL_PODS;
     if (ingress || !hasNamed) {
       if (wild)
         for (const pk of hasNamed ? portKeys(rule.ports, ctx.local) : fixedPortKeys(rule))
-          out.push({ identity: wildId, ...pk });
+          out.push({ identity: wildId, proto: pk.proto, port: pk.port, plen: pk.plen });
       return;
     }
     // Egress named ports resolve per destination: numbered ports stay wildcard, names expand.
     const numbered = rule.ports!.filter((p) => p.kind === 'range');
     if (wild && numbered.length > 0)
-      for (const pk of portKeys(numbered, undefined)) out.push({ identity: wildId, ...pk });
+      for (const pk of portKeys(numbered, undefined))
+        out.push({ identity: wildId, proto: pk.proto, port: pk.port, plen: pk.plen });
     const named = rule.ports!.filter((p) => p.kind === 'named');
     const ids = new Set<number>();
     for (const p of named)
       for (const id of ctx.byPortName.get(p.name) ?? []) if (only === undefined || id === only) ids.add(id);
     for (const id of ids)
-      for (const pk of portKeys(named, ctx.identities.get(id))) out.push({ identity: id, ...pk });
+      for (const pk of portKeys(named, ctx.identities.get(id)))
+        out.push({ identity: id, proto: pk.proto, port: pk.port, plen: pk.plen });
   });
   if (cacheable) ctx.keyCache!.set(rule, out);
   return out;
@@ -122,15 +129,22 @@ export function lowerLayer(
   into = new MapState(),
   only?: number,
 ): MapState {
-  const entries: MapStateEntry[] = [];
+  // Key-only identities first (any, then all pods), then the others; inside each class the rules come
+  // in tier order, which is descending precedence: a partition, not a sort.
+  const classes: [MapStateEntry[], MapStateEntry[], MapStateEntry[]] = [[], [], []];
   const add = (key: MapStateKey, a: number, l: number, verdict: Verdict, rule: string) => {
-    entries.push({
-      ...key,
-      precedence: encodePrecedence(a, l, verdict === 'deny'),
+    const precedence = encodePrecedence(a, l, verdict === 'deny');
+    const e: MapStateEntry = {
+      identity: key.identity,
+      proto: key.proto,
+      port: key.port,
+      plen: key.plen,
+      precedence,
       verdict,
       deny: verdict === 'deny',
       rule,
-    });
+    };
+    classes[key.identity === ID.WILDCARD ? 0 : key.identity === ID.ALL_PODS ? 1 : 2].push(e);
   };
   const keysOf = (r: Rule) => ruleKeys(r, ctx, only, only === undefined);
   if (layer === 'admin') {
@@ -154,10 +168,8 @@ export function lowerLayer(
         add(key, 0, baselineL(rank), r.action === 'pass' ? 'allow' : r.action, r.id);
     });
   }
-  const classOrder = (id: number) => (id === ID.WILDCARD ? 0 : id === ID.ALL_PODS ? 1 : 2);
-  entries.sort((x, y) => classOrder(x.identity) - classOrder(y.identity) || y.precedence - x.precedence);
   if (only !== undefined) into.clear(only);
-  for (const e of entries) into.insert(e);
+  for (const list of classes) for (const e of list) into.insert(e);
   return into;
 }
 

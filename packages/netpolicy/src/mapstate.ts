@@ -9,15 +9,18 @@
 //   - inserting an entry deletes the entries of its own identity it covers with lower precedence (they
 //     would shadow it in a longest-prefix lookup), and covered equal ones with the same verdict.
 import { ID, isPodIdentity } from './identities.ts';
-import { portInPrefix, prefixContains } from './ports.ts';
 
 export const WILDCARD = ID.WILDCARD;
 
 /** The key-only identities that also cover an identity, most specific first. */
-export function parentsOf(identity: number): number[] {
-  if (identity === ID.WILDCARD) return [];
-  if (identity === ID.ALL_PODS) return [ID.WILDCARD];
-  return isPodIdentity(identity) ? [ID.ALL_PODS, ID.WILDCARD] : [ID.WILDCARD];
+const NO_PARENTS: readonly number[] = [];
+const WILD_ONLY: readonly number[] = [ID.WILDCARD];
+const POD_PARENTS: readonly number[] = [ID.ALL_PODS, ID.WILDCARD];
+
+export function parentsOf(identity: number): readonly number[] {
+  if (identity === ID.WILDCARD) return NO_PARENTS;
+  if (identity === ID.ALL_PODS) return WILD_ONLY;
+  return isPodIdentity(identity) ? POD_PARENTS : WILD_ONLY;
 }
 
 export interface MapStateKey {
@@ -51,7 +54,9 @@ export function matchLength(k: MapStateKey): number {
 export function covers(a: MapStateKey, b: MapStateKey): boolean {
   if (a.proto === 0) return true;
   if (a.proto !== b.proto) return false;
-  return prefixContains({ port: a.port, len: a.plen }, { port: b.port, len: b.plen });
+  // prefixContains without allocating (this runs for every insertion against its bucket)
+  if (a.plen > b.plen) return false;
+  return a.plen === 0 || a.port >>> (16 - a.plen) === b.port >>> (16 - a.plen);
 }
 
 export function keyString(k: MapStateKey): string {
@@ -120,7 +125,10 @@ export class MapState {
     const lpm = (id: number): MapStateEntry | undefined => {
       let best: MapStateEntry | undefined;
       for (const x of this.buckets.get(id) ?? []) {
-        if (x.proto !== 0 && (x.proto !== proto || !portInPrefix(port, { port: x.port, len: x.plen })))
+        if (
+          x.proto !== 0 &&
+          (x.proto !== proto || (x.plen > 0 && port >>> (16 - x.plen) !== x.port >>> (16 - x.plen)))
+        )
           continue;
         if (!best || matchLength(x) > matchLength(best)) best = x;
       }
