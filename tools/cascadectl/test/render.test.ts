@@ -1,0 +1,79 @@
+// cascadectl render on the example story: what the controllers publish, from the semantics.
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { run } from './run.ts';
+
+const GW = resolve(import.meta.dirname, '../../../examples/gateway');
+type Obj = {
+  kind: string;
+  metadata: { name: string; namespace: string; annotations?: Record<string, string> };
+  spec?: Record<string, Record<string, unknown>> & { hosts: string[] };
+  data?: Record<string, string>;
+};
+
+describe('cascadectl render -o json on examples/gateway', async () => {
+  const r = await run('render', GW, '-o', 'json');
+  const objs = JSON.parse(r.stdout) as Obj[];
+  const ac = (ns: string, name: string) =>
+    objs.find((o) => o.kind === 'AuthConfig' && o.metadata.namespace === ns && o.metadata.name === name)!;
+
+  it('one AuthConfig per route, placed where its Secret references resolve, and one limits ConfigMap', () => {
+    expect(r.code).toBe(0);
+    expect(objs.map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`)).toEqual([
+      // team-b/c/d keep the platform's API-key rule: its Secrets are in infra, the example's
+      // ReferenceGrant allows their routes to use them, so their AuthConfigs live in infra.
+      'AuthConfig infra/team-b.orders.main',
+      'AuthConfig infra/team-c.status.main',
+      'AuthConfig infra/team-d.admin.main',
+      // team-a replaced the API key by its own JWT: nothing to resolve elsewhere.
+      'AuthConfig team-a/catalog.main',
+      'ConfigMap infra/limitador-limits-main',
+    ]);
+  });
+
+  it('AuthConfigs carry the effective rules only, with each rule where Authorino expects it', () => {
+    const catalog = ac('team-a', 'catalog.main');
+    expect(Object.keys(catalog.spec!.authentication!)).toEqual(['primary']);
+    expect((catalog.spec!.authentication!.primary as { jwt: unknown }).jwt).toEqual({
+      issuerUrl: 'https://sso.example.com/realms/catalog',
+    });
+    expect(Object.keys(catalog.spec!.authorization!)).toEqual(['deny-anonymous']);
+    const admin = ac('infra', 'team-d.admin.main');
+    // The override is still there (the unset was refused) and team-d's anonymous authenticator is added.
+    expect(Object.keys(admin.spec!.authentication!).sort()).toEqual(['anonymous', 'primary']);
+    expect(Object.keys(admin.spec!.authorization!)).toEqual(['deny-anonymous']);
+    expect(admin.spec!.hosts[0]).toBe('admin.apps.example.com');
+    expect(admin.metadata.annotations!['cascade.dev/refused-references']).toBeUndefined();
+  });
+
+  it('the Limitador limits: 100/min per gateway, team-b clipped to 1000/min per route, team-c without', () => {
+    const cm = objs.find((o) => o.kind === 'ConfigMap')!;
+    const limits = parse(cm.data!['limits.yaml']!) as {
+      max_value: number;
+      seconds: number;
+      variables: string[];
+      name: string;
+    }[];
+    expect(limits.map((l) => [l.name, l.max_value, l.seconds])).toEqual([
+      ['global from RateLimitPolicy infra/platform-limits (default), scope gateway', 100, 60],
+      ['per-user from RateLimitPolicy infra/platform-cap (override), scope route', 1000, 60],
+    ]);
+    expect(limits[1]!.variables).toEqual([
+      'descriptors[0]["auth.identity.userid"]',
+      'descriptors[0]["cascade.route"]',
+    ]);
+    const actions = parse(cm.data!['actions.yaml']!) as {
+      route: string;
+      actions: { predicates: string[] }[];
+    }[];
+    expect(actions.map((a) => a.route)).not.toContain('HTTPRoute/team-c/status');
+    const orders = actions.find((a) => a.route === 'HTTPRoute/team-b/orders')!;
+    expect(orders.actions.map((a) => a.predicates)).toEqual([[], ['request.method == "POST"']]);
+  });
+
+  it('exits 2 on unknown flags', async () => {
+    expect((await run('render', GW, '--nope')).code).toBe(2);
+    expect((await run('render', GW, '-o', 'table')).code).toBe(2);
+  });
+});
