@@ -14,6 +14,7 @@ import {
   type KubeObject,
   type Logger,
   Metrics,
+  startInformers,
   WorkQueue,
 } from '@cascade/core';
 import { datapathState } from './datapath.ts';
@@ -152,10 +153,10 @@ export class NetpolAgent {
   }
 
   async start(): Promise<void> {
-    for (const i of this.informers) i.start();
+    const synced = startInformers(this.informers);
     if (this.opts.metricsPort !== undefined)
       this.server = await this.metrics.serve(this.opts.metricsPort, () => this.ready);
-    while (!this.informers.every((i) => i.synced)) await new Promise((r) => setTimeout(r, 50));
+    await synced;
     this.started = true;
     this.queue.add('sync');
     this.log('info', 'caches synced', { node: this.opts.node });

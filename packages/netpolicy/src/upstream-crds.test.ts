@@ -1,11 +1,8 @@
 // Our zod schemas against the upstream CRDs (taken from the pinned network-policy-api module by the
 // set-up step): every field we read must exist upstream, and every upstream field is either read or
 // listed here as deliberately not supported, so a version bump shows what changed.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { apiServerTestsEnabled, envtestPaths } from '@cascade/envtest';
+import { apiServerTestsEnabled, type SchemaNode, schemaPaths, upstreamSpecPaths } from '@cascade/envtest';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { z } from 'zod';
 import {
   adminNetworkPolicySpecSchema,
@@ -13,29 +10,9 @@ import {
   clusterNetworkPolicySpecSchema,
 } from './model.ts';
 
-type Schema = { properties?: Record<string, Schema>; items?: Schema; additionalProperties?: Schema };
-
-function paths(s: Schema | undefined, base: string, out: Set<string>): Set<string> {
-  if (!s) return out;
-  for (const [k, v] of Object.entries(s.properties ?? {})) {
-    const p = `${base}.${k}`;
-    out.add(p);
-    paths(v, p, out);
-  }
-  if (s.items) paths(s.items, `${base}[]`, out);
-  return out;
-}
-
-function upstream(file: string): Set<string> {
-  const crd = parse(readFileSync(join(envtestPaths()!.crds, file), 'utf8')) as {
-    spec: { versions: { schema: { openAPIV3Schema: { properties: { spec: Schema } } } }[] };
-  };
-  return paths(crd.spec.versions[0]!.schema.openAPIV3Schema.properties.spec, 'spec', new Set());
-}
-
-function ours(schema: z.ZodType): Set<string> {
-  return paths(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Schema, 'spec', new Set());
-}
+const upstream = (file: string) => upstreamSpecPaths(file);
+const ours = (schema: z.ZodType) =>
+  schemaPaths(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as SchemaNode);
 
 /**
  * Upstream fields we knowingly do not read. domainNames (FQDN egress peers) need DNS-aware enforcement;

@@ -131,3 +131,12 @@ export function generateGatewayWorld(scale: GatewayScale, kind = 'RateLimitPolic
   }
   return { gateways, routes, policies };
 }
+
+/** The policy with its first limit (in its defaults, overrides or bare rules) set to 1 + n per minute. */
+export function bumpFirstLimit(p: PolicyObject, n: number): PolicyObject {
+  const spec = structuredClone(p.spec) as Record<string, Record<string, unknown>>;
+  const block = (spec.overrides ?? spec.defaults ?? spec) as { limits: Record<string, unknown> };
+  const first = Object.keys(block.limits)[0]!;
+  block.limits[first] = { rates: [{ limit: 1 + n, window: '1m' }] };
+  return { ...p, spec };
+}

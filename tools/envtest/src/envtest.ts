@@ -59,6 +59,8 @@ export class Envtest {
   private etcdPort = 0;
   private etcd?: ChildProcess;
   private api?: ChildProcess;
+  /** Set while stop()/stopApiServer() take things down on purpose. */
+  private stopping = false;
   private readonly paths: EnvtestPaths;
   private logs = '';
 
@@ -129,6 +131,12 @@ export class Envtest {
     this.etcd.stderr?.on('data', (d) => {
       this.logs = (this.logs + String(d)).slice(-20000);
     });
+    this.etcd.once('exit', (code, signal) => {
+      if (!this.stopping)
+        process.stderr.write(
+          `[envtest] etcd exited (code ${code}, signal ${signal}): ${this.logs.slice(-1500)}\n`,
+        );
+    });
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
       try {
@@ -141,6 +149,7 @@ export class Envtest {
   }
 
   async startApiServer(): Promise<void> {
+    this.stopping = false;
     if (!this.apiPort) this.apiPort = await freePort();
     const key = join(this.dir, 'sa.key');
     const pub = join(this.dir, 'sa.pub');
@@ -173,6 +182,14 @@ export class Envtest {
     this.api.stderr?.on('data', (d) => {
       this.logs = (this.logs + String(d)).slice(-20000);
     });
+    const api = this.api;
+    api.once('exit', (code, signal) => {
+      // An API server that dies under a test is worth a line with its last words.
+      if (this.api === api && !this.stopping)
+        process.stderr.write(
+          `[envtest] kube-apiserver exited (code ${code}, signal ${signal}): ${this.logs.slice(-1500)}\n`,
+        );
+    });
     const deadline = Date.now() + 90_000;
     while (Date.now() < deadline) {
       const r = await this.call('GET', '/readyz').catch(() => undefined);
@@ -187,6 +204,7 @@ export class Envtest {
   async stopApiServer(): Promise<void> {
     const p = this.api;
     if (!p || p.exitCode !== null) return;
+    this.stopping = true;
     // kube-apiserver drains open watches on SIGTERM for up to a minute: kill it after 3 s.
     const exited = new Promise((r) => p.once('exit', r));
     p.kill('SIGTERM');
@@ -269,6 +287,7 @@ export class Envtest {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     await this.stopApiServer();
     const e = this.etcd;
     if (e && e.exitCode === null) {

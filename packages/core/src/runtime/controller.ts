@@ -20,7 +20,7 @@ import { affectedCondition, type Condition, policyConditions } from '../status/c
 import { convertTopology, referenceGrantFromObject } from '../topology/from-k8s.ts';
 import { gatewayKey, type PathRef, pathKey, routeKey, ruleName } from '../topology/types.ts';
 import { ApiError, type KubeClient, type KubeObject } from './client.ts';
-import { Informer, type InformerEvent } from './informer.ts';
+import { Informer, type InformerEvent, startInformers } from './informer.ts';
 import { LeaderElector } from './leader.ts';
 import { jsonLogger, type Logger, Metrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
@@ -250,10 +250,10 @@ export class PolicyController {
   }
 
   async start(): Promise<void> {
-    for (const i of this.informers) i.start();
+    const synced = startInformers(this.informers);
     if (this.opts.metricsPort !== undefined)
       this.server = await this.metrics.serve(this.opts.metricsPort, () => this.ready);
-    while (!this.informers.every((i) => i.synced)) await new Promise((r) => setTimeout(r, 50));
+    await synced;
     this.started = true;
     this.resyncTimer = setInterval(
       () => {

@@ -78,23 +78,28 @@ export class Informer {
     while (!this.stopped) {
       try {
         if (!rv) rv = await this.list();
-        this.abort = new AbortController();
-        const timer = setTimeout(() => this.abort.abort(), this.resyncMs);
+        const abort = new AbortController();
+        this.abort = abort;
+        // The resync deadline of this watch only: cleared however the watch ends, never keeping the
+        // process alive, never aborting a later watch.
+        const timer = setTimeout(() => abort.abort(), this.resyncMs);
+        timer.unref();
         const sep = this.path.includes('?') ? '&' : '?';
-        await this.client.watch(
-          `${this.path}${sep}watch=true&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=${Math.round(this.resyncMs / 1000)}`,
-          (type, obj) => {
-            if (obj.metadata?.resourceVersion) rv = obj.metadata.resourceVersion;
-            if (type === 'BOOKMARK') return;
-            const k = Informer.key(obj);
-            if (type === 'DELETED') this.cache.delete(k);
-            else this.cache.set(k, obj);
-            this.onChange(type as InformerEvent, obj);
-          },
-          this.abort.signal,
-        );
-        clearTimeout(timer);
-        if (this.abort.signal.aborted && !this.stopped) rv = undefined; // resync: relist
+        await this.client
+          .watch(
+            `${this.path}${sep}watch=true&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=${Math.round(this.resyncMs / 1000)}`,
+            (type, obj) => {
+              if (obj.metadata?.resourceVersion) rv = obj.metadata.resourceVersion;
+              if (type === 'BOOKMARK') return;
+              const k = Informer.key(obj);
+              if (type === 'DELETED') this.cache.delete(k);
+              else this.cache.set(k, obj);
+              this.onChange(type as InformerEvent, obj);
+            },
+            abort.signal,
+          )
+          .finally(() => clearTimeout(timer));
+        if (abort.signal.aborted && !this.stopped) rv = undefined; // resync: relist
         backoff = 200;
       } catch (e) {
         if (this.stopped) return;
@@ -113,4 +118,10 @@ export class Informer {
       }
     }
   }
+}
+
+/** Starts informers and resolves once every cache has listed (what /readyz waits for). */
+export async function startInformers(informers: readonly Informer[]): Promise<void> {
+  for (const i of informers) i.start();
+  while (!informers.every((i) => i.synced)) await new Promise((r) => setTimeout(r, 50));
 }

@@ -43,6 +43,7 @@ export class WorkQueue {
         .then(() => this.failures.delete(key))
         .catch((e) => {
           this.onError?.(key, e);
+          if (this.stopped) return; // no retry after shutdown
           const n = (this.failures.get(key) ?? 0) + 1;
           this.failures.set(key, n);
           const t = setTimeout(

@@ -3,6 +3,8 @@
 // condition merges (the caller applies). Routes: status.parents is an atomic list, so this computes a
 // read-modify-write: our entry per parent (controllerName cascade.dev/policy-controller) gets our
 // condition type; other controllers' entries and other condition types stay as they are.
+import type { ParentRef } from '../topology/types.ts';
+
 export const POLICY_CONTROLLER_NAME = 'cascade.dev/policy-controller';
 const GROUP = 'gateway.networking.k8s.io';
 
@@ -16,14 +18,8 @@ export interface StatusCondition {
   observedGeneration?: number;
 }
 
-export interface RouteParentRef {
-  group?: string;
-  kind?: string;
-  namespace?: string;
-  name: string;
-  sectionName?: string;
-  port?: number;
-}
+/** A route's parentRef as written (Gateway API defaults not filled in). */
+export type RouteParentRef = ParentRef;
 
 interface ParentStatus {
   parentRef: RouteParentRef;

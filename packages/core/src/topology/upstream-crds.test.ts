@@ -2,37 +2,14 @@
 // pinned sigs.k8s.io/gateway-api module by the set-up step): every field we read exists upstream,
 // and every upstream field we do not read is listed here as irrelevant to policy attachment, so a
 // version bump that adds a field shows up as a failing test to decide on.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { apiServerTestsEnabled, envtestPaths } from '@cascade/envtest';
+import { apiServerTestsEnabled, type SchemaNode, schemaPaths, upstreamSpecPaths } from '@cascade/envtest';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { z } from 'zod';
 import { gatewaySpec, routeSpec } from './from-k8s.ts';
 
-type Schema = { properties?: Record<string, Schema>; items?: Schema };
-
-function paths(s: Schema | undefined, base: string, out: Set<string>): Set<string> {
-  if (!s) return out;
-  for (const [k, v] of Object.entries(s.properties ?? {})) {
-    const p = `${base}.${k}`;
-    out.add(p);
-    paths(v, p, out);
-  }
-  if (s.items) paths(s.items, `${base}[]`, out);
-  return out;
-}
-
-function upstream(file: string): Set<string> {
-  const crd = parse(readFileSync(join(envtestPaths()!.crds, file), 'utf8')) as {
-    spec: { versions: { name: string; schema: { openAPIV3Schema: { properties: { spec: Schema } } } }[] };
-  };
-  const v1 = crd.spec.versions.find((v) => v.name === 'v1')!;
-  return paths(v1.schema.openAPIV3Schema.properties.spec, 'spec', new Set());
-}
-
+const upstream = (file: string) => upstreamSpecPaths(file, 'v1');
 const ours = (schema: z.ZodType) =>
-  paths(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Schema, 'spec', new Set());
+  schemaPaths(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as SchemaNode);
 
 /** Upstream fields (and everything under them) that do not change where a policy attaches. */
 const IRRELEVANT: Record<string, string[]> = {

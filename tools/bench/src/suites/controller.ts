@@ -135,6 +135,7 @@ export async function run(): Promise<Figure[]> {
       '0',
     );
 
+    progress('steady state observed');
     const lat: number[] = [];
     for (let i = 0; i < 30; i++) {
       const idx = Math.round(POLICIES / 10) + i * 7;
@@ -163,12 +164,15 @@ export async function run(): Promise<Figure[]> {
       }
       lat.push(ms(t));
     }
+    progress('latency probes done');
     const s = summarize(lat);
     fig('policy change to EffectivePolicy updated: median', s.median, 'ms');
     fig('policy change to EffectivePolicy updated: p99', s.p99, 'ms');
   } finally {
     await stopController().catch(() => {});
+    progress('controller stopped');
     await env.stop();
+    progress('API server stopped');
   }
   return figures;
 }

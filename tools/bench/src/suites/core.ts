@@ -2,19 +2,13 @@
 // incremental recomputation after gateway-level and route-level policy changes.
 import { PolicyEngine, type PolicyObject, policyConditions } from '@cascade/core';
 import { testLimitKind } from '@cascade/core/testing';
-import { generateGatewayWorld } from '../gateway-topology.ts';
+import { bumpFirstLimit, generateGatewayWorld } from '../gateway-topology.ts';
 import { type Figure, ms, peakRssMiB, summarize } from '../report.ts';
 
 const SCALE = { gateways: 200, listenersPerGateway: 5, routes: 20_000, rulesPerRoute: 3, policies: 10_000 };
 const INPUT = '200 gateways x 5 listeners, 20,000 routes x 3 rules, 10,000 policies';
 
-function bump(p: PolicyObject, n: number): PolicyObject {
-  const spec = structuredClone(p.spec) as Record<string, Record<string, unknown>>;
-  const block = (spec.overrides ?? spec.defaults ?? spec) as { limits: Record<string, unknown> };
-  const first = Object.keys(block.limits)[0]!;
-  block.limits[first] = { rates: [{ limit: 1 + n, window: '1m' }] };
-  return { ...p, spec };
-}
+const bump = bumpFirstLimit;
 
 export async function run(): Promise<Figure[]> {
   const world = generateGatewayWorld(SCALE, 'LimitPolicy');
