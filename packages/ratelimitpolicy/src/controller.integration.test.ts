@@ -153,7 +153,12 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
     expect(controller.reconcileStats.incremental).toBeGreaterThan(0);
     const wrote = spans
       .getFinishedSpans()
-      .filter((x) => x.name === 'reconcile' && x.attributes['cascade.outcome'] === 'incremental')
+      .filter(
+        (x) =>
+          x.name === 'reconcile' &&
+          x.attributes['cascade.key'] === 'sync' &&
+          x.attributes['cascade.outcome'] === 'incremental',
+      )
       .filter((x) => (x.attributes['cascade.writes'] as number) > 0);
     expect(wrote.length).toBeGreaterThan(0);
     expect(wrote.at(-1)!.attributes).toMatchObject({

@@ -103,6 +103,10 @@ export class PolicyController {
   private readonly pendingRoutes = new Set<string>();
   private readonly pendingPolicies = new Set<string>();
   private readonly pendingEffective = new Set<string>();
+  /** The downstream lane's full pass (start, new leader, resync). */
+  private downstreamFull = true;
+  /** Policies whose targets' Affected conditions must be re-checked. */
+  private readonly pendingAffected = new Set<string>();
   /** Gateways (ns/name) whose rendered objects must be recomputed. */
   private readonly pendingGateways = new Set<string>();
   /** Rendered objects (renderedKey) changed by someone else: re-check. */
@@ -115,6 +119,8 @@ export class PolicyController {
   /** Policy id -> the object keys (without section) it targeted when last reconciled. */
   private readonly policyTargets = new Map<string, string[]>();
   private readonly missingWarned = new Set<string>();
+  /** Topology object -> uid|generation|labels last applied to the engine. */
+  private readonly topologySeen = new Map<string, string>();
   readonly reconcileStats = { full: 0, incremental: 0, lastRoutes: 0, lastPolicies: 0 };
   private get writeConcurrency(): number {
     return this.opts.writeConcurrency ?? 8;
@@ -124,13 +130,22 @@ export class PolicyController {
     this.opts = opts;
     this.log = opts.log ?? jsonLogger(opts.name);
     this.engine = new PolicyEngine(opts.kind);
-    this.queue = new WorkQueue(() => this.reconcile(), 1);
+    // Two lanes: `sync` (flush, EffectivePolicies, policy status) and `downstream` (rendered objects,
+    // <Kind>Affected on targets), so re-rendering a large gateway never delays an EffectivePolicy.
+    this.queue = new WorkQueue((key) => this.reconcile(key), 2);
     this.queue.onError = (_k, e) => {
       this.errors.inc();
       this.log('warn', 'reconcile failed, retrying', { error: String(e) });
     };
     const c = opts.client;
     const topo = (type: InformerEvent, o: KubeObject, kind: string) => {
+      // Status-only updates (ours: <Kind>Affected; the gateway's own) change neither the spec
+      // (generation) nor labels nor uid: nothing to recompute.
+      const id = `${kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+      const sig = `${o.metadata.uid}|${o.metadata.generation ?? ''}|${JSON.stringify(o.metadata.labels ?? {})}`;
+      if (type === 'DELETED') this.topologySeen.delete(id);
+      else if (this.topologySeen.get(id) === sig) return;
+      else this.topologySeen.set(id, sig);
       const m = { kind, metadata: o.metadata, spec: o.spec };
       const conv = convertTopology(m);
       if (type === 'DELETED') {
@@ -235,6 +250,7 @@ export class PolicyController {
         this.log('info', leader ? 'became leader' : 'lost leadership');
         if (leader) {
           this.full = true;
+          this.downstreamFull = true;
           this.queue.add('sync');
         }
       },
@@ -258,6 +274,7 @@ export class PolicyController {
     this.resyncTimer = setInterval(
       () => {
         this.full = true;
+        this.downstreamFull = true;
         this.queue.add('sync');
       },
       (this.opts.resyncSeconds ?? 600) * 1000,
@@ -282,6 +299,7 @@ export class PolicyController {
   /** Next reconcile compares every object (what the periodic resync does). */
   resyncNow(): void {
     this.full = true;
+    this.downstreamFull = true;
     this.queue.add('sync');
   }
 
@@ -291,13 +309,13 @@ export class PolicyController {
   }
 
   /** One span per reconcile: kind, key, full or incremental, what it looked at, what it wrote, outcome. */
-  private reconcile(): Promise<void> {
+  private reconcile(key: string): Promise<void> {
     return tracer().startActiveSpan(
       'reconcile',
       {
         attributes: {
           'cascade.kind': this.opts.kind.kind,
-          'cascade.key': 'sync',
+          'cascade.key': key,
           'cascade.controller': this.opts.name,
         },
       },
@@ -305,7 +323,8 @@ export class PolicyController {
         const writes = this.writes.get();
         const skipped = this.skipped.get();
         try {
-          const outcome = await this.reconcileOnce();
+          const outcome =
+            key === 'downstream' ? await this.reconcileDownstream() : await this.reconcileOnce();
           span.setAttributes({
             'cascade.outcome': outcome,
             'cascade.full': outcome === 'full',
@@ -345,26 +364,22 @@ export class PolicyController {
       const routes = full ? undefined : [...this.pendingRoutes];
       const policies = full ? undefined : [...this.pendingPolicies];
       const effective = full ? undefined : [...this.pendingEffective];
-      const gateways = full ? undefined : [...this.pendingGateways];
-      const rendered = full ? undefined : [...this.pendingRendered];
       this.pendingRoutes.clear();
       this.pendingPolicies.clear();
       this.pendingEffective.clear();
-      this.pendingGateways.clear();
-      this.pendingRendered.clear();
+      // What the downstream lane must look at after this flush.
+      if (full) this.downstreamFull = true;
+      else for (const p of policies ?? []) this.pendingAffected.add(p);
+      this.queue.add('downstream');
       try {
         await this.publishEffective(routes, effective);
         await this.publishStatus(policies);
-        await this.publishRendered(gateways, rendered);
-        await this.publishAffected(policies);
       } catch (e) {
         // Keep what was not done for the retry (conservatively: all of it).
         if (full) this.full = true;
         for (const r of routes ?? []) this.pendingRoutes.add(r);
         for (const p of policies ?? []) this.pendingPolicies.add(p);
         for (const k of effective ?? []) this.pendingEffective.add(k);
-        for (const g of gateways ?? []) this.pendingGateways.add(g);
-        for (const k of rendered ?? []) this.pendingRendered.add(k);
         throw e;
       }
       if (full) this.reconcileStats.full++;
@@ -375,6 +390,31 @@ export class PolicyController {
     } finally {
       this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
     }
+  }
+
+  /** The downstream lane: rendered objects and Affected conditions of what the sync lane flushed. */
+  private async reconcileDownstream(): Promise<'not-ready' | 'not-leader' | 'full' | 'incremental'> {
+    if (!this.ready) return 'not-ready';
+    if (!this.elector.leader) return 'not-leader';
+    const full = this.downstreamFull;
+    this.downstreamFull = false;
+    const gateways = full ? undefined : [...this.pendingGateways];
+    const rendered = full ? undefined : [...this.pendingRendered];
+    const affected = full ? undefined : [...this.pendingAffected];
+    this.pendingGateways.clear();
+    this.pendingRendered.clear();
+    this.pendingAffected.clear();
+    try {
+      await this.publishRendered(gateways, rendered);
+      await this.publishAffected(affected);
+    } catch (e) {
+      if (full) this.downstreamFull = true;
+      for (const g of gateways ?? []) this.pendingGateways.add(g);
+      for (const k of rendered ?? []) this.pendingRendered.add(k);
+      for (const p of affected ?? []) this.pendingAffected.add(p);
+      throw e;
+    }
+    return full ? 'full' : 'incremental';
   }
 
   private uidOf(path: string, ns: string, name: string): string | undefined {
