@@ -5,7 +5,7 @@ import { policy, standardEngine } from '@cascade/core/testing';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { rateLimitPolicyKind } from './kind.ts';
-import type { LimitadorLimit, PathActions } from './render.ts';
+import { type ActionGroup, expandActions, type LimitadorLimit } from './render.ts';
 
 const RLP = { kind: 'RateLimitPolicy' };
 const rate = (limit: number, window = '1m') => ({ rates: [{ limit, window }] });
@@ -19,7 +19,7 @@ function rendered(policies: ReturnType<typeof policy>[], gateway = 'gw') {
     objs,
     cm,
     limits: cm ? (parse(cm.data['limits.yaml']!) as LimitadorLimit[]) : [],
-    actions: cm ? (parse(cm.data['actions.yaml']!) as PathActions[]) : [],
+    actions: cm ? expandActions(parse(cm.data['actions.yaml']!) as ActionGroup[]) : [],
   };
 }
 

@@ -6,8 +6,9 @@
 //   `max_value`/`seconds` from the rate, `conditions` select the limit by its id descriptor, and
 //   `variables` are the counters plus, for scope `route`, the route itself (one counter per route).
 //   `name` shows the limit, the source policy and how it got there.
-// - `actions.yaml`: what the gateway's rate-limit filter does per path (hostnames, route rule): for
-//   each limit, the descriptors to send and the request predicates that gate it. The predicates are
+// - `actions.yaml`: what the gateway's rate-limit filter does per path (hostnames, route rule), with
+//   the paths that do the same grouped: for each limit, the descriptors to send and the request
+//   predicates that gate it. The predicates are
 //   the limit's own `when` plus the top-level `when` of the policy that wrote it (its context), never
 //   the winning policy's: a default merged into a route keeps its own predicates.
 import { createHash } from 'node:crypto';
@@ -54,6 +55,29 @@ export interface PathActions {
   hostnames: string[];
   domain: string;
   actions: LimitAction[];
+}
+
+/** `actions.yaml` groups the paths that do exactly the same (most paths share the gateway's limits). */
+export interface ActionGroup {
+  domain: string;
+  actions: LimitAction[];
+  paths: Pick<PathActions, 'route' | 'rule' | 'listener' | 'hostnames'>[];
+}
+
+export function groupActions(paths: PathActions[]): ActionGroup[] {
+  const groups = new Map<string, ActionGroup>();
+  for (const p of paths) {
+    const k = JSON.stringify([p.domain, p.actions]);
+    let g = groups.get(k);
+    if (!g) groups.set(k, (g = { domain: p.domain, actions: p.actions, paths: [] }));
+    g.paths.push({ route: p.route, rule: p.rule, listener: p.listener, hostnames: p.hostnames });
+  }
+  return [...groups.values()];
+}
+
+/** One entry per path again (what a filter configuration per route needs). */
+export function expandActions(groups: ActionGroup[]): PathActions[] {
+  return groups.flatMap((g) => g.paths.map((p) => ({ ...p, domain: g.domain, actions: g.actions })));
 }
 
 const ROUTE_DESCRIPTOR = 'cascade.route';
@@ -180,7 +204,7 @@ export function renderLimitador(ctx: RenderContext): RenderedObject[] {
       },
       data: {
         'limits.yaml': toYaml(limits),
-        'actions.yaml': toYaml(paths),
+        'actions.yaml': toYaml(groupActions(paths)),
       },
     },
   ];

@@ -1,5 +1,6 @@
 // cascadectl render on the example story: what the controllers publish, from the semantics.
 import { resolve } from 'node:path';
+import { type ActionGroup, expandActions } from '@cascade/ratelimitpolicy';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { run } from './run.ts';
@@ -63,10 +64,9 @@ describe('cascadectl render -o json on examples/gateway', async () => {
       'descriptors[0]["auth.identity.userid"]',
       'descriptors[0]["cascade.route"]',
     ]);
-    const actions = parse(cm.data!['actions.yaml']!) as {
-      route: string;
-      actions: { predicates: string[] }[];
-    }[];
+    const actions = expandActions(parse(cm.data!['actions.yaml']!) as ActionGroup[]);
+    // Grouped in the ConfigMap: the three routes with only the gateway's limit share one entry.
+    expect((parse(cm.data!['actions.yaml']!) as ActionGroup[]).length).toBe(2);
     expect(actions.map((a) => a.route)).not.toContain('HTTPRoute/team-c/status');
     const orders = actions.find((a) => a.route === 'HTTPRoute/team-b/orders')!;
     expect(orders.actions.map((a) => a.predicates)).toEqual([[], ['request.method == "POST"']]);
