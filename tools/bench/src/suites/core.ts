@@ -1,6 +1,6 @@
 // Issue "core D/O engine" figures: full resolution of 60,000 paths and 10,000 policies, then
 // incremental recomputation after gateway-level and route-level policy changes.
-import { PolicyEngine, type PolicyObject, policyConditions } from '@cascade/core';
+import { PolicyEngine, policyConditions } from '@cascade/core';
 import { testLimitKind } from '@cascade/core/testing';
 import { bumpFirstLimit, generateGatewayWorld } from '../gateway-topology.ts';
 import { type Figure, ms, peakRssMiB, summarize } from '../report.ts';
