@@ -61,57 +61,75 @@ function fixedPortKeys(rule: Rule): PortKey[] {
   return k;
 }
 
+type Emit = (identity: number, pk: PortKey) => void;
+
 /**
- * The keys a rule's peers and ports produce, before precedence. With `only`, just the keys of that
- * identity plus (when `wild`) the key-only identities' keys.
+ * The keys a rule's peers and ports produce, before precedence, emitted one by one. With `only`,
+ * just the keys of that identity plus (when `wild`) the key-only identities' keys.
  */
-function ruleKeys(rule: Rule, ctx: LowerContext, only?: number, wild = true): MapStateKey[] {
+function forEachRuleKey(
+  rule: Rule,
+  ctx: LowerContext,
+  only: number | undefined,
+  wild: boolean,
+  emit: Emit,
+): void {
   const hasNamed = rule.ports?.some((p) => p.kind === 'named') ?? false;
   const ingress = ctx.direction === 'ingress';
-  // Keys of ingress rules with named ports depend on the endpoint's own ports: not shared.
-  const cacheable = ctx.keyCache && only === undefined && wild && !(ingress && hasNamed);
-  if (cacheable) {
-    const hit = ctx.keyCache!.get(rule);
-    if (hit) return hit;
-  }
-  const out: MapStateKey[] = [];
   const remotePorts = (id: number) =>
     hasNamed ? portKeys(rule.ports, ingress ? ctx.local : ctx.identities.get(id)) : fixedPortKeys(rule);
-  rule.peers.forEach((_, i) => {
+  for (let i = 0; i < rule.peers.length; i++) {
     const sel = ctx.select(rule, i);
     if (sel.kind === 'set') {
       if (only !== undefined) {
-        if (sel.ids.has(only))
-          for (const pk of remotePorts(only))
-            out.push({ identity: only, proto: pk.proto, port: pk.port, plen: pk.plen });
-      } else
-        for (const id of sel.ids)
-          for (const pk of remotePorts(id))
-            out.push({ identity: id, proto: pk.proto, port: pk.port, plen: pk.plen });
-      if (!sel.allPods) return;
+        if (sel.ids.has(only)) for (const pk of remotePorts(only)) emit(only, pk);
+      } else if (hasNamed) {
+        for (const id of sel.ids) for (const pk of remotePorts(id)) emit(id, pk);
+      } else {
+        const pks = fixedPortKeys(rule);
+        for (const id of sel.ids) for (const pk of pks) emit(id, pk);
+      }
+      if (!sel.allPods) continue;
     }
     const wildId = sel.kind === 'all' ? ID.WILDCARD : ID.ALL_PODS;
     if (ingress || !hasNamed) {
       if (wild)
-        for (const pk of hasNamed ? portKeys(rule.ports, ctx.local) : fixedPortKeys(rule))
-          out.push({ identity: wildId, proto: pk.proto, port: pk.port, plen: pk.plen });
-      return;
+        for (const pk of hasNamed ? portKeys(rule.ports, ctx.local) : fixedPortKeys(rule)) emit(wildId, pk);
+      continue;
     }
     // Egress named ports resolve per destination: numbered ports stay wildcard, names expand.
     const numbered = rule.ports!.filter((p) => p.kind === 'range');
-    if (wild && numbered.length > 0)
-      for (const pk of portKeys(numbered, undefined))
-        out.push({ identity: wildId, proto: pk.proto, port: pk.port, plen: pk.plen });
+    if (wild && numbered.length > 0) for (const pk of portKeys(numbered, undefined)) emit(wildId, pk);
     const named = rule.ports!.filter((p) => p.kind === 'named');
     const ids = new Set<number>();
     for (const p of named)
       for (const id of ctx.byPortName.get(p.name) ?? []) if (only === undefined || id === only) ids.add(id);
-    for (const id of ids)
-      for (const pk of portKeys(named, ctx.identities.get(id)))
-        out.push({ identity: id, proto: pk.proto, port: pk.port, plen: pk.plen });
-  });
-  if (cacheable) ctx.keyCache!.set(rule, out);
-  return out;
+    for (const id of ids) for (const pk of portKeys(named, ctx.identities.get(id))) emit(id, pk);
+  }
+}
+
+/** The keys of a rule (cached per rule when they do not depend on the endpoint), emitted one by one. */
+function eachRuleKey(
+  rule: Rule,
+  ctx: LowerContext,
+  only: number | undefined,
+  wild: boolean,
+  emit: Emit,
+): void {
+  const ingress = ctx.direction === 'ingress';
+  // Keys of ingress rules with named ports depend on the endpoint's own ports: not shared.
+  const cacheable =
+    ctx.keyCache && only === undefined && wild && !(ingress && rule.ports?.some((p) => p.kind === 'named'));
+  if (!cacheable) return forEachRuleKey(rule, ctx, only, wild, emit);
+  let keys = ctx.keyCache!.get(rule);
+  if (!keys) {
+    const out: MapStateKey[] = [];
+    forEachRuleKey(rule, ctx, only, wild, (identity, pk) =>
+      out.push({ identity, proto: pk.proto, port: pk.port, plen: pk.plen }),
+    );
+    ctx.keyCache!.set(rule, (keys = out));
+  }
+  for (const k of keys) emit(k.identity, k);
 }
 
 export type Layer = 'admin' | 'lower';
@@ -132,41 +150,41 @@ export function lowerLayer(
   // Key-only identities first (any, then all pods), then the others; inside each class the rules come
   // in tier order, which is descending precedence: a partition, not a sort.
   const classes: [MapStateEntry[], MapStateEntry[], MapStateEntry[]] = [[], [], []];
-  const add = (key: MapStateKey, a: number, l: number, verdict: Verdict, rule: string) => {
-    const precedence = encodePrecedence(a, l, verdict === 'deny');
+  const add = (identity: number, pk: PortKey, precedence: number, verdict: Verdict, rule: string) => {
     const e: MapStateEntry = {
-      identity: key.identity,
-      proto: key.proto,
-      port: key.port,
-      plen: key.plen,
+      identity,
+      proto: pk.proto,
+      port: pk.port,
+      plen: pk.plen,
       precedence,
       verdict,
       deny: verdict === 'deny',
       rule,
     };
-    classes[key.identity === ID.WILDCARD ? 0 : key.identity === ID.ALL_PODS ? 1 : 2].push(e);
+    classes[identity === ID.WILDCARD ? 0 : identity === ID.ALL_PODS ? 1 : 2].push(e);
   };
-  const keysOf = (r: Rule) => ruleKeys(r, ctx, only, only === undefined);
+  /** Every key of `r` at one precedence and verdict. */
+  const lowerRule = (r: Rule, a: number, l: number, verdict: Verdict) => {
+    const precedence = encodePrecedence(a, l, verdict === 'deny');
+    eachRuleKey(r, ctx, only, only === undefined, (id, pk) => add(id, pk, precedence, verdict, r.id));
+  };
   if (layer === 'admin') {
-    t.admin.forEach((r, rank) => {
-      for (const key of keysOf(r)) add(key, adminBand(rank), 0, r.action, r.id);
-    });
+    t.admin.forEach((r, rank) => lowerRule(r, adminBand(rank), 0, r.action));
   } else if (t.isolation.length > 0) {
-    for (const r of t.np) for (const key of keysOf(r)) add(key, 0, L_NP_ALLOW, 'allow', r.id);
+    for (const r of t.np) lowerRule(r, 0, L_NP_ALLOW, 'allow');
     if (only === undefined)
       add(
-        { identity: ID.WILDCARD, ...ANY_PORT },
-        0,
-        L_NP_ISOLATION,
+        ID.WILDCARD,
+        ANY_PORT,
+        encodePrecedence(0, L_NP_ISOLATION, true),
         'deny',
         t.isolation.map((i) => i.policy).join(','),
       );
   } else {
     // Baseline Pass (ClusterNetworkPolicy v1alpha2) means "default allow".
-    t.baseline.forEach((r, rank) => {
-      for (const key of keysOf(r))
-        add(key, 0, baselineL(rank), r.action === 'pass' ? 'allow' : r.action, r.id);
-    });
+    t.baseline.forEach((r, rank) =>
+      lowerRule(r, 0, baselineL(rank), r.action === 'pass' ? 'allow' : r.action),
+    );
   }
   if (only !== undefined) into.clear(only);
   for (const list of classes) for (const e of list) into.insert(e);

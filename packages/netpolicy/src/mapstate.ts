@@ -100,7 +100,13 @@ export class MapState {
    */
   insert(e: MapStateEntry): boolean {
     const own = this.buckets.get(e.identity);
-    if (own) for (const x of own) if (x.precedence >= e.precedence && covers(x, e)) return false;
+    // One pass over the own bucket: covered by a higher entry (drop it), or covering lower ones.
+    let coversLower = false;
+    if (own)
+      for (const x of own) {
+        if (x.precedence >= e.precedence && covers(x, e)) return false;
+        if (!coversLower && x.precedence <= e.precedence && covers(e, x)) coversLower = true;
+      }
     for (const parent of parentsOf(e.identity)) {
       const wild = this.buckets.get(parent);
       if (wild) for (const x of wild) if (x.precedence >= e.precedence && covers(x, e)) return false;
@@ -111,7 +117,7 @@ export class MapState {
       return true;
     }
     // Entries are mostly inserted in descending precedence: usually nothing below to delete.
-    if (own.some((x) => x.precedence <= e.precedence && covers(e, x))) {
+    if (coversLower) {
       const kept = own.filter((x) => !(x.precedence <= e.precedence && covers(e, x)));
       this.count -= own.length - kept.length;
       kept.push(e);
