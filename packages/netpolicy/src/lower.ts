@@ -120,7 +120,10 @@ function eachRuleKey(
   // Keys of ingress rules with named ports depend on the endpoint's own ports: not shared.
   const cacheable =
     ctx.keyCache && only === undefined && wild && !(ingress && rule.ports?.some((p) => p.kind === 'named'));
-  if (!cacheable) return forEachRuleKey(rule, ctx, only, wild, emit);
+  if (!cacheable) {
+    forEachRuleKey(rule, ctx, only, wild, emit);
+    return;
+  }
   let keys = ctx.keyCache!.get(rule);
   if (!keys) {
     const out: MapStateKey[] = [];
