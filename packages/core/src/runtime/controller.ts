@@ -1,11 +1,14 @@
-// The policy controller for one kind: informers feed the engine, one coalesced reconcile publishes
-// EffectivePolicies and policy status by server-side apply, and only when the desired content differs
-// from the live object (steady state: zero writes). Only the lease holder writes.
+// The policy controller for one kind: informers feed the engine; a reconcile in two lanes publishes
+// by server-side apply, and only when the desired content differs from the live object (steady state:
+// zero writes). Lane `sync`: flush the engine, EffectivePolicies, policy status. Lane `downstream`:
+// what the kind renders (Limitador ConfigMaps, Authorino AuthConfigs) and <Kind>Affected on targets.
+// Only the lease holder writes.
 //
 // The reconcile is incremental: the engine's FlushReport names the paths and policies a change can
-// affect, so only those routes' EffectivePolicies and those policies' statuses are recomputed and
-// compared. A full pass (every object, orphans included) runs on start, on gaining the lease and on
-// every resync interval. Work that failed stays pending and is retried with backoff.
+// affect, so only those routes' EffectivePolicies, those policies' statuses, those gateways'
+// renderings and those targets' conditions are recomputed and compared. A full pass (every object,
+// orphans included) runs on start, on gaining the lease and on every resync interval. Work that
+// failed stays pending and is retried with backoff.
 
 import type { Server } from 'node:http';
 import { hostname } from 'node:os';
