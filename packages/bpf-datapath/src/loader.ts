@@ -121,6 +121,24 @@ const entryKey = (e: TableEntry) =>
   `${e.identity}/${e.proto}/${e.proto === 0 ? 0 : e.port}/${e.proto === 0 ? 0 : e.plen}`;
 const matchLen = (e: TableEntry) => (e.proto === 0 ? 0 : 8 + e.plen);
 
+/** Encoded policy values by content: a sync compares whole tables, and values repeat a lot. */
+const valueHexCache = new Map<string, string>();
+function valueHex(e: TableEntry): string {
+  const k = `${e.precedence}|${e.verdict}|${matchLen(e)}|${e.rule}`;
+  let v = valueHexCache.get(k);
+  if (v === undefined) {
+    if (valueHexCache.size > 100_000) valueHexCache.clear();
+    v = encodePolicyValue({
+      precedence: e.precedence,
+      verdict: e.verdict,
+      matchLen: matchLen(e),
+      rule: e.rule,
+    }).toString('hex');
+    valueHexCache.set(k, v);
+  }
+  return v;
+}
+
 interface KernelTable {
   id: number;
   /** entryKey -> encoded value hex */
@@ -252,7 +270,7 @@ export class Datapath {
     const nextAssigned = new Map<string, number>();
     const claimed = new Set<number>();
     for (const [key, entries] of desired.tables) {
-      const content = new Map(entries.map((e) => [entryKey(e), this.encodeEntry(0, e)[1]]));
+      const content = new Map(entries.map((e) => [entryKey(e), valueHex(e)]));
       const same = byContent.get(sig(content));
       if (same !== undefined && !claimed.has(same)) {
         nextAssigned.set(key, same);
