@@ -1,11 +1,10 @@
 // `npm run demo`: the main job on the bundled examples, readably, with no cluster.
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse as parseYaml } from 'yaml';
 import { table } from './cli.ts';
 import { loadGatewayWorld } from './commands/gateway-common.ts';
-import { loadNetpol, simulateProbe, truthTable } from './commands/netpol.ts';
+import { loadNetpol, readProbes, simulateProbe, truthTable } from './commands/netpol.ts';
 import { renderedObjects } from './commands/render.ts';
 import { kernelProbes } from './kernel-demo.ts';
 import { main } from './main.ts';
@@ -87,16 +86,7 @@ export async function demo(): Promise<number> {
   process.stdout.write('(per endpoint: cascadectl netpol maps examples/netpol --endpoint shop/cart)\n');
 
   section('The example flows through the real BPF program (BPF_PROG_TEST_RUN)');
-  const probes = (
-    parseYaml(readFileSync(probesFile, 'utf8')) as {
-      from: string;
-      to: string;
-      protocol: string;
-      port: number;
-    }[]
-  ).map((p) =>
-    simulateProbe(engine, p.from, p.to, p.protocol === 'UDP' ? 17 : p.protocol === 'SCTP' ? 132 : 6, p.port),
-  );
+  const probes = readProbes(probesFile).map((p) => simulateProbe(engine, p.from, p.to, p.proto, p.port));
   const addr = (x: string) => engine.pods.get(x)?.ips[0] ?? x;
   process.stdout.write(`${await kernelProbes(engine, probes, addr)}\n`);
 

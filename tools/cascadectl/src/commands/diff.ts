@@ -4,8 +4,8 @@ import type { PathResult } from '@cascade/core';
 import { type NetpolEngine, PROTO_NAMES } from '@cascade/netpolicy';
 import { type Command, compact, oneOf, out, table, UsageError } from '../cli.ts';
 import { pathResults } from './effective.ts';
-import { loadGatewayWorld } from './gateway-common.ts';
-import { loadNetpol, type Probe, type ProbeResult, portsInUse, readProbes, simulateProbe } from './netpol.ts';
+import { loadBothWorlds } from './gateway-common.ts';
+import { type Probe, type ProbeResult, portsInUse, readProbes, simulateProbe } from './netpol.ts';
 
 type RuleEntry = PathResult['rules'][string];
 
@@ -167,13 +167,11 @@ export const diffCommand: Command = {
     if (before.length === 0) throw new UsageError('at least one BEFORE file or folder is required');
     if (after.length === 0) throw new UsageError('--after: at least one AFTER file or folder is required');
     const probes = values.probes !== undefined ? readProbes(String(values.probes)) : undefined;
-    const gwA = loadGatewayWorld(before, undefined);
-    const gwB = loadGatewayWorld(after, undefined);
-    const npA = loadNetpol(before);
-    const npB = loadNetpol(after);
-    const paths = diffPaths(pathResults(gwA.world), pathResults(gwB.world));
-    const verdicts = diffProbes(npA.engine, npB.engine, probes);
-    const problems = gwA.problems + gwB.problems + npA.problems + npB.problems;
+    const a = loadBothWorlds(before);
+    const b = loadBothWorlds(after);
+    const paths = diffPaths(pathResults(a.gateway.world), pathResults(b.gateway.world));
+    const verdicts = diffProbes(a.netpol.engine, b.netpol.engine, probes);
+    const problems = a.gateway.problems + b.gateway.problems + a.netpol.problems + b.netpol.problems;
     if (format === 'json') out(JSON.stringify({ paths, probes: verdicts.changes }, null, 2));
     else {
       const lines: string[] = [];

@@ -1,21 +1,42 @@
 // Shared by the gateway-policy commands: load files, build engines, report problems on stderr.
 import { err, UsageError } from '../cli.ts';
-import { loadManifests } from '../load.ts';
+import { type LoadResult, loadManifests } from '../load.ts';
 import { buildGatewayWorld, type GatewayWorld, POLICY_KINDS } from '../world.ts';
+import { loadNetpol } from './netpol.ts';
 
 export const kindOption = { kind: { type: 'string' as const } };
 
-export function loadGatewayWorld(files: string[], kind: unknown): { world: GatewayWorld; problems: number } {
+/**
+ * Loads the files (or takes manifests a caller already loaded and reported: then their read and
+ * parse problems are not printed again here) and builds the gateway-policy engines.
+ */
+export function loadGatewayWorld(
+  files: string[],
+  kind: unknown,
+  preloaded?: LoadResult,
+): { world: GatewayWorld; problems: number } {
   if (files.length === 0) throw new UsageError('at least one file or folder is required');
   if (kind !== undefined && !POLICY_KINDS.some((k) => k.kind === kind)) {
     throw new UsageError(
       `--kind must be one of ${POLICY_KINDS.map((k) => k.kind).join(', ')} (got "${String(kind)}")`,
     );
   }
-  const loaded = loadManifests(files);
+  const loaded = preloaded ?? loadManifests(files);
   const world = buildGatewayWorld(loaded.manifests, kind as string | undefined);
   for (const n of world.notes) err(`note: ${n}`);
-  const problems = [...loaded.problems, ...world.problems];
+  const problems = [...(preloaded ? [] : loaded.problems), ...world.problems];
   for (const p of problems) err(`error: ${p}`);
-  return { world, problems: problems.length };
+  return { world, problems: loaded.problems.length + world.problems.length };
+}
+
+/** For commands that use both worlds: the files read once, their problems reported once. */
+export function loadBothWorlds(files: string[]): {
+  loaded: LoadResult;
+  gateway: ReturnType<typeof loadGatewayWorld>;
+  netpol: ReturnType<typeof loadNetpol>;
+} {
+  if (files.length === 0) throw new UsageError('at least one file or folder is required');
+  const loaded = loadManifests(files);
+  for (const p of loaded.problems) err(`error: ${p}`);
+  return { loaded, gateway: loadGatewayWorld(files, undefined, loaded), netpol: loadNetpol(files, loaded) };
 }

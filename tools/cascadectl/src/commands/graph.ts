@@ -8,19 +8,23 @@ import { loadGatewayWorld } from './gateway-common.ts';
 import { loadNetpol, portsInUse } from './netpol.ts';
 
 export function pictureOf(files: string[], view: string): { picture?: Picture; problems: number } {
-  const manifests = loadManifests(files).manifests;
+  if (files.length === 0) throw new UsageError('at least one file or folder is required');
+  // Read once; the manifests' own problems reported once, then each world from the same objects.
+  const loaded = loadManifests(files);
+  for (const p of loaded.problems) err(`error: ${p}`);
+  const manifests = loaded.manifests;
   const hasGateway = manifests.some((m) => m.kind === 'Gateway' || m.kind.endsWith('Route'));
   const hasPods = manifests.some((m) => m.kind === 'Pod');
-  let problems = 0;
+  let problems = loaded.problems.length;
   const pictures: Picture[] = [];
   if (view === 'gateway' || (view === 'all' && hasGateway)) {
-    const { world, problems: p } = loadGatewayWorld(files, undefined);
-    problems += p;
+    const { world, problems: p } = loadGatewayWorld(files, undefined, loaded);
+    problems += p - loaded.problems.length;
     pictures.push(gatewayPicture(world.engines.values()));
   }
   if (view === 'netpol' || (view === 'all' && hasPods)) {
-    const { engine, problems: p } = loadNetpol(files);
-    problems += p;
+    const { engine, problems: p } = loadNetpol(files, loaded);
+    problems += p - loaded.problems.length;
     pictures.push(netpolPicture(engine, portsInUse(engine)));
   }
   const picture = pictures.length === 2 ? stack(pictures[0]!, pictures[1]!) : pictures[0];

@@ -1,8 +1,7 @@
 import { policyConditions, policyName } from '@cascade/core';
 import { lintNetpol } from '@cascade/netpolicy';
 import { type Command, oneOf, out } from '../cli.ts';
-import { loadGatewayWorld } from './gateway-common.ts';
-import { loadNetpol } from './netpol.ts';
+import { loadBothWorlds } from './gateway-common.ts';
 
 export interface Finding {
   severity: 'warning';
@@ -18,8 +17,10 @@ export const lintCommand: Command = {
   options: { output: { type: 'string', short: 'o' } },
   run(values, files) {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
-    const { world, problems: p1 } = loadGatewayWorld(files, undefined);
-    const { engine: np, problems: p2 } = loadNetpol(files);
+    const {
+      gateway: { world, problems: p1 },
+      netpol: { engine: np, problems: p2 },
+    } = loadBothWorlds(files);
     const findings: Finding[] = [];
     for (const [, engine] of world.engines) {
       const refused = new Set<string>();

@@ -34,14 +34,18 @@ import {
 } from '@cascade/netpolicy';
 import { parse as parseYaml } from 'yaml';
 import { type Command, err, oneOf, out, table, UsageError } from '../cli.ts';
-import { loadManifests } from '../load.ts';
+import { type LoadResult, loadManifests } from '../load.ts';
 import { buildNetpolWorld } from '../netpol-world.ts';
 
-export function loadNetpol(files: string[]): { engine: NetpolEngine; problems: number } {
+/** Like loadGatewayWorld: `preloaded` manifests' read and parse problems are the caller's to report. */
+export function loadNetpol(
+  files: string[],
+  preloaded?: LoadResult,
+): { engine: NetpolEngine; problems: number } {
   if (files.length === 0) throw new UsageError('at least one file or folder is required');
-  const loaded = loadManifests(files);
+  const loaded = preloaded ?? loadManifests(files);
   const world = buildNetpolWorld(loaded.manifests);
-  const problems = [...loaded.problems, ...world.problems];
+  const problems = [...(preloaded ? [] : loaded.problems), ...world.problems];
   for (const p of problems)
     err(p.includes('warning:') ? `warning: ${p.replace('warning: ', '')}` : `error: ${p}`);
   return {
