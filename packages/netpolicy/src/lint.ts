@@ -9,6 +9,7 @@ import type { Pod } from './model.ts';
 import { PROTO } from './ports.ts';
 import type { Rule } from './rules.ts';
 import { namespaceMatches, subjectSelects } from './selection.ts';
+import { ruleSetOf } from './verdict.ts';
 
 export interface LintFinding {
   severity: 'warning';
@@ -178,7 +179,7 @@ function adminDecision(rs: RuleSet, local: Pod, remote: Remote, r: Rule, proto: 
 }
 
 export function deadNetworkPolicyRules(engine: NetpolEngine): { dead: DeadRule[]; skipped: number } {
-  const rs: RuleSet = { ...engine.rules, nsLabels: engine.nsLabels };
+  const rs = ruleSetOf(engine);
   if (rs.admin.length === 0) return { dead: [], skipped: 0 };
   const bounds = portBoundaries(engine);
   const remotes: Remote[] = [
