@@ -119,6 +119,8 @@ export class PolicyController {
   private readonly renderInformers = new Map<string, { informer: Informer; base: string; plural: string }>();
   /** Gateway ns/name -> what we rendered for it (renderedKey -> object). */
   private readonly rendered = new Map<string, Map<string, RenderedObject>>();
+  /** Every rendered object by renderedKey (kept with `rendered`, not rebuilt per reconcile). */
+  private readonly renderedByKey = new Map<string, RenderedObject>();
   /** Policy id -> the object keys (without section) it targeted when last reconciled. */
   private readonly policyTargets = new Map<string, string[]>();
   private readonly missingWarned = new Set<string>();
@@ -575,15 +577,20 @@ export class PolicyController {
     ];
     for (const gw of todo) {
       const [ns, name] = gw.split('/') as [string, string];
-      for (const k of this.rendered.get(gw)?.keys() ?? []) check.add(k);
+      for (const [k, o] of this.rendered.get(gw) ?? []) {
+        check.add(k);
+        if (this.renderedByKey.get(k) === o) this.renderedByKey.delete(k);
+      }
       const uid = this.uidOf('/gateways', ns, name);
       const next = renderGateway(this.engine, ns, name, this.opts.name, uid, grants);
       if (next.size) this.rendered.set(gw, next);
       else this.rendered.delete(gw);
-      for (const k of next.keys()) check.add(k);
+      for (const [k, o] of next) {
+        check.add(k);
+        this.renderedByKey.set(k, o);
+      }
     }
-    const desired = new Map<string, RenderedObject>();
-    for (const m of this.rendered.values()) for (const [k, o] of m) desired.set(k, o);
+    const desired = this.renderedByKey;
     if (gateways === undefined)
       for (const [res, { informer }] of this.renderInformers)
         for (const o of informer.cache.values())
