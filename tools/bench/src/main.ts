@@ -31,7 +31,8 @@ for (const suite of suites) {
       },
     );
     const lines = out.trim().split('\n');
-    const figures = JSON.parse(lines[lines.length - 1]!) as Figure[];
+    // Every figure carries the suite that produced it, so that a later run of that suite replaces it.
+    const figures = (JSON.parse(lines[lines.length - 1]!) as Figure[]).map((f) => ({ ...f, suite }));
     all.push(...figures);
     for (const f of figures) {
       const v = Number.isInteger(f.value) ? String(f.value) : f.value.toFixed(f.value < 10 ? 3 : 1);

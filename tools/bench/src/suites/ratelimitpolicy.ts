@@ -7,5 +7,10 @@ import type { Figure } from '../report.ts';
 const bump = bumpFirstLimit;
 
 export async function run(): Promise<Figure[]> {
-  return runKind('ratelimit', rateLimitPolicyKind, generateGatewayWorld(KIND_SCALE, 'RateLimitPolicy'), bump);
+  return runKind(
+    'ratelimitpolicy',
+    rateLimitPolicyKind,
+    generateGatewayWorld(KIND_SCALE, 'RateLimitPolicy'),
+    bump,
+  );
 }
