@@ -21,13 +21,16 @@ if ((${#need[@]})); then
 fi
 stamp="$pkg/build/.stamp"
 sum=$(cat "$pkg"/bpf/*.c "$pkg"/bpf/*.h "$pkg"/native/*.c "$0" | sha256sum | cut -c1-16)
-if [[ -f $stamp && $(cat "$stamp") == "$sum" && -f $pkg/build/cascade.bpf.o && -x $pkg/build/cascade-bpfctl ]]; then
+if [[ -f $stamp && $(cat "$stamp") == "$sum" && -f $pkg/build/cascade.bpf.o && -f $pkg/build/cascade-bench-cold.bpf.o && -x $pkg/build/cascade-bpfctl ]]; then
   log "datapath build up to date"
 else
   mkdir -p "$pkg/build"
   arch_inc="/usr/include/$(gcc -dumpmachine)"
   log "compiling the BPF program (clang -target bpf, BTF on)"
   clang -O2 -g -Wall -target bpf -I"$arch_inc" -c "$pkg/bpf/cascade.bpf.c" -o "$pkg/build/cascade.bpf.o"
+  # bench-only builds of the same source (npm run bench): every repeat a new flow; and cold verdicts
+  clang -O2 -g -Wall -target bpf -I"$arch_inc" -DCASCADE_BENCH_NEW_FLOWS -c "$pkg/bpf/cascade.bpf.c" -o "$pkg/build/cascade-bench-new-flows.bpf.o"
+  clang -O2 -g -Wall -target bpf -I"$arch_inc" -DCASCADE_BENCH_NEW_FLOWS -DCASCADE_BENCH_COLD -c "$pkg/bpf/cascade.bpf.c" -o "$pkg/build/cascade-bench-cold.bpf.o"
   log "compiling the libbpf helper"
   gcc -O2 -Wall -o "$pkg/build/cascade-bpfctl" "$pkg/native/bpfctl.c" -lbpf
   echo "$sum" > "$stamp"

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The Cascade network-policy datapath: tc programs on an endpoint's host-side interface.
- * from_endpoint judges the pod's egress, to_endpoint its ingress. Per new flow: ipcache LPM for the
- * remote identity, then up to three LPM lookups per layer (identity, all-pods class, wildcard) in the
- * admin layer and, when it passes or misses, in the lower layer. Established flows hit conntrack. */
+ * from_endpoint judges the pod's egress, to_endpoint its ingress. Every packet: the endpoint (hash)
+ * and its conntrack entry (LRU hash, one per flow and endpoint, found by both directions). A packet
+ * without a current conntrack entry: the remote identity (an exact hash for host addresses, the LPM
+ * trie only for CIDRs), then the verdict cache (LRU hash keyed by the endpoint's table ids, identity,
+ * protocol and port). Only a cache miss walks the rule sets: up to three LPM lookups per layer
+ * (identity, all-pods class, wildcard) in the admin layer and, when it passes or misses, in the lower
+ * layer; the result is cached. So the per-packet cost does not depend on the number of rules. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
@@ -22,6 +26,15 @@ struct {
 	__uint(max_entries, 262144);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } cascade_ipcache SEC(".maps");
+
+/* host addresses (/32, /128) -> identity: the exact lookup that pods and nodes take */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct endpoint_key);
+	__type(value, struct ipcache_value);
+	__uint(max_entries, 262144);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} cascade_hosts SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -44,6 +57,21 @@ struct {
 	__type(value, struct ct_value);
 	__uint(max_entries, 262144);
 } cascade_ct SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct verdict_key);
+	__type(value, struct verdict_value);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_COMMON_LRU);
+} cascade_verdicts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct config);
+	__uint(max_entries, 1);
+} cascade_config SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -173,12 +201,28 @@ struct decision {
 	__u32 identity;
 };
 
+static __always_inline struct config *config(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&cascade_config, &zero);
+}
+
+static __always_inline __u32 identity_of(__u8 *addr)
+{
+	struct endpoint_key hk;
+	__builtin_memcpy(hk.addr, addr, 16);
+	struct ipcache_value *iv = bpf_map_lookup_elem(&cascade_hosts, &hk);
+	if (iv)
+		return iv->identity;
+	struct ipcache_key ik = { .prefixlen = 128 };
+	__builtin_memcpy(ik.addr, addr, 16);
+	iv = bpf_map_lookup_elem(&cascade_ipcache, &ik);
+	return iv ? iv->identity : CASCADE_ID_WORLD;
+}
+
 static __always_inline void judge(struct endpoint_value *ep, int dir, __u8 *remote, __u8 proto, __u16 port, struct decision *d)
 {
-	struct ipcache_key ik = { .prefixlen = 128 };
-	__builtin_memcpy(ik.addr, remote, 16);
-	struct ipcache_value *iv = bpf_map_lookup_elem(&cascade_ipcache, &ik);
-	__u32 identity = iv ? iv->identity : CASCADE_ID_WORLD;
+	__u32 identity = identity_of(remote);
 	d->identity = identity;
 	d->rule = 0;
 	d->precedence = 0;
@@ -186,18 +230,38 @@ static __always_inline void judge(struct endpoint_value *ep, int dir, __u8 *remo
 		d->verdict = VERDICT_ALLOW;
 		return;
 	}
-	__u32 admin = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][0] : ep->tables[DIR_EGRESS][0];
-	__u32 lower = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][1] : ep->tables[DIR_EGRESS][1];
-	struct policy_value *v = layer(admin, identity, proto, port);
-	if (!v || v->verdict == VERDICT_PASS)
-		v = layer(lower, identity, proto, port);
-	if (!v) {
-		d->verdict = VERDICT_ALLOW;
+	struct verdict_key vk = {
+		.admin = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][0] : ep->tables[DIR_EGRESS][0],
+		.lower = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][1] : ep->tables[DIR_EGRESS][1],
+		.identity = identity,
+		.proto = proto,
+		.port = port,
+	};
+	struct config *cfg = config();
+	__u32 epoch = cfg ? cfg->epoch : 0;
+	struct verdict_value *cached = bpf_map_lookup_elem(&cascade_verdicts, &vk);
+#ifdef CASCADE_BENCH_COLD
+	cached = NULL; /* bench build only: every verdict walks the rule sets */
+#endif
+	if (cached && cached->epoch == epoch) {
+		count(CNT_VERDICT_CACHED);
+		d->verdict = cached->verdict;
+		d->rule = cached->rule;
+		d->precedence = cached->precedence;
 		return;
 	}
-	d->verdict = v->verdict == VERDICT_DENY ? VERDICT_DENY : VERDICT_ALLOW;
-	d->rule = v->rule;
-	d->precedence = v->precedence;
+	struct policy_value *v = layer(vk.admin, identity, proto, port);
+	if (!v || v->verdict == VERDICT_PASS)
+		v = layer(vk.lower, identity, proto, port);
+	if (v) {
+		d->verdict = v->verdict == VERDICT_DENY ? VERDICT_DENY : VERDICT_ALLOW;
+		d->rule = v->rule;
+		d->precedence = v->precedence;
+	} else {
+		d->verdict = VERDICT_ALLOW;
+	}
+	struct verdict_value nv = { .epoch = epoch, .precedence = d->precedence, .rule = d->rule, .verdict = d->verdict };
+	bpf_map_update_elem(&cascade_verdicts, &vk, &nv, BPF_ANY);
 }
 
 static __always_inline void report(struct flow *f, int dir, struct decision *d, __u8 reason)
@@ -229,73 +293,102 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 		count(CNT_MALFORMED);
 		return TC_ACT_SHOT;
 	}
+	/* a pod reaching itself is never subject to policy */
+	if (same_addr(f.src, f.dst))
+		return TC_ACT_OK;
 	/* the endpoint is the packet's source when it leaves the pod, its destination when it enters */
-	struct endpoint_key ek;
 	__u8 *local = dir == DIR_EGRESS ? f.src : f.dst;
 	__u8 *remote = dir == DIR_EGRESS ? f.dst : f.src;
+
+	/* conntrack first: one entry per flow at this endpoint, found by both directions. While the
+	 * generation has not moved, an entry is current without looking at the endpoint: one lookup. */
+	struct ct_key ck = {
+		.lport = dir == DIR_EGRESS ? f.sport : f.dport,
+		.rport = dir == DIR_EGRESS ? f.dport : f.sport,
+		.proto = f.proto,
+	};
+	__builtin_memcpy(ck.local, local, 16);
+	__builtin_memcpy(ck.remote, remote, 16);
+	struct ct_value *ct = bpf_map_lookup_elem(&cascade_ct, &ck);
+#ifdef CASCADE_BENCH_NEW_FLOWS
+	ct = NULL; /* bench build only: every repeat is the first packet of a flow */
+#endif
+	struct config *cfg = config();
+	__u32 generation = cfg ? cfg->generation : 0;
+	/* a denied flow's entry drops packets of its own direction only: the other direction may open
+	 * the same 5-tuple as a flow of its own */
+	if (ct && ct->verdict == VERDICT_DENY && ct->dir != dir)
+		ct = NULL;
+	if (ct && ct->generation == generation) {
+		count(CNT_CT_HIT);
+		if (ct->verdict == VERDICT_DENY) {
+			count(CNT_DENY);
+			return TC_ACT_SHOT;
+		}
+		return TC_ACT_OK;
+	}
+
+	struct endpoint_key ek;
 	__builtin_memcpy(ek.addr, local, 16);
 	struct endpoint_value *ep = bpf_map_lookup_elem(&cascade_endpoints, &ek);
 	if (!ep) {
 		count(CNT_NOT_ENDPOINT);
 		return TC_ACT_OK;
 	}
-	if (!(ep->flags & (dir == DIR_EGRESS ? EP_ENFORCE_EGRESS : EP_ENFORCE_INGRESS)))
-		return TC_ACT_OK;
-	/* a pod reaching itself is never subject to policy */
-	if (same_addr(f.src, f.dst))
-		return TC_ACT_OK;
-
-	/* conntrack: our own entry for this flow, or the entry of the opposite direction for replies */
-	struct ct_key ck = { .sport = f.sport, .dport = f.dport, .proto = f.proto, .dir = dir };
-	__builtin_memcpy(ck.src, f.src, 16);
-	__builtin_memcpy(ck.dst, f.dst, 16);
-	struct ct_value *ct = bpf_map_lookup_elem(&cascade_ct, &ck);
-	int reply = 0;
-	if (!ct) {
-		struct ct_key rk = { .sport = f.dport, .dport = f.sport, .proto = f.proto, .dir = dir ^ 1 };
-		__builtin_memcpy(rk.src, f.dst, 16);
-		__builtin_memcpy(rk.dst, f.src, 16);
-		ct = bpf_map_lookup_elem(&cascade_ct, &rk);
-		if (ct) {
-			reply = 1;
-			ck = rk;
-		}
-	}
 	if (ct && ct->revision == ep->revision) {
+		ct->generation = generation;
 		count(CNT_CT_HIT);
+		if (ct->verdict == VERDICT_DENY) {
+			count(CNT_DENY);
+			return TC_ACT_SHOT;
+		}
 		return TC_ACT_OK;
 	}
 
 	struct decision d = {};
-	int odir = reply ? dir ^ 1 : dir;
 	if (ep->flags & EP_FAIL_CLOSED) {
+		/* not remembered in conntrack: the endpoint gets its rule set soon */
 		d.verdict = VERDICT_DENY;
 		count(CNT_DENY);
 		report(&f, dir, &d, 1);
 		return TC_ACT_SHOT;
 	}
-	/* a reply is re-judged as the original flow: the remote was its destination */
-	if (reply)
-		judge(ep, odir, f.src, f.proto, f.sport, &d);
-	else
-		judge(ep, dir, remote, f.proto, f.dport, &d);
-	if (d.verdict == VERDICT_DENY) {
-		if (ct)
-			bpf_map_delete_elem(&cascade_ct, &ck);
-		count(CNT_DENY);
-		report(&f, dir, &d, ct ? 2 : 0);
-		return TC_ACT_SHOT;
+	/* a flow is judged in the direction of the packet that opened it (a reply re-judged after a
+	 * policy change too): the remote is its peer, the port the destination port of that packet */
+	int odir = ct ? ct->dir : dir;
+	if (ep->flags & (odir == DIR_EGRESS ? EP_ENFORCE_EGRESS : EP_ENFORCE_INGRESS)) {
+		judge(ep, odir, remote, f.proto, odir == DIR_EGRESS ? ck.rport : ck.lport, &d);
+	} else {
+		d.verdict = VERDICT_ALLOW; /* not enforced, but tracked: its replies pass the other direction */
+		d.identity = identity_of(remote);
 	}
+	__u8 reason = ct ? 2 : 0;
 	if (ct) {
+		if (ct->verdict == VERDICT_DENY && d.verdict == VERDICT_DENY)
+			reason = 0xff; /* still denied: reported when it was first denied */
 		ct->revision = ep->revision;
+		ct->generation = generation;
+		ct->verdict = d.verdict;
 		count(CNT_CT_REJUDGED);
 	} else {
-		struct ct_value nv = { .revision = ep->revision, .created_ns = bpf_ktime_get_ns() };
+		struct ct_value nv = {
+			.revision = ep->revision,
+			.generation = generation,
+			.dir = dir,
+			.verdict = d.verdict,
+			.created_ns = bpf_ktime_get_ns(),
+		};
 		bpf_map_update_elem(&cascade_ct, &ck, &nv, BPF_ANY);
+	}
+	if (d.verdict == VERDICT_DENY) {
+		count(CNT_DENY);
+		if (reason != 0xff)
+			report(&f, dir, &d, reason);
+		return TC_ACT_SHOT;
 	}
 	count(CNT_ALLOW);
 	if (ep->flags & EP_AUDIT_ALLOW)
-		report(&f, dir, &d, 0);
+		report(&f, dir, &d, reason);
 	return TC_ACT_OK;
 }
 

@@ -64,19 +64,48 @@ struct policy_value {
 	__u32 rule; /* rule id for audit and explain */
 };
 
+/* conntrack: one entry per (local endpoint, flow), found by packets of both directions */
 struct ct_key {
-	__u8 src[16];
-	__u8 dst[16];
-	__u16 sport;
-	__u16 dport;
+	__u8 local[16];
+	__u8 remote[16];
+	__u16 lport;
+	__u16 rport;
 	__u8 proto;
-	__u8 dir; /* the direction of the endpoint that created it */
-	__u16 pad;
+	__u8 pad[3];
 };
 struct ct_value {
-	__u32 revision;
-	__u32 flags;
+	__u32 revision;   /* the endpoint's policy revision it was judged under */
+	__u32 generation; /* config generation when last checked against that revision */
+	__u8 dir;         /* direction of the packet that opened it: replies are the other direction */
+	__u8 verdict;     /* a denied flow's packets in its own direction are dropped without a lookup */
+	__u8 pad[6];
 	__u64 created_ns;
+};
+
+/* verdict cache: the decision of an endpoint's rule sets for (remote identity, protocol, port).
+ * Table ids name immutable content (a changed rule set gets a new id); in-place patches of tables
+ * (identities no packet carries yet, or any more) bump the epoch, which invalidates every entry. */
+struct verdict_key {
+	__u32 admin;
+	__u32 lower;
+	__u32 identity;
+	__u8 proto;
+	__u8 pad;
+	__u16 port; /* host order */
+};
+struct verdict_value {
+	__u32 epoch;
+	__u32 precedence;
+	__u32 rule;
+	__u8 verdict;
+	__u8 pad[3];
+};
+
+/* cascade_config[0] */
+struct config {
+	__u32 epoch;      /* verdict cache: entries of another epoch are stale */
+	__u32 generation; /* bumped after endpoints changed: conntrack entries of another generation
+	                   * check their endpoint's revision once (and are re-judged if it moved) */
 };
 
 struct flow_event {
@@ -100,6 +129,7 @@ struct flow_event {
 #define CNT_CT_REJUDGED 3
 #define CNT_MALFORMED 4
 #define CNT_NOT_ENDPOINT 5
+#define CNT_VERDICT_CACHED 6
 #define CNT_MAX 8
 
 #endif

@@ -1,7 +1,8 @@
 // cascade-bpfctl: the loader's kernel interface, a thin line-protocol front end to libbpf.
 // One command per line on stdin, one answer line on stdout ("ok ..." or "err ...").
 //   load OBJ PINDIR [MAX]  load the object, adopting maps already pinned in PINDIR/maps
-//                          (MAX: policy map capacity, for tests of a full map)
+//                          (MAX: policy map capacity, for tests of a full map); answers
+//                          "ok [replaced MAP...]" naming pinned maps whose layout was incompatible
 //   open PINDIR            use maps and programs pinned in PINDIR
 //   update MAP KEYHEX VALHEX | delete MAP KEYHEX | lookup MAP KEYHEX
 //   updates MAP N          then N lines "KEYHEX VALHEX" (one answer: ok N | err at line i)
@@ -65,7 +66,7 @@ static void add_map(const char *name, int fd) {
 }
 
 static int do_open(const char *dir) {
-	static const char *map_names[] = {"cascade_ipcache", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_counters", "cascade_events"};
+	static const char *map_names[] = {"cascade_ipcache", "cascade_hosts", "cascade_verdicts", "cascade_config", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_counters", "cascade_events"};
 	static const char *prog_names[] = {"from_endpoint", "to_endpoint"};
 	char path[512];
 	nmaps = nprogs = 0;
@@ -85,6 +86,9 @@ static int do_open(const char *dir) {
 	return 0;
 }
 
+/* maps replaced on the last load because their pinned layout was incompatible */
+static char replaced[1024];
+
 static int do_load(const char *obj_path, const char *dir, const char *policy_max) {
 	char path[512];
 	struct bpf_object *obj = bpf_object__open_file(obj_path, NULL);
@@ -97,12 +101,25 @@ static int do_load(const char *obj_path, const char *dir, const char *policy_max
 	mkdir(dir, 0700);
 	mkdir(path, 0700);
 	struct bpf_map *m;
-	/* adopt maps that are already pinned: their state (policy, conntrack) survives a restart */
+	/* adopt maps that are already pinned: their state (policy, conntrack) survives a restart. A pinned
+	 * map whose layout differs from this object's (an upgrade changed it) is replaced by a new one. */
+	replaced[0] = 0;
 	bpf_object__for_each_map(m, obj) {
 		snprintf(path, sizeof(path), "%s/maps/%s", dir, bpf_map__name(m));
 		int fd = bpf_obj_get(path);
-		if (fd >= 0 && bpf_map__reuse_fd(m, fd)) { printf("err reuse %s\n", path); return -1; }
-		if (fd >= 0) close(fd);
+		if (fd < 0) continue;
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.type != bpf_map__type(m) ||
+		    info.key_size != bpf_map__key_size(m) || info.value_size != bpf_map__value_size(m) ||
+		    info.max_entries != bpf_map__max_entries(m) || info.map_flags != bpf_map__map_flags(m)) {
+			close(fd);
+			unlink(path);
+			snprintf(replaced + strlen(replaced), sizeof(replaced) - strlen(replaced), " %s", bpf_map__name(m));
+			continue;
+		}
+		if (bpf_map__reuse_fd(m, fd)) { printf("err reuse %s\n", path); return -1; }
+		close(fd);
 	}
 	if (bpf_object__load(obj)) { printf("err load: %s\n", strerror(errno)); return -1; }
 	bpf_object__for_each_map(m, obj) {
@@ -140,7 +157,7 @@ int main(void) {
 		if (!cmd) continue;
 		char *a = strtok(NULL, " "), *b = strtok(NULL, " "), *c = strtok(NULL, " ");
 		if (!strcmp(cmd, "quit")) break;
-		if (!strcmp(cmd, "load")) { if (!do_load(a, b, c)) printf("ok\n"); }
+		if (!strcmp(cmd, "load")) { if (!do_load(a, b, c)) printf("ok%s%s\n", replaced[0] ? " replaced" : "", replaced); }
 		else if (!strcmp(cmd, "open")) { if (!do_open(a)) printf("ok\n"); }
 		else if (!strcmp(cmd, "update") || !strcmp(cmd, "delete") || !strcmp(cmd, "lookup") || !strcmp(cmd, "sum")) {
 			int mi = a ? map_index(a) : -1;

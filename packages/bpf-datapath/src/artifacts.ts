@@ -8,6 +8,10 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const ARTIFACTS = {
   object: join(root, 'build', 'cascade.bpf.o'),
   bpfctl: join(root, 'build', 'cascade-bpfctl'),
+  /** Bench-only builds of the same program: every repeat is a flow's first packet; and, in addition,
+   * the verdict cache never answers (every verdict walks the rule sets). */
+  benchNewFlows: join(root, 'build', 'cascade-bench-new-flows.bpf.o'),
+  benchCold: join(root, 'build', 'cascade-bench-cold.bpf.o'),
 };
 
 /** Why the kernel datapath cannot be used here, or undefined when it can. */

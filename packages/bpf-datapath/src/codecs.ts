@@ -9,8 +9,12 @@ export const SIZES = {
   endpointValue: 28,
   policyKey: 15,
   policyValue: 12,
+  hostKey: 16,
   ctKey: 40,
-  ctValue: 16,
+  ctValue: 24,
+  verdictKey: 16,
+  verdictValue: 16,
+  config: 8,
   flowEvent: 52,
 } as const;
 
@@ -18,7 +22,15 @@ export const ID = { WILDCARD: 0, HOST: 1, WORLD: 2, ALL_PODS: 3 } as const;
 export const VERDICT = { allow: 0, deny: 1, pass: 2 } as const;
 export type VerdictName = keyof typeof VERDICT;
 export const EP_FLAGS = { ENFORCE_INGRESS: 1, ENFORCE_EGRESS: 2, FAIL_CLOSED: 4, AUDIT_ALLOW: 8 } as const;
-export const COUNTERS = { allow: 0, deny: 1, ctHit: 2, ctRejudged: 3, malformed: 4, notEndpoint: 5 } as const;
+export const COUNTERS = {
+  allow: 0,
+  deny: 1,
+  ctHit: 2,
+  ctRejudged: 3,
+  malformed: 4,
+  notEndpoint: 5,
+  verdictCached: 6,
+} as const;
 export const DIR = { ingress: 0, egress: 1 } as const;
 
 /** An address as 16 bytes: IPv6 as is, IPv4 mapped (::ffff:a.b.c.d). */
@@ -185,6 +197,122 @@ export function decodeFlowEvent(b: Buffer): FlowEvent {
     precedence: b.readUInt32LE(48),
   };
 }
+
+/** One flow at one endpoint (found by the packets of both directions). Ports in host order. */
+export interface CtKey {
+  local: string;
+  remote: string;
+  lport: number;
+  rport: number;
+  proto: number;
+}
+export function encodeCtKey(k: CtKey): Buffer {
+  const b = Buffer.alloc(SIZES.ctKey);
+  addr16(k.local).copy(b, 0);
+  addr16(k.remote).copy(b, 16);
+  b.writeUInt16LE(k.lport, 32);
+  b.writeUInt16LE(k.rport, 34);
+  b.writeUInt8(k.proto, 36);
+  return b;
+}
+export function decodeCtKey(b: Buffer): CtKey {
+  return {
+    local: formatAddr16(b.subarray(0, 16)),
+    remote: formatAddr16(b.subarray(16, 32)),
+    lport: b.readUInt16LE(32),
+    rport: b.readUInt16LE(34),
+    proto: b.readUInt8(36),
+  };
+}
+export interface CtValue {
+  /** The endpoint's policy revision the flow was last judged under. */
+  revision: number;
+  /** The config generation at which that revision was last checked. */
+  generation: number;
+  /** Direction of the packet that opened the flow. */
+  direction: 'ingress' | 'egress';
+  verdict: 'allow' | 'deny';
+  createdNs: bigint;
+}
+export function encodeCtValue(v: CtValue): Buffer {
+  const b = Buffer.alloc(SIZES.ctValue);
+  b.writeUInt32LE(v.revision >>> 0, 0);
+  b.writeUInt32LE(v.generation >>> 0, 4);
+  b.writeUInt8(DIR[v.direction], 8);
+  b.writeUInt8(VERDICT[v.verdict], 9);
+  b.writeBigUInt64LE(v.createdNs, 16);
+  return b;
+}
+export function decodeCtValue(b: Buffer): CtValue {
+  return {
+    revision: b.readUInt32LE(0),
+    generation: b.readUInt32LE(4),
+    direction: b.readUInt8(8) === DIR.egress ? 'egress' : 'ingress',
+    verdict: b.readUInt8(9) === VERDICT.deny ? 'deny' : 'allow',
+    createdNs: b.readBigUInt64LE(16),
+  };
+}
+
+/** Verdict cache key: an endpoint direction's two table ids, the remote identity, protocol, port. */
+export interface VerdictKey {
+  admin: number;
+  lower: number;
+  identity: number;
+  proto: number;
+  port: number;
+}
+export function encodeVerdictKey(k: VerdictKey): Buffer {
+  const b = Buffer.alloc(SIZES.verdictKey);
+  b.writeUInt32LE(k.admin, 0);
+  b.writeUInt32LE(k.lower, 4);
+  b.writeUInt32LE(k.identity, 8);
+  b.writeUInt8(k.proto, 12);
+  b.writeUInt16LE(k.port, 14);
+  return b;
+}
+export function decodeVerdictKey(b: Buffer): VerdictKey {
+  return {
+    admin: b.readUInt32LE(0),
+    lower: b.readUInt32LE(4),
+    identity: b.readUInt32LE(8),
+    proto: b.readUInt8(12),
+    port: b.readUInt16LE(14),
+  };
+}
+export interface VerdictValue {
+  /** Valid only while equal to the config epoch. */
+  epoch: number;
+  precedence: number;
+  rule: number;
+  verdict: 'allow' | 'deny';
+}
+export function encodeVerdictValue(v: VerdictValue): Buffer {
+  const b = Buffer.alloc(SIZES.verdictValue);
+  b.writeUInt32LE(v.epoch >>> 0, 0);
+  b.writeUInt32LE(v.precedence >>> 0, 4);
+  b.writeUInt32LE(v.rule >>> 0, 8);
+  b.writeUInt8(VERDICT[v.verdict], 12);
+  return b;
+}
+export function decodeVerdictValue(b: Buffer): VerdictValue {
+  return {
+    epoch: b.readUInt32LE(0),
+    precedence: b.readUInt32LE(4),
+    rule: b.readUInt32LE(8),
+    verdict: b.readUInt8(12) === VERDICT.deny ? 'deny' : 'allow',
+  };
+}
+
+/** cascade_config[0]: the verdict cache epoch and the conntrack generation. */
+export interface Config {
+  epoch: number;
+  generation: number;
+}
+export const encodeConfig = (c: Config): Buffer => Buffer.concat([u32(c.epoch), u32(c.generation)]);
+export const decodeConfig = (b: Buffer): Config => ({
+  epoch: b.readUInt32LE(0),
+  generation: b.readUInt32LE(4),
+});
 
 function u32(n: number): Buffer {
   const b = Buffer.alloc(4);

@@ -213,6 +213,67 @@ describe.skipIf(!kernelTestsEnabled())('BPF datapath in the kernel', () => {
     await dp.sync(state());
   });
 
+  it('conntrack: a denied flow is remembered (one event, later packets dropped by one lookup); the other direction may still open the same 5-tuple', async () => {
+    await dp.clearConntrack();
+    await dp.events();
+    const probe = { src: B, dst: A, proto: 6, sport: 6100, dport: 80 };
+    const hits = await dp.counter(COUNTERS.ctHit);
+    expect(await kernelVerdict(dp, 'ingress', probe)).toBe('deny');
+    expect(await kernelVerdict(dp, 'ingress', probe)).toBe('deny');
+    expect(await kernelVerdict(dp, 'ingress', probe)).toBe('deny');
+    expect(await dp.counter(COUNTERS.ctHit)).toBe(hits + 2);
+    expect((await dp.events()).filter((ev) => ev.sport === 6100)).toHaveLength(1);
+    // A opens A:80 -> B:6100 itself (nothing denies its egress): judged as its own flow, allowed, and
+    // B's packets of it are then replies.
+    expect(await kernelVerdict(dp, 'egress', { src: A, dst: B, proto: 6, sport: 80, dport: 6100 })).toBe(
+      'allow',
+    );
+    expect(await kernelVerdict(dp, 'ingress', probe)).toBe('allow');
+  });
+
+  it('conntrack: a direction that is not enforced is still tracked, so its replies pass an enforced one', async () => {
+    const only = state();
+    only.endpoints = only.endpoints.map((ep) => ({ ...ep, flags: EP_FLAGS.ENFORCE_INGRESS }));
+    // egress would deny everything if it were enforced
+    only.tables.set('out-lower', [e(ID.WILDCARD, 0, 0, 0, 0x7ffe, 'deny', 70)]);
+    await dp.sync(only);
+    await dp.clearConntrack();
+    const out = { src: A, dst: B, proto: 6, sport: 42000, dport: 7001 };
+    const reply = { src: B, dst: A, proto: 6, sport: 7001, dport: 42000 };
+    expect(await kernelVerdict(dp, 'egress', out)).toBe('allow');
+    expect(await kernelVerdict(dp, 'ingress', reply)).toBe('allow');
+    // a new flow from B on that port is judged by A's ingress: isolation
+    expect(await kernelVerdict(dp, 'ingress', { ...reply, sport: 7002 })).toBe('deny');
+    await dp.sync(state());
+  });
+
+  it('verdict cache: used for new flows of a known identity and port, and never outlives an in-place patch', async () => {
+    const X = '10.0.0.9';
+    const ID_X = 900;
+    const withX = (verdict: 'allow' | 'deny') => {
+      const s = state({
+        'in-lower': [...state().tables.get('in-lower')!, e(ID_X, 6, 8080, 16, 0xfffe, verdict, 80)],
+      });
+      s.ipcache.push({ prefix: X, identity: ID_X });
+      return s;
+    };
+    const flow = (sport: number) => ({ src: X, dst: A, proto: 6, sport, dport: 8080 });
+    await dp.sync(withX('allow'));
+    expect(await kernelVerdict(dp, 'ingress', flow(1))).toBe('allow');
+    const cached = await dp.counter(COUNTERS.verdictCached);
+    expect(await kernelVerdict(dp, 'ingress', flow(2))).toBe('allow');
+    expect(await dp.counter(COUNTERS.verdictCached)).toBe(cached + 1);
+    // X goes away (its entry deleted in place), then comes back denied (added in place): the table
+    // ids stay the same, so only the epoch keeps the cached allow from answering.
+    const gone = await dp.sync(state());
+    expect(gone.tablesCreated).toBe(0);
+    const back = await dp.sync(withX('deny'));
+    expect(back.tablesCreated).toBe(0);
+    expect(back.tablesPatchedInPlace).toBe(1);
+    expect(await kernelVerdict(dp, 'ingress', flow(3))).toBe('deny');
+    await dp.sync(state());
+  });
+
   it('update safety: between every group of map writes each probe has its old or its new verdict', async () => {
     const probeSet = probes.map(([, dir, p]) => ({ dir, p }));
     const verdicts = async () =>
@@ -263,6 +324,7 @@ describe.skipIf(!kernelTestsEnabled())('BPF datapath in the kernel', () => {
       expect(await dump('cascade_policy')).toEqual(lines(want.policy));
       expect(await dump('cascade_endpoints')).toEqual(lines(want.endpoints));
       expect(await dump('cascade_ipcache')).toEqual(lines(want.ipcache));
+      expect(await dump('cascade_hosts')).toEqual(lines(want.hosts));
     } finally {
       await done();
     }
@@ -282,6 +344,41 @@ describe.skipIf(!kernelTestsEnabled())('BPF datapath in the kernel', () => {
       ).toBe('deny');
     } finally {
       await again.close();
+    }
+  });
+});
+
+describe.skipIf(!kernelTestsEnabled())('an upgrade that changed a map layout', () => {
+  it('replaces the incompatible pinned map, says which, and keeps the compatible ones', async () => {
+    const { mkdtempSync, mkdirSync, rmSync } = await import('node:fs');
+    const { execFileSync } = await import('node:child_process');
+    const { Datapath } = await import('./loader.ts');
+    const { ARTIFACTS } = await import('./artifacts.ts');
+    const pin = mkdtempSync('/sys/fs/bpf/cascade-test-');
+    try {
+      const first = await Datapath.open({ bpfctl: ARTIFACTS.bpfctl, object: ARTIFACTS.object, pinDir: pin });
+      await first.sync(state());
+      await first.close();
+      // an older layout of the conntrack map left pinned by a previous version
+      rmSync(`${pin}/maps/cascade_ct`);
+      mkdirSync(`${pin}/maps`, { recursive: true });
+      execFileSync('bpftool', [
+        ...['map', 'create', `${pin}/maps/cascade_ct`, 'type', 'lru_hash'],
+        ...['key', '44', 'value', '16', 'entries', '1024', 'name', 'cascade_ct'],
+      ]);
+      const again = await Datapath.open({ bpfctl: ARTIFACTS.bpfctl, object: ARTIFACTS.object, pinDir: pin });
+      try {
+        expect(again.replacedMaps).toEqual(['cascade_ct']);
+        // the policy maps were adopted: nothing to write
+        expect((await again.sync(state())).entriesWritten).toBe(0);
+        expect(
+          await kernelVerdict(again, 'egress', { src: A, dst: B, proto: 6, sport: 1, dport: 7000 }),
+        ).toBe('allow');
+      } finally {
+        await again.close();
+      }
+    } finally {
+      rmSync(pin, { recursive: true, force: true });
     }
   });
 });

@@ -6,12 +6,19 @@
 //   3. endpoints switch to their new tables with one map update each (revision bumped, so conntrack
 //      entries of the old policy are re-judged);
 //   4. ipcache removals; 5. old tables and vanished identities' entries are deleted.
+// The kernel caches verdicts by (table ids, identity, protocol, port): table ids name immutable
+// content, and every in-place patch (step 1 additions, step 5 deletions) is followed by an epoch bump
+// that invalidates the whole cache, as is adopting pinned maps (table ids may be reused after a restart).
+// Conntrack entries are trusted without looking at their endpoint while the config generation has not
+// moved; step 3 bumps it when an endpoint changed, so each flow checks its endpoint's revision once.
+// Revisions come from one counter for all endpoints: a reused address never matches old entries.
 // A rule set that does not fit is refused whole: the endpoint keeps its last good tables, or fails
 // closed if it never had any, and the report says how many entries did not fit.
 import { Bpfctl } from './bpfctl.ts';
 import {
   addr16,
   DIR,
+  decodeConfig,
   decodeEndpointValue,
   decodeFlowEvent,
   decodeIpcacheKey,
@@ -19,6 +26,7 @@ import {
   decodePolicyKey,
   type EndpointValue,
   EP_FLAGS,
+  encodeConfig,
   encodeEndpointValue,
   encodeIpcacheKey,
   encodeIpcacheValue,
@@ -74,6 +82,10 @@ export function ipcacheKeyOf(prefix: string): Buffer {
   return encodeIpcacheKey({ prefixlen: v4 ? l + 96 : l, addr: addr16(ip) });
 }
 
+/** Host prefixes (/32, /128) live in the exact-match cascade_hosts map, the rest in the LPM trie. */
+const HOST_PREFIXLEN_HEX = '80000000'; // prefixlen 128, little endian
+const isHostKey = (lpmKeyHex: string) => lpmKeyHex.startsWith(HOST_PREFIXLEN_HEX);
+
 /** One rule-set entry as the policy map holds it in table `table`. */
 export function encodeTableEntry(table: number, e: TableEntry): [Buffer, Buffer] {
   return [
@@ -84,11 +96,14 @@ export function encodeTableEntry(table: number, e: TableEntry): [Buffer, Buffer]
 
 /**
  * The map contents a fresh datapath holds for `desired` (tables numbered 1.. in order): what the
- * loader writes on a first sync, computed offline (for `cascadectl netpol maps` and the reference
+ * loader writes on a first sync (endpoint revisions 1.. in order), computed offline (for `cascadectl netpol maps` and the reference
  * datapath without a kernel).
  */
 export function encodeState(desired: DesiredState): {
+  /** cascade_ipcache (LPM): CIDRs shorter than a host prefix */
   ipcache: [Buffer, Buffer][];
+  /** cascade_hosts (hash): host addresses */
+  hosts: [Buffer, Buffer][];
   endpoints: [Buffer, Buffer][];
   policy: [Buffer, Buffer][];
   tableNumbers: Map<string, number>;
@@ -100,20 +115,23 @@ export function encodeState(desired: DesiredState): {
     tableNumbers.set(key, n);
     for (const e of entries) policy.push(encodeTableEntry(n, e));
   }
-  const endpoints = desired.endpoints.map((ep): [Buffer, Buffer] => {
+  const endpoints = desired.endpoints.map((ep, i): [Buffer, Buffer] => {
     const t = (d: 'ingress' | 'egress', l: 'admin' | 'lower') => tableNumbers.get(ep.tables[d][l]) ?? 0;
     const tables: EndpointValue['tables'] = [
       [t('ingress', 'admin'), t('ingress', 'lower')],
       [t('egress', 'admin'), t('egress', 'lower')],
     ];
     const flags = tables.flat().includes(0) ? ep.flags | EP_FLAGS.FAIL_CLOSED : ep.flags;
-    return [addr16(ep.ip), encodeEndpointValue({ flags, tables, identity: ep.identity, revision: 1 })];
+    return [addr16(ep.ip), encodeEndpointValue({ flags, tables, identity: ep.identity, revision: i + 1 })];
   });
-  const ipcache = desired.ipcache.map((e): [Buffer, Buffer] => [
-    ipcacheKeyOf(e.prefix),
-    encodeIpcacheValue(e.identity),
-  ]);
-  return { ipcache, endpoints, policy, tableNumbers };
+  const ipcache: [Buffer, Buffer][] = [];
+  const hosts: [Buffer, Buffer][] = [];
+  for (const e of desired.ipcache) {
+    const k = ipcacheKeyOf(e.prefix);
+    if (isHostKey(k.toString('hex'))) hosts.push([k.subarray(4), encodeIpcacheValue(e.identity)]);
+    else ipcache.push([k, encodeIpcacheValue(e.identity)]);
+  }
+  return { ipcache, hosts, endpoints, policy, tableNumbers };
 }
 
 /** Entry content without the table id: what makes two tables the same. */
@@ -153,8 +171,14 @@ export class Datapath {
   /** desired table key -> kernel table id */
   private assigned = new Map<string, number>();
   private endpoints = new Map<string, EndpointValue>();
+  /** ipcache by LPM key hex (host entries too, though the kernel keeps them in cascade_hosts) */
   private ipcache = new Map<string, number>();
   private nextTable = 1;
+  private config = { epoch: 0, generation: 0 };
+  /** Last endpoint revision handed out (revisions are unique across endpoints). */
+  private revision = 0;
+  /** Pinned maps replaced on open because an upgrade changed their layout (their content is lost). */
+  replacedMaps: string[] = [];
 
   private constructor(ctl: Bpfctl) {
     this.ctl = ctl;
@@ -171,10 +195,13 @@ export class Datapath {
     policyMaxEntries?: number;
   }): Promise<Datapath> {
     const dp = new Datapath(new Bpfctl(opts.bpfctl));
-    await dp.ctl.send(
+    const [answer] = await dp.ctl.send(
       `load ${opts.object} ${opts.pinDir}${opts.policyMaxEntries ? ` ${opts.policyMaxEntries}` : ''}`,
     );
+    dp.replacedMaps = answer?.startsWith('ok replaced ') ? answer.slice(12).trim().split(' ') : [];
     await dp.readBack();
+    // Adopted maps may hold cached verdicts of table ids this process will reuse.
+    await dp.invalidateVerdicts();
     return dp;
   }
 
@@ -199,6 +226,7 @@ export class Datapath {
     for (const [k, v] of await this.dump('cascade_endpoints')) {
       const ep = decodeEndpointValue(v);
       this.endpoints.set(hex(k), ep);
+      this.revision = Math.max(this.revision, ep.revision);
       // Tables without entries exist only as references from endpoints.
       for (const id of ep.tables.flat()) {
         if (id !== 0 && !this.kernelTables.has(id))
@@ -207,7 +235,51 @@ export class Datapath {
       }
     }
     for (const [k, v] of await this.dump('cascade_ipcache')) this.ipcache.set(hex(k), decodeIpcacheValue(v));
+    for (const [k, v] of await this.dump('cascade_hosts'))
+      this.ipcache.set(HOST_PREFIXLEN_HEX + hex(k), decodeIpcacheValue(v));
     void decodeIpcacheKey;
+    const [cfg] = await this.ctl.send(`lookup cascade_config 00000000`);
+    const v = cfg?.split(' ')[1];
+    if (v && v !== 'none') this.config = decodeConfig(Buffer.from(v, 'hex'));
+  }
+
+  private async writeConfig(): Promise<void> {
+    await this.ctl.send(`update cascade_config 00000000 ${hex(encodeConfig(this.config))}`);
+  }
+
+  /** Invalidates every verdict the kernel has cached (bumps the config epoch): one map write. */
+  async invalidateVerdicts(): Promise<void> {
+    this.config.epoch = (this.config.epoch + 1) >>> 0;
+    await this.writeConfig();
+  }
+
+  /** Makes every conntrack entry check its endpoint's revision again (bumps the generation). */
+  private async recheckConntrack(): Promise<void> {
+    this.config.generation = (this.config.generation + 1) >>> 0;
+    await this.writeConfig();
+  }
+
+  /** ipcache writes and deletes go to cascade_hosts for host keys, to the LPM trie for the rest. */
+  private async ipcacheUpdates(pairs: [string, string][]): Promise<void> {
+    await this.updates(
+      'cascade_hosts',
+      pairs.filter(([k]) => isHostKey(k)).map(([k, v]) => [k.slice(8), v]),
+    );
+    await this.updates(
+      'cascade_ipcache',
+      pairs.filter(([k]) => !isHostKey(k)),
+    );
+  }
+
+  private async ipcacheDeletes(keys: string[]): Promise<void> {
+    await this.deletes(
+      'cascade_hosts',
+      keys.filter(isHostKey).map((k) => k.slice(8)),
+    );
+    await this.deletes(
+      'cascade_ipcache',
+      keys.filter((k) => !isHostKey(k)),
+    );
   }
 
   private encodeEntry(table: number, e: TableEntry): [string, string] {
@@ -331,12 +403,13 @@ export class Datapath {
       claimed.add(id);
     }
 
+    if (report.tablesPatchedInPlace) await this.invalidateVerdicts();
     await step('tables written');
     // 2. ipcache additions and changes.
     const ipAdds: [string, string][] = [];
     for (const [k, id] of wantIpcache)
       if (this.ipcache.get(k) !== id) ipAdds.push([k, hex(encodeIpcacheValue(id))]);
-    await this.updates('cascade_ipcache', ipAdds);
+    await this.ipcacheUpdates(ipAdds);
     for (const [k, v] of ipAdds) this.ipcache.set(k, Buffer.from(v, 'hex').readUInt32LE(0));
     report.ipcacheWritten = ipAdds.length;
 
@@ -369,7 +442,7 @@ export class Datapath {
         flags,
         tables,
         identity: ep.identity,
-        revision: changedTables ? ((prev?.revision ?? 0) + 1) >>> 0 : prev.revision,
+        revision: changedTables ? (this.revision = (this.revision + 1) >>> 0) : prev.revision,
       };
       wantEndpoints.set(k, v);
     }
@@ -384,20 +457,23 @@ export class Datapath {
     const epDeletes = [...this.endpoints.keys()].filter((k) => !wantEndpoints.has(k));
     await this.deletes('cascade_endpoints', epDeletes);
     this.endpoints = wantEndpoints;
+    if (epWrites.length || epDeletes.length) await this.recheckConntrack();
 
     await step('endpoints switched');
     // 4. ipcache removals.
     const ipDeletes = [...this.ipcache.keys()].filter((k) => !wantIpcache.has(k));
-    await this.deletes('cascade_ipcache', ipDeletes);
+    await this.ipcacheDeletes(ipDeletes);
     for (const k of ipDeletes) this.ipcache.delete(k);
 
     await step('ipcache pruned');
     // 5. Old tables and vanished identities' entries.
     const inUse = new Set<number>();
+    let patchedDeletes = false;
     for (const v of this.endpoints.values()) for (const t of v.tables.flat()) inUse.add(t);
     for (const t of [...this.kernelTables.values()]) {
       const pending = (t as KernelTable & { pendingDeletes?: string[] }).pendingDeletes;
       if (pending?.length) {
+        patchedDeletes = true;
         await this.deletes(
           'cascade_policy',
           pending.map((k) => this.keyOf(t.id, k)),
@@ -416,6 +492,7 @@ export class Datapath {
       this.kernelTables.delete(t.id);
     }
     this.assigned = nextAssigned;
+    if (patchedDeletes) await this.invalidateVerdicts();
     await step('old tables freed');
     return report;
   }

@@ -37,6 +37,7 @@ function prefixMatch(a: Buffer, b: Buffer, bits: number): boolean {
 
 export class ReferenceDatapath {
   private readonly ipcache: { prefixlen: number; addr: Buffer; identity: number }[] = [];
+  private readonly hosts = new Map<string, number>();
   private readonly endpoints = new Map<string, EndpointValue>();
   /** table -> identity -> entries */
   private readonly policy = new Map<number, Map<number, (PolicyKey & PolicyValue)[]>>();
@@ -44,12 +45,14 @@ export class ReferenceDatapath {
   /** From the maps' encoded [key, value] pairs, as the loader wrote them (or as dumped). */
   constructor(maps: {
     ipcache: [Buffer, Buffer][];
+    hosts: [Buffer, Buffer][];
     endpoints: [Buffer, Buffer][];
     policy: [Buffer, Buffer][];
   }) {
     for (const [k, v] of maps.ipcache)
       this.ipcache.push({ ...decodeIpcacheKey(k), identity: decodeIpcacheValue(v) });
     this.ipcache.sort((a, b) => b.prefixlen - a.prefixlen);
+    for (const [k, v] of maps.hosts) this.hosts.set(k.toString('hex'), decodeIpcacheValue(v));
     for (const [k, v] of maps.endpoints) this.endpoints.set(k.toString('hex'), decodeEndpointValue(v));
     for (const [k, v] of maps.policy) {
       const key = decodePolicyKey(k);
@@ -61,8 +64,11 @@ export class ReferenceDatapath {
     }
   }
 
+  /** As the kernel: the exact host map first, then the longest ipcache prefix, else world. */
   identityOf(ip: string): number {
     const a = addr16(ip);
+    const host = this.hosts.get(a.toString('hex'));
+    if (host !== undefined) return host;
     return this.ipcache.find((e) => prefixMatch(e.addr, a, e.prefixlen))?.identity ?? ID.WORLD;
   }
 

@@ -16,11 +16,12 @@ export function kernelTestsEnabled(): boolean {
 
 export async function freshDatapath(
   policyMaxEntries?: number,
+  object = ARTIFACTS.object,
 ): Promise<{ dp: Datapath; pinDir: string; cleanup: () => Promise<void> }> {
   const pinDir = mkdtempSync('/sys/fs/bpf/cascade-test-');
   const dp = await Datapath.open({
     bpfctl: ARTIFACTS.bpfctl,
-    object: ARTIFACTS.object,
+    object,
     pinDir,
     ...(policyMaxEntries ? { policyMaxEntries } : {}),
   });
@@ -42,6 +43,7 @@ export async function referenceOf(dp: Datapath): Promise<ReferenceDatapath> {
       .map((l) => l.split(' ').map((h) => Buffer.from(h, 'hex')) as [Buffer, Buffer]);
   return new ReferenceDatapath({
     ipcache: await dump('cascade_ipcache'),
+    hosts: await dump('cascade_hosts'),
     endpoints: await dump('cascade_endpoints'),
     policy: await dump('cascade_policy'),
   });

@@ -3,7 +3,7 @@
 // /sys/fs/bpf/cascade) so a restarted agent adopts them and reconciles without a window of wrong
 // verdicts. Metrics on METRICS_PORT; SIGTERM stops cleanly (programs stay attached, maps pinned).
 import { ARTIFACTS, Datapath } from '@cascade/bpf-datapath';
-import { KubeClient } from '@cascade/core';
+import { jsonLogger, KubeClient } from '@cascade/core';
 import { KubeConfig } from '@kubernetes/client-node';
 import { NetpolAgent } from './agent.ts';
 
@@ -19,6 +19,14 @@ const datapath = await Datapath.open({
   object: ARTIFACTS.object,
   pinDir: process.env.CASCADE_PIN_DIR ?? '/sys/fs/bpf/cascade',
 });
+if (datapath.replacedMaps.length)
+  jsonLogger('cascade-netpol-agent')(
+    'warn',
+    'pinned maps with an older layout were replaced (content lost)',
+    {
+      maps: datapath.replacedMaps,
+    },
+  );
 const agent = new NetpolAgent({
   client: new KubeClient(kc),
   node,

@@ -402,17 +402,19 @@ export const mapsCommand: Command = {
         policyEntries: bpf.policy.length,
         endpointEntries: bpf.endpoints.length,
         ipcacheEntries: bpf.ipcache.length,
+        hostEntries: bpf.hosts.length,
         bytes:
           bpf.policy.length * (SIZES.policyKey + SIZES.policyValue) +
           bpf.endpoints.length * (16 + SIZES.endpointValue) +
-          bpf.ipcache.length * (SIZES.ipcacheKey + 4),
+          bpf.ipcache.length * (SIZES.ipcacheKey + 4) +
+          bpf.hosts.length * (SIZES.hostKey + 4),
       },
     };
     if (format === 'json') out(JSON.stringify({ summary, endpoints: report }, null, 2));
     else {
       const lines = [
         `${summary.endpoints} endpoints, ${summary.identities} identities, ${summary.tables} shared tables (layers), ${summary.entries} entries in all`,
-        `BPF maps: cascade_policy ${summary.bpf.policyEntries} entries, cascade_endpoints ${summary.bpf.endpointEntries}, cascade_ipcache ${summary.bpf.ipcacheEntries} (${summary.bpf.bytes} bytes of keys and values)`,
+        `BPF maps: cascade_policy ${summary.bpf.policyEntries} entries, cascade_endpoints ${summary.bpf.endpointEntries}, cascade_hosts ${summary.bpf.hostEntries}, cascade_ipcache ${summary.bpf.ipcacheEntries} (${summary.bpf.bytes} bytes of keys and values)`,
       ];
       for (const r of report) {
         lines.push('', `${r.endpoint} ${r.ips.join(',')} identity ${r.identity}`);
