@@ -7,6 +7,8 @@
 //   update MAP KEYHEX VALHEX | delete MAP KEYHEX | lookup MAP KEYHEX
 //   updates MAP N          then N lines "KEYHEX VALHEX" (one answer: ok N | err at line i)
 //   deletes MAP N          then N lines "KEYHEX"
+//   writeb MAP N           then N binary records key+value (batch update; answer ok N | err at i)
+//   eraseb MAP N           then N binary keys (batch delete; keys already gone are fine)
 //   dump MAP               ok N, then N lines "KEYHEX VALHEX"
 //   sum MAP KEYHEX         sum of a per-CPU u64 slot
 //   run PROG PKTHEX [REPEAT]  BPF_PROG_TEST_RUN: ok RETVAL AVG_NS
@@ -16,6 +18,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#ifndef ENOTSUPP
+#define ENOTSUPP 524
+#endif
 #include <linux/pkt_cls.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -194,6 +199,50 @@ int main(void) {
 			if (mi < 0) printf("err no map\n");
 			else if (bad >= 0) printf("err at %d: %s\n", bad, err ? strerror(err) : "bad line");
 			else printf("ok %d\n", n);
+		} else if (!strcmp(cmd, "writeb") || !strcmp(cmd, "eraseb")) {
+			/* binary payload: N keys (and values) back to back, applied with the batch ops
+			 * (generic in the kernel for LPM tries and hashes: one syscall instead of N) */
+			int mi = a ? map_index(a) : -1;
+			__u32 n = b ? (__u32)atol(b) : 0;
+			const int writing = cmd[0] == 'w';
+			size_t ks = mi >= 0 ? maps[mi].key_size : 0, vs = mi >= 0 ? maps[mi].value_size : 0;
+			size_t rec = ks + (writing ? vs : 0);
+			unsigned char *buf = rec ? malloc(rec * (n ? n : 1)) : NULL;
+			unsigned char *kb = NULL, *vb = NULL;
+			if (buf && fread(buf, rec, n, stdin) != n) { printf("err short payload\n"); free(buf); goto next; }
+			if (mi < 0 || !buf) { printf("err no map\n"); free(buf); goto next; }
+			kb = malloc(ks * (n ? n : 1));
+			vb = writing ? malloc(vs * (n ? n : 1)) : NULL;
+			for (__u32 i = 0; i < n; i++) {
+				memcpy(kb + i * ks, buf + i * rec, ks);
+				if (writing) memcpy(vb + i * vs, buf + i * rec + ks, vs);
+			}
+			__u32 done = 0;
+			int err = 0;
+			while (done < n) {
+				__u32 count = n - done;
+				LIBBPF_OPTS(bpf_map_batch_opts, bo);
+				int r = writing ? bpf_map_update_batch(maps[mi].fd, kb + done * ks, vb + done * vs, &count, &bo)
+				                : bpf_map_delete_batch(maps[mi].fd, kb + done * ks, &count, &bo);
+				if (!r) { done += count; break; }
+				err = errno;
+				if (err == EINVAL || err == ENOTSUPP || err == EOPNOTSUPP) {
+					/* no batch ops for this map: one at a time */
+					for (; done < n; done++) {
+						int e2 = writing ? bpf_map_update_elem(maps[mi].fd, kb + done * ks, vb + done * vs, BPF_ANY)
+						                 : bpf_map_delete_elem(maps[mi].fd, kb + done * ks);
+						if (e2 && !(!writing && errno == ENOENT)) { err = errno; break; }
+					}
+					if (done == n) err = 0;
+					break;
+				}
+				done += count;
+				if (!writing && err == ENOENT) { done++; err = 0; continue; } /* already gone: fine */
+				break;
+			}
+			if (err && done < n) printf("err at %u: %s\n", done, strerror(err));
+			else printf("ok %u\n", n);
+			free(buf); free(kb); free(vb);
 		} else if (!strcmp(cmd, "dump")) {
 			int mi = a ? map_index(a) : -1;
 			if (mi < 0) { printf("err no map\n"); goto next; }

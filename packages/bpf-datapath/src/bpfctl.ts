@@ -56,13 +56,23 @@ export class Bpfctl {
     }
   }
 
-  /** Sends a command (plus payload lines); resolves with the answer lines. Rejects on "err". */
-  async send(command: string, payload: string[] = [], multi: Pending['multi'] = 'none'): Promise<string[]> {
+  /**
+   * Sends a command plus its payload (lines, or the raw records of writeb/eraseb); resolves with the
+   * answer lines. Rejects on "err".
+   */
+  async send(
+    command: string,
+    payload: string[] | Buffer = [],
+    multi: Pending['multi'] = 'none',
+  ): Promise<string[]> {
     if (this.closed) throw new Error('bpfctl is not running');
     const answer = new Promise<string[]>((resolve, reject) =>
       this.queue.push({ multi, lines: [], need: 0, resolve, reject }),
     );
-    this.proc.stdin.write(payload.length ? `${command}\n${payload.join('\n')}\n` : `${command}\n`);
+    if (Buffer.isBuffer(payload)) {
+      this.proc.stdin.write(`${command}\n`);
+      this.proc.stdin.write(payload);
+    } else this.proc.stdin.write(payload.length ? `${command}\n${payload.join('\n')}\n` : `${command}\n`);
     const lines = await answer;
     const status = multi === 'until-ok' ? lines[lines.length - 1]! : lines[0]!;
     if (status.startsWith('err'))

@@ -21,7 +21,9 @@ import {
   encodeVerdictKey,
   encodeVerdictValue,
   formatAddr16,
+  policyKeyHex,
   policyPrefixlen,
+  policyValueHex,
   SIZES,
 } from './codecs.ts';
 
@@ -121,4 +123,20 @@ describe('codecs', () => {
       // (ring buffer records carry no BTF type: flow_event is checked by decoding real events)
     },
   );
+
+  it('the hex fast path equals the Buffer codecs', () => {
+    for (let i = 0; i < 2000; i++) {
+      const r = (n: number) => Math.floor(Math.random() * n);
+      const proto = [0, 6, 17, 132][r(4)]!;
+      const k = { table: r(2 ** 32), identity: r(2 ** 32), proto, port: r(65536), plen: r(17) };
+      expect(policyKeyHex(k)).toBe(encodePolicyKey(k).toString('hex'));
+      const v = {
+        precedence: r(2 ** 32),
+        verdict: (['allow', 'deny', 'pass'] as const)[r(3)]!,
+        matchLen: r(25),
+        rule: r(2 ** 32),
+      };
+      expect(policyValueHex(v)).toBe(encodePolicyValue(v).toString('hex'));
+    }
+  });
 });

@@ -24,6 +24,7 @@ import {
   decodeIpcacheKey,
   decodeIpcacheValue,
   decodePolicyKey,
+  decodePolicyValue,
   type EndpointValue,
   EP_FLAGS,
   encodeConfig,
@@ -33,6 +34,8 @@ import {
   encodePolicyKey,
   encodePolicyValue,
   type FlowEvent,
+  SIZES,
+  VERDICT,
   type VerdictName,
 } from './codecs.ts';
 
@@ -134,34 +137,99 @@ export function encodeState(desired: DesiredState): {
   return { ipcache, hosts, endpoints, policy, tableNumbers };
 }
 
-/** Entry content without the table id: what makes two tables the same. */
+/** Entry content without the table id and value: its place in a table. */
 const entryKey = (e: TableEntry) =>
   `${e.identity}/${e.proto}/${e.proto === 0 ? 0 : e.port}/${e.proto === 0 ? 0 : e.plen}`;
 const matchLen = (e: TableEntry) => (e.proto === 0 ? 0 : 8 + e.plen);
+const sameValue = (a: TableEntry, b: TableEntry) =>
+  a.precedence >>> 0 === b.precedence >>> 0 &&
+  a.verdict === b.verdict &&
+  a.rule >>> 0 === b.rule >>> 0 &&
+  matchLen(a) === matchLen(b);
 
-/** Encoded policy values by content: a sync compares whole tables, and values repeat a lot. */
-const valueHexCache = new Map<string, string>();
-function valueHex(e: TableEntry): string {
-  const k = `${e.precedence}|${e.verdict}|${matchLen(e)}|${e.rule}`;
-  let v = valueHexCache.get(k);
-  if (v === undefined) {
-    if (valueHexCache.size > 100_000) valueHexCache.clear();
-    v = encodePolicyValue({
-      precedence: e.precedence,
-      verdict: e.verdict,
-      matchLen: matchLen(e),
-      rule: e.rule,
-    }).toString('hex');
-    valueHexCache.set(k, v);
+/** Policy map records (key, or key + value) of `entries` in table `table`, back to back: the binary
+ * payload of bpfctl's writeb/eraseb, encoded without a Buffer per entry (same bytes as the codecs). */
+function policyRecords(table: number, entries: readonly TableEntry[], values: boolean): Buffer {
+  const size = SIZES.policyKey + (values ? SIZES.policyValue : 0);
+  const b = Buffer.alloc(size * entries.length);
+  let o = 0;
+  for (const e of entries) {
+    const any = e.proto === 0;
+    b.writeUInt32LE(any ? 64 : 72 + e.plen, o);
+    b.writeUInt32LE(table >>> 0, o + 4);
+    b.writeUInt32LE(e.identity >>> 0, o + 8);
+    b.writeUInt8(e.proto, o + 12);
+    b.writeUInt16BE(any ? 0 : e.port, o + 13);
+    if (values) {
+      b.writeUInt32LE(e.precedence >>> 0, o + 15);
+      b.writeUInt8(VERDICT[e.verdict], o + 19);
+      b.writeUInt8(matchLen(e), o + 20);
+      b.writeUInt32LE(e.rule >>> 0, o + 23);
+    }
+    o += size;
   }
-  return v;
+  return b;
 }
 
-interface KernelTable {
-  id: number;
-  /** entryKey -> encoded value hex */
-  entries: Map<string, string>;
-  identities: Set<number>;
+/** 32-bit finaliser (murmur3 fmix32). */
+function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/**
+ * A table's content as an order-independent 64-bit multiset hash (the sum of two independent 32-bit
+ * hashes of every encoded entry) plus its size: computed without allocating, so a sync compares
+ * thousands of tables by content cheaply. Equal content gives an equal fingerprint; two different
+ * contents share one with probability about 2^-64 per pair of tables.
+ */
+export function tableFingerprint(entries: readonly TableEntry[]): string {
+  let a = 0;
+  let b = 0;
+  for (const e of entries) {
+    const any = e.proto === 0;
+    const where = ((e.proto & 255) << 24) | ((any ? 0 : e.port & 0xffff) << 8) | (any ? 0 : e.plen);
+    const what = (VERDICT[e.verdict] << 8) | matchLen(e);
+    let h = fmix(e.identity ^ 0x9e3779b9);
+    h = fmix(h ^ where);
+    h = fmix(h ^ e.precedence);
+    h = fmix(h ^ e.rule);
+    h = fmix(h ^ what);
+    a = (a + h) >>> 0;
+    b = (b + fmix(h ^ 0x5bd1e995)) >>> 0;
+  }
+  return `${entries.length}:${a.toString(36)}:${b.toString(36)}`;
+}
+
+/** A rule set as it is in the kernel under one table id. */
+class KernelTable {
+  entries: TableEntry[];
+  fingerprint: string;
+  /** Entries patched out in place, deleted once no packet can carry their identities (step 5). */
+  pendingDeletes: TableEntry[] = [];
+  private index?: Map<string, TableEntry>;
+
+  readonly id: number;
+
+  constructor(id: number, entries: TableEntry[]) {
+    this.id = id;
+    this.entries = entries;
+    this.fingerprint = tableFingerprint(entries);
+  }
+
+  byKey(): Map<string, TableEntry> {
+    this.index ??= new Map(this.entries.map((e) => [entryKey(e), e]));
+    return this.index;
+  }
+
+  /** After an in-place patch: the content is what the index holds. */
+  patched(): void {
+    this.entries = [...this.byKey().values()];
+    this.fingerprint = tableFingerprint(this.entries);
+  }
 }
 
 export class Datapath {
@@ -214,23 +282,23 @@ export class Datapath {
   }
 
   private async readBack(): Promise<void> {
+    const read = new Map<number, TableEntry[]>();
     for (const [k, v] of await this.dump('cascade_policy')) {
-      const key = decodePolicyKey(k);
-      let t = this.kernelTables.get(key.table);
-      if (!t)
-        this.kernelTables.set(key.table, (t = { id: key.table, entries: new Map(), identities: new Set() }));
-      t.entries.set(`${key.identity}/${key.proto}/${key.port}/${key.plen}`, hex(v));
-      t.identities.add(key.identity);
-      this.nextTable = Math.max(this.nextTable, key.table + 1);
+      const { table, identity, proto, port, plen } = decodePolicyKey(k);
+      const { precedence, verdict, rule } = decodePolicyValue(v);
+      let t = read.get(table);
+      if (!t) read.set(table, (t = []));
+      t.push({ identity, proto, port, plen, precedence, verdict, rule });
+      this.nextTable = Math.max(this.nextTable, table + 1);
     }
+    for (const [id, entries] of read) this.kernelTables.set(id, new KernelTable(id, entries));
     for (const [k, v] of await this.dump('cascade_endpoints')) {
       const ep = decodeEndpointValue(v);
       this.endpoints.set(hex(k), ep);
       this.revision = Math.max(this.revision, ep.revision);
       // Tables without entries exist only as references from endpoints.
       for (const id of ep.tables.flat()) {
-        if (id !== 0 && !this.kernelTables.has(id))
-          this.kernelTables.set(id, { id, entries: new Map(), identities: new Set() });
+        if (id !== 0 && !this.kernelTables.has(id)) this.kernelTables.set(id, new KernelTable(id, []));
         this.nextTable = Math.max(this.nextTable, id + 1);
       }
     }
@@ -282,14 +350,19 @@ export class Datapath {
     );
   }
 
-  private encodeEntry(table: number, e: TableEntry): [string, string] {
-    const [k, v] = encodeTableEntry(table, e);
-    return [hex(k), hex(v)];
-  }
-
-  private keyOf(table: number, ek: string): string {
-    const [identity, proto, port, plen] = ek.split('/').map(Number) as [number, number, number, number];
-    return hex(encodePolicyKey({ table, identity, proto, port, plen }));
+  /** Writes (or deletes) rule-set entries of one table: binary records, batch ops in the kernel. */
+  private async policy(
+    op: 'writeb' | 'eraseb',
+    table: number,
+    entries: readonly TableEntry[],
+  ): Promise<void> {
+    for (let i = 0; i < entries.length; i += 50_000) {
+      const chunk = entries.slice(i, i + 50_000);
+      await this.ctl.send(
+        `${op} cascade_policy ${chunk.length}`,
+        policyRecords(table, chunk, op === 'writeb'),
+      );
+    }
   }
 
   private async updates(map: string, pairs: [string, string][]): Promise<void> {
@@ -333,17 +406,11 @@ export class Datapath {
 
     // 1. Tables: reuse by content, patch in place where only transient identities differ, else new id.
     const byContent = new Map<string, number>();
-    const sig = (m: Map<string, string>) =>
-      [...m]
-        .sort(([a], [b]) => (a < b ? -1 : 1))
-        .map(([k, v]) => `${k}=${v}`)
-        .join(';');
-    for (const t of this.kernelTables.values()) byContent.set(sig(t.entries), t.id);
+    for (const t of this.kernelTables.values()) byContent.set(t.fingerprint, t.id);
     const nextAssigned = new Map<string, number>();
     const claimed = new Set<number>();
     for (const [key, entries] of desired.tables) {
-      const content = new Map(entries.map((e) => [entryKey(e), valueHex(e)]));
-      const same = byContent.get(sig(content));
+      const same = byContent.get(tableFingerprint(entries));
       if (same !== undefined && !claimed.has(same)) {
         nextAssigned.set(key, same);
         claimed.add(same);
@@ -352,52 +419,68 @@ export class Datapath {
       const prevId = this.assigned.get(key);
       const prev = prevId === undefined ? undefined : this.kernelTables.get(prevId);
       if (prev && !claimed.has(prev.id)) {
-        const changed = new Set<string>();
-        for (const [k, v] of content) if (prev.entries.get(k) !== v) changed.add(k);
-        for (const k of prev.entries.keys()) if (!content.has(k)) changed.add(k);
-        if ([...changed].every((k) => transient(Number(k.split('/')[0])))) {
-          const adds = [...changed].filter((k) => content.has(k));
+        // In place only if every changed entry is of a transient identity (stop at the first other).
+        const have = prev.byKey();
+        const adds: TableEntry[] = [];
+        const dels: TableEntry[] = [];
+        let inPlace = true;
+        let kept = 0;
+        for (const e of entries) {
+          const h = have.get(entryKey(e));
+          if (h) kept++;
+          if (h && sameValue(h, e)) continue;
+          if (!transient(e.identity)) {
+            inPlace = false;
+            break;
+          }
+          adds.push(e);
+        }
+        if (inPlace && kept < have.size) {
+          const want = new Set(entries.map(entryKey));
+          for (const [k, h] of have) {
+            if (want.has(k)) continue;
+            if (!transient(h.identity)) {
+              inPlace = false;
+              break;
+            }
+            dels.push(h);
+          }
+        }
+        if (inPlace) {
           try {
-            await this.updates(
-              'cascade_policy',
-              adds.map((k) => [this.keyOf(prev.id, k), content.get(k)!]),
-            );
+            await this.policy('writeb', prev.id, adds);
           } catch (e) {
+            // Put the table back as it was (bookkeeping must match the kernel).
+            const back = adds.map((a) => have.get(entryKey(a))).filter((h) => h !== undefined);
+            const fresh = adds.filter((a) => !have.has(entryKey(a)));
+            await this.policy('writeb', prev.id, back).catch(() => {});
+            await this.policy('eraseb', prev.id, fresh).catch(() => {});
             report.refused.push({ table: key, entries: adds.length, error: (e as Error).message });
             nextAssigned.set(key, prev.id);
             claimed.add(prev.id);
             continue;
           }
-          for (const k of adds) prev.entries.set(k, content.get(k)!);
+          for (const e of adds) have.set(entryKey(e), e);
+          prev.patched();
+          prev.pendingDeletes = dels;
           report.entriesWritten += adds.length;
-          if (changed.size) report.tablesPatchedInPlace++;
+          if (adds.length || dels.length) report.tablesPatchedInPlace++;
           nextAssigned.set(key, prev.id);
           claimed.add(prev.id);
-          (prev as KernelTable & { pendingDeletes?: string[] }).pendingDeletes = [...changed].filter(
-            (k) => !content.has(k),
-          );
           continue;
         }
       }
       const id = this.nextTable++;
-      const pairs = entries.map((e) => this.encodeEntry(id, e));
       try {
-        await this.updates('cascade_policy', pairs);
+        await this.policy('writeb', id, entries);
       } catch (e) {
         // Refused whole: remove what was written of it; endpoints keep their last good table.
-        await this.deletes(
-          'cascade_policy',
-          pairs.map(([k]) => k),
-        ).catch(() => {});
+        await this.policy('eraseb', id, entries).catch(() => {});
         report.refused.push({ table: key, entries: entries.length, error: (e as Error).message });
         continue;
       }
-      this.kernelTables.set(id, {
-        id,
-        entries: content,
-        identities: new Set(entries.map((e) => e.identity)),
-      });
-      report.entriesWritten += pairs.length;
+      this.kernelTables.set(id, new KernelTable(id, entries));
+      report.entriesWritten += entries.length;
       report.tablesCreated++;
       nextAssigned.set(key, id);
       claimed.add(id);
@@ -471,23 +554,18 @@ export class Datapath {
     let patchedDeletes = false;
     for (const v of this.endpoints.values()) for (const t of v.tables.flat()) inUse.add(t);
     for (const t of [...this.kernelTables.values()]) {
-      const pending = (t as KernelTable & { pendingDeletes?: string[] }).pendingDeletes;
-      if (pending?.length) {
+      if (t.pendingDeletes.length) {
         patchedDeletes = true;
-        await this.deletes(
-          'cascade_policy',
-          pending.map((k) => this.keyOf(t.id, k)),
-        );
-        for (const k of pending) t.entries.delete(k);
-        report.entriesDeleted += pending.length;
+        await this.policy('eraseb', t.id, t.pendingDeletes);
+        const have = t.byKey();
+        for (const e of t.pendingDeletes) have.delete(entryKey(e));
+        t.patched();
+        report.entriesDeleted += t.pendingDeletes.length;
+        t.pendingDeletes = [];
       }
-      delete (t as KernelTable & { pendingDeletes?: string[] }).pendingDeletes;
       if (inUse.has(t.id)) continue;
-      await this.deletes(
-        'cascade_policy',
-        [...t.entries.keys()].map((k) => this.keyOf(t.id, k)),
-      );
-      report.entriesDeleted += t.entries.size;
+      await this.policy('eraseb', t.id, t.entries);
+      report.entriesDeleted += t.entries.length;
       report.tablesFreed++;
       this.kernelTables.delete(t.id);
     }
@@ -533,11 +611,6 @@ export class Datapath {
   async detach(ifname: string): Promise<void> {
     await this.ctl.send(`detach ${ifname} ingress`);
     await this.ctl.send(`detach ${ifname} egress`);
-  }
-
-  /** Kernel table contents by id (for the reference datapath and for `netpol maps`). */
-  tablesInKernel(): ReadonlyMap<number, KernelTable> {
-    return this.kernelTables;
   }
 
   tableId(key: string): number | undefined {
