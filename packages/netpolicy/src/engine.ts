@@ -307,8 +307,13 @@ export class NetpolEngine {
   /** Policy key -> its cached selection keys (what a change of that policy invalidates). */
   private readonly selectionsByPolicy = new Map<string, Set<string>>();
 
+  /** Selection cache keys per rule, built once (a key built per call costs more than the lookup). */
+  private readonly selectionKeys = new WeakMap<Rule, string[]>();
+
   private selection(rule: Rule, i: number): Selection {
-    const k = `${rule.id}@${i}`;
+    let keys = this.selectionKeys.get(rule);
+    if (!keys) this.selectionKeys.set(rule, (keys = rule.peers.map((_, j) => `${rule.id}@${j}`)));
+    const k = keys[i]!;
     let s = this.selections.get(k);
     if (!s) {
       const pk = policyKeyOf(rule);
@@ -607,7 +612,10 @@ export class NetpolEngine {
       // Without identity changes the cached selections of unchanged rules still hold.
       if (removedSet.size)
         for (const { s } of this.selectionRules.values())
-          if (s.kind === 'set') for (const id of removedSet) s.ids.delete(id);
+          if (s.kind === 'set') {
+            for (const id of removedSet) s.ids.delete(id);
+            s.dense = undefined;
+          }
       const addedInfos = [...addedSet].map((id) => this.identities.get(id)!);
       // New pods can only be selected by peers of their namespace or peers not bound to one.
       const candidates: Iterable<SelectionEntry>[] = [];
@@ -639,6 +647,7 @@ export class NetpolEngine {
                   : info.id !== ID.HOST && peerSelects(peer, info);
               if (selects) {
                 s.ids.add(info.id);
+                s.dense = undefined;
                 selecting.add(rule);
               }
             }
@@ -647,6 +656,7 @@ export class NetpolEngine {
           for (const info of addedInfos) {
             if (info.id !== ID.HOST && peerSelects(peer, info)) {
               s.ids.add(info.id);
+              s.dense = undefined;
               selecting.add(rule);
             }
           }

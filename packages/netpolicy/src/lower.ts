@@ -3,12 +3,12 @@
 // separately (an ANP's rules are the same for a whole team; NetworkPolicies differ per app). Entries
 // of the key-only identities (any, all pods) go in first so that identity entries they make redundant
 // are never inserted.
-import { ID, type IdentityInfo } from './identities.ts';
+import { ID, type IdentityInfo, isPodIdentity } from './identities.ts';
 import { MapState, type MapStateEntry, type MapStateKey, parentsOf, type Verdict } from './mapstate.ts';
 import { mergeRanges, type PortRange, rangeToPrefixes } from './ports.ts';
 import { adminBand, baselineL, encodePrecedence, L_NP_ALLOW, L_NP_ISOLATION } from './precedence.ts';
 import type { Direction, PortMatch, Rule } from './rules.ts';
-import type { Selection } from './selection.ts';
+import { denseIds, identitySlot, identitySlots, type Selection, type SetSelection } from './selection.ts';
 import type { TieredRules } from './tiers.ts';
 
 export interface LowerContext {
@@ -61,81 +61,146 @@ function fixedPortKeys(rule: Rule): PortKey[] {
   return k;
 }
 
-type Emit = (identity: number, pk: PortKey) => void;
+interface Emitter {
+  /** One key of one identity. */
+  one(identity: number, pk: PortKey): void;
+  /** The same port key for every identity of a set selection. */
+  many(sel: SetSelection, pk: PortKey): void;
+}
+
+const keyOnly = (id: number) => id === ID.WILDCARD || id === ID.ALL_PODS;
 
 /**
- * The keys a rule's peers and ports produce, before precedence, emitted one by one. With `only`,
- * just the keys of that identity plus (when `wild`) the key-only identities' keys.
+ * The keys a rule's peers and ports produce, before precedence: those of the key-only identities
+ * (any, all pods) when `wild`, those of other identities when `ids`. With `only`, of the other
+ * identities just that one. Per identity, keys come in rule, peer, port order.
  */
 function forEachRuleKey(
   rule: Rule,
   ctx: LowerContext,
   only: number | undefined,
   wild: boolean,
-  emit: Emit,
+  ids: boolean,
+  out: Emitter,
 ): void {
-  const hasNamed = rule.ports?.some((p) => p.kind === 'named') ?? false;
+  const hasNamed = hasNamedPorts(rule);
   const ingress = ctx.direction === 'ingress';
-  const remotePorts = (id: number) =>
-    hasNamed ? portKeys(rule.ports, ingress ? ctx.local : ctx.identities.get(id)) : fixedPortKeys(rule);
   for (let i = 0; i < rule.peers.length; i++) {
     const sel = ctx.select(rule, i);
     if (sel.kind === 'set') {
-      if (only !== undefined) {
-        if (sel.ids.has(only)) for (const pk of remotePorts(only)) emit(only, pk);
-      } else if (hasNamed) {
-        for (const id of sel.ids) for (const pk of remotePorts(id)) emit(id, pk);
-      } else {
-        const pks = fixedPortKeys(rule);
-        for (const id of sel.ids) for (const pk of pks) emit(id, pk);
+      if (ids) {
+        if (only !== undefined) {
+          if (sel.ids.has(only)) {
+            const owner = ingress ? ctx.local : ctx.identities.get(only);
+            for (const pk of hasNamed ? portKeys(rule.ports, owner) : fixedPortKeys(rule)) out.one(only, pk);
+          }
+        } else if (hasNamed) {
+          for (const id of sel.ids)
+            for (const pk of portKeys(rule.ports, ingress ? ctx.local : ctx.identities.get(id)))
+              out.one(id, pk);
+        } else for (const pk of fixedPortKeys(rule)) out.many(sel, pk);
       }
       if (!sel.allPods) continue;
     }
     const wildId = sel.kind === 'all' ? ID.WILDCARD : ID.ALL_PODS;
     if (ingress || !hasNamed) {
       if (wild)
-        for (const pk of hasNamed ? portKeys(rule.ports, ctx.local) : fixedPortKeys(rule)) emit(wildId, pk);
+        for (const pk of hasNamed ? portKeys(rule.ports, ctx.local) : fixedPortKeys(rule))
+          out.one(wildId, pk);
       continue;
     }
     // Egress named ports resolve per destination: numbered ports stay wildcard, names expand.
     const numbered = rule.ports!.filter((p) => p.kind === 'range');
-    if (wild && numbered.length > 0) for (const pk of portKeys(numbered, undefined)) emit(wildId, pk);
+    if (wild && numbered.length > 0) for (const pk of portKeys(numbered, undefined)) out.one(wildId, pk);
+    if (!ids) continue;
     const named = rule.ports!.filter((p) => p.kind === 'named');
-    const ids = new Set<number>();
+    const byName = new Set<number>();
     for (const p of named)
-      for (const id of ctx.byPortName.get(p.name) ?? []) if (only === undefined || id === only) ids.add(id);
-    for (const id of ids) for (const pk of portKeys(named, ctx.identities.get(id))) emit(id, pk);
+      for (const id of ctx.byPortName.get(p.name) ?? [])
+        if (only === undefined || id === only) byName.add(id);
+    for (const id of byName) for (const pk of portKeys(named, ctx.identities.get(id))) out.one(id, pk);
   }
 }
 
-/** The keys of a rule (cached per rule when they do not depend on the endpoint), emitted one by one. */
+const namedPorts = new WeakMap<Rule, boolean>();
+function hasNamedPorts(rule: Rule): boolean {
+  let n = namedPorts.get(rule);
+  if (n === undefined) namedPorts.set(rule, (n = rule.ports?.some((p) => p.kind === 'named') ?? false));
+  return n;
+}
+
+/**
+ * The keys of a rule. Those of rules with named ports (resolved per identity) are cached per rule when
+ * they do not depend on the endpoint; the others come straight from the (cached) selections.
+ */
 function eachRuleKey(
   rule: Rule,
   ctx: LowerContext,
   only: number | undefined,
   wild: boolean,
-  emit: Emit,
+  ids: boolean,
+  out: Emitter,
 ): void {
-  const ingress = ctx.direction === 'ingress';
   // Keys of ingress rules with named ports depend on the endpoint's own ports: not shared.
-  const cacheable =
-    ctx.keyCache && only === undefined && wild && !(ingress && rule.ports?.some((p) => p.kind === 'named'));
+  const cacheable = ctx.keyCache && only === undefined && hasNamedPorts(rule) && ctx.direction === 'egress';
   if (!cacheable) {
-    forEachRuleKey(rule, ctx, only, wild, emit);
+    forEachRuleKey(rule, ctx, only, wild, ids, out);
     return;
   }
   let keys = ctx.keyCache!.get(rule);
   if (!keys) {
-    const out: MapStateKey[] = [];
-    forEachRuleKey(rule, ctx, only, wild, (identity, pk) =>
-      out.push({ identity, proto: pk.proto, port: pk.port, plen: pk.plen }),
-    );
-    ctx.keyCache!.set(rule, (keys = out));
+    const all: MapStateKey[] = [];
+    const push = (identity: number, pk: PortKey) =>
+      all.push({ identity, proto: pk.proto, port: pk.port, plen: pk.plen });
+    forEachRuleKey(rule, ctx, only, true, true, {
+      one: push,
+      many: (sel, pk) => {
+        for (const id of sel.ids) push(id, pk);
+      },
+    });
+    ctx.keyCache!.set(rule, (keys = all));
   }
-  for (const k of keys) emit(k.identity, k);
+  for (const k of keys) if (keyOnly(k.identity) ? wild : ids) out.one(k.identity, k);
 }
 
 export type Layer = 'admin' | 'lower';
+
+/**
+ * Per-identity scratch of a full lowering, indexed by identity slot and reused across lowerings
+ * (`stamp` says which lowering wrote a slot): each identity's entries as a linked list of templates.
+ */
+const scratch = {
+  epoch: 0,
+  stamp: new Int32Array(1024),
+  head: new Int32Array(1024),
+  tail: new Int32Array(1024),
+  id: new Float64Array(1024),
+  next: new Int32Array(1 << 16),
+  template: new Int32Array(1 << 16),
+};
+function growSlots(n: number): void {
+  if (n <= scratch.stamp.length) return;
+  const size = Math.max(n, scratch.stamp.length * 2);
+  const grow = <T extends Int32Array | Float64Array>(a: T): T => {
+    const b = new (a.constructor as new (n: number) => T)(size);
+    b.set(a);
+    return b;
+  };
+  scratch.stamp = grow(scratch.stamp);
+  scratch.head = grow(scratch.head);
+  scratch.tail = grow(scratch.tail);
+  scratch.id = grow(scratch.id);
+}
+function growNodes(n: number): void {
+  if (n < scratch.next.length) return;
+  const size = scratch.next.length * 2;
+  const next = new Int32Array(size);
+  next.set(scratch.next);
+  const template = new Int32Array(size);
+  template.set(scratch.template);
+  scratch.next = next;
+  scratch.template = template;
+}
 
 /**
  * Lowers one layer of an endpoint direction into `into` (a new MapState by default). The admin layer
@@ -150,48 +215,180 @@ export function lowerLayer(
   into = new MapState(),
   only?: number,
 ): MapState {
-  // Key-only identities first (any, then all pods), then the others; inside each class the rules come
-  // in tier order, which is descending precedence: a partition, not a sort.
-  const classes: [MapStateEntry[], MapStateEntry[], MapStateEntry[]] = [[], [], []];
-  const add = (identity: number, pk: PortKey, precedence: number, verdict: Verdict, rule: string) => {
-    const e: MapStateEntry = {
-      identity,
-      proto: pk.proto,
-      port: pk.port,
-      plen: pk.plen,
-      precedence,
-      verdict,
-      deny: verdict === 'deny',
-      rule,
-    };
-    classes[identity === ID.WILDCARD ? 0 : identity === ID.ALL_PODS ? 1 : 2].push(e);
+  // One pass over the rules in tier order (descending precedence) collects the key-only identities'
+  // entries (any, all pods) and records, per other identity, the sequence of entries the rules give it
+  // (set selections at once, through identity slots). Then the key-only entries go in first, so that
+  // identity entries they make redundant are never inserted, and each recorded sequence after them:
+  // identities with the same sequence (the same rules selected them, and both pods or both not) get
+  // the same bucket, built once and shared. With `only`, that identity's entries go straight in.
+  const keyed: [MapStateEntry[], MapStateEntry[]] = [[], []];
+  let precedence = 0;
+  let verdict: Verdict = 'allow';
+  let deny = false;
+  let rule = '';
+  const entry = (identity: number, pk: PortKey): MapStateEntry => ({
+    identity,
+    proto: pk.proto,
+    port: pk.port,
+    plen: pk.plen,
+    precedence,
+    verdict,
+    deny,
+    rule,
+  });
+  const templates: MapStateEntry[] = [];
+  let lastPk: PortKey | undefined;
+  let template = -1;
+  const epoch = ++scratch.epoch;
+  const touched: number[] = [];
+  let nodes = 0;
+  const record = (slot: number, identity: number) => {
+    growNodes(nodes + 1);
+    const { stamp, tail, next } = scratch;
+    if (stamp[slot] !== epoch) {
+      stamp[slot] = epoch;
+      scratch.head[slot] = nodes;
+      scratch.id[slot] = identity;
+      touched.push(slot);
+    } else next[tail[slot]!] = nodes;
+    tail[slot] = nodes;
+    next[nodes] = -1;
+    scratch.template[nodes] = template;
+    nodes++;
+  };
+  const templateFor = (pk: PortKey) => {
+    if (pk !== lastPk) {
+      lastPk = pk;
+      template = templates.push(entry(ID.WILDCARD, pk)) - 1;
+    }
+  };
+  const out: Emitter = {
+    one(identity, pk) {
+      if (keyOnly(identity)) keyed[identity === ID.WILDCARD ? 0 : 1].push(entry(identity, pk));
+      else if (only !== undefined) into.insert(entry(identity, pk));
+      else {
+        const slot = identitySlot(identity);
+        growSlots(slot + 1);
+        templateFor(pk);
+        record(slot, identity);
+      }
+    },
+    many(sel, pk) {
+      if (only !== undefined) {
+        for (const id of sel.ids) this.one(id, pk);
+        return;
+      }
+      const { list, slots } = denseIds(sel);
+      growSlots(identitySlots());
+      growNodes(nodes + list.length);
+      templateFor(pk);
+      const { stamp, head, tail, id, next, template: tpl } = scratch;
+      for (let j = 0; j < slots.length; j++) {
+        const slot = slots[j]!;
+        if (stamp[slot] !== epoch) {
+          stamp[slot] = epoch;
+          head[slot] = nodes;
+          id[slot] = list[j]!;
+          touched.push(slot);
+        } else next[tail[slot]!] = nodes;
+        tail[slot] = nodes;
+        next[nodes] = -1;
+        tpl[nodes] = template;
+        nodes++;
+      }
+    },
   };
   /** Every key of `r` at one precedence and verdict. */
-  const lowerRule = (r: Rule, a: number, l: number, verdict: Verdict) => {
-    const precedence = encodePrecedence(a, l, verdict === 'deny');
-    eachRuleKey(r, ctx, only, only === undefined, (id, pk) => add(id, pk, precedence, verdict, r.id));
+  const lowerRule = (r: Rule, a: number, l: number, v: Verdict) => {
+    precedence = encodePrecedence(a, l, v === 'deny');
+    verdict = v;
+    deny = v === 'deny';
+    rule = r.id;
+    lastPk = undefined;
+    eachRuleKey(r, ctx, only, only === undefined, true, out);
   };
-  if (layer === 'admin') {
-    t.admin.forEach((r, rank) => lowerRule(r, adminBand(rank), 0, r.action));
-  } else if (t.isolation.length > 0) {
-    for (const r of t.np) lowerRule(r, 0, L_NP_ALLOW, 'allow');
-    if (only === undefined)
-      add(
-        ID.WILDCARD,
-        ANY_PORT,
-        encodePrecedence(0, L_NP_ISOLATION, true),
-        'deny',
-        t.isolation.map((i) => i.policy).join(','),
+  const lowerAll = () => {
+    if (layer === 'admin') {
+      t.admin.forEach((r, rank) => lowerRule(r, adminBand(rank), 0, r.action));
+    } else if (t.isolation.length > 0) {
+      for (const r of t.np) lowerRule(r, 0, L_NP_ALLOW, 'allow');
+    } else {
+      // Baseline Pass (ClusterNetworkPolicy v1alpha2) means "default allow".
+      t.baseline.forEach((r, rank) =>
+        lowerRule(r, 0, baselineL(rank), r.action === 'pass' ? 'allow' : r.action),
       );
-  } else {
-    // Baseline Pass (ClusterNetworkPolicy v1alpha2) means "default allow".
-    t.baseline.forEach((r, rank) =>
-      lowerRule(r, 0, baselineL(rank), r.action === 'pass' ? 'allow' : r.action),
-    );
-  }
+    }
+  };
   if (only !== undefined) into.clear(only);
-  for (const list of classes) for (const e of list) into.insert(e);
+  lowerAll();
+  if (only === undefined) {
+    if (layer === 'lower' && t.isolation.length > 0) {
+      precedence = encodePrecedence(0, L_NP_ISOLATION, true);
+      verdict = 'deny';
+      deny = true;
+      rule = t.isolation.map((i) => i.policy).join(',');
+      out.one(ID.WILDCARD, ANY_PORT);
+    }
+    for (const list of keyed) for (const e of list) into.insert(e);
+    buildBuckets(into, templates, touched);
+  }
   return into;
+}
+
+/** Inserts each recorded identity's entries, or shares the bucket of an identity with the same ones. */
+function buildBuckets(into: MapState, templates: MapStateEntry[], touched: number[]): void {
+  const { head, next, template, id } = scratch;
+  /** Whether two slots recorded the same template sequence (walking both lists, no allocation). */
+  const same = (a: number, b: number) => {
+    let x = head[a]!;
+    let y = head[b]!;
+    while (x !== -1 && y !== -1) {
+      if (template[x] !== template[y]) return false;
+      x = next[x]!;
+      y = next[y]!;
+    }
+    return x === y;
+  };
+  // Slots whose bucket was built, by a hash of (pod or not, sequence); who shares each.
+  const built = new Map<number, number[]>();
+  const sharers = new Map<number, number[]>();
+  for (const slot of touched) {
+    const identity = id[slot]!;
+    const pod = isPodIdentity(identity);
+    let h = pod ? 0x811c9dc5 : 0x01000193;
+    for (let n = head[slot]!; n !== -1; n = next[n]!) h = Math.imul(h ^ template[n]!, 0x01000193);
+    const candidates = built.get(h);
+    let from = -1;
+    if (candidates)
+      for (const c of candidates)
+        if (isPodIdentity(id[c]!) === pod && same(c, slot)) {
+          from = c;
+          break;
+        }
+    if (from !== -1) {
+      const list = sharers.get(from);
+      if (list) list.push(identity);
+      else sharers.set(from, [identity]);
+      continue;
+    }
+    for (let n = head[slot]!; n !== -1; n = next[n]!) {
+      const t = templates[template[n]!]!;
+      into.insert({
+        identity,
+        proto: t.proto,
+        port: t.port,
+        plen: t.plen,
+        precedence: t.precedence,
+        verdict: t.verdict,
+        deny: t.deny,
+        rule: t.rule,
+      });
+    }
+    if (!into.bucket(identity).length) continue;
+    if (candidates) candidates.push(slot);
+    else built.set(h, [slot]);
+  }
+  for (const [slot, identities] of sharers) into.share(into.bucket(id[slot]!), identities);
 }
 
 export { parentsOf };

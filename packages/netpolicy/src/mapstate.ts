@@ -78,8 +78,14 @@ export function better(
 }
 
 export class MapState {
-  /** identity -> entries (small lists; a real LPM trie per identity in the datapath). */
-  readonly buckets = new Map<number, MapStateEntry[]>();
+  /**
+   * identity -> entries (small lists; a real LPM trie per identity in the datapath). Identities whose
+   * entries came out the same (the same rules selected them) share one array, whose entries carry the
+   * identity that built it: `entries()` and `lookup` give every entry its own identity.
+   */
+  private readonly buckets = new Map<number, MapStateEntry[]>();
+  /** Bucket arrays held by more than one identity: copied before any change. */
+  private readonly shared = new WeakSet<MapStateEntry[]>();
   private count = 0;
 
   get size(): number {
@@ -87,11 +93,39 @@ export class MapState {
   }
 
   *entries(): IterableIterator<MapStateEntry> {
-    for (const b of this.buckets.values()) yield* b;
+    for (const [id, b] of this.buckets) {
+      if (b[0]!.identity !== id) for (const x of b) yield { ...x, identity: id };
+      else yield* b;
+    }
   }
 
+  /** An identity's entries (of a shared bucket: as built for another identity; compare keys only). */
   bucket(identity: number): readonly MapStateEntry[] {
     return this.buckets.get(identity) ?? [];
+  }
+
+  /**
+   * Gives `identities` the entries of `from`'s bucket (as returned by `bucket(from)`, non-empty): the
+   * same array, whose entries keep the identity that built it (that is how a shared one is told).
+   */
+  share(bucket: readonly MapStateEntry[], identities: Iterable<number>): void {
+    if (bucket.length === 0) throw new Error('MapState.share: an empty bucket');
+    this.shared.add(bucket as MapStateEntry[]);
+    for (const identity of identities) {
+      const had = this.buckets.get(identity);
+      if (had) this.count -= had.length;
+      this.buckets.set(identity, bucket as MapStateEntry[]);
+      this.count += bucket.length;
+    }
+  }
+
+  /** Makes a shared bucket the identity's own before it changes (the owner's too). */
+  private own(identity: number): MapStateEntry[] | undefined {
+    const b = this.buckets.get(identity);
+    if (!b || !this.shared.has(b)) return b;
+    const mine = b[0]!.identity === identity ? [...b] : b.map((x) => ({ ...x, identity }));
+    this.buckets.set(identity, mine);
+    return mine;
   }
 
   /**
@@ -99,7 +133,7 @@ export class MapState {
    * precedence, so equal precedence means the same verdict.)
    */
   insert(e: MapStateEntry): boolean {
-    const own = this.buckets.get(e.identity);
+    const own = this.own(e.identity);
     // One pass over the own bucket: covered by a higher entry (drop it), or covering lower ones.
     let coversLower = false;
     if (own)
@@ -141,6 +175,7 @@ export class MapState {
       return best;
     };
     let best = identity === WILDCARD ? undefined : lpm(identity);
+    if (best && best.identity !== identity) best = { ...best, identity };
     for (const parent of parentsOf(identity)) best = better(best, lpm(parent));
     return best;
   }

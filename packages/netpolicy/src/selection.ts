@@ -12,7 +12,32 @@ import type { NamespaceMatch, Peer, SubjectMatch } from './rules.ts';
 export type Selection =
   | { kind: 'all' }
   | { kind: 'pods' }
-  | { kind: 'set'; ids: Set<number>; allPods?: boolean };
+  | { kind: 'set'; ids: Set<number>; allPods?: boolean; dense?: DenseIds };
+
+export type SetSelection = Extract<Selection, { kind: 'set' }>;
+
+/** A set selection's ids as an array and as slots (cached on it; whoever changes `ids` drops it). */
+export interface DenseIds {
+  list: number[];
+  slots: Int32Array;
+}
+
+/** Identity -> small dense number, for per-identity scratch arrays (ids are stable, so slots are). */
+const slotOf = new Map<number, number>();
+export function identitySlot(id: number): number {
+  let s = slotOf.get(id);
+  if (s === undefined) slotOf.set(id, (s = slotOf.size));
+  return s;
+}
+export const identitySlots = () => slotOf.size;
+
+export function denseIds(s: SetSelection): DenseIds {
+  if (!s.dense) {
+    const list = [...s.ids];
+    s.dense = { list, slots: Int32Array.from(list, identitySlot) };
+  }
+  return s.dense;
+}
 
 export function namespaceMatches(m: NamespaceMatch, ns: string, nsLabels: Record<string, string>): boolean {
   return 'name' in m ? m.name === ns : matchesSelector(m.selector, nsLabels);
