@@ -21,11 +21,10 @@ import {
   encodeVerdictKey,
   encodeVerdictValue,
   formatAddr16,
-  policyKeyHex,
   policyPrefixlen,
-  policyValueHex,
   SIZES,
 } from './codecs.ts';
+import { encodeTableEntry, policyRecords, type TableEntry, tableFingerprint } from './loader.ts';
 
 describe('codecs', () => {
   it('encode to the C layout sizes', () => {
@@ -123,20 +122,41 @@ describe('codecs', () => {
       // (ring buffer records carry no BTF type: flow_event is checked by decoding real events)
     },
   );
+});
 
-  it('the hex fast path equals the Buffer codecs', () => {
-    for (let i = 0; i < 2000; i++) {
-      const r = (n: number) => Math.floor(Math.random() * n);
-      const proto = [0, 6, 17, 132][r(4)]!;
-      const k = { table: r(2 ** 32), identity: r(2 ** 32), proto, port: r(65536), plen: r(17) };
-      expect(policyKeyHex(k)).toBe(encodePolicyKey(k).toString('hex'));
-      const v = {
-        precedence: r(2 ** 32),
-        verdict: (['allow', 'deny', 'pass'] as const)[r(3)]!,
-        matchLen: r(25),
-        rule: r(2 ** 32),
-      };
-      expect(policyValueHex(v)).toBe(encodePolicyValue(v).toString('hex'));
+describe('rule-set records and fingerprints (loader)', () => {
+  const r = (n: number) => Math.floor(Math.random() * n);
+  const randomEntry = (): TableEntry => {
+    const proto = [0, 6, 17, 132][r(4)]!;
+    return {
+      identity: r(2 ** 32),
+      proto,
+      port: proto === 0 ? 0 : r(65536),
+      plen: proto === 0 ? 0 : r(17),
+      precedence: r(2 ** 32),
+      verdict: (['allow', 'deny', 'pass'] as const)[r(3)]!,
+      rule: r(2 ** 32),
+    };
+  };
+
+  it('the binary records bpfctl writes are the codecs’ bytes, back to back', () => {
+    const entries = Array.from({ length: 500 }, randomEntry);
+    const table = r(2 ** 32);
+    const pairs = entries.map((e) => encodeTableEntry(table, e));
+    expect(policyRecords(table, entries, true)).toEqual(Buffer.concat(pairs.flat()));
+    expect(policyRecords(table, entries, false)).toEqual(Buffer.concat(pairs.map(([k]) => k)));
+  });
+
+  it('a table fingerprint ignores order and sees any change of content', () => {
+    const entries = Array.from({ length: 200 }, randomEntry);
+    const f = tableFingerprint(entries);
+    expect(tableFingerprint([...entries].reverse())).toBe(f);
+    for (const field of ['identity', 'port', 'precedence', 'rule'] as const) {
+      const changed = entries.map((e, i) => (i === 7 ? { ...e, [field]: (e[field] + 1) >>> 0 } : e));
+      if (field === 'port' && changed[7]!.proto === 0) continue;
+      expect(tableFingerprint(changed)).not.toBe(f);
     }
+    expect(tableFingerprint(entries.slice(1))).not.toBe(f);
+    expect(tableFingerprint([...entries, entries[0]!])).not.toBe(f);
   });
 });

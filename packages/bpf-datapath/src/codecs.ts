@@ -142,25 +142,6 @@ export function decodePolicyKey(b: Buffer): PolicyKey {
   };
 }
 
-/** Hex of encodePolicyKey / encodePolicyValue, built without Buffers (the loader writes many). */
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-const le32hex = (n: number) =>
-  HEX[n & 255]! + HEX[(n >>> 8) & 255]! + HEX[(n >>> 16) & 255]! + HEX[(n >>> 24) & 255]!;
-export function policyKeyHex(k: PolicyKey): string {
-  const port = k.proto === 0 ? 0 : k.port;
-  return (
-    le32hex(policyPrefixlen(k)) +
-    le32hex(k.table) +
-    le32hex(k.identity) +
-    HEX[k.proto & 255]! +
-    HEX[(port >>> 8) & 255]! +
-    HEX[port & 255]!
-  );
-}
-export function policyValueHex(v: PolicyValue): string {
-  return `${le32hex(v.precedence)}${HEX[VERDICT[v.verdict]]}${HEX[v.matchLen & 255]}0000${le32hex(v.rule)}`;
-}
-
 export interface PolicyValue {
   precedence: number;
   verdict: VerdictName;

@@ -21,7 +21,6 @@ import {
   decodeConfig,
   decodeEndpointValue,
   decodeFlowEvent,
-  decodeIpcacheKey,
   decodeIpcacheValue,
   decodePolicyKey,
   decodePolicyValue,
@@ -149,7 +148,7 @@ const sameValue = (a: TableEntry, b: TableEntry) =>
 
 /** Policy map records (key, or key + value) of `entries` in table `table`, back to back: the binary
  * payload of bpfctl's writeb/eraseb, encoded without a Buffer per entry (same bytes as the codecs). */
-function policyRecords(table: number, entries: readonly TableEntry[], values: boolean): Buffer {
+export function policyRecords(table: number, entries: readonly TableEntry[], values: boolean): Buffer {
   const size = SIZES.policyKey + (values ? SIZES.policyValue : 0);
   const b = Buffer.alloc(size * entries.length);
   let o = 0;
@@ -305,7 +304,6 @@ export class Datapath {
     for (const [k, v] of await this.dump('cascade_ipcache')) this.ipcache.set(hex(k), decodeIpcacheValue(v));
     for (const [k, v] of await this.dump('cascade_hosts'))
       this.ipcache.set(HOST_PREFIXLEN_HEX + hex(k), decodeIpcacheValue(v));
-    void decodeIpcacheKey;
     const [cfg] = await this.ctl.send(`lookup cascade_config 00000000`);
     const v = cfg?.split(' ')[1];
     if (v && v !== 'none') this.config = decodeConfig(Buffer.from(v, 'hex'));
