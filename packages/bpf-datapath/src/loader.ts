@@ -17,6 +17,7 @@
 import { Bpfctl } from './bpfctl.ts';
 import {
   addr16,
+  COUNTERS,
   DIR,
   decodeConfig,
   decodeEndpointValue,
@@ -588,6 +589,14 @@ export class Datapath {
     k.writeUInt32LE(index, 0);
     const [line] = await this.ctl.send(`sum cascade_counters ${hex(k)}`);
     return Number(line!.split(' ')[1]);
+  }
+
+  /** Every verdict counter, summed over the CPUs. */
+  async counters(): Promise<Record<keyof typeof COUNTERS, number>> {
+    const out = {} as Record<keyof typeof COUNTERS, number>;
+    for (const [name, index] of Object.entries(COUNTERS) as [keyof typeof COUNTERS, number][])
+      out[name] = await this.counter(index);
+    return out;
   }
 
   async events(): Promise<FlowEvent[]> {

@@ -5,7 +5,7 @@
 // integration) get the program attached at tc. A rule set that does not fit is refused by the
 // datapath (last good kept; a new endpoint fails closed) and reported here (log, metrics).
 import type { Server } from 'node:http';
-import type { Datapath, SyncReport } from '@cascade/bpf-datapath';
+import type { COUNTERS, Datapath, SyncReport } from '@cascade/bpf-datapath';
 import {
   Informer,
   type InformerEvent,
@@ -58,6 +58,9 @@ export class NetpolAgent {
     'Event to datapath synced',
   );
   lastReport?: SyncReport;
+  /** The kernel's verdict counters as last read (at start, then every 10 s). */
+  private packets: Partial<Record<keyof typeof COUNTERS, number>> = {};
+  private packetsTimer?: NodeJS.Timeout;
   private readonly informers: Informer[] = [];
   private readonly queue: WorkQueue;
   private readonly opts: AgentOptions;
@@ -153,6 +156,23 @@ export class NetpolAgent {
   }
 
   async start(): Promise<void> {
+    for (const [name, help] of [
+      ['allow', 'Flows allowed (first packets, and re-judged ones)'],
+      ['deny', 'Packets denied'],
+      ['ctHit', 'Packets of known flows (conntrack hit)'],
+      ['ctRejudged', 'Flows judged again after a policy change'],
+      ['malformed', 'Frames dropped as too short for their headers'],
+      ['notEndpoint', 'Packets of addresses that are not a local endpoint'],
+      ['verdictCached', 'First packets answered by the verdict cache'],
+    ] as const)
+      this.metrics.counterFrom(
+        `cascade_datapath_packets_${name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_total`,
+        help,
+        () => this.packets[name] ?? 0,
+      );
+    await this.readPackets();
+    this.packetsTimer = setInterval(() => void this.readPackets(), 10_000);
+    this.packetsTimer.unref();
     const synced = startInformers(this.informers);
     if (this.opts.metricsPort !== undefined)
       this.server = await this.metrics.serve(this.opts.metricsPort, () => this.ready);
@@ -163,6 +183,7 @@ export class NetpolAgent {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.packetsTimer);
     for (const i of this.informers) i.stop();
     this.queue.stop();
     await this.queue.drain();
@@ -171,6 +192,15 @@ export class NetpolAgent {
 
   async idle(): Promise<void> {
     await this.queue.drain();
+  }
+
+  /** Reads the kernel's verdict counters for /metrics. */
+  async readPackets(): Promise<void> {
+    try {
+      this.packets = await this.opts.datapath.counters();
+    } catch (e) {
+      this.log('warn', 'could not read the datapath counters', { error: String(e) });
+    }
   }
 
   private localPods() {

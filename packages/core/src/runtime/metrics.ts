@@ -3,7 +3,10 @@ import { createServer, type Server } from 'node:http';
 
 export class Metrics {
   private readonly counters = new Map<string, { help: string; value: number }>();
-  private readonly gauges = new Map<string, { help: string; value: () => number }>();
+  private readonly gauges = new Map<
+    string,
+    { help: string; value: () => number; type: 'gauge' | 'counter' }
+  >();
   private readonly histograms = new Map<
     string,
     { help: string; sum: number; count: number; buckets: number[]; counts: number[] }
@@ -17,7 +20,12 @@ export class Metrics {
   }
 
   gauge(name: string, help: string, value: () => number): void {
-    this.gauges.set(name, { help, value });
+    this.gauges.set(name, { help, value, type: 'gauge' });
+  }
+
+  /** A counter kept elsewhere (e.g. in the kernel), read when rendered. */
+  counterFrom(name: string, help: string, value: () => number): void {
+    this.gauges.set(name, { help, value, type: 'counter' });
   }
 
   histogram(
@@ -45,7 +53,7 @@ export class Metrics {
     for (const [n, c] of this.counters)
       lines.push(`# HELP ${n} ${c.help}`, `# TYPE ${n} counter`, `${n} ${c.value}`);
     for (const [n, g] of this.gauges)
-      lines.push(`# HELP ${n} ${g.help}`, `# TYPE ${n} gauge`, `${n} ${g.value()}`);
+      lines.push(`# HELP ${n} ${g.help}`, `# TYPE ${n} ${g.type}`, `${n} ${g.value()}`);
     for (const [n, h] of this.histograms) {
       lines.push(`# HELP ${n} ${h.help}`, `# TYPE ${n} histogram`);
       h.buckets.forEach((b, i) => lines.push(`${n}_bucket{le="${b}"} ${h.counts[i]}`));
