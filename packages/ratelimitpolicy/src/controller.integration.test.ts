@@ -345,7 +345,8 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
     await controller.stop({ releaseLease: false });
     const t0 = Date.now();
     await until('takeover', async () => (second.leader ? true : undefined), 15_000);
-    expect(Date.now() - t0).toBeLessThan(3000 * 2 + 1500);
+    // lease 3 s: expiry plus a retry or two (CI runs three envtest suites at once on 2 cores)
+    expect(Date.now() - t0).toBeLessThan(3000 * 3 + 1500);
     await rlp('after-takeover', {
       targetRef: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'web' },
       limits: { three: lim(3) },
