@@ -18,7 +18,6 @@ import { Bpfctl } from './bpfctl.ts';
 import {
   addr16,
   COUNTERS,
-  DIR,
   decodeConfig,
   decodeEndpointValue,
   decodeFlowEvent,
@@ -187,6 +186,8 @@ function fmix(h: number): number {
  * contents share one with probability about 2^-64 per pair of tables.
  */
 export function tableFingerprint(entries: readonly TableEntry[]): string {
+  const known = fingerprints.get(entries);
+  if (known !== undefined) return known;
   let a = 0;
   let b = 0;
   for (const e of entries) {
@@ -201,8 +202,40 @@ export function tableFingerprint(entries: readonly TableEntry[]): string {
     a = (a + h) >>> 0;
     b = (b + fmix(h ^ 0x5bd1e995)) >>> 0;
   }
-  return `${entries.length}:${a.toString(36)}:${b.toString(36)}`;
+  const f = `${entries.length}:${a.toString(36)}:${b.toString(36)}`;
+  fingerprints.set(entries, f);
+  return f;
 }
+/**
+ * Fingerprints by array: a caller that hands the same (unchanged) array to every sync, as netpolicy's
+ * datapathState does for tables that did not change, pays for each table once. Arrays passed in must
+ * not be modified afterwards (the loader never modifies them).
+ */
+const fingerprints = new WeakMap<readonly TableEntry[], string>();
+
+/** Map keys in hex by their text (an agent syncs the same addresses over and over). */
+function keyHexCache(encode: (text: string) => Buffer): (text: string) => string {
+  const cache = new Map<string, string>();
+  return (text) => {
+    let k = cache.get(text);
+    if (k === undefined) {
+      if (cache.size > 1_000_000) cache.clear();
+      cache.set(text, (k = encode(text).toString('hex')));
+    }
+    return k;
+  };
+}
+const ipcacheKeyHex = keyHexCache(ipcacheKeyOf);
+const endpointKeyHex = keyHexCache(addr16);
+
+const sameEndpoint = (a: EndpointValue, b: EndpointValue) =>
+  a.flags === b.flags &&
+  a.identity === b.identity &&
+  a.revision === b.revision &&
+  a.tables[0][0] === b.tables[0][0] &&
+  a.tables[0][1] === b.tables[0][1] &&
+  a.tables[1][0] === b.tables[1][0] &&
+  a.tables[1][1] === b.tables[1][1];
 
 /** A rule set as it is in the kernel under one table id. */
 class KernelTable {
@@ -397,7 +430,7 @@ export class Datapath {
       refused: [],
       failClosed: [],
     };
-    const wantIpcache = new Map(desired.ipcache.map((e) => [hex(ipcacheKeyOf(e.prefix)), e.identity]));
+    const wantIpcache = new Map(desired.ipcache.map((e) => [ipcacheKeyHex(e.prefix), e.identity]));
     const liveIdentities = new Set(this.ipcache.values());
     const nextIdentities = new Set(wantIpcache.values());
     // Identities that no packet can carry during this sync: new ones (not mapped yet) and vanishing ones.
@@ -499,27 +532,29 @@ export class Datapath {
     // 3. Endpoints: one update each.
     const wantEndpoints = new Map<string, EndpointValue>();
     for (const ep of desired.endpoints) {
-      const k = hex(addr16(ep.ip));
+      const k = endpointKeyHex(ep.ip);
       const prev = this.endpoints.get(k);
-      const table = (d: 'ingress' | 'egress', l: 'admin' | 'lower', i: number) => {
-        const id = nextAssigned.get(ep.tables[d][l]);
-        return id ?? prev?.tables[DIR[d]][i] ?? 0;
-      };
+      const ia = nextAssigned.get(ep.tables.ingress.admin);
+      const il = nextAssigned.get(ep.tables.ingress.lower);
+      const ea = nextAssigned.get(ep.tables.egress.admin);
+      const el = nextAssigned.get(ep.tables.egress.lower);
+      // A table that was refused keeps the endpoint's last good one (none: fail closed).
       const tables: EndpointValue['tables'] = [
-        [table('ingress', 'admin', 0), table('ingress', 'lower', 1)],
-        [table('egress', 'admin', 0), table('egress', 'lower', 1)],
+        [ia ?? prev?.tables[0][0] ?? 0, il ?? prev?.tables[0][1] ?? 0],
+        [ea ?? prev?.tables[1][0] ?? 0, el ?? prev?.tables[1][1] ?? 0],
       ];
-      const missing =
-        tables.flat().some((t) => t === 0) ||
-        (['ingress', 'egress'] as const).some(
-          (d) => !nextAssigned.has(ep.tables[d].admin) || !nextAssigned.has(ep.tables[d].lower),
-        );
+      const missing = ia === undefined || il === undefined || ea === undefined || el === undefined;
       let flags = ep.flags;
       if (missing && !prev) {
         flags |= EP_FLAGS.FAIL_CLOSED;
         report.failClosed.push(ep.ip);
       } else if (missing && prev) flags = prev.flags;
-      const changedTables = !prev || tables.flat().some((t, i) => t !== prev.tables.flat()[i]);
+      const changedTables =
+        !prev ||
+        tables[0][0] !== prev.tables[0][0] ||
+        tables[0][1] !== prev.tables[0][1] ||
+        tables[1][0] !== prev.tables[1][0] ||
+        tables[1][1] !== prev.tables[1][1];
       const v: EndpointValue = {
         flags,
         tables,
@@ -531,8 +566,7 @@ export class Datapath {
     const epWrites: [string, string][] = [];
     for (const [k, v] of wantEndpoints) {
       const prev = this.endpoints.get(k);
-      if (!prev || hex(encodeEndpointValue(prev)) !== hex(encodeEndpointValue(v)))
-        epWrites.push([k, hex(encodeEndpointValue(v))]);
+      if (!prev || !sameEndpoint(prev, v)) epWrites.push([k, hex(encodeEndpointValue(v))]);
     }
     await this.updates('cascade_endpoints', epWrites);
     report.endpointsSwitched = epWrites.length;
@@ -551,7 +585,8 @@ export class Datapath {
     // 5. Old tables and vanished identities' entries.
     const inUse = new Set<number>();
     let patchedDeletes = false;
-    for (const v of this.endpoints.values()) for (const t of v.tables.flat()) inUse.add(t);
+    for (const { tables: t } of this.endpoints.values())
+      inUse.add(t[0][0]).add(t[0][1]).add(t[1][0]).add(t[1][1]);
     for (const t of [...this.kernelTables.values()]) {
       if (t.pendingDeletes.length) {
         patchedDeletes = true;

@@ -57,10 +57,18 @@ export function mask(family: 4 | 6, len: number): bigint {
   return MASKS[family][len]!;
 }
 
+/** The host prefix of an address (shared, frozen objects: the ipcache is rebuilt from them often). */
 export function hostPrefix(ip: string): Prefix | undefined {
-  const a = parseIp(ip);
-  return a ? { family: a.family, bits: a.bits, len: WIDTH[a.family] } : undefined;
+  let h = hostPrefixes.get(ip);
+  if (h === undefined && !hostPrefixes.has(ip)) {
+    const a = parseIp(ip);
+    h = a ? Object.freeze({ family: a.family, bits: a.bits, len: WIDTH[a.family] }) : undefined;
+    if (hostPrefixes.size > 1_000_000) hostPrefixes.clear();
+    hostPrefixes.set(ip, h);
+  }
+  return h;
 }
+const hostPrefixes = new Map<string, Prefix | undefined>();
 
 /** Whether `outer` contains `inner` (equal counts). */
 export function contains(outer: Prefix, inner: Prefix): boolean {

@@ -1,18 +1,38 @@
 // The engine's state for one node, in the datapath's terms (bpf-datapath's DesiredState): the ipcache
 // as that node's agent sees it, its endpoints, and their rule-set layers with numeric rule ids.
 import { type DesiredState, EP_FLAGS, type TableEntry } from '@cascade/bpf-datapath';
-import { formatPrefix } from './cidr.ts';
+import { formatPrefix, type Prefix } from './cidr.ts';
 import type { NetpolEngine } from './engine.ts';
+import type { MapState } from './mapstate.ts';
 
 export interface NodeDatapathState extends DesiredState {
   /** Numeric rule id (in map values and flow events) -> rule id string. */
   rules: Map<number, string>;
 }
 
+/**
+ * Per engine, kept across calls so that an agent's sync after a small change reuses the converted
+ * tables: rule numbers (stable, so a converted table stays valid) and each table's entries as the
+ * datapath takes them, by MapState version. Dropped when the rule numbers pass a million (policy churn).
+ */
+interface Converted {
+  ruleIds: Map<string, number>;
+  rules: Map<number, string>;
+  tables: WeakMap<MapState, { version: number; entries: TableEntry[] }>;
+  ipcache: WeakMap<object, DesiredState['ipcache']>;
+}
+const converted = new WeakMap<NetpolEngine, Converted>();
+/** Prefix text by prefix object (host prefixes are shared objects, see cidr.hostPrefix). */
+const formatted = new WeakMap<Prefix, string>();
+
 /** Desired datapath state of the agent on `node` (every pod when node is undefined, e.g. offline). */
 export function datapathState(engine: NetpolEngine, node?: string): NodeDatapathState {
-  const ruleIds = new Map<string, number>();
-  const rules = new Map<number, string>();
+  let c = converted.get(engine);
+  if (!c || c.ruleIds.size > 1_000_000) {
+    c = { ruleIds: new Map(), rules: new Map(), tables: new WeakMap(), ipcache: new WeakMap() };
+    converted.set(engine, c);
+  }
+  const { ruleIds, rules } = c;
   const ruleNumber = (id: string) => {
     let n = ruleIds.get(id);
     if (n === undefined) {
@@ -24,28 +44,33 @@ export function datapathState(engine: NetpolEngine, node?: string): NodeDatapath
   };
   const tables = new Map<string, TableEntry[]>();
   const endpoints: DesiredState['endpoints'] = [];
-  for (const pod of engine.pods.values()) {
+  for (const [key, pod] of engine.pods) {
     if (node !== undefined && pod.node !== node) continue;
-    const identity = engine.podIdentity.get(`${pod.namespace}/${pod.name}`);
+    const identity = engine.podIdentity.get(key);
     const refs = identity === undefined ? undefined : engine.endpointTables.get(identity);
     if (identity === undefined || !refs) continue;
     for (const d of ['ingress', 'egress'] as const) {
       for (const layer of ['admin', 'lower'] as const) {
         const id = refs[d][layer];
         if (tables.has(id)) continue;
-        const t = engine.tables.get(id)!;
-        tables.set(
-          id,
-          [...t.state.entries()].map((e) => ({
-            identity: e.identity,
-            proto: e.proto,
-            port: e.port,
-            plen: e.plen,
-            precedence: e.precedence,
-            verdict: e.verdict,
-            rule: ruleNumber(e.rule),
-          })),
-        );
+        const state = engine.tables.get(id)!.state;
+        let done = c.tables.get(state);
+        if (done?.version !== state.version) {
+          done = {
+            version: state.version,
+            entries: [...state.entries()].map((e) => ({
+              identity: e.identity,
+              proto: e.proto,
+              port: e.port,
+              plen: e.plen,
+              precedence: e.precedence,
+              verdict: e.verdict,
+              rule: ruleNumber(e.rule),
+            })),
+          };
+          c.tables.set(state, done);
+        }
+        tables.set(id, done.entries);
       }
     }
     for (const ip of pod.ips) {
@@ -57,6 +82,16 @@ export function datapathState(engine: NetpolEngine, node?: string): NodeDatapath
       });
     }
   }
-  const ipcache = engine.ipcache(node).map((e) => ({ prefix: formatPrefix(e.prefix), identity: e.identity }));
+  // engine.ipcache(node) is memoised until the next change: convert it once per change too
+  const raw = engine.ipcache(node);
+  let ipcache = c.ipcache.get(raw);
+  if (!ipcache) {
+    ipcache = raw.map((e) => {
+      let prefix = formatted.get(e.prefix);
+      if (prefix === undefined) formatted.set(e.prefix, (prefix = formatPrefix(e.prefix)));
+      return { prefix, identity: e.identity };
+    });
+    c.ipcache.set(raw, ipcache);
+  }
   return { ipcache, endpoints, tables, rules };
 }

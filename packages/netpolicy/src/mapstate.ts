@@ -87,9 +87,15 @@ export class MapState {
   /** Bucket arrays held by more than one identity: copied before any change. */
   private readonly shared = new WeakSet<MapStateEntry[]>();
   private count = 0;
+  private changes = 0;
 
   get size(): number {
     return this.count;
+  }
+
+  /** Changes with every insertion, removal or share: derived data can be cached by it. */
+  get version(): number {
+    return this.changes;
   }
 
   *entries(): IterableIterator<MapStateEntry> {
@@ -111,6 +117,7 @@ export class MapState {
   share(bucket: readonly MapStateEntry[], identities: Iterable<number>): void {
     if (bucket.length === 0) throw new Error('MapState.share: an empty bucket');
     this.shared.add(bucket as MapStateEntry[]);
+    this.changes++;
     for (const identity of identities) {
       const had = this.buckets.get(identity);
       if (had) this.count -= had.length;
@@ -146,6 +153,7 @@ export class MapState {
       if (wild) for (const x of wild) if (x.precedence >= e.precedence && covers(x, e)) return false;
     }
     this.count++;
+    this.changes++;
     if (!own) {
       this.buckets.set(e.identity, [e]);
       return true;
@@ -183,6 +191,7 @@ export class MapState {
   /** Removes every entry of one identity (before recomputing its bucket). */
   clear(identity: number): void {
     this.count -= this.buckets.get(identity)?.length ?? 0;
+    this.changes++;
     this.buckets.delete(identity);
   }
 
