@@ -2,7 +2,7 @@
 // take their rank among the admin rules of this endpoint. The layers are shared between endpoints
 // separately (an ANP's rules are the same for a whole team; NetworkPolicies differ per app). Entries
 // of the key-only identities (any, all pods) go in first so that identity entries they make redundant
-// are never inserted.
+// are never inserted; identities the same rules select share one bucket (see lowerLayer).
 import { ID, type IdentityInfo, isPodIdentity } from './identities.ts';
 import { MapState, type MapStateEntry, type MapStateKey, parentsOf, type Verdict } from './mapstate.ts';
 import { mergeRanges, type PortRange, rangeToPrefixes } from './ports.ts';
