@@ -193,7 +193,7 @@ function growSlots(n: number): void {
 }
 function growNodes(n: number): void {
   if (n < scratch.next.length) return;
-  const size = scratch.next.length * 2;
+  const size = Math.max(n + 1, scratch.next.length * 2);
   const next = new Int32Array(size);
   next.set(scratch.next);
   const template = new Int32Array(size);
