@@ -91,7 +91,13 @@ struct flow {
 	__u16 sport;
 	__u16 dport; /* host order */
 	__u8 proto;
+	__u8 tcp_flags;
 };
+
+#define TCP_FIN 0x01
+#define TCP_SYN 0x02
+#define TCP_RST 0x04
+#define TCP_ACK 0x10
 
 static __always_inline void count(__u32 idx)
 {
@@ -151,6 +157,10 @@ static __always_inline int parse(struct __sk_buff *skb, struct flow *f)
 			return -1;
 		f->sport = bpf_ntohs(ports[0]);
 		f->dport = bpf_ntohs(ports[1]);
+		/* TCP flags when the header is there (a shorter one is judged by its ports alone) */
+		__u8 *tcp = l4;
+		if (f->proto == IPPROTO_TCP && (void *)(tcp + 14) <= end)
+			f->tcp_flags = tcp[13];
 	}
 	return 0;
 }
@@ -315,10 +325,20 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 #endif
 	struct config *cfg = config();
 	__u32 generation = cfg ? cfg->generation : 0;
+	__u32 clock = cfg ? cfg->clock : 0;
 	/* a denied flow's entry drops packets of its own direction only: the other direction may open
-	 * the same 5-tuple as a flow of its own */
+	 * the same 5-tuple as a flow of its own; a SYN on a closing connection opens a new one */
 	if (ct && ct->verdict == VERDICT_DENY && ct->dir != dir)
 		ct = NULL;
+	if (ct && ct->closing && (f.tcp_flags & (TCP_SYN | TCP_ACK)) == TCP_SYN)
+		ct = NULL;
+	if (ct) {
+		/* at most one write per flow and clock tick */
+		if (ct->seen != clock)
+			ct->seen = clock;
+		if ((f.tcp_flags & (TCP_FIN | TCP_RST)) && !ct->closing)
+			ct->closing = 1;
+	}
 	if (ct && ct->generation == generation) {
 		count(CNT_CT_HIT);
 		if (ct->verdict == VERDICT_DENY) {
@@ -376,6 +396,8 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 			.generation = generation,
 			.dir = dir,
 			.verdict = d.verdict,
+			.closing = (f.tcp_flags & (TCP_FIN | TCP_RST)) ? 1 : 0,
+			.seen = clock,
 			.created_ns = bpf_ktime_get_ns(),
 		};
 		bpf_map_update_elem(&cascade_ct, &ck, &nv, BPF_ANY);

@@ -78,9 +78,16 @@ struct ct_value {
 	__u32 generation; /* config generation when last checked against that revision */
 	__u8 dir;         /* direction of the packet that opened it: replies are the other direction */
 	__u8 verdict;     /* a denied flow's packets in its own direction are dropped without a lookup */
-	__u8 pad[6];
+	__u8 closing;     /* a TCP FIN or RST was seen: collected after a short idle time */
+	__u8 pad;
+	__u32 seen;       /* config clock (seconds) of the last packet: idle flows are collected */
 	__u64 created_ns;
 };
+
+/* idle times after which the collector (bpfctl ctgc) deletes an entry, in seconds */
+#define CT_IDLE_TCP 21600
+#define CT_IDLE_OTHER 60
+#define CT_IDLE_CLOSING 10
 
 /* verdict cache: the decision of an endpoint's rule sets for (remote identity, protocol, port).
  * Table ids name immutable content (a changed rule set gets a new id); in-place patches of tables
@@ -106,6 +113,7 @@ struct config {
 	__u32 epoch;      /* verdict cache: entries of another epoch are stale */
 	__u32 generation; /* bumped after endpoints changed: conntrack entries of another generation
 	                   * check their endpoint's revision once (and are re-judged if it moved) */
+	__u32 clock;      /* seconds (CLOCK_MONOTONIC), advanced by the agent: conntrack's idea of now */
 };
 
 struct flow_event {

@@ -9,6 +9,8 @@
 //   deletes MAP N          then N lines "KEYHEX"
 //   writeb MAP N           then N binary records key+value (batch update; answer ok N | err at i)
 //   eraseb MAP N           then N binary keys (batch delete; keys already gone are fine)
+//   ctgc NOW [TCP OTHER CLOSING]  delete conntrack entries idle longer than their limit (seconds of
+//                          the config clock; defaults CT_IDLE_*): ok SCANNED DELETED
 //   dump MAP               ok N, then N lines "KEYHEX VALHEX"
 //   sum MAP KEYHEX         sum of a per-CPU u64 slot
 //   run PROG PKTHEX [REPEAT]  BPF_PROG_TEST_RUN: ok RETVAL AVG_NS
@@ -28,6 +30,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include "../bpf/cascade.h"
 
 #define MAX_MAPS 16
 #define MAX_PROGS 8
@@ -243,6 +247,55 @@ int main(void) {
 			if (err && done < n) printf("err at %u: %s\n", done, strerror(err));
 			else printf("ok %u\n", n);
 			free(buf); free(kb); free(vb);
+		} else if (!strcmp(cmd, "ctgc")) {
+			/* conntrack collector: deletes entries idle for longer than their limit */
+			char *d = strtok(NULL, " ");
+			int mi = map_index("cascade_ct");
+			if (mi < 0 || !a) { printf("err usage: ctgc NOW [TCP OTHER CLOSING]\n"); goto next; }
+			__u32 now = (__u32)strtoul(a, NULL, 10);
+			__u32 lim_tcp = b ? (__u32)atol(b) : CT_IDLE_TCP, lim_other = c ? (__u32)atol(c) : CT_IDLE_OTHER;
+			__u32 lim_closing = d ? (__u32)atol(d) : CT_IDLE_CLOSING;
+			/* read the table in batches (one syscall per 4,096 flows), then delete in batches */
+			enum { CHUNK = 4096 };
+			static struct ct_key keys[CHUNK];
+			static struct ct_value vals[CHUNK];
+			size_t scanned = 0, n = 0, cap = 4096;
+			struct ct_key *dead = malloc(cap * sizeof(*dead));
+			__u64 token = 0;
+			int first = 1, more = 1, failed = 0;
+			while (dead && more) {
+				__u32 count = CHUNK;
+				LIBBPF_OPTS(bpf_map_batch_opts, bo);
+				int r = bpf_map_lookup_batch(maps[mi].fd, first ? NULL : &token, &token, keys, vals, &count, &bo);
+				first = 0;
+				if (r && errno != ENOENT) { failed = errno; break; } /* ENOENT: the last batch */
+				more = !r;
+				for (__u32 i = 0; i < count; i++) {
+					scanned++;
+					__u32 idle = vals[i].seen > now ? 0 : now - vals[i].seen;
+					__u32 limit = vals[i].closing ? lim_closing : keys[i].proto == IPPROTO_TCP ? lim_tcp : lim_other;
+					if (idle <= limit) continue;
+					if (n == cap) {
+						struct ct_key *grown = realloc(dead, 2 * cap * sizeof(*dead));
+						if (!grown) { more = 0; break; }
+						dead = grown;
+						cap *= 2;
+					}
+					dead[n++] = keys[i];
+				}
+			}
+			size_t deleted = 0, done = 0;
+			while (dead && done < n) {
+				__u32 count = (__u32)(n - done);
+				LIBBPF_OPTS(bpf_map_batch_opts, bo);
+				int r = bpf_map_delete_batch(maps[mi].fd, dead + done, &count, &bo);
+				deleted += count;
+				done += count;
+				if (r) done++; /* gone already (evicted meanwhile): skip it */
+			}
+			free(dead);
+			if (failed) printf("err ctgc: %s (after %zu scanned, %zu deleted)\n", strerror(failed), scanned, deleted);
+			else printf("ok %zu %zu\n", scanned, deleted);
 		} else if (!strcmp(cmd, "dump")) {
 			int mi = a ? map_index(a) : -1;
 			if (mi < 0) { printf("err no map\n"); goto next; }

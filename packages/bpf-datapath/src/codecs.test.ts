@@ -84,6 +84,8 @@ describe('codecs', () => {
       generation: 3,
       direction: 'egress' as const,
       verdict: 'deny' as const,
+      closing: true,
+      seen: 4_000_000,
       createdNs: 123456789012345n,
     };
     expect(encodeCtValue(cv)).toHaveLength(SIZES.ctValue);
@@ -94,8 +96,9 @@ describe('codecs', () => {
     const vv = { epoch: 9, precedence: 0x7fff0001, rule: 77, verdict: 'deny' as const };
     expect(encodeVerdictValue(vv)).toHaveLength(SIZES.verdictValue);
     expect(decodeVerdictValue(encodeVerdictValue(vv))).toEqual(vv);
-    expect(encodeConfig({ epoch: 12, generation: 13 })).toHaveLength(SIZES.config);
-    expect(decodeConfig(encodeConfig({ epoch: 12, generation: 13 }))).toEqual({ epoch: 12, generation: 13 });
+    const cfg = { epoch: 12, generation: 13, clock: 14 };
+    expect(encodeConfig(cfg)).toHaveLength(SIZES.config);
+    expect(decodeConfig(encodeConfig(cfg))).toEqual(cfg);
   });
 
   // The C structs as the compiler laid them out (BTF of the built object) have the codecs' sizes.

@@ -14,7 +14,7 @@ export const SIZES = {
   ctValue: 24,
   verdictKey: 16,
   verdictValue: 16,
-  config: 8,
+  config: 12,
   flowEvent: 52,
 } as const;
 
@@ -232,6 +232,10 @@ export interface CtValue {
   /** Direction of the packet that opened the flow. */
   direction: 'ingress' | 'egress';
   verdict: 'allow' | 'deny';
+  /** A TCP FIN or RST was seen. */
+  closing: boolean;
+  /** Config clock (seconds) of the flow's last packet. */
+  seen: number;
   createdNs: bigint;
 }
 export function encodeCtValue(v: CtValue): Buffer {
@@ -240,6 +244,8 @@ export function encodeCtValue(v: CtValue): Buffer {
   b.writeUInt32LE(v.generation >>> 0, 4);
   b.writeUInt8(DIR[v.direction], 8);
   b.writeUInt8(VERDICT[v.verdict], 9);
+  b.writeUInt8(v.closing ? 1 : 0, 10);
+  b.writeUInt32LE(v.seen >>> 0, 12);
   b.writeBigUInt64LE(v.createdNs, 16);
   return b;
 }
@@ -249,6 +255,8 @@ export function decodeCtValue(b: Buffer): CtValue {
     generation: b.readUInt32LE(4),
     direction: b.readUInt8(8) === DIR.egress ? 'egress' : 'ingress',
     verdict: b.readUInt8(9) === VERDICT.deny ? 'deny' : 'allow',
+    closing: b.readUInt8(10) !== 0,
+    seen: b.readUInt32LE(12),
     createdNs: b.readBigUInt64LE(16),
   };
 }
@@ -303,15 +311,18 @@ export function decodeVerdictValue(b: Buffer): VerdictValue {
   };
 }
 
-/** cascade_config[0]: the verdict cache epoch and the conntrack generation. */
+/** cascade_config[0]: the verdict cache epoch, the conntrack generation and clock (seconds). */
 export interface Config {
   epoch: number;
   generation: number;
+  clock: number;
 }
-export const encodeConfig = (c: Config): Buffer => Buffer.concat([u32(c.epoch), u32(c.generation)]);
+export const encodeConfig = (c: Config): Buffer =>
+  Buffer.concat([u32(c.epoch), u32(c.generation), u32(c.clock)]);
 export const decodeConfig = (b: Buffer): Config => ({
   epoch: b.readUInt32LE(0),
   generation: b.readUInt32LE(4),
+  clock: b.length >= 12 ? b.readUInt32LE(8) : 0,
 });
 
 function u32(n: number): Buffer {

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COUNTERS, EP_FLAGS, ID } from './codecs.ts';
 import { type Datapath, type DesiredState, encodeState, type TableEntry } from './loader.ts';
-import { buildPacket } from './packet.ts';
+import { buildPacket, TCP_FLAGS } from './packet.ts';
 import {
   freshDatapath,
   kernelTestsEnabled,
@@ -245,6 +245,56 @@ describe.skipIf(!kernelTestsEnabled())('BPF datapath in the kernel', () => {
     // a new flow from B on that port is judged by A's ingress: isolation
     expect(await kernelVerdict(dp, 'ingress', { ...reply, sport: 7002 })).toBe('deny');
     await dp.sync(state());
+  });
+
+  it('conntrack collector: idle flows go after their limit (UDP 60 s, TCP 6 h), a packet keeps a flow alive', async () => {
+    await dp.clearConntrack();
+    const t = 1_000_000;
+    await dp.tick(t);
+    const udpOut = { src: A, dst: B, proto: 17, sport: 43000, dport: 7003 };
+    const udpReply = { src: B, dst: A, proto: 17, sport: 7003, dport: 43000 };
+    const tcpOut = { src: A, dst: B, proto: 6, sport: 43001, dport: 7004, tcpFlags: TCP_FLAGS.SYN };
+    const tcpReply = { src: B, dst: A, proto: 6, sport: 7004, dport: 43001, tcpFlags: TCP_FLAGS.ACK };
+    expect(await kernelVerdict(dp, 'egress', udpOut)).toBe('allow');
+    expect(await kernelVerdict(dp, 'egress', tcpOut)).toBe('allow');
+    // 50 s later the UDP flow sends again: its idle time starts over
+    await dp.tick(t + 50);
+    expect(await kernelVerdict(dp, 'ingress', udpReply)).toBe('allow');
+    expect(await dp.collectConntrack({ now: t + 100 })).toMatchObject({ deleted: 0 });
+    // 61 s after its last packet the UDP flow is gone: its reply is a new flow, which isolation denies
+    expect(await dp.collectConntrack({ now: t + 111 })).toMatchObject({ deleted: 1 });
+    expect(await kernelVerdict(dp, 'ingress', udpReply)).toBe('deny');
+    expect(await kernelVerdict(dp, 'ingress', tcpReply)).toBe('allow');
+    // (the collector ticked the clock to t + 111: the TCP reply above stamped its flow with it)
+    expect(await dp.collectConntrack({ now: t + 111 + 21_600 })).toMatchObject({ deleted: 1 }); // the UDP deny
+    // exactly 6 h idle is kept, a second more is not (the reply just now stamped the flow)
+    expect(await kernelVerdict(dp, 'ingress', tcpReply)).toBe('allow');
+    expect(await dp.collectConntrack({ now: t + 111 + 2 * 21_600 })).toMatchObject({ deleted: 0 });
+    expect(await dp.collectConntrack({ now: t + 111 + 2 * 21_600 + 1 })).toMatchObject({ deleted: 1 });
+    expect(await kernelVerdict(dp, 'ingress', tcpReply)).toBe('deny');
+  });
+
+  it('conntrack collector: a FIN or RST closes a TCP flow after 10 s; a SYN on a closing flow opens a new one', async () => {
+    await dp.clearConntrack();
+    const t = 2_000_000;
+    await dp.tick(t);
+    const open = { src: A, dst: B, proto: 6, sport: 44000, dport: 7005, tcpFlags: TCP_FLAGS.SYN };
+    const reply = { src: B, dst: A, proto: 6, sport: 7005, dport: 44000, tcpFlags: TCP_FLAGS.ACK };
+    expect(await kernelVerdict(dp, 'egress', open)).toBe('allow');
+    expect(await kernelVerdict(dp, 'ingress', { ...reply, tcpFlags: TCP_FLAGS.FIN | TCP_FLAGS.ACK })).toBe(
+      'allow',
+    );
+    // the last ACKs of the close still pass; 11 s later the entry is collected
+    expect(await kernelVerdict(dp, 'ingress', reply)).toBe('allow');
+    expect(await dp.collectConntrack({ now: t + 5 })).toMatchObject({ deleted: 0 });
+    expect(await dp.collectConntrack({ now: t + 11 })).toMatchObject({ deleted: 1 });
+    expect(await kernelVerdict(dp, 'ingress', reply)).toBe('deny');
+    // RST marks it closing too; then B's SYN to A's port is a new flow, judged by A's ingress: denied
+    await dp.clearConntrack();
+    await dp.tick(t + 20);
+    expect(await kernelVerdict(dp, 'egress', open)).toBe('allow');
+    expect(await kernelVerdict(dp, 'egress', { ...open, tcpFlags: TCP_FLAGS.RST })).toBe('allow');
+    expect(await kernelVerdict(dp, 'ingress', { ...reply, tcpFlags: TCP_FLAGS.SYN })).toBe('deny');
   });
 
   it('verdict cache: used for new flows of a known identity and port, and never outlives an in-place patch', async () => {

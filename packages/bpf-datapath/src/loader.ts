@@ -213,6 +213,8 @@ export function tableFingerprint(entries: readonly TableEntry[]): string {
  */
 const fingerprints = new WeakMap<readonly TableEntry[], string>();
 
+const monotonicSeconds = () => Number(process.hrtime.bigint() / 1_000_000_000n);
+
 /** Map keys in hex by their text (an agent syncs the same addresses over and over). */
 function keyHexCache(encode: (text: string) => Buffer): (text: string) => string {
   const cache = new Map<string, string>();
@@ -275,7 +277,7 @@ export class Datapath {
   /** ipcache by LPM key hex (host entries too, though the kernel keeps them in cascade_hosts) */
   private ipcache = new Map<string, number>();
   private nextTable = 1;
-  private config = { epoch: 0, generation: 0 };
+  private config = { epoch: 0, generation: 0, clock: 0 };
   /** Last endpoint revision handed out (revisions are unique across endpoints). */
   private revision = 0;
   /** Pinned maps replaced on open because an upgrade changed their layout (their content is lost). */
@@ -301,7 +303,8 @@ export class Datapath {
     );
     dp.replacedMaps = answer?.startsWith('ok replaced ') ? answer.slice(12).trim().split(' ') : [];
     await dp.readBack();
-    // Adopted maps may hold cached verdicts of table ids this process will reuse.
+    // Adopted maps may hold cached verdicts of table ids this process will reuse; the clock starts now.
+    dp.config.clock = monotonicSeconds();
     await dp.invalidateVerdicts();
     return dp;
   }
@@ -351,6 +354,31 @@ export class Datapath {
   async invalidateVerdicts(): Promise<void> {
     this.config.epoch = (this.config.epoch + 1) >>> 0;
     await this.writeConfig();
+  }
+
+  /**
+   * Advances conntrack's clock (seconds of CLOCK_MONOTONIC, the kernel's own monotonic clock, so it
+   * keeps counting across agent restarts): packets stamp their flow with it, the collector compares.
+   */
+  async tick(now = monotonicSeconds()): Promise<void> {
+    if (now === this.config.clock) return;
+    this.config.clock = now >>> 0;
+    await this.writeConfig();
+  }
+
+  /**
+   * Deletes conntrack entries idle longer than their limit (TCP 6 h, closing TCP 10 s, others 60 s by
+   * default; seconds of the clock). Ticks the clock to `now` first.
+   */
+  async collectConntrack(
+    opts: { now?: number; tcp?: number; other?: number; closing?: number } = {},
+  ): Promise<{ scanned: number; deleted: number }> {
+    const now = opts.now ?? monotonicSeconds();
+    await this.tick(now);
+    const limits = [opts.tcp ?? 21600, opts.other ?? 60, opts.closing ?? 10];
+    const [line] = await this.ctl.send(`ctgc ${now >>> 0} ${limits.join(' ')}`);
+    const [, scanned, deleted] = line!.split(' ');
+    return { scanned: Number(scanned), deleted: Number(deleted) };
   }
 
   /** Makes every conntrack entry check its endpoint's revision again (bumps the generation). */

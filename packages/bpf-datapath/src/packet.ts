@@ -7,7 +7,11 @@ export interface PacketSpec {
   proto: number;
   sport?: number;
   dport?: number;
+  /** TCP flags byte (default ACK-less 0: a plain segment). */
+  tcpFlags?: number;
 }
+
+export const TCP_FLAGS = { FIN: 0x01, SYN: 0x02, RST: 0x04, ACK: 0x10 } as const;
 
 const isV4 = (ip: string) => /^\d+\.\d+\.\d+\.\d+$/.test(ip);
 
@@ -17,7 +21,10 @@ export function buildPacket(p: PacketSpec): Buffer {
     l4.writeUInt16BE(p.sport ?? 40000, 0);
     l4.writeUInt16BE(p.dport ?? 0, 2);
   }
-  if (p.proto === 6) l4[12] = 0x50;
+  if (p.proto === 6) {
+    l4[12] = 0x50;
+    l4[13] = p.tcpFlags ?? 0;
+  }
   const eth = Buffer.alloc(14);
   eth.fill(0xaa, 0, 6);
   eth.fill(0xbb, 6, 12);

@@ -92,11 +92,12 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       expect(agent.entriesWritten.get()).toBeGreaterThan(0);
       expect(agent.lastReport?.refused).toEqual([]);
       // the kernel's verdict counters reach /metrics
-      await agent.readPackets();
+      await agent.housekeeping();
       const text = agent.metrics.render();
       expect(text).toMatch(/# TYPE cascade_datapath_packets_deny_total counter/);
       expect(Number(/\ncascade_datapath_packets_deny_total (\d+)/.exec(text)?.[1])).toBeGreaterThan(0);
       expect(text).toMatch(/\ncascade_datapath_packets_ct_hit_total \d+/);
+      expect(text).toMatch(/\ncascade_datapath_conntrack_entries \d+/);
     });
 
     it('an AdminNetworkPolicy Deny beats the NetworkPolicy; deleting it restores the allow', async () => {

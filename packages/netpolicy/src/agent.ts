@@ -60,7 +60,13 @@ export class NetpolAgent {
   lastReport?: SyncReport;
   /** The kernel's verdict counters as last read (at start, then every 10 s). */
   private packets: Partial<Record<keyof typeof COUNTERS, number>> = {};
-  private packetsTimer?: NodeJS.Timeout;
+  private housekeepingTimer?: NodeJS.Timeout;
+  private housekeepingRuns = 0;
+  readonly conntrackCollected = this.metrics.counter(
+    'cascade_datapath_conntrack_collected_total',
+    'Conntrack entries deleted by the collector (idle or closed flows)',
+  );
+  private conntrackEntries = 0;
   private readonly informers: Informer[] = [];
   private readonly queue: WorkQueue;
   private readonly opts: AgentOptions;
@@ -170,9 +176,14 @@ export class NetpolAgent {
         help,
         () => this.packets[name] ?? 0,
       );
-    await this.readPackets();
-    this.packetsTimer = setInterval(() => void this.readPackets(), 10_000);
-    this.packetsTimer.unref();
+    this.metrics.gauge(
+      'cascade_datapath_conntrack_entries',
+      'Conntrack entries at the last collection',
+      () => this.conntrackEntries,
+    );
+    await this.housekeeping();
+    this.housekeepingTimer = setInterval(() => void this.housekeeping(), 10_000);
+    this.housekeepingTimer.unref();
     const synced = startInformers(this.informers);
     if (this.opts.metricsPort !== undefined)
       this.server = await this.metrics.serve(this.opts.metricsPort, () => this.ready);
@@ -183,7 +194,7 @@ export class NetpolAgent {
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.packetsTimer);
+    clearInterval(this.housekeepingTimer);
     for (const i of this.informers) i.stop();
     this.queue.stop();
     await this.queue.drain();
@@ -194,12 +205,21 @@ export class NetpolAgent {
     await this.queue.drain();
   }
 
-  /** Reads the kernel's verdict counters for /metrics. */
-  async readPackets(): Promise<void> {
+  /**
+   * Every 10 s: reads the kernel's verdict counters for /metrics and advances conntrack's clock;
+   * every 30 s also collects idle and closed flows (TCP 6 h, closing TCP 10 s, others 60 s).
+   */
+  async housekeeping(): Promise<void> {
+    const dp = this.opts.datapath;
     try {
-      this.packets = await this.opts.datapath.counters();
+      this.packets = await dp.counters();
+      if (this.housekeepingRuns++ % 3 === 0) {
+        const r = await dp.collectConntrack();
+        this.conntrackCollected.inc(r.deleted);
+        this.conntrackEntries = r.scanned - r.deleted;
+      } else await dp.tick();
     } catch (e) {
-      this.log('warn', 'could not read the datapath counters', { error: String(e) });
+      this.log('warn', 'datapath housekeeping failed', { error: String(e) });
     }
   }
 

@@ -6,7 +6,10 @@ import {
   buildPacket,
   type DesiredState,
   EP_FLAGS,
+  encodeCtKey,
+  encodeCtValue,
   kernelUnavailable,
+  SIZES,
   type TableEntry,
 } from '@cascade/bpf-datapath';
 import { freshDatapath } from '@cascade/bpf-datapath/testing';
@@ -93,13 +96,13 @@ export async function run(): Promise<Figure[]> {
     // The first packet of a flow: bench-only builds of the same program treat every repeat as a new
     // flow (conntrack entry ignored, then written), the second also bypasses the verdict cache.
     const allowed = buildPacket({ src: B, dst: A, proto: 6, sport: 5557, dport: 81 });
-    const SIZES = [10, 1000, 100_000];
+    const COUNTS = [10, 1000, 100_000];
     const builds = { main: ARTIFACTS.object, newFlows: ARTIFACTS.benchNewFlows, cold: ARTIFACTS.benchCold };
     const loaded: Awaited<ReturnType<typeof freshDatapath>>[] = [];
     const dps = new Map<string, typeof dp>();
     try {
       for (const [build, object] of Object.entries(builds))
-        for (const n of SIZES) {
+        for (const n of COUNTS) {
           const d = await freshDatapath(undefined, object);
           loaded.push(d);
           await d.dp.sync(stateWith(n));
@@ -133,7 +136,7 @@ export async function run(): Promise<Figure[]> {
         ],
       ];
       for (const [, build, prog, p] of measures)
-        for (const n of SIZES) await dps.get(`${build}/${n}`)!.run(prog, p);
+        for (const n of COUNTS) await dps.get(`${build}/${n}`)!.run(prog, p);
       // This VM's CPU speed changes up to 4x, in phases of seconds: every figure is sampled in 20
       // rounds spread over about a minute (300,000 repeats each); the fastest is the program's cost
       // at full speed, the median shows the noise.
@@ -142,20 +145,20 @@ export async function run(): Promise<Figure[]> {
       (globalThis as { gc?: () => void }).gc?.();
       for (let round = 0; round < ROUNDS; round++)
         for (const [name, build, prog, p] of measures)
-          for (const n of SIZES) {
+          for (const n of COUNTS) {
             await new Promise((r) => setTimeout(r, 100));
             const k = `${name}: ${n} entries`;
             runs.set(k, [...(runs.get(k) ?? []), (await dps.get(`${build}/${n}`)!.run(prog, p, 300_000)).ns]);
           }
       for (const [name, , , , what, target] of measures)
-        for (const n of SIZES) {
+        for (const n of COUNTS) {
           const k = `${name}: ${n} entries`;
           const r = runs.get(k)!.sort((x, y) => x - y);
           const input = `${n.toLocaleString('en')} policy entries, fastest of ${ROUNDS} runs x 300,000 repeats${what}`;
           fig(k, r[0]!, 'ns/packet', input, target ? '< 100 ns, flat' : undefined);
           fig(`${k} (median run)`, r[ROUNDS >> 1]!, 'ns/packet', input);
         }
-      const at = (n: number) => memlock(loaded[SIZES.indexOf(n)]!.pinDir, 'cascade_policy');
+      const at = (n: number) => memlock(loaded[COUNTS.indexOf(n)]!.pinDir, 'cascade_policy');
       fig(
         'policy map memory per entry',
         (at(100_000) - at(10)) / (100_000 - 10),
@@ -237,6 +240,41 @@ export async function run(): Promise<Figure[]> {
       'entries',
       input,
     );
+
+    // The conntrack collector over a busy table: 200,000 flows, half of them idle past their limit.
+    {
+      const N = 200_000;
+      const records = Buffer.alloc(N * (SIZES.ctKey + SIZES.ctValue));
+      for (let i = 0; i < N; i++) {
+        const key = encodeCtKey({
+          local: `10.1.${(i >> 8) & 255}.${i & 255}`,
+          remote: `10.2.${(i >> 16) & 255}.${(i >> 8) & 255}`,
+          lport: 1024 + (i % 60000),
+          rport: 443,
+          proto: 17,
+        });
+        const value = encodeCtValue({
+          revision: 1,
+          generation: 1,
+          direction: 'egress',
+          verdict: 'allow',
+          closing: false,
+          seen: i % 2 ? 5_000 : 5_000 - 120,
+          createdNs: 0n,
+        });
+        key.copy(records, i * (SIZES.ctKey + SIZES.ctValue));
+        value.copy(records, i * (SIZES.ctKey + SIZES.ctValue) + SIZES.ctKey);
+      }
+      await dp.ctl.send(`writeb cascade_ct ${N}`, records);
+      t0 = process.hrtime.bigint();
+      const gc = await dp.collectConntrack({ now: 5_000 });
+      fig(
+        'collect conntrack (idle flows deleted)',
+        ms(t0),
+        'ms',
+        `${gc.scanned.toLocaleString('en')} flows scanned, ${gc.deleted.toLocaleString('en')} deleted (UDP idle 120 s > 60 s)`,
+      );
+    }
 
     // Steady state, end to end: one pod label change -> engine -> desired state -> kernel.
     const pods = [...engine.pods.values()];
