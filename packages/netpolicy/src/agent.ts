@@ -207,13 +207,16 @@ export class NetpolAgent {
 
   /**
    * Every 10 s: reads the kernel's verdict counters for /metrics and advances conntrack's clock;
-   * every 30 s also collects idle and closed flows (TCP 6 h, closing TCP 10 s, others 60 s).
+   * every 30 s also collects idle and closed flows (TCP 6 h, closing TCP 10 s, others 60 s). Not in
+   * the first 90 s: while no agent ran, the clock stood still and live flows kept stamping its last
+   * value; they need one idle period of a moving clock to show they are alive.
    */
   async housekeeping(): Promise<void> {
     const dp = this.opts.datapath;
     try {
       this.packets = await dp.counters();
-      if (this.housekeepingRuns++ % 3 === 0) {
+      const run = this.housekeepingRuns++;
+      if (run >= 9 && run % 3 === 0) {
         const r = await dp.collectConntrack();
         this.conntrackCollected.inc(r.deleted);
         this.conntrackEntries = r.scanned - r.deleted;
