@@ -161,5 +161,10 @@ describe('rule-set records and fingerprints (loader)', () => {
     }
     expect(tableFingerprint(entries.slice(1))).not.toBe(f);
     expect(tableFingerprint([...entries, entries[0]!])).not.toBe(f);
+    // remembered per array, so the array and its entries are frozen: a change in place throws
+    expect(() => entries.push(randomEntry())).toThrow(TypeError);
+    expect(() => {
+      (entries[0] as { verdict: string }).verdict = 'deny';
+    }).toThrow(TypeError);
   });
 });

@@ -203,13 +203,15 @@ export function tableFingerprint(entries: readonly TableEntry[]): string {
     b = (b + fmix(h ^ 0x5bd1e995)) >>> 0;
   }
   const f = `${entries.length}:${a.toString(36)}:${b.toString(36)}`;
-  fingerprints.set(entries, f);
+  // The fingerprint is remembered for this array: it and its entries are frozen, so that changing
+  // them in place later throws instead of going unseen.
+  for (const e of entries) Object.freeze(e);
+  fingerprints.set(Object.freeze(entries), f);
   return f;
 }
 /**
  * Fingerprints by array: a caller that hands the same (unchanged) array to every sync, as netpolicy's
- * datapathState does for tables that did not change, pays for each table once. Arrays passed in must
- * not be modified afterwards (the loader never modifies them).
+ * datapathState does for tables that did not change, pays for each table once.
  */
 const fingerprints = new WeakMap<readonly TableEntry[], string>();
 
