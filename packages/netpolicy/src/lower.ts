@@ -71,35 +71,27 @@ interface Emitter {
 const keyOnly = (id: number) => id === ID.WILDCARD || id === ID.ALL_PODS;
 
 /**
- * The keys a rule's peers and ports produce, before precedence: those of the key-only identities
- * (any, all pods) when `wild`, those of other identities when `ids`. With `only`, of the other
- * identities just that one. Per identity, keys come in rule, peer, port order.
+ * The keys a rule's peers and ports produce, before precedence. With `only`, just that identity's
+ * (never one of the key-only identities: any, all pods). Per identity, keys come in rule, peer, port
+ * order.
  */
-function forEachRuleKey(
-  rule: Rule,
-  ctx: LowerContext,
-  only: number | undefined,
-  wild: boolean,
-  ids: boolean,
-  out: Emitter,
-): void {
+function forEachRuleKey(rule: Rule, ctx: LowerContext, only: number | undefined, out: Emitter): void {
+  const wild = only === undefined;
   const hasNamed = hasNamedPorts(rule);
   const ingress = ctx.direction === 'ingress';
   for (let i = 0; i < rule.peers.length; i++) {
     const sel = ctx.select(rule, i);
     if (sel.kind === 'set') {
-      if (ids) {
-        if (only !== undefined) {
-          if (sel.ids.has(only)) {
-            const owner = ingress ? ctx.local : ctx.identities.get(only);
-            for (const pk of hasNamed ? portKeys(rule.ports, owner) : fixedPortKeys(rule)) out.one(only, pk);
-          }
-        } else if (hasNamed) {
-          for (const id of sel.ids)
-            for (const pk of portKeys(rule.ports, ingress ? ctx.local : ctx.identities.get(id)))
-              out.one(id, pk);
-        } else for (const pk of fixedPortKeys(rule)) out.many(sel, pk);
-      }
+      if (only !== undefined) {
+        if (sel.ids.has(only)) {
+          const owner = ingress ? ctx.local : ctx.identities.get(only);
+          for (const pk of hasNamed ? portKeys(rule.ports, owner) : fixedPortKeys(rule)) out.one(only, pk);
+        }
+      } else if (hasNamed) {
+        for (const id of sel.ids)
+          for (const pk of portKeys(rule.ports, ingress ? ctx.local : ctx.identities.get(id)))
+            out.one(id, pk);
+      } else for (const pk of fixedPortKeys(rule)) out.many(sel, pk);
       if (!sel.allPods) continue;
     }
     const wildId = sel.kind === 'all' ? ID.WILDCARD : ID.ALL_PODS;
@@ -112,7 +104,6 @@ function forEachRuleKey(
     // Egress named ports resolve per destination: numbered ports stay wildcard, names expand.
     const numbered = rule.ports!.filter((p) => p.kind === 'range');
     if (wild && numbered.length > 0) for (const pk of portKeys(numbered, undefined)) out.one(wildId, pk);
-    if (!ids) continue;
     const named = rule.ports!.filter((p) => p.kind === 'named');
     const byName = new Set<number>();
     for (const p of named)
@@ -133,18 +124,11 @@ function hasNamedPorts(rule: Rule): boolean {
  * The keys of a rule. Those of rules with named ports (resolved per identity) are cached per rule when
  * they do not depend on the endpoint; the others come straight from the (cached) selections.
  */
-function eachRuleKey(
-  rule: Rule,
-  ctx: LowerContext,
-  only: number | undefined,
-  wild: boolean,
-  ids: boolean,
-  out: Emitter,
-): void {
+function eachRuleKey(rule: Rule, ctx: LowerContext, only: number | undefined, out: Emitter): void {
   // Keys of ingress rules with named ports depend on the endpoint's own ports: not shared.
   const cacheable = ctx.keyCache && only === undefined && hasNamedPorts(rule) && ctx.direction === 'egress';
   if (!cacheable) {
-    forEachRuleKey(rule, ctx, only, wild, ids, out);
+    forEachRuleKey(rule, ctx, only, out);
     return;
   }
   let keys = ctx.keyCache!.get(rule);
@@ -152,7 +136,7 @@ function eachRuleKey(
     const all: MapStateKey[] = [];
     const push = (identity: number, pk: PortKey) =>
       all.push({ identity, proto: pk.proto, port: pk.port, plen: pk.plen });
-    forEachRuleKey(rule, ctx, only, true, true, {
+    forEachRuleKey(rule, ctx, undefined, {
       one: push,
       many: (sel, pk) => {
         for (const id of sel.ids) push(id, pk);
@@ -160,7 +144,7 @@ function eachRuleKey(
     });
     ctx.keyCache!.set(rule, (keys = all));
   }
-  for (const k of keys) if (keyOnly(k.identity) ? wild : ids) out.one(k.identity, k);
+  for (const k of keys) out.one(k.identity, k);
 }
 
 export type Layer = 'admin' | 'lower';
@@ -305,7 +289,7 @@ export function lowerLayer(
     deny = v === 'deny';
     rule = r.id;
     lastPk = undefined;
-    eachRuleKey(r, ctx, only, only === undefined, true, out);
+    eachRuleKey(r, ctx, only, out);
   };
   const lowerAll = () => {
     if (layer === 'admin') {
