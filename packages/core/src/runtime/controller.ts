@@ -72,6 +72,18 @@ type EffectivePolicyObject = ReturnType<typeof buildEffectivePolicy>;
 
 const GW = '/apis/gateway.networking.k8s.io/v1';
 
+/** A lane's pending work for this pass, emptied (undefined for a full pass: everything is looked at). */
+function take<T>(pending: Set<T>, full: boolean): T[] | undefined {
+  const items = full ? undefined : [...pending];
+  pending.clear();
+  return items;
+}
+
+/** Pending work back after a failed pass, for the retry. */
+function putBack<T>(pending: Set<T>, items: T[] | undefined): void {
+  for (const i of items ?? []) pending.add(i);
+}
+
 export class PolicyController {
   readonly engine: PolicyEngine;
   readonly metrics = new Metrics();
@@ -366,12 +378,9 @@ export class PolicyController {
     const full = this.full;
     this.full = false;
     try {
-      const routes = full ? undefined : [...this.pendingRoutes];
-      const policies = full ? undefined : [...this.pendingPolicies];
-      const effective = full ? undefined : [...this.pendingEffective];
-      this.pendingRoutes.clear();
-      this.pendingPolicies.clear();
-      this.pendingEffective.clear();
+      const routes = take(this.pendingRoutes, full);
+      const policies = take(this.pendingPolicies, full);
+      const effective = take(this.pendingEffective, full);
       // What the downstream lane must look at after this flush.
       if (full) this.downstreamFull = true;
       else for (const p of policies ?? []) this.pendingAffected.add(p);
@@ -382,9 +391,9 @@ export class PolicyController {
       } catch (e) {
         // Keep what was not done for the retry (conservatively: all of it).
         if (full) this.full = true;
-        for (const r of routes ?? []) this.pendingRoutes.add(r);
-        for (const p of policies ?? []) this.pendingPolicies.add(p);
-        for (const k of effective ?? []) this.pendingEffective.add(k);
+        putBack(this.pendingRoutes, routes);
+        putBack(this.pendingPolicies, policies);
+        putBack(this.pendingEffective, effective);
         throw e;
       }
       if (full) this.reconcileStats.full++;
@@ -403,20 +412,17 @@ export class PolicyController {
     if (!this.elector.leader) return 'not-leader';
     const full = this.downstreamFull;
     this.downstreamFull = false;
-    const gateways = full ? undefined : [...this.pendingGateways];
-    const rendered = full ? undefined : [...this.pendingRendered];
-    const affected = full ? undefined : [...this.pendingAffected];
-    this.pendingGateways.clear();
-    this.pendingRendered.clear();
-    this.pendingAffected.clear();
+    const gateways = take(this.pendingGateways, full);
+    const rendered = take(this.pendingRendered, full);
+    const affected = take(this.pendingAffected, full);
     try {
       await this.publishRendered(gateways, rendered);
       await this.publishAffected(affected);
     } catch (e) {
       if (full) this.downstreamFull = true;
-      for (const g of gateways ?? []) this.pendingGateways.add(g);
-      for (const k of rendered ?? []) this.pendingRendered.add(k);
-      for (const p of affected ?? []) this.pendingAffected.add(p);
+      putBack(this.pendingGateways, gateways);
+      putBack(this.pendingRendered, rendered);
+      putBack(this.pendingAffected, affected);
       throw e;
     }
     return full ? 'full' : 'incremental';
