@@ -12,6 +12,15 @@ const apiKey = {
   credentials: { authorizationHeader: { prefix: 'APIKEY' } },
 };
 const jwt = { jwt: { issuerUrl: 'https://sso.example.com' } };
+/** The platform team's gateway default: API keys, whose Secrets live in infra. */
+const platformKeys = () =>
+  policy(
+    'platform',
+    'infra',
+    { kind: 'Gateway', name: 'gw' },
+    { defaults: { rules: { authentication: { keys: apiKey } } } },
+    AP,
+  );
 const grant = (from: string): ReferenceGrant => ({
   namespace: 'infra',
   name: 'g',
@@ -55,15 +64,7 @@ describe('AuthPolicy -> Authorino AuthConfig', () => {
   });
 
   it("a gateway default's API-key selector is refused in a team's route without a ReferenceGrant: fail closed", () => {
-    const cs = configs([
-      policy(
-        'platform',
-        'infra',
-        { kind: 'Gateway', name: 'gw' },
-        { defaults: { rules: { authentication: { keys: apiKey } } } },
-        AP,
-      ),
-    ]);
+    const cs = configs([platformKeys()]);
     const [c] = of(cs, 'r3');
     expect(c!.metadata.namespace).toBe('app');
     expect(c!.spec.authentication).toBeUndefined();
@@ -77,40 +78,13 @@ describe('AuthPolicy -> Authorino AuthConfig', () => {
   });
 
   it('with a ReferenceGrant in infra the AuthConfig is placed in infra, where the Secrets are (never copied)', () => {
-    const cs = configs(
-      [
-        policy(
-          'platform',
-          'infra',
-          { kind: 'Gateway', name: 'gw' },
-          { defaults: { rules: { authentication: { keys: apiKey } } } },
-          AP,
-        ),
-      ],
-      [grant('app')],
-    );
+    const cs = configs([platformKeys()], [grant('app')]);
     const [c] = of(cs, 'r3');
     expect(c!.metadata).toMatchObject({ name: 'app.r3.gw', namespace: 'infra' });
     expect(c!.spec.authentication).toEqual({ keys: apiKey });
     expect(c!.metadata.annotations['cascade.dev/refused-references']).toBeUndefined();
     // A grant for another namespace does not count.
-    expect(
-      of(
-        configs(
-          [
-            policy(
-              'platform',
-              'infra',
-              { kind: 'Gateway', name: 'gw' },
-              { defaults: { rules: { authentication: { keys: apiKey } } } },
-              AP,
-            ),
-          ],
-          [grant('other')],
-        ),
-        'r3',
-      )[0]!.metadata.namespace,
-    ).toBe('app');
+    expect(of(configs([platformKeys()], [grant('other')]), 'r3')[0]!.metadata.namespace).toBe('app');
   });
 
   it("Secrets from the route's own namespace and a granted one cannot share one AuthConfig: the foreign rule is refused", () => {
