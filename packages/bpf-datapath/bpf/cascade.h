@@ -45,6 +45,9 @@ struct endpoint_value {
 	/* bumped whenever a table id changes: conntrack entries of older revisions are re-judged */
 	__u32 revision;
 	__u32 identity;
+	/* the host-side interface the endpoint's packets use (found from the kernel, never from pod
+	 * metadata): a packet of this address on any other interface is spoofed or misdelivered */
+	__u32 ifindex;
 };
 
 /* policy: LPM over (table, identity, proto, port prefix); prefixlen counts bits after itself:
@@ -81,6 +84,8 @@ struct ct_value {
 	__u8 closing;     /* a TCP FIN or RST was seen: collected after a short idle time */
 	__u8 pad;
 	__u32 seen;       /* config clock (seconds) of the last packet: idle flows are collected */
+	__u32 ifindex;    /* interface of the endpoint when judged: an entry only answers there */
+	__u32 pad2;
 	__u64 created_ns;
 };
 
@@ -130,6 +135,25 @@ struct flow_event {
 	__u32 precedence;
 };
 
+/* fragments: the first fragment of a datagram records its L4 protocol and ports; later fragments
+ * (which carry no ports) take them, or are dropped when their first fragment was not seen */
+struct frag_key {
+	__u8 src[16];
+	__u8 dst[16];
+	__u32 id;  /* IPv4 identification (16 bits) or IPv6 fragment header identification */
+	__u8 proto; /* IPv4 protocol, or the fragment header's next header */
+	__u8 pad[3];
+};
+struct frag_value {
+	__u16 sport;
+	__u16 dport; /* host order */
+	__u8 proto;  /* the upper-layer protocol found in the first fragment */
+	__u8 pad[3];
+};
+
+/* IPv6 extension headers walked to reach the upper layer; a longer chain is dropped */
+#define MAX_EXTHDRS 8
+
 /* counters (per CPU): index */
 #define CNT_ALLOW 0
 #define CNT_DENY 1
@@ -138,6 +162,13 @@ struct flow_event {
 #define CNT_MALFORMED 4
 #define CNT_NOT_ENDPOINT 5
 #define CNT_VERDICT_CACHED 6
-#define CNT_MAX 8
+#define CNT_SPOOFED 7         /* from a pod: a source that is not one of its addresses (IP, ARP, NDP) */
+#define CNT_BAD_L2 8          /* VLAN-tagged frames and ethertypes other than IPv4, IPv6, ARP */
+#define CNT_FRAG_UNTRACKED 9  /* a later fragment whose first fragment was not seen */
+#define CNT_FRAG_BAD 10       /* first fragments without the full L4 header, overlapping fragments */
+#define CNT_EXTHDRS 11        /* more than MAX_EXTHDRS IPv6 extension headers */
+#define CNT_ICMP_RELATED 12   /* ICMP errors passed as related to an allowed flow */
+#define CNT_NDP 13            /* IPv6 neighbour discovery and MLD passed */
+#define CNT_MAX 16
 
 #endif

@@ -13,9 +13,15 @@
 //                          the config clock; defaults CT_IDLE_*): ok SCANNED DELETED
 //   dump MAP               ok N, then N lines "KEYHEX VALHEX"
 //   sum MAP KEYHEX         sum of a per-CPU u64 slot
-//   run PROG PKTHEX [REPEAT]  BPF_PROG_TEST_RUN: ok RETVAL AVG_NS
+//   run PROG PKTHEX [REPEAT [IFINDEX]]  BPF_PROG_TEST_RUN (on IFINDEX, default loopback):
+//                          ok RETVAL AVG_NS
 //   events                 drain the ring buffer: ok N, then N lines of event hex
-//   attach IFNAME ingress|egress PROG | detach IFNAME ingress|egress
+//   attach IF ingress|egress PROG | detach IF ingress|egress   IF: an ifindex, or a name matching
+//                          ^[A-Za-z0-9_.@-]{1,15}$ (anything else is refused)
+//   tclist                 interfaces whose tc hooks hold our programs: ok N, then N lines
+//                          "IFINDEX INGRESS EGRESS" (1 where ours is attached at handle 1/prio 1)
+// Commands are single lines of printable tokens (the TypeScript side refuses anything else); the
+// only binary payloads are the length-counted records of writeb/eraseb.
 //   quit
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -52,6 +58,33 @@ static int unhex(const char *s, unsigned char *out, size_t max) {
 	}
 	return (int)(n / 2);
 }
+/* An interface by ifindex (decimal) or by a name of the kernel's charset for names we accept. */
+static int iface_index(const char *s) {
+	if (!s || !*s) return 0;
+	int digits = 1, ok = 1;
+	size_t n = strlen(s);
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (c < '0' || c > '9') digits = 0;
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '@' || c == '-')) ok = 0;
+	}
+	if (digits) return n <= 9 ? atoi(s) : 0;
+	if (!ok || n > 15) return 0;
+	return (int)if_nametoindex(s);
+}
+static __u32 prog_id(int fd) {
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	return fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len) ? info.id : 0;
+}
+/* 1 when our program is at handle 1 / priority 1 of that hook */
+static int tc_has(int ifindex, enum bpf_tc_attach_point where, __u32 want) {
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = where);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = 1, .priority = 1);
+	if (bpf_tc_query(&hook, &o)) return 0;
+	return want && o.prog_id == want;
+}
+
 static void puthex(const unsigned char *b, size_t n) { for (size_t i = 0; i < n; i++) printf("%02x", b[i]); }
 
 static int map_index(const char *name) {
@@ -75,8 +108,8 @@ static void add_map(const char *name, int fd) {
 }
 
 static int do_open(const char *dir) {
-	static const char *map_names[] = {"cascade_ipcache", "cascade_hosts", "cascade_verdicts", "cascade_config", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_counters", "cascade_events"};
-	static const char *prog_names[] = {"from_endpoint", "to_endpoint"};
+	static const char *map_names[] = {"cascade_ipcache", "cascade_hosts", "cascade_verdicts", "cascade_config", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_frags", "cascade_counters", "cascade_events"};
+	static const char *prog_names[] = {"from_endpoint", "to_endpoint", "bench_baseline"};
 	char path[512];
 	nmaps = nprogs = 0;
 	for (unsigned i = 0; i < sizeof(map_names) / sizeof(*map_names); i++) {
@@ -317,7 +350,10 @@ int main(void) {
 			int n = b ? unhex(b, val, sizeof(val)) : -1;
 			if (fd < 0 || n < 0) { printf("err bad program or packet\n"); goto next; }
 			unsigned char out[4096];
+			char *ifx = strtok(NULL, " ");
+			struct __sk_buff ctx = {.ifindex = ifx ? (__u32)iface_index(ifx) : 0};
 			LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = val, .data_size_in = (__u32)n, .data_out = out, .data_size_out = sizeof(out), .repeat = c ? (unsigned)atoi(c) : 1);
+			if (ifx) { opts.ctx_in = &ctx; opts.ctx_size_in = sizeof(ctx); }
 			if (bpf_prog_test_run_opts(fd, &opts)) printf("err run: %s\n", strerror(errno));
 			else printf("ok %u %u\n", opts.retval, opts.duration);
 		} else if (!strcmp(cmd, "events")) {
@@ -330,8 +366,8 @@ int main(void) {
 			ring_buffer__free(rb);
 			printf("ok %d\n", events_seen);
 		} else if (!strcmp(cmd, "attach") || !strcmp(cmd, "detach")) {
-			int ifindex = a ? (int)if_nametoindex(a) : 0;
-			if (!ifindex || !b) { printf("err no interface\n"); goto next; }
+			int ifindex = iface_index(a);
+			if (ifindex <= 0 || !b || (strcmp(b, "ingress") && strcmp(b, "egress"))) { printf("err no interface\n"); goto next; }
 			LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = !strcmp(b, "ingress") ? BPF_TC_INGRESS : BPF_TC_EGRESS);
 			LIBBPF_OPTS(bpf_tc_opts, topts, .handle = 1, .priority = 1);
 			if (!strcmp(cmd, "attach")) {
@@ -347,7 +383,22 @@ int main(void) {
 				int r = bpf_tc_detach(&hook, &topts);
 				if (r && r != -ENOENT) printf("err detach: %s\n", strerror(-r)); else printf("ok\n");
 			}
-		} else printf("err unknown command %s\n", cmd);
+		} else if (!strcmp(cmd, "tclist")) {
+			__u32 in_id = prog_id(prog_fd("from_endpoint")), out_id = prog_id(prog_fd("to_endpoint"));
+			struct if_nameindex *ifs = if_nameindex(), *it;
+			static char rows[1 << 20];
+			size_t used = 0;
+			int n = 0;
+			for (it = ifs; it && it->if_index; it++) {
+				int i = tc_has((int)it->if_index, BPF_TC_INGRESS, in_id), e = tc_has((int)it->if_index, BPF_TC_EGRESS, out_id);
+				if (!i && !e) continue;
+				if (used + 32 >= sizeof(rows)) break;
+				used += (size_t)snprintf(rows + used, sizeof(rows) - used, "%u %d %d\n", it->if_index, i, e);
+				n++;
+			}
+			if (ifs) if_freenameindex(ifs);
+			printf("ok %d\n%s", n, rows);
+		} else printf("err unknown command\n");
 	next:
 		fflush(stdout);
 	}

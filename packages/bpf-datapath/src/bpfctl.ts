@@ -10,6 +10,8 @@ type Pending = {
   reject: (e: Error) => void;
 };
 
+const COMMAND = /^[\x21-\x7e]+(?: [\x21-\x7e]+)*$/;
+
 export class Bpfctl {
   private readonly proc: ChildProcessWithoutNullStreams;
   private readonly queue: Pending[] = [];
@@ -66,6 +68,12 @@ export class Bpfctl {
     multi: Pending['multi'] = 'none',
   ): Promise<string[]> {
     if (this.closed) throw new Error('bpfctl is not running');
+    // One line of printable tokens: no value can smuggle a second command in (binary-safe protocol;
+    // the only raw bytes are writeb/eraseb records, counted by the command).
+    if (!COMMAND.test(command))
+      throw new Error(`bpfctl: refusing a malformed command ${JSON.stringify(command.slice(0, 80))}`);
+    if (!Buffer.isBuffer(payload) && payload.some((l) => !COMMAND.test(l)))
+      throw new Error('bpfctl: refusing a malformed payload line');
     const answer = new Promise<string[]>((resolve, reject) =>
       this.queue.push({ multi, lines: [], need: 0, resolve, reject }),
     );

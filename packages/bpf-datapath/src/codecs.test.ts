@@ -24,7 +24,7 @@ import {
   policyPrefixlen,
   SIZES,
 } from './codecs.ts';
-import { encodeTableEntry, policyRecords, type TableEntry, tableFingerprint } from './loader.ts';
+import { encodeTableEntry, policyRecords, type TableEntry, tableFingerprint } from './state.ts';
 
 describe('codecs', () => {
   it('encode to the C layout sizes', () => {
@@ -43,6 +43,7 @@ describe('codecs', () => {
         ],
         revision: 5,
         identity: 6,
+        ifindex: 7,
       }),
     ).toHaveLength(SIZES.endpointValue);
   });
@@ -64,6 +65,7 @@ describe('codecs', () => {
       ] as [[number, number], [number, number]],
       revision: 0xffffffff,
       identity: 300,
+      ifindex: 0x7fffffff,
     };
     expect(decodeEndpointValue(encodeEndpointValue(ep))).toEqual(ep);
   });
@@ -86,6 +88,7 @@ describe('codecs', () => {
       verdict: 'deny' as const,
       closing: true,
       seen: 4_000_000,
+      ifindex: 42,
       createdNs: 123456789012345n,
     };
     expect(encodeCtValue(cv)).toHaveLength(SIZES.ctValue);
@@ -120,6 +123,8 @@ describe('codecs', () => {
         verdictKey: size('verdict_key'),
         verdictValue: size('verdict_value'),
         config: size('config'),
+        fragKey: size('frag_key'),
+        fragValue: size('frag_value'),
         flowEvent: undefined,
       }).toEqual({ ...SIZES, flowEvent: undefined });
       // (ring buffer records carry no BTF type: flow_event is checked by decoding real events)

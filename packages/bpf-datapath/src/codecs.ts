@@ -6,15 +6,17 @@ export const SIZES = {
   ipcacheKey: 20,
   ipcacheValue: 4,
   endpointKey: 16,
-  endpointValue: 28,
+  endpointValue: 32,
   policyKey: 15,
   policyValue: 12,
   hostKey: 16,
   ctKey: 40,
-  ctValue: 24,
+  ctValue: 32,
   verdictKey: 16,
   verdictValue: 16,
   config: 12,
+  fragKey: 40,
+  fragValue: 8,
   flowEvent: 52,
 } as const;
 
@@ -30,7 +32,16 @@ export const COUNTERS = {
   malformed: 4,
   notEndpoint: 5,
   verdictCached: 6,
+  spoofed: 7,
+  badL2: 8,
+  fragUntracked: 9,
+  fragBad: 10,
+  extHeaders: 11,
+  icmpRelated: 12,
+  ndp: 13,
 } as const;
+/** The interface BPF_PROG_TEST_RUN runs packets on (loopback): offline states bind endpoints to it. */
+export const TEST_RUN_IFINDEX = 1;
 export const DIR = { ingress: 0, egress: 1 } as const;
 
 /** An address as 16 bytes: IPv6 as is, IPv4 mapped (::ffff:a.b.c.d). */
@@ -84,6 +95,8 @@ export interface EndpointValue {
   tables: [[number, number], [number, number]];
   revision: number;
   identity: number;
+  /** Host-side interface of the endpoint: its packets on any other interface are dropped. */
+  ifindex: number;
 }
 
 export function encodeEndpointValue(v: EndpointValue): Buffer {
@@ -95,6 +108,7 @@ export function encodeEndpointValue(v: EndpointValue): Buffer {
   b.writeUInt32LE(v.tables[1][1], 16);
   b.writeUInt32LE(v.revision >>> 0, 20);
   b.writeUInt32LE(v.identity, 24);
+  b.writeUInt32LE(v.ifindex >>> 0, 28);
   return b;
 }
 export function decodeEndpointValue(b: Buffer): EndpointValue {
@@ -106,6 +120,7 @@ export function decodeEndpointValue(b: Buffer): EndpointValue {
     ],
     revision: b.readUInt32LE(20),
     identity: b.readUInt32LE(24),
+    ifindex: b.readUInt32LE(28),
   };
 }
 
@@ -236,6 +251,8 @@ export interface CtValue {
   closing: boolean;
   /** Config clock (seconds) of the flow's last packet. */
   seen: number;
+  /** Interface of the endpoint when the flow was judged: the entry answers only there. */
+  ifindex: number;
   createdNs: bigint;
 }
 export function encodeCtValue(v: CtValue): Buffer {
@@ -246,7 +263,8 @@ export function encodeCtValue(v: CtValue): Buffer {
   b.writeUInt8(VERDICT[v.verdict], 9);
   b.writeUInt8(v.closing ? 1 : 0, 10);
   b.writeUInt32LE(v.seen >>> 0, 12);
-  b.writeBigUInt64LE(v.createdNs, 16);
+  b.writeUInt32LE(v.ifindex >>> 0, 16);
+  b.writeBigUInt64LE(v.createdNs, 24);
   return b;
 }
 export function decodeCtValue(b: Buffer): CtValue {
@@ -257,7 +275,8 @@ export function decodeCtValue(b: Buffer): CtValue {
     verdict: b.readUInt8(9) === VERDICT.deny ? 'deny' : 'allow',
     closing: b.readUInt8(10) !== 0,
     seen: b.readUInt32LE(12),
-    createdNs: b.readBigUInt64LE(16),
+    ifindex: b.readUInt32LE(16),
+    createdNs: b.readBigUInt64LE(24),
   };
 }
 

@@ -5,3 +5,4 @@ export * from './codecs.ts';
 export * from './loader.ts';
 export * from './packet.ts';
 export * from './reference.ts';
+export * from './state.ts';

@@ -28,192 +28,24 @@ import {
   EP_FLAGS,
   encodeConfig,
   encodeEndpointValue,
-  encodeIpcacheKey,
   encodeIpcacheValue,
-  encodePolicyKey,
-  encodePolicyValue,
   type FlowEvent,
-  SIZES,
-  VERDICT,
-  type VerdictName,
+  TEST_RUN_IFINDEX,
 } from './codecs.ts';
-
-export interface TableEntry {
-  identity: number;
-  proto: number;
-  port: number;
-  plen: number;
-  precedence: number;
-  verdict: VerdictName;
-  rule: number;
-}
-
-export interface DesiredEndpoint {
-  ip: string;
-  identity: number;
-  flags: number;
-  tables: Record<'ingress' | 'egress', { admin: string; lower: string }>;
-}
-
-export interface DesiredState {
-  /** CIDR or plain address (a host prefix) -> identity. */
-  ipcache: { prefix: string; identity: number }[];
-  endpoints: DesiredEndpoint[];
-  tables: Map<string, TableEntry[]>;
-}
-
-export interface SyncReport {
-  entriesWritten: number;
-  entriesDeleted: number;
-  tablesCreated: number;
-  tablesFreed: number;
-  tablesPatchedInPlace: number;
-  endpointsSwitched: number;
-  ipcacheWritten: number;
-  refused: { table: string; entries: number; error: string }[];
-  failClosed: string[];
-}
+import {
+  type DesiredState,
+  entryKey,
+  HOST_PREFIXLEN_HEX,
+  ipcacheKeyOf,
+  isHostKey,
+  policyRecords,
+  sameValue,
+  type SyncReport,
+  type TableEntry,
+  tableFingerprint,
+} from './state.ts';
 
 const hex = (b: Buffer) => b.toString('hex');
-
-/** The ipcache key of a CIDR or plain address (IPv4 as IPv4-mapped IPv6: prefixlen + 96). */
-export function ipcacheKeyOf(prefix: string): Buffer {
-  const [ip, len] = prefix.split('/') as [string, string | undefined];
-  const v4 = /^\d+\.\d+\.\d+\.\d+$/.test(ip);
-  const l = len === undefined ? (v4 ? 32 : 128) : Number(len);
-  return encodeIpcacheKey({ prefixlen: v4 ? l + 96 : l, addr: addr16(ip) });
-}
-
-/** Host prefixes (/32, /128) live in the exact-match cascade_hosts map, the rest in the LPM trie. */
-const HOST_PREFIXLEN_HEX = '80000000'; // prefixlen 128, little endian
-const isHostKey = (lpmKeyHex: string) => lpmKeyHex.startsWith(HOST_PREFIXLEN_HEX);
-
-/** One rule-set entry as the policy map holds it in table `table`. */
-export function encodeTableEntry(table: number, e: TableEntry): [Buffer, Buffer] {
-  return [
-    encodePolicyKey({ table, identity: e.identity, proto: e.proto, port: e.port, plen: e.plen }),
-    encodePolicyValue({ precedence: e.precedence, verdict: e.verdict, matchLen: matchLen(e), rule: e.rule }),
-  ];
-}
-
-/**
- * The map contents a fresh datapath holds for `desired` (tables numbered 1.. in order): what the
- * loader writes on a first sync (endpoint revisions 1.. in order), computed offline (for `cascadectl netpol maps` and the reference
- * datapath without a kernel).
- */
-export function encodeState(desired: DesiredState): {
-  /** cascade_ipcache (LPM): CIDRs shorter than a host prefix */
-  ipcache: [Buffer, Buffer][];
-  /** cascade_hosts (hash): host addresses */
-  hosts: [Buffer, Buffer][];
-  endpoints: [Buffer, Buffer][];
-  policy: [Buffer, Buffer][];
-  tableNumbers: Map<string, number>;
-} {
-  const tableNumbers = new Map<string, number>();
-  const policy: [Buffer, Buffer][] = [];
-  for (const [key, entries] of desired.tables) {
-    const n = tableNumbers.size + 1;
-    tableNumbers.set(key, n);
-    for (const e of entries) policy.push(encodeTableEntry(n, e));
-  }
-  const endpoints = desired.endpoints.map((ep, i): [Buffer, Buffer] => {
-    const t = (d: 'ingress' | 'egress', l: 'admin' | 'lower') => tableNumbers.get(ep.tables[d][l]) ?? 0;
-    const tables: EndpointValue['tables'] = [
-      [t('ingress', 'admin'), t('ingress', 'lower')],
-      [t('egress', 'admin'), t('egress', 'lower')],
-    ];
-    const flags = tables.flat().includes(0) ? ep.flags | EP_FLAGS.FAIL_CLOSED : ep.flags;
-    return [addr16(ep.ip), encodeEndpointValue({ flags, tables, identity: ep.identity, revision: i + 1 })];
-  });
-  const ipcache: [Buffer, Buffer][] = [];
-  const hosts: [Buffer, Buffer][] = [];
-  for (const e of desired.ipcache) {
-    const k = ipcacheKeyOf(e.prefix);
-    if (isHostKey(k.toString('hex'))) hosts.push([k.subarray(4), encodeIpcacheValue(e.identity)]);
-    else ipcache.push([k, encodeIpcacheValue(e.identity)]);
-  }
-  return { ipcache, hosts, endpoints, policy, tableNumbers };
-}
-
-/** Entry content without the table id and value: its place in a table. */
-const entryKey = (e: TableEntry) =>
-  `${e.identity}/${e.proto}/${e.proto === 0 ? 0 : e.port}/${e.proto === 0 ? 0 : e.plen}`;
-const matchLen = (e: TableEntry) => (e.proto === 0 ? 0 : 8 + e.plen);
-const sameValue = (a: TableEntry, b: TableEntry) =>
-  a.precedence >>> 0 === b.precedence >>> 0 &&
-  a.verdict === b.verdict &&
-  a.rule >>> 0 === b.rule >>> 0 &&
-  matchLen(a) === matchLen(b);
-
-/** Policy map records (key, or key + value) of `entries` in table `table`, back to back: the binary
- * payload of bpfctl's writeb/eraseb, encoded without a Buffer per entry (same bytes as the codecs). */
-export function policyRecords(table: number, entries: readonly TableEntry[], values: boolean): Buffer {
-  const size = SIZES.policyKey + (values ? SIZES.policyValue : 0);
-  const b = Buffer.alloc(size * entries.length);
-  let o = 0;
-  for (const e of entries) {
-    const any = e.proto === 0;
-    b.writeUInt32LE(any ? 64 : 72 + e.plen, o);
-    b.writeUInt32LE(table >>> 0, o + 4);
-    b.writeUInt32LE(e.identity >>> 0, o + 8);
-    b.writeUInt8(e.proto, o + 12);
-    b.writeUInt16BE(any ? 0 : e.port, o + 13);
-    if (values) {
-      b.writeUInt32LE(e.precedence >>> 0, o + 15);
-      b.writeUInt8(VERDICT[e.verdict], o + 19);
-      b.writeUInt8(matchLen(e), o + 20);
-      b.writeUInt32LE(e.rule >>> 0, o + 23);
-    }
-    o += size;
-  }
-  return b;
-}
-
-/** 32-bit finaliser (murmur3 fmix32). */
-function fmix(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
-}
-
-/**
- * A table's content as an order-independent 64-bit multiset hash (the sum of two independent 32-bit
- * hashes of every encoded entry) plus its size: computed without allocating, so a sync compares
- * thousands of tables by content cheaply. Equal content gives an equal fingerprint; two different
- * contents share one with probability about 2^-64 per pair of tables.
- */
-export function tableFingerprint(entries: readonly TableEntry[]): string {
-  const known = fingerprints.get(entries);
-  if (known !== undefined) return known;
-  let a = 0;
-  let b = 0;
-  for (const e of entries) {
-    const any = e.proto === 0;
-    const where = ((e.proto & 255) << 24) | ((any ? 0 : e.port & 0xffff) << 8) | (any ? 0 : e.plen);
-    const what = (VERDICT[e.verdict] << 8) | matchLen(e);
-    let h = fmix(e.identity ^ 0x9e3779b9);
-    h = fmix(h ^ where);
-    h = fmix(h ^ e.precedence);
-    h = fmix(h ^ e.rule);
-    h = fmix(h ^ what);
-    a = (a + h) >>> 0;
-    b = (b + fmix(h ^ 0x5bd1e995)) >>> 0;
-  }
-  const f = `${entries.length}:${a.toString(36)}:${b.toString(36)}`;
-  // The fingerprint is remembered for this array: it and its entries are frozen, so that changing
-  // them in place later throws instead of going unseen.
-  for (const e of entries) Object.freeze(e);
-  fingerprints.set(Object.freeze(entries), f);
-  return f;
-}
-/**
- * Fingerprints by array: a caller that hands the same (unchanged) array to every sync, as netpolicy's
- * datapathState does for tables that did not change, pays for each table once.
- */
-const fingerprints = new WeakMap<readonly TableEntry[], string>();
 
 const monotonicSeconds = () => Number(process.hrtime.bigint() / 1_000_000_000n);
 
@@ -234,6 +66,7 @@ const endpointKeyHex = keyHexCache(addr16);
 
 const sameEndpoint = (a: EndpointValue, b: EndpointValue) =>
   a.flags === b.flags &&
+  a.ifindex === b.ifindex &&
   a.identity === b.identity &&
   a.revision === b.revision &&
   a.tables[0][0] === b.tables[0][0] &&
@@ -267,6 +100,18 @@ class KernelTable {
     this.entries = [...this.byKey().values()];
     this.fingerprint = tableFingerprint(this.entries);
   }
+}
+
+const IFNAME = /^[A-Za-z0-9_.@-]{1,15}$/;
+/** An interface argument for bpfctl: a positive ifindex, or a name of a safe charset (else throws). */
+export function interfaceArg(iface: number | string): string {
+  if (typeof iface === 'number') {
+    if (!Number.isInteger(iface) || iface <= 0 || iface > 0x7fffffff) throw new Error(`bad ifindex ${iface}`);
+    return String(iface);
+  }
+  if (!IFNAME.test(iface) || /^\d+$/.test(iface))
+    throw new Error(`bad interface name ${JSON.stringify(iface)}`);
+  return iface;
 }
 
 export class Datapath {
@@ -589,6 +434,7 @@ export class Datapath {
         flags,
         tables,
         identity: ep.identity,
+        ifindex: ep.ifindex,
         revision: changedTables ? (this.revision = (this.revision + 1) >>> 0) : prev.revision,
       };
       wantEndpoints.set(k, v);
@@ -639,12 +485,14 @@ export class Datapath {
     return report;
   }
 
+  /** BPF_PROG_TEST_RUN of one packet (repeated), as if it crossed interface `ifindex` (loopback). */
   async run(
-    prog: 'from_endpoint' | 'to_endpoint',
+    prog: 'from_endpoint' | 'to_endpoint' | 'bench_baseline',
     packet: Buffer,
     repeat = 1,
+    ifindex = TEST_RUN_IFINDEX,
   ): Promise<{ retval: number; ns: number }> {
-    const [line] = await this.ctl.send(`run ${prog} ${hex(packet)}${repeat > 1 ? ` ${repeat}` : ''}`);
+    const [line] = await this.ctl.send(`run ${prog} ${hex(packet)} ${repeat} ${ifindex}`);
     const [, r, d] = line!.split(' ');
     return { retval: Number(r), ns: Number(d) };
   }
@@ -674,15 +522,32 @@ export class Datapath {
     await this.deletes('cascade_ct', keys);
   }
 
-  async attach(ifname: string): Promise<void> {
+  /** Attaches both programs to an interface (by ifindex, or by a name the kernel allows). */
+  async attach(iface: number | string): Promise<void> {
+    const i = interfaceArg(iface);
     // tc ingress of the host-side interface sees what the pod sends: the pod's egress.
-    await this.ctl.send(`attach ${ifname} ingress from_endpoint`);
-    await this.ctl.send(`attach ${ifname} egress to_endpoint`);
+    await this.ctl.send(`attach ${i} ingress from_endpoint`);
+    await this.ctl.send(`attach ${i} egress to_endpoint`);
   }
 
-  async detach(ifname: string): Promise<void> {
-    await this.ctl.send(`detach ${ifname} ingress`);
-    await this.ctl.send(`detach ${ifname} egress`);
+  async detach(iface: number | string): Promise<void> {
+    const i = interfaceArg(iface);
+    await this.ctl.send(`detach ${i} ingress`);
+    await this.ctl.send(`detach ${i} egress`);
+  }
+
+  /**
+   * The interfaces that carry our programs now, read from the kernel (tc hooks, handle 1 / priority
+   * 1): what an agent reconciles its attachments against. `complete` when both directions are ours.
+   */
+  async attachments(): Promise<Map<number, { ingress: boolean; egress: boolean }>> {
+    const lines = await this.ctl.send('tclist', [], 'count');
+    const out = new Map<number, { ingress: boolean; egress: boolean }>();
+    for (const l of lines.slice(1)) {
+      const [i, a, b] = l.split(' ').map(Number) as [number, number, number];
+      out.set(i, { ingress: a === 1, egress: b === 1 });
+    }
+    return out;
   }
 
   tableId(key: string): number | undefined {

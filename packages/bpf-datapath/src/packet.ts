@@ -1,4 +1,6 @@
-// Ethernet frames for BPF_PROG_TEST_RUN: IPv4/IPv6 with TCP, UDP, SCTP or any other protocol.
+// Ethernet frames for BPF_PROG_TEST_RUN: IPv4/IPv6 with TCP, UDP, SCTP or any other protocol, and the
+// shapes an attacker sends: IPv4 options, IPv6 extension-header chains, fragments, ICMP errors with an
+// embedded packet, neighbour discovery, ARP, VLAN and QinQ tags.
 import { addr16 } from './codecs.ts';
 
 export interface PacketSpec {
@@ -9,13 +11,41 @@ export interface PacketSpec {
   dport?: number;
   /** TCP flags byte (default ACK-less 0: a plain segment). */
   tcpFlags?: number;
+  /** IPv4: option words (4 bytes of NOPs each) after the 20-byte header. */
+  ipOptionWords?: number;
+  /** IPv6: extension headers before the upper layer, in order (0 hop-by-hop, 43, 44, 51, 60). */
+  extHeaders?: number[];
+  /**
+   * A fragment: IPv4 flags/offset, or an IPv6 fragment header (last in the chain). offset in bytes
+   * (a multiple of 8); a later fragment (offset > 0) carries `payload` instead of an L4 header.
+   */
+  fragment?: { id: number; offset: number; more: boolean };
+  /** Bytes of the L4 header actually sent (a tiny first fragment); default: all of it. */
+  l4Length?: number;
+  /** Raw bytes after the IP header(s) instead of an L4 header (later fragments). */
+  payload?: Buffer;
+  /** ICMP / ICMPv6 (proto 1 / 58): type, code, and the packet an error reports on (its IP header + 8 bytes). */
+  icmp?: { type: number; code?: number; embedded?: PacketSpec; body?: Buffer };
+  /** IPv4 TTL / IPv6 hop limit (default 64). */
+  hopLimit?: number;
+  /** 802.1Q / 802.1ad tags, outermost first: [tpid, vid] pairs. */
+  vlan?: [number, number][];
 }
 
 export const TCP_FLAGS = { FIN: 0x01, SYN: 0x02, RST: 0x04, ACK: 0x10 } as const;
 
 const isV4 = (ip: string) => /^\d+\.\d+\.\d+\.\d+$/.test(ip);
 
-export function buildPacket(p: PacketSpec): Buffer {
+function l4Of(p: PacketSpec): Buffer {
+  if (p.payload) return p.payload;
+  if (p.icmp) {
+    const head = Buffer.alloc(8);
+    head[0] = p.icmp.type;
+    head[1] = p.icmp.code ?? 0;
+    const inner = p.icmp.embedded ? ipPacket(p.icmp.embedded) : Buffer.alloc(0);
+    const innerHead = p.icmp.embedded ? inner.subarray(0, ipHeaderLength(p.icmp.embedded) + 8) : inner;
+    return Buffer.concat([head, innerHead, p.icmp.body ?? Buffer.alloc(0)]);
+  }
   const l4 = Buffer.alloc(p.proto === 6 ? 20 : p.proto === 17 || p.proto === 132 ? 12 : 8);
   if (p.proto === 6 || p.proto === 17 || p.proto === 132) {
     l4.writeUInt16BE(p.sport ?? 40000, 0);
@@ -25,27 +55,91 @@ export function buildPacket(p: PacketSpec): Buffer {
     l4[12] = 0x50;
     l4[13] = p.tcpFlags ?? 0;
   }
-  const eth = Buffer.alloc(14);
-  eth.fill(0xaa, 0, 6);
-  eth.fill(0xbb, 6, 12);
+  return p.l4Length === undefined ? l4 : l4.subarray(0, p.l4Length);
+}
+
+function ipHeaderLength(p: PacketSpec): number {
+  if (isV4(p.src) && isV4(p.dst)) return 20 + 4 * (p.ipOptionWords ?? 0);
+  return 40 + 8 * (p.extHeaders?.length ?? 0) + (p.fragment ? 8 : 0);
+}
+
+/** The IP packet (no Ethernet header). */
+export function ipPacket(p: PacketSpec): Buffer {
+  const l4 = l4Of(p);
   if (isV4(p.src) && isV4(p.dst)) {
-    eth.writeUInt16BE(0x0800, 12);
-    const ip = Buffer.alloc(20);
-    ip[0] = 0x45;
-    ip.writeUInt16BE(20 + l4.length, 2);
-    ip[8] = 64;
+    const hl = 20 + 4 * (p.ipOptionWords ?? 0);
+    const ip = Buffer.alloc(hl, 1); // option bytes: NOP
+    ip[0] = 0x40 | (hl / 4);
+    ip[1] = 0;
+    ip.writeUInt16BE(hl + l4.length, 2);
+    ip.writeUInt16BE(p.fragment?.id ?? 0, 4);
+    const fo = p.fragment ? (p.fragment.more ? 0x2000 : 0) | (p.fragment.offset >> 3) : 0;
+    ip.writeUInt16BE(fo, 6);
+    ip[8] = p.hopLimit ?? 64;
     ip[9] = p.proto;
+    ip.writeUInt16BE(0, 10);
     addr16(p.src).copy(ip, 12, 12, 16);
     addr16(p.dst).copy(ip, 16, 12, 16);
-    return Buffer.concat([eth, ip, l4]);
+    return Buffer.concat([ip, l4]);
   }
-  eth.writeUInt16BE(0x86dd, 12);
+  // IPv6: the chain is extHeaders..., then the fragment header, then the upper layer
+  const chain = [...(p.extHeaders ?? []), ...(p.fragment ? [44] : [])];
+  const ext: Buffer[] = chain.map((type, i) => {
+    const h = Buffer.alloc(8);
+    h[0] = i + 1 < chain.length ? chain[i + 1]! : p.proto;
+    if (type === 44 && p.fragment) {
+      h.writeUInt16BE((p.fragment.offset & 0xfff8) | (p.fragment.more ? 1 : 0), 2);
+      h.writeUInt32BE(p.fragment.id >>> 0, 4);
+    } else if (type === 51)
+      h[1] = 0; // AH: (0 + 2) * 4 = 8 bytes
+    else h[1] = 0; // (0 + 1) * 8 = 8 bytes
+    return h;
+  });
   const ip6 = Buffer.alloc(40);
   ip6[0] = 0x60;
-  ip6.writeUInt16BE(l4.length, 4);
-  ip6[6] = p.proto;
-  ip6[7] = 64;
+  const rest = Buffer.concat([...ext, l4]);
+  ip6.writeUInt16BE(rest.length, 4);
+  ip6[6] = chain.length ? chain[0]! : p.proto;
+  ip6[7] = p.hopLimit ?? 64;
   addr16(p.src).copy(ip6, 8);
   addr16(p.dst).copy(ip6, 24);
-  return Buffer.concat([eth, ip6, l4]);
+  return Buffer.concat([ip6, rest]);
+}
+
+function ethernet(ethertype: number, vlan: [number, number][] = []): Buffer {
+  const eth = Buffer.alloc(12 + 4 * vlan.length + 2);
+  eth.fill(0xaa, 0, 6);
+  eth.fill(0xbb, 6, 12);
+  vlan.forEach(([tpid, vid], i) => {
+    eth.writeUInt16BE(tpid, 12 + 4 * i);
+    eth.writeUInt16BE(vid & 0xfff, 14 + 4 * i);
+  });
+  eth.writeUInt16BE(ethertype, 12 + 4 * vlan.length);
+  return eth;
+}
+
+export function buildPacket(p: PacketSpec): Buffer {
+  const v4 = isV4(p.src) && isV4(p.dst);
+  return Buffer.concat([ethernet(v4 ? 0x0800 : 0x86dd, p.vlan), ipPacket(p)]);
+}
+
+/** An Ethernet/IPv4 ARP request or reply: who-has `targetIp` tell `senderIp`. */
+export function buildArp(senderIp: string, targetIp: string, op: 1 | 2 = 1): Buffer {
+  const arp = Buffer.alloc(28);
+  arp.writeUInt16BE(1, 0); // Ethernet
+  arp.writeUInt16BE(0x0800, 2);
+  arp[4] = 6;
+  arp[5] = 4;
+  arp.writeUInt16BE(op, 6);
+  arp.fill(0xbb, 8, 14);
+  addr16(senderIp).copy(arp, 14, 12, 16);
+  addr16(targetIp).copy(arp, 24, 12, 16);
+  return Buffer.concat([ethernet(0x0806), arp]);
+}
+
+/** IPv6 neighbour discovery (NS 135, NA 136, RS 133, RA 134) about `target`, hop limit 255. */
+export function buildNdp(src: string, dst: string, type: number, target = '::'): Buffer {
+  const body = Buffer.alloc(16);
+  addr16(target).copy(body);
+  return buildPacket({ src, dst, proto: 58, hopLimit: 255, icmp: { type, body } });
 }
