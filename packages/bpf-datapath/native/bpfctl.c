@@ -18,6 +18,7 @@
 //   events                 drain the ring buffer: ok N, then N lines of event hex
 //   attach IF ingress|egress PROG | detach IF ingress|egress   IF: an ifindex, or a name matching
 //                          ^[A-Za-z0-9_.@-]{1,15}$ (anything else is refused)
+//   maxentries MAP         ok N: the map's capacity
 //   tclist                 interfaces whose tc hooks hold our programs: ok N, then N lines
 //                          "IFINDEX INGRESS EGRESS" (1 where ours is attached at handle 1/prio 1)
 // Commands are single lines of printable tokens (the TypeScript side refuses anything else); the
@@ -383,6 +384,12 @@ int main(void) {
 				int r = bpf_tc_detach(&hook, &topts);
 				if (r && r != -ENOENT) printf("err detach: %s\n", strerror(-r)); else printf("ok\n");
 			}
+		} else if (!strcmp(cmd, "maxentries")) {
+			int mi = a ? map_index(a) : -1;
+			struct bpf_map_info info = {};
+			__u32 len = sizeof(info);
+			if (mi < 0 || bpf_obj_get_info_by_fd(maps[mi].fd, &info, &len)) printf("err no map\n");
+			else printf("ok %u\n", info.max_entries);
 		} else if (!strcmp(cmd, "tclist")) {
 			__u32 in_id = prog_id(prog_fd("from_endpoint")), out_id = prog_id(prog_fd("to_endpoint"));
 			struct if_nameindex *ifs = if_nameindex(), *it;

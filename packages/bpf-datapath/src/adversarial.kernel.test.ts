@@ -9,7 +9,7 @@ import { COUNTERS, EP_FLAGS, ID, TEST_RUN_IFINDEX } from './codecs.ts';
 import type { Datapath } from './loader.ts';
 import { buildArp, buildNdp, buildPacket, type PacketSpec, TCP_FLAGS } from './packet.ts';
 import type { DesiredState, TableEntry } from './state.ts';
-import { freshDatapath, kernelTestsEnabled, TC_ACT_OK, TC_ACT_SHOT } from './testing.ts';
+import { freshDatapath, kernelTestsEnabled, TC_ACT_SHOT } from './testing.ts';
 
 const A = '10.0.0.1';
 const A6 = 'fd00::a';

@@ -2,8 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COUNTERS, EP_FLAGS, ID, TEST_RUN_IFINDEX } from './codecs.ts';
 import type { Datapath } from './loader.ts';
-import { type DesiredState, encodeState, type TableEntry } from './state.ts';
 import { buildArp, buildPacket, TCP_FLAGS } from './packet.ts';
+import { type DesiredState, encodeState, type TableEntry } from './state.ts';
 import {
   freshDatapath,
   kernelTestsEnabled,
@@ -434,7 +434,7 @@ describe.skipIf(!kernelTestsEnabled())('an upgrade that changed a map layout', (
 
 describe.skipIf(!kernelTestsEnabled())('a full policy map', () => {
   it('refuses the update whole, keeps the last good rule set, fails closed for a new endpoint, and says so', async () => {
-    const { dp, cleanup } = await freshDatapath(8);
+    const { dp, cleanup } = await freshDatapath(8, undefined, 0);
     try {
       const small = state({ 'out-lower': [e(ID.WILDCARD, 0, 0, 0, 0x7ffe, 'deny', 60)] });
       small.tables.set('in-lower', [e(ID_B, 6, 80, 16, 0xfffe, 'allow', 61)]);
@@ -468,6 +468,44 @@ describe.skipIf(!kernelTestsEnabled())('a full policy map', () => {
         'deny',
       );
       expect(await kernelVerdict(dp, 'egress', { src: C, dst: B, proto: 6, sport: 1234, dport: 443 })).toBe(
+        'deny',
+      );
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe.skipIf(!kernelTestsEnabled())('capacity reserved for the admin tier', () => {
+  it('namespaced rule sets cannot take the reserve; admin rule sets can, and still land when the rest is full', async () => {
+    const { dp, cleanup } = await freshDatapath(64, undefined, 32);
+    try {
+      const s = state();
+      s.adminTables = new Set(['in-admin', 'out-admin']);
+      expect((await dp.sync(s)).refused).toEqual([]);
+      // a tenant's rule set of 40 entries: more than the 32 non-reserved entries
+      const flood = state();
+      flood.adminTables = s.adminTables;
+      flood.tables.set(
+        'in-lower',
+        Array.from({ length: 40 }, (_, i) => e(2000 + i, 6, 80, 16, 0xfffe, 'allow', 80)),
+      );
+      const r = await dp.sync(flood);
+      expect(r.refused.map((x) => x.table)).toEqual(['in-lower']);
+      expect(r.refused[0]!.error).toMatch(/reserved for admin tiers/);
+      // A keeps its last good ingress rule set: isolation still denies C
+      expect(await kernelVerdict(dp, 'ingress', { src: C, dst: A, proto: 17, sport: 1, dport: 53 })).toBe(
+        'deny',
+      );
+      // an admin Deny of 30 entries lands in the reserve
+      const admin = state();
+      admin.adminTables = s.adminTables;
+      admin.tables.set('in-admin', [
+        ...Array.from({ length: 29 }, (_, i) => e(3000 + i, 6, 22, 16, 0x7fff0001, 'deny', 81)),
+        e(ID_C, 6, 443, 16, 0x7fff0001, 'deny', 82),
+      ]);
+      expect((await dp.sync(admin)).refused).toEqual([]);
+      expect(await kernelVerdict(dp, 'ingress', { src: C, dst: A, proto: 6, sport: 2, dport: 443 })).toBe(
         'deny',
       );
     } finally {

@@ -39,8 +39,8 @@ import {
   ipcacheKeyOf,
   isHostKey,
   policyRecords,
-  sameValue,
   type SyncReport,
+  sameValue,
   type TableEntry,
   tableFingerprint,
 } from './state.ts';
@@ -76,6 +76,8 @@ const sameEndpoint = (a: EndpointValue, b: EndpointValue) =>
 
 /** A rule set as it is in the kernel under one table id. */
 class KernelTable {
+  /** Of the admin tier (may use the reserve); tables read back after a restart count as not. */
+  admin = false;
   entries: TableEntry[];
   fingerprint: string;
   /** Entries patched out in place, deleted once no packet can carry their identities (step 5). */
@@ -129,6 +131,9 @@ export class Datapath {
   private revision = 0;
   /** Pinned maps replaced on open because an upgrade changed their layout (their content is lost). */
   replacedMaps: string[] = [];
+  /** Policy map capacity, and the part of it only admin-tier tables may use. */
+  capacity = 0;
+  adminReserve = 0;
 
   private constructor(ctl: Bpfctl) {
     this.ctl = ctl;
@@ -143,12 +148,17 @@ export class Datapath {
     object: string;
     pinDir: string;
     policyMaxEntries?: number;
+    /** Policy map entries only admin-tier tables may use (default: 1/8 of the capacity). */
+    adminReserve?: number;
   }): Promise<Datapath> {
     const dp = new Datapath(new Bpfctl(opts.bpfctl));
     const [answer] = await dp.ctl.send(
       `load ${opts.object} ${opts.pinDir}${opts.policyMaxEntries ? ` ${opts.policyMaxEntries}` : ''}`,
     );
     dp.replacedMaps = answer?.startsWith('ok replaced ') ? answer.slice(12).trim().split(' ') : [];
+    const [cap] = await dp.ctl.send('maxentries cascade_policy');
+    dp.capacity = Number(cap!.split(' ')[1]);
+    dp.adminReserve = Math.min(dp.capacity, opts.adminReserve ?? Math.floor(dp.capacity / 8));
     await dp.readBack();
     // Adopted maps may hold cached verdicts of table ids this process will reuse; the clock starts now.
     dp.config.clock = monotonicSeconds();
@@ -289,6 +299,24 @@ export class Datapath {
     }
   }
 
+  /** Entries held by tables outside the admin tier. */
+  private lowerEntries(): number {
+    let n = 0;
+    for (const t of this.kernelTables.values()) if (!t.admin) n += t.entries.length + t.pendingDeletes.length;
+    return n;
+  }
+
+  /** Throws when `adding` entries of a non-admin table would eat into the admin tier's reserve. */
+  private checkReserve(admin: boolean, adding: number): void {
+    if (admin || adding === 0) return;
+    const used = this.lowerEntries();
+    const limit = this.capacity - this.adminReserve;
+    if (used + adding > limit)
+      throw new Error(
+        `namespaced and baseline rule sets would use ${used + adding} of the ${limit} policy map entries they may use (${this.adminReserve} of ${this.capacity} are reserved for admin tiers)`,
+      );
+  }
+
   /** `onStep` runs after each group of kernel writes (tests probe there: update safety). */
   async sync(desired: DesiredState, onStep?: (step: string) => Promise<void>): Promise<SyncReport> {
     const step = async (s: string) => {
@@ -317,10 +345,12 @@ export class Datapath {
     const nextAssigned = new Map<string, number>();
     const claimed = new Set<number>();
     for (const [key, entries] of desired.tables) {
+      const admin = desired.adminTables?.has(key) ?? false;
       const same = byContent.get(tableFingerprint(entries));
       if (same !== undefined && !claimed.has(same)) {
         nextAssigned.set(key, same);
         claimed.add(same);
+        this.kernelTables.get(same)!.admin = admin;
         continue;
       }
       const prevId = this.assigned.get(key);
@@ -355,6 +385,7 @@ export class Datapath {
         }
         if (inPlace) {
           try {
+            this.checkReserve(admin, adds.filter((a) => !have.has(entryKey(a))).length);
             await this.policy('writeb', prev.id, adds);
           } catch (e) {
             // Put the table back as it was (bookkeeping must match the kernel).
@@ -379,6 +410,7 @@ export class Datapath {
       }
       const id = this.nextTable++;
       try {
+        this.checkReserve(admin, entries.length);
         await this.policy('writeb', id, entries);
       } catch (e) {
         // Refused whole: remove what was written of it; endpoints keep their last good table.
@@ -386,7 +418,9 @@ export class Datapath {
         report.refused.push({ table: key, entries: entries.length, error: (e as Error).message });
         continue;
       }
-      this.kernelTables.set(id, new KernelTable(id, entries));
+      const kt = new KernelTable(id, entries);
+      kt.admin = admin;
+      this.kernelTables.set(id, kt);
       report.entriesWritten += entries.length;
       report.tablesCreated++;
       nextAssigned.set(key, id);

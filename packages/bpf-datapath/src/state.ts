@@ -43,6 +43,11 @@ export interface DesiredState {
   ipcache: { prefix: string; identity: number }[];
   endpoints: DesiredEndpoint[];
   tables: Map<string, TableEntry[]>;
+  /**
+   * Tables of the admin tier: they may use the policy map's capacity reserved for admins; every other
+   * table (namespaced NetworkPolicies, baseline) is refused before it eats into that reserve.
+   */
+  adminTables?: ReadonlySet<string>;
 }
 
 export interface SyncReport {

@@ -17,6 +17,7 @@ export function kernelTestsEnabled(): boolean {
 export async function freshDatapath(
   policyMaxEntries?: number,
   object = ARTIFACTS.object,
+  adminReserve?: number,
 ): Promise<{ dp: Datapath; pinDir: string; cleanup: () => Promise<void> }> {
   const pinDir = mkdtempSync('/sys/fs/bpf/cascade-test-');
   const dp = await Datapath.open({
@@ -24,6 +25,7 @@ export async function freshDatapath(
     object,
     pinDir,
     ...(policyMaxEntries ? { policyMaxEntries } : {}),
+    ...(adminReserve !== undefined ? { adminReserve } : {}),
   });
   return {
     dp,

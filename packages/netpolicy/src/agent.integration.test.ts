@@ -1,6 +1,7 @@
 // The node agent end to end: a real kube-apiserver (namespaces, a node, pods with addresses and named
 // ports, a NetworkPolicy, an AdminNetworkPolicy) and the real BPF program. Verdicts are the kernel's
 // (BPF_PROG_TEST_RUN on the agent's datapath) as objects change in the API server.
+import { addr16, FixedInterface, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled, kernelVerdict } from '@cascade/bpf-datapath/testing';
 import { KubeClient } from '@cascade/core';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
@@ -74,7 +75,16 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       dp = await freshDatapath();
       const kc = new KubeConfig();
       kc.loadFromFile(env.kubeconfig);
-      agent = new NetpolAgent({ client: new KubeClient(kc), node: 'n1', datapath: dp.dp, log: () => {} });
+      // Packets go through BPF_PROG_TEST_RUN (the loopback): every pod address is bound there, and the
+      // agent attaches nothing (agent.attach.integration.test.ts covers discovery and attachment).
+      agent = new NetpolAgent({
+        client: new KubeClient(kc),
+        node: 'n1',
+        datapath: dp.dp,
+        log: () => {},
+        interfaces: new FixedInterface(TEST_RUN_IFINDEX),
+        manageAttachments: false,
+      });
       await agent.start();
       await waitFor('agent ready', async () => (agent.ready ? true : undefined));
     }, 120_000);
@@ -131,8 +141,12 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       expect(
         (await env.call('DELETE', '/api/v1/namespaces/db/pods/server?gracePeriodSeconds=0')).status,
       ).toBe(200);
-      // No endpoint for the server any more: the kernel does not enforce for it (not an endpoint).
-      await becomes('server pod deleted', 81, 'allow');
+      // No endpoint for the server any more: nothing is delivered to its address on that interface.
+      const key = addr16(SERVER).toString('hex');
+      await waitFor('server endpoint gone', async () =>
+        (await dp.dp.ctl.send(`lookup cascade_endpoints ${key}`))[0] === 'ok none' ? true : undefined,
+      );
+      expect(await verdict(81)).toBe('deny');
     });
   },
 );

@@ -1,11 +1,22 @@
 // The node agent: informers for Namespaces, Pods, Nodes, NetworkPolicies and the network-policy-api
 // kinds feed the NetpolEngine; one coalesced sync lowers the engine's state for this node and applies
-// it to the BPF datapath (build beside, switch, free: never a verdict neither policy gives). Local pods
-// whose host-side interface is named (annotation cascade.dev/host-interface, set by the CNI
-// integration) get the program attached at tc. A rule set that does not fit is refused by the
-// datapath (last good kept; a new endpoint fails closed) and reported here (log, metrics).
+// it to the BPF datapath (build beside, switch, free: never a verdict neither policy gives). A local
+// pod's host-side interface is found from the kernel (route, neighbour, bridge FDB: see
+// bpf-datapath's interfaces.ts), never from pod metadata; its endpoint is bound to that interface,
+// then the program is attached there. Attachments are reconciled against the kernel's tc hooks and
+// never removed by the agent (an interface whose pod is gone or unknown keeps the program and drops
+// everything: default deny for unknown endpoints). Only running pods with their own network own pod
+// addresses; two live owners of one address: the newest wins, reported (log, metric). A rule set
+// that does not fit is refused by the datapath (last good kept; a new endpoint fails closed) and
+// reported here (log, metrics).
 import type { Server } from 'node:http';
-import type { COUNTERS, Datapath, SyncReport } from '@cascade/bpf-datapath';
+import {
+  type COUNTERS,
+  type Datapath,
+  type InterfaceResolver,
+  KernelInterfaces,
+  type SyncReport,
+} from '@cascade/bpf-datapath';
 import {
   Informer,
   type InformerEvent,
@@ -17,11 +28,16 @@ import {
   startInformers,
   WorkQueue,
 } from '@cascade/core';
+import {
+  DEFAULT_NAMESPACE_ENTRY_BUDGET,
+  enforceNamespaceBudget,
+  isolationOnly,
+  type Refusal,
+} from './budget.ts';
 import { datapathState } from './datapath.ts';
 import { NetpolEngine } from './engine.ts';
 import { type NetPolicyObject, namespaceFromObject, nodeFromObject, podFromObject } from './model.ts';
-
-export const HOST_INTERFACE_ANNOTATION = 'cascade.dev/host-interface';
+import { AddressOwners } from './owners.ts';
 
 export interface AgentOptions {
   client: KubeClient;
@@ -30,6 +46,19 @@ export interface AgentOptions {
   datapath: Datapath;
   log?: Logger;
   metricsPort?: number;
+  /** Finds local pods' host-side interfaces (default: from the kernel). */
+  interfaces?: InterfaceResolver;
+  /**
+   * Attach the programs to the interfaces found (default true). false where another component owns
+   * attachments, or in tests that run packets through BPF_PROG_TEST_RUN only.
+   */
+  manageAttachments?: boolean;
+  /**
+   * Policy map entries the NetworkPolicies of one namespace may add on this node (default 100,000 of
+   * the map's 1,048,576): over it the namespace's largest NetworkPolicy is refused alone (isolation
+   * kept).
+   */
+  namespaceEntryBudget?: number;
 }
 
 const POLICY_PATHS: [NetPolicyObject['kind'], string, boolean][] = [
@@ -71,7 +100,27 @@ export class NetpolAgent {
   private readonly queue: WorkQueue;
   private readonly opts: AgentOptions;
   private readonly log: Logger;
-  private readonly attached = new Map<string, string>();
+  private readonly owners = new AddressOwners();
+  /** NetworkPolicies refused for their namespace's budget: enforced as their isolation only. */
+  readonly refusedPolicies = new Map<string, Refusal>();
+  readonly budgetRefusals = this.metrics.counter(
+    'cascade_netpol_policies_refused_total',
+    'NetworkPolicies refused for their namespace policy-map budget (enforced as isolation only)',
+  );
+  private readonly reportedConflicts = new Set<string>();
+  readonly addressConflicts = this.metrics.counter(
+    'cascade_datapath_address_conflicts_total',
+    'Pod addresses claimed by two live pods (the newest owns it)',
+  );
+  private readonly interfaces: InterfaceResolver;
+  /** Local pod address -> ifindex of its host-side interface, as found from the kernel. */
+  private readonly ifindexByIp = new Map<string, number>();
+  private lastFullResolve = 0;
+  private attachedCount = 0;
+  readonly attachFailures = this.metrics.counter(
+    'cascade_datapath_attach_failures_total',
+    'Failed attachments of the programs to a pod interface (retried)',
+  );
   private server?: Server;
   private started = false;
   private lastProblems = '';
@@ -79,6 +128,7 @@ export class NetpolAgent {
   constructor(opts: AgentOptions) {
     this.opts = opts;
     this.log = opts.log ?? jsonLogger('cascade-netpol-agent');
+    this.interfaces = opts.interfaces ?? new KernelInterfaces();
     this.queue = new WorkQueue(() => this.sync(), 1);
     this.queue.onError = (_k, e) => {
       this.errors.inc();
@@ -117,14 +167,22 @@ export class NetpolAgent {
         '/api/v1/pods',
         on((t, o) => {
           const ns = o.metadata.namespace ?? 'default';
+          const key = `${ns}/${o.metadata.name}`;
           const p = t === 'DELETED' ? undefined : podFromObject(raw(o));
           if (p && 'error' in p) {
-            this.log('warn', 'ignoring pod', { pod: `${ns}/${o.metadata.name}`, error: p.error });
+            this.log('warn', 'ignoring pod', { pod: key, error: p.error });
             return;
           }
-          // A pod without an address yet has no identity to enforce: it arrives with its IP.
-          if (!p || p.ips.length === 0) this.engine.removePod(ns, o.metadata.name);
-          else this.engine.upsertPod(p);
+          // A pod without an address (yet, or any more: finished, hostNetwork) has no identity to
+          // enforce; an address two live pods claim belongs to the newest.
+          for (const [k, owned] of this.owners.claim(key, p)) {
+            if (owned) this.engine.upsertPod(owned);
+            else {
+              const slash = k.indexOf('/');
+              this.engine.removePod(k.slice(0, slash), k.slice(slash + 1));
+            }
+          }
+          this.reportConflicts();
         }),
       ),
     );
@@ -136,11 +194,24 @@ export class NetpolAgent {
           on((t, o) => {
             const obj: NetPolicyObject = { kind, name: o.metadata.name, spec: o.spec };
             if (kind === 'NetworkPolicy') obj.namespace = o.metadata.namespace ?? 'default';
-            if (t === 'DELETED')
-              this.engine.removePolicy(
-                obj.namespace ? `${kind}/${obj.namespace}/${obj.name}` : `${kind}/${obj.name}`,
-              );
-            else this.engine.upsertPolicy(obj);
+            const key = obj.namespace ? `${kind}/${obj.namespace}/${obj.name}` : `${kind}/${obj.name}`;
+            const refused = this.refusedPolicies.get(key);
+            if (t === 'DELETED') {
+              this.refusedPolicies.delete(key);
+              this.engine.removePolicy(key);
+            } else if (refused && JSON.stringify(refused.original.spec) === JSON.stringify(obj.spec))
+              this.engine.upsertPolicy(isolationOnly(obj)); // unchanged (a relist): still refused
+            else {
+              this.refusedPolicies.delete(key);
+              this.engine.upsertPolicy(obj);
+            }
+            // a change in a namespace may make room for its refused policies: judged again at sync
+            if (kind === 'NetworkPolicy')
+              for (const [k, r] of [...this.refusedPolicies])
+                if (r.namespace === obj.namespace && k !== key) {
+                  this.refusedPolicies.delete(k);
+                  this.engine.upsertPolicy(r.original);
+                }
           }),
           undefined,
           optional,
@@ -149,6 +220,16 @@ export class NetpolAgent {
     }
     this.metrics.gauge('cascade_datapath_endpoints', 'Local endpoints enforced', () =>
       this.lastReport ? this.localPods().length : 0,
+    );
+    this.metrics.gauge(
+      'cascade_netpol_policies_refused',
+      'NetworkPolicies refused now for their namespace policy-map budget',
+      () => this.refusedPolicies.size,
+    );
+    this.metrics.gauge(
+      'cascade_datapath_attached_interfaces',
+      'Interfaces carrying the programs (read from the kernel at the last sync)',
+      () => this.attachedCount,
     );
     this.metrics.gauge(
       'cascade_datapath_fail_closed',
@@ -170,6 +251,13 @@ export class NetpolAgent {
       ['malformed', 'Frames dropped as too short for their headers'],
       ['notEndpoint', 'Packets of addresses that are not a local endpoint'],
       ['verdictCached', 'First packets answered by the verdict cache'],
+      ['spoofed', 'Packets from a pod with a source that is not its own (IP, ARP, NDP)'],
+      ['badL2', 'VLAN-tagged frames and ethertypes other than IPv4, IPv6, ARP'],
+      ['fragUntracked', 'Later fragments whose first fragment was not seen'],
+      ['fragBad', 'Tiny first fragments and overlapping fragments'],
+      ['extHeaders', 'IPv6 packets with more extension headers than the program walks'],
+      ['icmpRelated', 'ICMP errors passed with the allowed flow they report on'],
+      ['ndp', 'IPv6 neighbour discovery and MLD packets passed'],
     ] as const)
       this.metrics.counterFrom(
         `cascade_datapath_packets_${name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_total`,
@@ -221,6 +309,8 @@ export class NetpolAgent {
         this.conntrackCollected.inc(r.deleted);
         this.conntrackEntries = r.scanned - r.deleted;
       } else await dp.tick();
+      // every 30 s: interfaces found again and attachments checked against the kernel (drift)
+      if (run % 3 === 2 && this.started) this.queue.add('sync');
     } catch (e) {
       this.log('warn', 'datapath housekeeping failed', { error: String(e) });
     }
@@ -234,6 +324,17 @@ export class NetpolAgent {
     if (!this.started) return;
     const t0 = process.hrtime.bigint();
     this.engine.flush();
+    const budget = this.opts.namespaceEntryBudget ?? DEFAULT_NAMESPACE_ENTRY_BUDGET;
+    for (const r of enforceNamespaceBudget(this.engine, budget, this.opts.node)) {
+      this.refusedPolicies.set(r.policy, r);
+      this.budgetRefusals.inc();
+      this.log('error', 'NetworkPolicy refused: namespace over its policy map budget', {
+        policy: r.policy,
+        namespace: r.namespace,
+        entries: r.entries,
+        reason: r.reason,
+      });
+    }
     const problems = JSON.stringify(this.engine.problems());
     if (problems !== this.lastProblems) {
       this.lastProblems = problems;
@@ -241,7 +342,10 @@ export class NetpolAgent {
         for (const e of [...p.errors, ...p.warnings])
           this.log('warn', 'policy problem', { policy: p.policy, problem: e });
     }
-    const report = await this.opts.datapath.sync(datapathState(this.engine, this.opts.node));
+    await this.resolveInterfaces();
+    const report = await this.opts.datapath.sync(
+      datapathState(this.engine, this.opts.node, { ifindexOf: (ip) => this.ifindexByIp.get(ip) }),
+    );
     this.lastReport = report;
     this.syncs.inc();
     this.entriesWritten.inc(report.entriesWritten);
@@ -251,37 +355,79 @@ export class NetpolAgent {
     }
     if (report.failClosed.length)
       this.log('error', 'endpoints fail closed until their rule set fits', { endpoints: report.failClosed });
-    await this.attachLocal();
+    await this.reconcileAttachments();
     this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
   }
 
-  /** Attach to the host-side interface of every local pod that names one (after its rules are in). */
-  private async attachLocal(): Promise<void> {
-    const pods = this.informers.find((i) => i.path === '/api/v1/pods')!.cache;
-    const want = new Map<string, string>();
-    for (const o of pods.values()) {
-      const iface = o.metadata.annotations?.[HOST_INTERFACE_ANNOTATION];
-      const node = (o.spec as { nodeName?: string } | undefined)?.nodeName;
-      if (iface && node === this.opts.node) want.set(`${o.metadata.namespace}/${o.metadata.name}`, iface);
+  private reportConflicts(): void {
+    const now = new Set<string>();
+    for (const c of this.owners.conflicts()) {
+      const id = `${c.address} ${c.owner} ${c.losers.join(',')}`;
+      now.add(id);
+      if (this.reportedConflicts.has(id)) continue;
+      this.addressConflicts.inc();
+      this.log('warn', 'two live pods claim one address: the newest owns it', { ...c });
     }
-    for (const [pod, iface] of want) {
-      if (this.attached.get(pod) === iface) continue;
+    this.reportedConflicts.clear();
+    for (const id of now) this.reportedConflicts.add(id);
+  }
+
+  /**
+   * Finds the host-side interface of every local pod address not known yet; every 30 s all of them
+   * again (a recreated pod with the same address has a new veth). Unknown ones are retried soon.
+   */
+  private async resolveInterfaces(): Promise<void> {
+    const ips = new Set(this.localPods().flatMap((p) => p.ips));
+    for (const ip of [...this.ifindexByIp.keys()]) if (!ips.has(ip)) this.ifindexByIp.delete(ip);
+    const full = Date.now() - this.lastFullResolve > 25_000;
+    const todo = full ? [...ips] : [...ips].filter((ip) => !this.ifindexByIp.has(ip));
+    if (!todo.length) return;
+    try {
+      const found = await this.interfaces.resolve(todo);
+      if (full) this.lastFullResolve = Date.now();
+      for (const ip of todo) {
+        const i = found.get(ip);
+        if (i === undefined) this.ifindexByIp.delete(ip);
+        else this.ifindexByIp.set(ip, i);
+      }
+    } catch (e) {
+      this.log('warn', 'finding pod interfaces failed; retried', { error: String(e) });
+    }
+    if (todo.some((ip) => !this.ifindexByIp.has(ip))) {
+      const t = setTimeout(() => this.queue.add('sync'), 2_000);
+      t.unref();
+    }
+  }
+
+  /**
+   * Attaches the programs to every local pod's interface that does not carry them (after the pod's
+   * endpoint is in the maps), as the kernel's tc hooks say, not as this process remembers. Never
+   * detaches: an interface whose pod is gone goes with its veth, and one whose pod is unknown keeps
+   * dropping everything (no endpoint on it) until the pod is known.
+   */
+  private async reconcileAttachments(): Promise<void> {
+    if (this.opts.manageAttachments === false) return;
+    const want = new Set(this.ifindexByIp.values());
+    const dp = this.opts.datapath;
+    let have: Awaited<ReturnType<Datapath['attachments']>>;
+    try {
+      have = await dp.attachments();
+    } catch (e) {
+      this.log('warn', 'reading attachments failed; retried', { error: String(e) });
+      return;
+    }
+    for (const ifindex of want) {
+      const h = have.get(ifindex);
+      if (h?.ingress && h.egress) continue;
       try {
-        await this.opts.datapath.attach(iface);
-        this.attached.set(pod, iface);
-        this.log('info', 'attached', { pod, interface: iface });
+        await dp.attach(ifindex);
+        have.set(ifindex, { ingress: true, egress: true });
+        this.log('info', 'attached', { ifindex });
       } catch (e) {
-        this.log('warn', 'attach failed; retried on the next sync', {
-          pod,
-          interface: iface,
-          error: String(e),
-        });
+        this.attachFailures.inc();
+        this.log('warn', 'attach failed; retried on the next sync', { ifindex, error: String(e) });
       }
     }
-    for (const [pod, iface] of [...this.attached]) {
-      if (want.has(pod)) continue;
-      this.attached.delete(pod);
-      await this.opts.datapath.detach(iface).catch(() => {}); // usually gone with the pod
-    }
+    this.attachedCount = have.size;
   }
 }

@@ -1,6 +1,6 @@
 // The engine's state for one node, in the datapath's terms (bpf-datapath's DesiredState): the ipcache
 // as that node's agent sees it, its endpoints, and their rule-set layers with numeric rule ids.
-import { type DesiredState, EP_FLAGS, type TableEntry } from '@cascade/bpf-datapath';
+import { type DesiredState, EP_FLAGS, type TableEntry, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
 import { formatPrefix, type Prefix } from './cidr.ts';
 import type { NetpolEngine } from './engine.ts';
 import type { MapState } from './mapstate.ts';
@@ -25,8 +25,23 @@ const converted = new WeakMap<NetpolEngine, Converted>();
 /** Prefix text by prefix object (host prefixes are shared objects, see cidr.hostPrefix). */
 const formatted = new WeakMap<Prefix, string>();
 
+export interface DatapathStateOptions {
+  /**
+   * The host-side interface (ifindex) of a local pod address, found from the kernel by the agent;
+   * undefined while it is not known: such an address gets no endpoint (where a CNI plugin attached the
+   * program already, its packets are dropped until then). Default: every address on the loopback,
+   * where BPF_PROG_TEST_RUN runs packets (offline: the CLI, the demo, tests).
+   */
+  ifindexOf?: (ip: string) => number | undefined;
+}
+
 /** Desired datapath state of the agent on `node` (every pod when node is undefined, e.g. offline). */
-export function datapathState(engine: NetpolEngine, node?: string): NodeDatapathState {
+export function datapathState(
+  engine: NetpolEngine,
+  node?: string,
+  opts: DatapathStateOptions = {},
+): NodeDatapathState {
+  const ifindexOf = opts.ifindexOf ?? (() => TEST_RUN_IFINDEX);
   let c = converted.get(engine);
   if (!c || c.ruleIds.size > 1_000_000) {
     c = { ruleIds: new Map(), rules: new Map(), tables: new WeakMap(), ipcache: new WeakMap() };
@@ -43,15 +58,22 @@ export function datapathState(engine: NetpolEngine, node?: string): NodeDatapath
     return n;
   };
   const tables = new Map<string, TableEntry[]>();
+  const adminTables = new Set<string>();
   const endpoints: DesiredState['endpoints'] = [];
   for (const [key, pod] of engine.pods) {
     if (node !== undefined && pod.node !== node) continue;
     const identity = engine.podIdentity.get(key);
     const refs = identity === undefined ? undefined : engine.endpointTables.get(identity);
     if (identity === undefined || !refs) continue;
+    const bound = pod.ips.flatMap((ip) => {
+      const ifindex = ifindexOf(ip);
+      return ifindex === undefined ? [] : [{ ip, ifindex }];
+    });
+    if (!bound.length) continue;
     for (const d of ['ingress', 'egress'] as const) {
       for (const layer of ['admin', 'lower'] as const) {
         const id = refs[d][layer];
+        if (layer === 'admin') adminTables.add(id);
         if (tables.has(id)) continue;
         const state = engine.tables.get(id)!.state;
         let done = c.tables.get(state);
@@ -73,12 +95,13 @@ export function datapathState(engine: NetpolEngine, node?: string): NodeDatapath
         tables.set(id, done.entries);
       }
     }
-    for (const ip of pod.ips) {
+    for (const { ip, ifindex } of bound) {
       endpoints.push({
         ip,
         identity,
         flags: EP_FLAGS.ENFORCE_INGRESS | EP_FLAGS.ENFORCE_EGRESS,
         tables: refs,
+        ifindex,
       });
     }
   }
@@ -93,5 +116,5 @@ export function datapathState(engine: NetpolEngine, node?: string): NodeDatapath
     });
     c.ipcache.set(raw, ipcache);
   }
-  return { ipcache, endpoints, tables, rules };
+  return { ipcache, endpoints, tables, adminTables, rules };
 }

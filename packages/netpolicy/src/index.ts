@@ -1,5 +1,6 @@
 // @cascade/netpolicy: network policy resolution and lowering. See README.md.
 export * from './agent.ts';
+export * from './budget.ts';
 export * from './cidr.ts';
 export * from './datapath.ts';
 export * from './engine.ts';
@@ -9,6 +10,7 @@ export * from './lint.ts';
 export * from './lower.ts';
 export * from './mapstate.ts';
 export * from './model.ts';
+export * from './owners.ts';
 export * from './ports.ts';
 export * from './precedence.ts';
 export * from './rules.ts';

@@ -2,6 +2,8 @@
 // order is this project's tie-break, not upstream's), baseline rules that an earlier baseline rule
 // with the same peers and ports always decides first, and NetworkPolicy rules that admin rules make
 // dead in the cluster as it is.
+
+import { budgetOverruns, DEFAULT_NAMESPACE_ENTRY_BUDGET, networkPolicyCosts } from './budget.ts';
 import { formatPrefix, type Prefix, prefixKey } from './cidr.ts';
 import type { NetpolEngine } from './engine.ts';
 import { type Remote, type RuleSet, ruleMatches } from './evaluate.ts';
@@ -22,7 +24,10 @@ const policyOf = (r: Rule) =>
     ? `${r.source.kind}/${r.source.namespace}/${r.source.name}`
     : `${r.source.kind}/${r.source.name}`;
 
-export function lintNetpol(engine: NetpolEngine): LintFinding[] {
+export function lintNetpol(
+  engine: NetpolEngine,
+  entryBudget = DEFAULT_NAMESPACE_ENTRY_BUDGET,
+): LintFinding[] {
   const out: LintFinding[] = [];
   const pods = [...engine.identities.values()].filter((i) => i.kind === 'pod');
   // Equal-priority admin policies whose subjects share a pod.
@@ -66,6 +71,29 @@ export function lintNetpol(engine: NetpolEngine): LintFinding[] {
     else seen.set(key, r);
   }
   out.push(...lintDeadNetworkPolicyRules(engine));
+  out.push(...lintEntryBudget(engine, entryBudget));
+  return out;
+}
+
+/**
+ * NetworkPolicies a node agent would refuse for their namespace's policy-map budget: the entries of
+ * each namespace's NetworkPolicies in each node's rule sets, as the agent counts them.
+ */
+export function lintEntryBudget(engine: NetpolEngine, budget: number): LintFinding[] {
+  const nodes = new Set<string | undefined>([...engine.pods.values()].map((p) => p.node));
+  const out: LintFinding[] = [];
+  const seen = new Set<string>();
+  for (const node of [...nodes].sort()) {
+    for (const o of budgetOverruns(networkPolicyCosts(engine, node), budget)) {
+      if (seen.has(o.refuse.policy)) continue;
+      seen.add(o.refuse.policy);
+      out.push({
+        severity: 'warning',
+        policy: o.refuse.policy,
+        message: `namespace ${o.namespace} needs ${o.entries} policy map entries${node ? ` on node ${node}` : ''}, over its budget of ${o.budget}: the agent refuses ${o.refuse.policy} (${o.refuse.entries} entries, the largest) and keeps its pods isolated`,
+      });
+    }
+  }
   return out;
 }
 

@@ -25,10 +25,12 @@ export const podSchema = z.object({
     name: z.string().min(1),
     namespace: z.string().optional(),
     labels: z.record(z.string(), z.string()).optional(),
+    creationTimestamp: z.string().optional(),
   }),
   spec: z
     .object({
       nodeName: z.string().optional(),
+      hostNetwork: z.boolean().optional(),
       containers: z
         .array(
           z.object({
@@ -47,7 +49,11 @@ export const podSchema = z.object({
     })
     .optional(),
   status: z
-    .object({ podIP: z.string().optional(), podIPs: z.array(z.object({ ip: z.string() })).optional() })
+    .object({
+      phase: z.string().optional(),
+      podIP: z.string().optional(),
+      podIPs: z.array(z.object({ ip: z.string() })).optional(),
+    })
     .optional(),
 });
 
@@ -189,6 +195,8 @@ export interface Pod {
   ips: string[];
   node?: string;
   ports: ContainerPort[];
+  /** creationTimestamp: when two live pods claim one address, the newest owns it. */
+  created?: string;
 }
 
 export interface Node {
@@ -234,7 +242,13 @@ export function podFromObject(o: unknown): Pod | { error: string } {
   const r = podSchema.safeParse(o);
   if (!r.success) return { error: zodMessage(r.error, '').replace(/^\./, '') };
   const p = r.data;
-  const ips = p.status?.podIPs?.map((x) => x.ip) ?? (p.status?.podIP ? [p.status.podIP] : []);
+  // Only a running pod with a network of its own owns pod addresses: a finished pod's address may
+  // already be another pod's, and a hostNetwork pod's address is its node's (node identity).
+  const finished = p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
+  const ips =
+    finished || p.spec?.hostNetwork
+      ? []
+      : (p.status?.podIPs?.map((x) => x.ip) ?? (p.status?.podIP ? [p.status.podIP] : []));
   const pod: Pod = {
     namespace: p.metadata.namespace ?? 'default',
     name: p.metadata.name,
@@ -249,6 +263,7 @@ export function podFromObject(o: unknown): Pod | { error: string } {
     ),
   };
   if (p.spec?.nodeName) pod.node = p.spec.nodeName;
+  if (p.metadata.creationTimestamp) pod.created = p.metadata.creationTimestamp;
   return pod;
 }
 

@@ -2,7 +2,7 @@
 // each pod's host-side veth, a NetworkPolicy resolved and lowered by the engine, and real TCP
 // connections and pings between the namespaces. Needs root (netns, veth, tc), like the other kernel tests.
 import { execFileSync, spawn } from 'node:child_process';
-import { COUNTERS } from '@cascade/bpf-datapath';
+import { COUNTERS, KernelInterfaces } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled } from '@cascade/bpf-datapath/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { datapathState } from './datapath.ts';
@@ -66,6 +66,8 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
     ip('netns', 'add', NS.server);
     ip('link', 'add', BRIDGE, 'type', 'bridge');
     ip('link', 'set', BRIDGE, 'up');
+    // the node's address on the bridge (as the bridge CNI gives cni0): the node reaches its pods
+    ip('addr', 'add', '10.250.0.254/24', 'dev', BRIDGE);
     for (const who of ['client', 'server'] as const) {
       const peer = `${HOST_IF[who]}p`;
       ip('link', 'add', HOST_IF[who], 'type', 'veth', 'peer', 'name', peer);
@@ -134,10 +136,31 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
     expect(await connect(81)).toBe('pong 81');
   });
 
+  /** The pods' veths as the agent finds them: route via the bridge, neighbour entry, bridge FDB port. */
+  const ifindexes = new Map<string, number>();
+  const ifindexOf = (a: string) => ifindexes.get(a);
+
+  it('the host-side veth of each pod is found from the kernel (bridge: neighbour, then FDB port)', async () => {
+    const found = new KernelInterfaces();
+    for (let i = 0; i < 30 && ifindexes.size < 2; i++) {
+      for (const [a, n] of await found.resolve([IP.client, IP.server])) ifindexes.set(a, n);
+      if (ifindexes.size < 2) await new Promise((r) => setTimeout(r, 200));
+    }
+    const byName = (n: string) => Number(ip('-j', 'link', 'show', n).match(/"ifindex":(\d+)/)?.[1]);
+    expect(ifindexes.get(IP.client)).toBe(byName(HOST_IF.client));
+    expect(ifindexes.get(IP.server)).toBe(byName(HOST_IF.server));
+  });
+
+  it('an interface attached before its endpoint is loaded passes nothing (default deny for unknown endpoints)', async () => {
+    await dp.dp.attach(ifindexes.get(IP.server)!);
+    expect(await connect(80)).toBe('blocked');
+    await dp.dp.detach(ifindexes.get(IP.server)!);
+  });
+
   it('attached: the named port is open, the other port is blocked; replies pass', async () => {
-    const r = await dp.dp.sync(datapathState(engine));
+    const r = await dp.dp.sync(datapathState(engine, undefined, { ifindexOf }));
     expect(r.refused).toEqual([]);
-    for (const i of Object.values(HOST_IF)) await dp.dp.attach(i);
+    for (const i of ifindexes.values()) await dp.dp.attach(i);
     // The reply direction (server -> client) passes through conntrack of the allowed connection.
     expect(await connect(80)).toBe('pong 80');
     expect(await connect(81)).toBe('blocked');
@@ -157,7 +180,7 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
       },
     });
     engine.flush();
-    await dp.dp.sync(datapathState(engine));
+    await dp.dp.sync(datapathState(engine, undefined, { ifindexOf }));
     expect(await connect(81)).toBe('pong 81');
     expect(await connect(80)).toBe('blocked');
     for (const i of Object.values(HOST_IF)) await dp.dp.detach(i);

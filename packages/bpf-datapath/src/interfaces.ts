@@ -1,0 +1,146 @@
+// Where a local pod's packets enter and leave the node: its host-side veth, found from the kernel and
+// never from anything a pod owner writes (annotations, labels). Two CNI shapes are covered:
+//   routed (ptp, Calico): the route to the pod address leaves through the pod's veth;
+//   bridged (bridge plugin, flannel's cni0): the route leaves through the bridge; the neighbour entry
+//     gives the pod's MAC and the bridge's forwarding database the port (the veth) that MAC is on.
+// Anything else (the uplink, a tunnel, loopback) is not a pod interface and is never returned.
+// Reads through iproute2 (`ip -j`, `bridge -j`): one `ip -batch` for all addresses, argument vectors
+// only, every address checked to be an IP literal first.
+import { execFile } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { isIP } from 'node:net';
+import { addr16 } from './codecs.ts';
+
+export interface Link {
+  ifindex: number;
+  ifname: string;
+  kind?: string;
+  master?: string;
+}
+
+/** Resolves pod addresses to the ifindex of their host-side interface (absent: not found yet). */
+export interface InterfaceResolver {
+  resolve(addresses: readonly string[]): Promise<Map<string, number>>;
+}
+
+function run(cmd: string, args: string[], input?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = execFile(cmd, args, { timeout: 10_000, maxBuffer: 64 << 20 }, (err, out) =>
+      err && !out ? reject(err) : resolve(out),
+    );
+    if (input !== undefined) p.stdin?.end(input);
+  });
+}
+
+/** Concatenated JSON arrays (one per batch command) as one list. */
+function jsonArrays(text: string): unknown[] {
+  const out: unknown[] = [];
+  for (const line of text.split('\n')) {
+    const t = line.trim();
+    if (!t.startsWith('[')) continue;
+    try {
+      out.push(...(JSON.parse(t) as unknown[]));
+    } catch {}
+  }
+  return out;
+}
+
+const norm = (ip: string) => addr16(ip).toString('hex');
+
+export class KernelInterfaces implements InterfaceResolver {
+  /** Addresses whose neighbour entry was missing: nudged (one datagram) at most every 10 s. */
+  private readonly nudged = new Map<string, number>();
+
+  async links(): Promise<Map<string, Link>> {
+    const raw = JSON.parse(await run('ip', ['-j', '-d', 'link', 'show'])) as {
+      ifindex: number;
+      ifname: string;
+      master?: string;
+      linkinfo?: { info_kind?: string };
+    }[];
+    const out = new Map<string, Link>();
+    for (const l of raw) {
+      const link: Link = { ifindex: l.ifindex, ifname: l.ifname };
+      if (l.linkinfo?.info_kind) link.kind = l.linkinfo.info_kind;
+      if (l.master) link.master = l.master;
+      out.set(l.ifname, link);
+    }
+    return out;
+  }
+
+  async resolve(addresses: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    const ips = [...new Set(addresses)].filter((a) => isIP(a) !== 0);
+    if (!ips.length) return out;
+    const links = await this.links();
+    const wanted = new Map(ips.map((ip) => [norm(ip), ip]));
+    // -force: one unreachable address must not stop the batch (its answer is simply missing)
+    const routes = jsonArrays(
+      await run('ip', ['-j', '-force', '-batch', '-'], `${ips.map((ip) => `route get ${ip}`).join('\n')}\n`),
+    ) as { dst?: string; dev?: string; type?: string }[];
+    const viaBridge = new Map<string, string[]>();
+    for (const r of routes) {
+      if (!r.dst || !r.dev || !isIP(r.dst) || (r.type && r.type !== 'unicast')) continue;
+      const ip = wanted.get(norm(r.dst));
+      const link = links.get(r.dev);
+      if (!ip || !link) continue;
+      if (link.kind === 'veth') out.set(ip, link.ifindex);
+      else if (link.kind === 'bridge')
+        viaBridge.set(link.ifname, [...(viaBridge.get(link.ifname) ?? []), ip]);
+    }
+    for (const [bridge, bips] of viaBridge) {
+      const neigh = jsonArrays(await run('ip', ['-j', 'neigh', 'show', 'dev', bridge])) as {
+        dst?: string;
+        lladdr?: string;
+        state?: string[];
+      }[];
+      const macOf = new Map<string, string>();
+      for (const n of neigh)
+        if (n.dst && isIP(n.dst) && n.lladdr && !n.state?.includes('FAILED'))
+          macOf.set(norm(n.dst), n.lladdr.toLowerCase());
+      const fdb = jsonArrays(await run('bridge', ['-j', 'fdb', 'show', 'br', bridge])) as {
+        mac?: string;
+        ifname?: string;
+        flags?: string[];
+        state?: string;
+      }[];
+      const portOf = new Map<string, string>();
+      for (const f of fdb)
+        if (f.mac && f.ifname && !f.flags?.includes('self') && f.state !== 'permanent')
+          portOf.set(f.mac.toLowerCase(), f.ifname);
+      for (const ip of bips) {
+        const mac = macOf.get(norm(ip));
+        const port = mac ? portOf.get(mac) : undefined;
+        const link = port ? links.get(port) : undefined;
+        if (link?.kind === 'veth' && link.master === bridge) out.set(ip, link.ifindex);
+        else this.nudge(ip);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Makes the kernel resolve a bridged pod's neighbour entry: one datagram from the node to the
+   * discard port (node-to-pod traffic is always allowed); the answer is there on the next resolve.
+   */
+  private nudge(ip: string): void {
+    const now = Date.now();
+    if ((this.nudged.get(ip) ?? 0) > now - 10_000) return;
+    if (this.nudged.size > 100_000) this.nudged.clear();
+    this.nudged.set(ip, now);
+    const s = createSocket(isIP(ip) === 6 ? 'udp6' : 'udp4');
+    s.on('error', () => s.close());
+    s.send(Buffer.alloc(0), 9, ip, () => s.close());
+  }
+}
+
+/** Every address on one interface: offline states and BPF_PROG_TEST_RUN (the loopback). */
+export class FixedInterface implements InterfaceResolver {
+  private readonly ifindex: number;
+  constructor(ifindex: number) {
+    this.ifindex = ifindex;
+  }
+  async resolve(addresses: readonly string[]): Promise<Map<string, number>> {
+    return new Map(addresses.map((a) => [a, this.ifindex]));
+  }
+}
