@@ -21,7 +21,7 @@ if ((${#need[@]})); then
 fi
 stamp="$pkg/build/.stamp"
 sum=$(cat "$pkg"/bpf/*.c "$pkg"/bpf/*.h "$pkg"/native/*.c "$0" | sha256sum | cut -c1-16)
-if [[ -f $stamp && $(cat "$stamp") == "$sum" && -f $pkg/build/cascade.bpf.o && -f $pkg/build/cascade-bench-cold.bpf.o && -x $pkg/build/cascade-bpfctl ]]; then
+if [[ -f $stamp && $(cat "$stamp") == "$sum" && -f $pkg/build/cascade.bpf.o && -f $pkg/build/cascade-bench-cold.bpf.o && -x $pkg/build/cascade-bpfctl && -x $pkg/build/cascade-cni ]]; then
   log "datapath build up to date"
 else
   mkdir -p "$pkg/build"
@@ -33,6 +33,8 @@ else
   clang -O2 -g -Wall -target bpf -I"$arch_inc" -DCASCADE_BENCH_NEW_FLOWS -DCASCADE_BENCH_COLD -c "$pkg/bpf/cascade.bpf.c" -o "$pkg/build/cascade-bench-cold.bpf.o"
   log "compiling the libbpf helper"
   gcc -O2 -Wall -o "$pkg/build/cascade-bpfctl" "$pkg/native/bpfctl.c" -lbpf
+  log "compiling the CNI chaining plugin"
+  gcc -O2 -Wall -o "$pkg/build/cascade-cni" "$pkg/native/cni.c" -lbpf
   echo "$sum" > "$stamp"
 fi
 if [[ $(id -u) -eq 0 ]] && ! mountpoint -q /sys/fs/bpf 2>/dev/null; then

@@ -2,7 +2,7 @@
 // each pod's host-side veth, a NetworkPolicy resolved and lowered by the engine, and real TCP
 // connections and pings between the namespaces. Needs root (netns, veth, tc), like the other kernel tests.
 import { execFileSync, spawn } from 'node:child_process';
-import { COUNTERS, KernelInterfaces } from '@cascade/bpf-datapath';
+import { ARTIFACTS, COUNTERS, KernelInterfaces } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled } from '@cascade/bpf-datapath/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { datapathState } from './datapath.ts';
@@ -151,10 +151,43 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
     expect(ifindexes.get(IP.server)).toBe(byName(HOST_IF.server));
   });
 
-  it('an interface attached before its endpoint is loaded passes nothing (default deny for unknown endpoints)', async () => {
-    await dp.dp.attach(ifindexes.get(IP.server)!);
+  it('the CNI chaining plugin attaches at ADD: a new pod passes nothing until the agent loads its endpoint', async () => {
+    const prevResult = {
+      cniVersion: '1.0.0',
+      interfaces: [{ name: `${HOST_IF.client}p`, sandbox: `/var/run/netns/${NS.client}` }],
+      ips: [{ address: `${IP.client}/24`, interface: 0 }],
+    };
+    const conf = { cniVersion: '1.0.0', name: 'pods', type: 'cascade-cni', pinDir: dp.pinDir, prevResult };
+    const cni = (command: string, extra: Record<string, string> = {}, c: object = conf) =>
+      execFileSync(ARTIFACTS.cni, [], {
+        input: JSON.stringify(c),
+        env: {
+          CNI_COMMAND: command,
+          CNI_NETNS: `/var/run/netns/${NS.client}`,
+          CNI_IFNAME: `${HOST_IF.client}p`,
+          CNI_CONTAINERID: 'c0ffee',
+          CNI_PATH: '/opt/cni/bin',
+          ...extra,
+        },
+      }).toString();
+    expect(JSON.parse(cni('VERSION')).supportedVersions).toContain('1.0.0');
+    // ADD hands the previous result on unchanged, and the client's veth carries the programs
+    expect(JSON.parse(cni('ADD'))).toEqual(prevResult);
+    const client = ifindexes.get(IP.client)!;
+    expect((await dp.dp.attachments()).get(client)).toEqual({ ingress: true, egress: true });
+    // the window: the agent has not loaded the client's endpoint yet, so none of its traffic flows
     expect(await connect(80)).toBe('blocked');
-    await dp.dp.detach(ifindexes.get(IP.server)!);
+    // a hostile or broken call fails without attaching anything else
+    expect(() => cni('ADD', { CNI_IFNAME: 'eth0\nx' })).toThrow();
+    // no agent has pinned its programs on this node: ADD fails, so the pod does not start (fail closed)
+    let out = '';
+    try {
+      cni('ADD', {}, { ...conf, pinDir: '/sys/fs/bpf/cascade-not-there' });
+    } catch (e) {
+      out = String((e as { stdout?: Buffer }).stdout);
+    }
+    expect(JSON.parse(out)).toMatchObject({ code: 11, msg: expect.stringMatching(/not pinned/) });
+    await dp.dp.detach(client);
   });
 
   it('attached: the named port is open, the other port is blocked; replies pass', async () => {

@@ -1,0 +1,174 @@
+// cascade-cni: a CNI chaining plugin (after the main plugin: bridge, ptp, ...). On ADD it finds the
+// pod's host-side veth from the kernel (the peer of CNI_IFNAME inside CNI_NETNS, by netlink's
+// IFLA_LINK) and attaches the agent's pinned programs there before the runtime starts the pod's
+// containers. Until the agent has loaded the pod's endpoint the program drops every packet of that
+// interface (default deny for unknown endpoints), so no pod traffic flows unenforced. If the programs
+// are not pinned (no agent has ever run on this node) ADD fails: the pod is not started (fail closed).
+// It never writes maps and never reads anything a pod owner controls. DEL, CHECK, GC, STATUS: no-ops
+// (the veth, and its filters, go with the pod). Output: the previous result, unchanged.
+//
+// Network configuration keys it reads: cniVersion, pinDir (default /sys/fs/bpf/cascade), prevResult.
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_link.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static char conf[1 << 20];
+static char version[32] = "1.0.0";
+
+static void fail(int code, const char *msg, const char *detail) {
+	printf("{\"cniVersion\":\"%s\",\"code\":%d,\"msg\":\"%s\",\"details\":\"%s\"}\n", version, code, msg,
+	       detail ? detail : "");
+	exit(1);
+}
+
+/* the string value of "key" (first occurrence), copied into out; 0 when absent or not a plain string */
+static int string_field(const char *key, char *out, size_t max) {
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\"", key);
+	const char *p = strstr(conf, pat);
+	if (!p) return 0;
+	p += strlen(pat);
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+	if (*p++ != ':') return 0;
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+	if (*p++ != '"') return 0;
+	size_t n = 0;
+	while (*p && *p != '"' && *p != '\\' && n + 1 < max) out[n++] = *p++;
+	if (*p != '"') return 0;
+	out[n] = 0;
+	return 1;
+}
+
+/* the JSON object after "prevResult": (string-aware brace matching), or NULL */
+static const char *object_field(const char *key, size_t *len) {
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\"", key);
+	const char *p = strstr(conf, pat);
+	if (!p) return NULL;
+	p += strlen(pat);
+	while (*p && *p != '{' && *p != '"' && *p != '[') p++;
+	if (*p != '{') return NULL;
+	const char *start = p;
+	int depth = 0, in_str = 0;
+	for (; *p; p++) {
+		if (in_str) {
+			if (*p == '\\' && p[1]) p++;
+			else if (*p == '"') in_str = 0;
+			continue;
+		}
+		if (*p == '"') in_str = 1;
+		else if (*p == '{') depth++;
+		else if (*p == '}' && --depth == 0) {
+			*len = (size_t)(p - start + 1);
+			return start;
+		}
+	}
+	return NULL;
+}
+
+static int valid_ifname(const char *s) {
+	size_t n = strlen(s);
+	if (n < 1 || n > 15) return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '@' || c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+/* IFLA_LINK of interface `ifindex` in the current network namespace: a veth's peer ifindex */
+static int peer_of(int ifindex) {
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0) return -1;
+	struct {
+		struct nlmsghdr nh;
+		struct ifinfomsg ifi;
+	} req = {0};
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
+	req.nh.nlmsg_type = RTM_GETLINK;
+	req.nh.nlmsg_flags = NLM_F_REQUEST;
+	req.ifi.ifi_family = AF_UNSPEC;
+	req.ifi.ifi_index = ifindex;
+	if (send(fd, &req, req.nh.nlmsg_len, 0) < 0) {
+		close(fd);
+		return -1;
+	}
+	static char buf[1 << 16];
+	int n = (int)recv(fd, buf, sizeof(buf), 0);
+	close(fd);
+	if (n <= 0) return -1;
+	for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (unsigned)n); nh = NLMSG_NEXT(nh, n)) {
+		if (nh->nlmsg_type != RTM_NEWLINK) continue;
+		struct ifinfomsg *ifi = NLMSG_DATA(nh);
+		int alen = (int)IFLA_PAYLOAD(nh);
+		for (struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, alen); a = RTA_NEXT(a, alen))
+			if (a->rta_type == IFLA_LINK) return (int)*(__u32 *)RTA_DATA(a);
+	}
+	return -1;
+}
+
+static void attach(int ifindex, enum bpf_tc_attach_point where, int prog_fd) {
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = where);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = 1, .priority = 1, .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE);
+	int r = bpf_tc_hook_create(&hook);
+	if (r && r != -EEXIST) fail(999, "cannot create the tc hook", strerror(-r));
+	r = bpf_tc_attach(&hook, &o);
+	if (r) fail(999, "cannot attach the Cascade program", strerror(-r));
+}
+
+int main(void) {
+	libbpf_set_print(NULL);
+	const char *cmd = getenv("CNI_COMMAND");
+	size_t n = fread(conf, 1, sizeof(conf) - 1, stdin);
+	conf[n] = 0;
+	string_field("cniVersion", version, sizeof(version));
+	if (!cmd) fail(4, "CNI_COMMAND is not set", NULL);
+	if (!strcmp(cmd, "VERSION")) {
+		printf("{\"cniVersion\":\"%s\",\"supportedVersions\":[\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\",\"1.1.0\"]}\n", version);
+		return 0;
+	}
+	if (strcmp(cmd, "ADD")) return 0; /* DEL, CHECK, GC, STATUS: nothing to do */
+	size_t plen = 0;
+	const char *prev = object_field("prevResult", &plen);
+	if (!prev) fail(7, "cascade-cni is a chained plugin: no prevResult", NULL);
+	char pin[256] = "/sys/fs/bpf/cascade";
+	string_field("pinDir", pin, sizeof(pin));
+	const char *netns = getenv("CNI_NETNS"), *ifname = getenv("CNI_IFNAME");
+	if (!netns || !ifname || !valid_ifname(ifname)) fail(4, "CNI_NETNS or CNI_IFNAME missing or invalid", NULL);
+
+	char path[512];
+	snprintf(path, sizeof(path), "%s/progs/from_endpoint", pin);
+	int from = bpf_obj_get(path);
+	snprintf(path, sizeof(path), "%s/progs/to_endpoint", pin);
+	int to = bpf_obj_get(path);
+	if (from < 0 || to < 0) fail(11, "the Cascade programs are not pinned (is cascade-netpol-agent running on this node?)", pin);
+
+	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	int pod = open(netns, O_RDONLY | O_CLOEXEC);
+	if (self < 0 || pod < 0) fail(999, "cannot open the network namespaces", netns);
+	if (setns(pod, CLONE_NEWNET)) fail(999, "cannot enter the pod network namespace", strerror(errno));
+	int inner = (int)if_nametoindex(ifname);
+	int peer = inner > 0 ? peer_of(inner) : -1;
+	if (setns(self, CLONE_NEWNET)) fail(999, "cannot return to the host network namespace", strerror(errno));
+	if (inner <= 0) fail(999, "no such interface in the pod", ifname);
+	if (peer <= 0) fail(999, "the pod interface has no host-side peer (not a veth?)", ifname);
+	/* tc ingress of the host side sees what the pod sends (its egress), tc egress what it receives */
+	attach(peer, BPF_TC_INGRESS, from);
+	attach(peer, BPF_TC_EGRESS, to);
+	fwrite(prev, 1, plen, stdout);
+	printf("\n");
+	return 0;
+}
