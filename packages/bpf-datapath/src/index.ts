@@ -3,6 +3,7 @@ export * from './artifacts.ts';
 export * from './bpfctl.ts';
 export * from './codecs.ts';
 export * from './interfaces.ts';
+export * from './kernel.ts';
 export * from './loader.ts';
 export * from './packet.ts';
 export * from './reference.ts';

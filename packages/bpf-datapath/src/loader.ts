@@ -32,6 +32,7 @@ import {
   type FlowEvent,
   TEST_RUN_IFINDEX,
 } from './codecs.ts';
+import { KernelMaps, monotonicSeconds } from './kernel.ts';
 import {
   type DesiredState,
   entryKey,
@@ -46,8 +47,6 @@ import {
 } from './state.ts';
 
 const hex = (b: Buffer) => b.toString('hex');
-
-const monotonicSeconds = () => Number(process.hrtime.bigint() / 1_000_000_000n);
 
 /** Map keys in hex by their text (an agent syncs the same addresses over and over). */
 function keyHexCache(encode: (text: string) => Buffer): (text: string) => string {
@@ -104,20 +103,7 @@ class KernelTable {
   }
 }
 
-const IFNAME = /^[A-Za-z0-9_.@-]{1,15}$/;
-/** An interface argument for bpfctl: a positive ifindex, or a name of a safe charset (else throws). */
-export function interfaceArg(iface: number | string): string {
-  if (typeof iface === 'number') {
-    if (!Number.isInteger(iface) || iface <= 0 || iface > 0x7fffffff) throw new Error(`bad ifindex ${iface}`);
-    return String(iface);
-  }
-  if (!IFNAME.test(iface) || /^\d+$/.test(iface))
-    throw new Error(`bad interface name ${JSON.stringify(iface)}`);
-  return iface;
-}
-
-export class Datapath {
-  readonly ctl: Bpfctl;
+export class Datapath extends KernelMaps {
   /** table id -> content as in the kernel */
   private kernelTables = new Map<number, KernelTable>();
   /** desired table key -> kernel table id */
@@ -126,7 +112,6 @@ export class Datapath {
   /** ipcache by LPM key hex (host entries too, though the kernel keeps them in cascade_hosts) */
   private ipcache = new Map<string, number>();
   private nextTable = 1;
-  private config = { epoch: 0, generation: 0, clock: 0 };
   /** Last endpoint revision handed out (revisions are unique across endpoints). */
   private revision = 0;
   /** Pinned maps replaced on open because an upgrade changed their layout (their content is lost). */
@@ -136,7 +121,7 @@ export class Datapath {
   adminReserve = 0;
 
   private constructor(ctl: Bpfctl) {
-    this.ctl = ctl;
+    super(ctl);
   }
 
   /**
@@ -166,14 +151,6 @@ export class Datapath {
     return dp;
   }
 
-  private async dump(map: string): Promise<[Buffer, Buffer][]> {
-    const lines = await this.ctl.send(`dump ${map}`, [], 'count');
-    return lines.slice(1).map((l) => {
-      const [k, v] = l.split(' ') as [string, string];
-      return [Buffer.from(k, 'hex'), Buffer.from(v, 'hex')];
-    });
-  }
-
   private async readBack(): Promise<void> {
     const read = new Map<number, TableEntry[]>();
     for (const [k, v] of await this.dump('cascade_policy')) {
@@ -201,47 +178,6 @@ export class Datapath {
     const [cfg] = await this.ctl.send(`lookup cascade_config 00000000`);
     const v = cfg?.split(' ')[1];
     if (v && v !== 'none') this.config = decodeConfig(Buffer.from(v, 'hex'));
-  }
-
-  private async writeConfig(): Promise<void> {
-    await this.ctl.send(`update cascade_config 00000000 ${hex(encodeConfig(this.config))}`);
-  }
-
-  /** Invalidates every verdict the kernel has cached (bumps the config epoch): one map write. */
-  async invalidateVerdicts(): Promise<void> {
-    this.config.epoch = (this.config.epoch + 1) >>> 0;
-    await this.writeConfig();
-  }
-
-  /**
-   * Advances conntrack's clock (seconds of CLOCK_MONOTONIC, the kernel's own monotonic clock, so it
-   * keeps counting across agent restarts): packets stamp their flow with it, the collector compares.
-   */
-  async tick(now = monotonicSeconds()): Promise<void> {
-    if (now === this.config.clock) return;
-    this.config.clock = now >>> 0;
-    await this.writeConfig();
-  }
-
-  /**
-   * Deletes conntrack entries idle longer than their limit (TCP 6 h, closing TCP 10 s, others 60 s by
-   * default; seconds of the clock). Ticks the clock to `now` first.
-   */
-  async collectConntrack(
-    opts: { now?: number; tcp?: number; other?: number; closing?: number } = {},
-  ): Promise<{ scanned: number; deleted: number }> {
-    const now = opts.now ?? monotonicSeconds();
-    await this.tick(now);
-    const limits = [opts.tcp ?? 21600, opts.other ?? 60, opts.closing ?? 10];
-    const [line] = await this.ctl.send(`ctgc ${now >>> 0} ${limits.join(' ')}`);
-    const [, scanned, deleted] = line!.split(' ');
-    return { scanned: Number(scanned), deleted: Number(deleted) };
-  }
-
-  /** Makes every conntrack entry check its endpoint's revision again (bumps the generation). */
-  private async recheckConntrack(): Promise<void> {
-    this.config.generation = (this.config.generation + 1) >>> 0;
-    await this.writeConfig();
   }
 
   /** ipcache writes and deletes go to cascade_hosts for host keys, to the LPM trie for the rest. */
@@ -289,13 +225,6 @@ export class Datapath {
         `updates ${map} ${chunk.length}`,
         chunk.map(([k, v]) => `${k} ${v}`),
       );
-    }
-  }
-
-  private async deletes(map: string, keys: string[]): Promise<void> {
-    for (let i = 0; i < keys.length; i += 50_000) {
-      const chunk = keys.slice(i, i + 50_000);
-      await this.ctl.send(`deletes ${map} ${chunk.length}`, chunk);
     }
   }
 
@@ -519,76 +448,7 @@ export class Datapath {
     return report;
   }
 
-  /** BPF_PROG_TEST_RUN of one packet (repeated), as if it crossed interface `ifindex` (loopback). */
-  async run(
-    prog: 'from_endpoint' | 'to_endpoint' | 'bench_baseline',
-    packet: Buffer,
-    repeat = 1,
-    ifindex = TEST_RUN_IFINDEX,
-  ): Promise<{ retval: number; ns: number }> {
-    const [line] = await this.ctl.send(`run ${prog} ${hex(packet)} ${repeat} ${ifindex}`);
-    const [, r, d] = line!.split(' ');
-    return { retval: Number(r), ns: Number(d) };
-  }
-
-  async counter(index: number): Promise<number> {
-    const k = Buffer.alloc(4);
-    k.writeUInt32LE(index, 0);
-    const [line] = await this.ctl.send(`sum cascade_counters ${hex(k)}`);
-    return Number(line!.split(' ')[1]);
-  }
-
-  /** Every verdict counter, summed over the CPUs. */
-  async counters(): Promise<Record<keyof typeof COUNTERS, number>> {
-    const out = {} as Record<keyof typeof COUNTERS, number>;
-    for (const [name, index] of Object.entries(COUNTERS) as [keyof typeof COUNTERS, number][])
-      out[name] = await this.counter(index);
-    return out;
-  }
-
-  async events(): Promise<FlowEvent[]> {
-    const lines = await this.ctl.send('events', [], 'until-ok');
-    return lines.slice(0, -1).map((l) => decodeFlowEvent(Buffer.from(l, 'hex')));
-  }
-
-  async clearConntrack(): Promise<void> {
-    const keys = (await this.dump('cascade_ct')).map(([k]) => hex(k));
-    await this.deletes('cascade_ct', keys);
-  }
-
-  /** Attaches both programs to an interface (by ifindex, or by a name the kernel allows). */
-  async attach(iface: number | string): Promise<void> {
-    const i = interfaceArg(iface);
-    // tc ingress of the host-side interface sees what the pod sends: the pod's egress.
-    await this.ctl.send(`attach ${i} ingress from_endpoint`);
-    await this.ctl.send(`attach ${i} egress to_endpoint`);
-  }
-
-  async detach(iface: number | string): Promise<void> {
-    const i = interfaceArg(iface);
-    await this.ctl.send(`detach ${i} ingress`);
-    await this.ctl.send(`detach ${i} egress`);
-  }
-
-  /**
-   * The interfaces that carry our programs now, read from the kernel (tc hooks, handle 1 / priority
-   * 1): what an agent reconciles its attachments against. `complete` when both directions are ours.
-   */
-  async attachments(): Promise<Map<number, { ingress: boolean; egress: boolean }>> {
-    const lines = await this.ctl.send('tclist', [], 'count');
-    const out = new Map<number, { ingress: boolean; egress: boolean }>();
-    for (const l of lines.slice(1)) {
-      const [i, a, b] = l.split(' ').map(Number) as [number, number, number];
-      out.set(i, { ingress: a === 1, egress: b === 1 });
-    }
-    return out;
-  }
-
   tableId(key: string): number | undefined {
     return this.assigned.get(key);
-  }
-
-  async close(): Promise<void> {
-    await this.ctl.close();
   }
 }
