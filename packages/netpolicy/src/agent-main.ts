@@ -2,6 +2,8 @@
 // helper come from the build (ARTIFACTS); maps are pinned under CASCADE_PIN_DIR (default
 // /sys/fs/bpf/cascade) so a restarted agent adopts them and reconciles without a window of wrong
 // verdicts. Metrics on METRICS_PORT; SIGTERM stops cleanly (programs stay attached, maps pinned).
+// CASCADE_NAMESPACE_ENTRY_BUDGET: policy map entries one namespace's NetworkPolicies may use on this
+// node (default 100,000). Pod interfaces are found from the kernel (iproute2's ip and bridge).
 import { ARTIFACTS, Datapath } from '@cascade/bpf-datapath';
 import { jsonLogger, KubeClient } from '@cascade/core';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -32,6 +34,9 @@ const agent = new NetpolAgent({
   node,
   datapath,
   metricsPort: Number(process.env.METRICS_PORT ?? 9090),
+  ...(process.env.CASCADE_NAMESPACE_ENTRY_BUDGET
+    ? { namespaceEntryBudget: Number(process.env.CASCADE_NAMESPACE_ENTRY_BUDGET) }
+    : {}),
 });
 await agent.start();
 process.on(
