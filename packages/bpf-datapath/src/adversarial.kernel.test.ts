@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COUNTERS, EP_FLAGS, ID, TEST_RUN_IFINDEX } from './codecs.ts';
 import type { Datapath } from './loader.ts';
 import { buildArp, buildNdp, buildPacket, type PacketSpec, TCP_FLAGS } from './packet.ts';
-import type { DesiredState, TableEntry } from './state.ts';
-import { freshDatapath, kernelTestsEnabled, TC_ACT_SHOT } from './testing.ts';
+import type { DesiredState } from './state.ts';
+import { entry, freshDatapath, kernelTestsEnabled, TABLES_OF, TC_ACT_SHOT } from './testing.ts';
 
 const A = '10.0.0.1';
 const A6 = 'fd00::a';
@@ -23,15 +23,7 @@ const ID_D = 302;
 const DUMMY = 'cascade-tadv0'; // (this kernel has veth built in, not dummy)
 const both = EP_FLAGS.ENFORCE_INGRESS | EP_FLAGS.ENFORCE_EGRESS;
 
-const e = (
-  identity: number,
-  proto: number,
-  port: number,
-  plen: number,
-  precedence: number,
-  verdict: TableEntry['verdict'],
-  rule: number,
-): TableEntry => ({ identity, proto, port, plen, precedence, verdict, rule });
+const e = entry;
 
 /**
  * A's ingress: an admin rule denies B on tcp/22 and udp/5353; the lower layer allows B on anything
@@ -39,10 +31,7 @@ const e = (
  * A's egress: admin denies B on udp/9999; everything else allowed.
  */
 function state(dummyIfindex: number): DesiredState {
-  const tablesOf = {
-    ingress: { admin: 'in-admin', lower: 'in-lower' },
-    egress: { admin: 'out-admin', lower: 'out-lower' },
-  };
+  const tablesOf = TABLES_OF;
   return {
     ipcache: [
       { prefix: A, identity: ID_A },

@@ -5,10 +5,12 @@ import type { Datapath } from './loader.ts';
 import { buildArp, buildPacket, TCP_FLAGS } from './packet.ts';
 import { type DesiredState, encodeState, type TableEntry } from './state.ts';
 import {
+  entry,
   freshDatapath,
   kernelTestsEnabled,
   kernelVerdict,
   referenceOf,
+  TABLES_OF,
   TC_ACT_OK,
   TC_ACT_SHOT,
 } from './testing.ts';
@@ -25,15 +27,7 @@ const ID_CIDR = 0x02000000;
 const ID_EXCEPT = 0x02000001;
 const both = EP_FLAGS.ENFORCE_INGRESS | EP_FLAGS.ENFORCE_EGRESS;
 
-const e = (
-  identity: number,
-  proto: number,
-  port: number,
-  plen: number,
-  precedence: number,
-  verdict: TableEntry['verdict'],
-  rule = 1,
-): TableEntry => ({ identity, proto, port, plen, precedence, verdict, rule });
+const e = entry;
 
 function state(overrides: Partial<Record<string, TableEntry[]>> = {}): DesiredState {
   const tables = new Map<string, TableEntry[]>(
@@ -56,10 +50,7 @@ function state(overrides: Partial<Record<string, TableEntry[]>> = {}): DesiredSt
       ...overrides,
     }) as [string, TableEntry[]][],
   );
-  const tablesOf = {
-    ingress: { admin: 'in-admin', lower: 'in-lower' },
-    egress: { admin: 'out-admin', lower: 'out-lower' },
-  };
+  const tablesOf = TABLES_OF;
   return {
     ipcache: [
       { prefix: A, identity: ID_A },

@@ -17,20 +17,15 @@
 import { Bpfctl } from './bpfctl.ts';
 import {
   addr16,
-  COUNTERS,
   decodeConfig,
   decodeEndpointValue,
-  decodeFlowEvent,
   decodeIpcacheValue,
   decodePolicyKey,
   decodePolicyValue,
   type EndpointValue,
   EP_FLAGS,
-  encodeConfig,
   encodeEndpointValue,
   encodeIpcacheValue,
-  type FlowEvent,
-  TEST_RUN_IFINDEX,
 } from './codecs.ts';
 import { KernelMaps, monotonicSeconds } from './kernel.ts';
 import {

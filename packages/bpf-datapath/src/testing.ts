@@ -5,6 +5,7 @@ import { ARTIFACTS, kernelUnavailable } from './artifacts.ts';
 import { Datapath } from './loader.ts';
 import { buildPacket, type PacketSpec } from './packet.ts';
 import { ReferenceDatapath } from './reference.ts';
+import type { TableEntry } from './state.ts';
 
 /** true: run the kernel tests; false: skip them (only allowed outside CI). Throws in CI without a kernel. */
 export function kernelTestsEnabled(): boolean {
@@ -50,6 +51,23 @@ export async function referenceOf(dp: Datapath): Promise<ReferenceDatapath> {
     policy: await dump('cascade_policy'),
   });
 }
+
+/** One rule-set entry, positionally (hand-written tables in kernel tests). */
+export const entry = (
+  identity: number,
+  proto: number,
+  port: number,
+  plen: number,
+  precedence: number,
+  verdict: TableEntry['verdict'],
+  rule = 1,
+): TableEntry => ({ identity, proto, port, plen, precedence, verdict, rule });
+
+/** The table keys of an endpoint whose four rule sets are named after direction and layer. */
+export const TABLES_OF = {
+  ingress: { admin: 'in-admin', lower: 'in-lower' },
+  egress: { admin: 'out-admin', lower: 'out-lower' },
+};
 
 export const TC_ACT_OK = 0;
 export const TC_ACT_SHOT = 2;
