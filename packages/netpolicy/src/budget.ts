@@ -7,6 +7,7 @@
 //   - a reserve for the admin tier in the loader (bpf-datapath: namespaced rule sets cannot take it).
 // Plain functions of the engine's lowered state, so `cascadectl netpol lint` predicts the same offline.
 import type { NetpolEngine } from './engine.ts';
+import type { MapState } from './mapstate.ts';
 import type { NetPolicyObject } from './model.ts';
 
 export const DEFAULT_NAMESPACE_ENTRY_BUDGET = 100_000;
@@ -26,6 +27,22 @@ export interface BudgetOverrun {
   refuse: PolicyCost;
 }
 
+/** Entries per NetworkPolicy in one rule set, counted once per MapState version (steady state: free). */
+const perTable = new WeakMap<MapState, { version: number; counts: Map<string, number> }>();
+function tableCosts(state: MapState): Map<string, number> {
+  const known = perTable.get(state);
+  if (known?.version === state.version) return known.counts;
+  const counts = new Map<string, number>();
+  for (const e of state.entries()) {
+    const hash = e.rule.indexOf('#');
+    if (hash < 0 || !e.rule.startsWith('NetworkPolicy/')) continue; // isolation, baseline, admin
+    const policy = e.rule.slice(0, hash);
+    counts.set(policy, (counts.get(policy) ?? 0) + 1);
+  }
+  perTable.set(state, { version: state.version, counts });
+  return counts;
+}
+
 /** Entries per NetworkPolicy in the rule sets of `node`'s endpoints (every pod's when undefined). */
 export function networkPolicyCosts(engine: NetpolEngine, node?: string): PolicyCost[] {
   const tableIds = new Set<string>();
@@ -40,12 +57,7 @@ export function networkPolicyCosts(engine: NetpolEngine, node?: string): PolicyC
   for (const id of tableIds) {
     const t = engine.tables.get(id);
     if (!t) continue;
-    for (const e of t.state.entries()) {
-      const hash = e.rule.indexOf('#');
-      if (hash < 0 || !e.rule.startsWith('NetworkPolicy/')) continue; // isolation, baseline, admin
-      const policy = e.rule.slice(0, hash);
-      counts.set(policy, (counts.get(policy) ?? 0) + 1);
-    }
+    for (const [policy, n] of tableCosts(t.state)) counts.set(policy, (counts.get(policy) ?? 0) + n);
   }
   return [...counts].map(([policy, entries]) => ({ policy, namespace: policy.split('/')[1]!, entries }));
 }
