@@ -190,6 +190,14 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
           : undefined,
       );
       expect(agent.addressConflicts.get()).toBe(before + 1);
+      await waitFor('an event on the pod that lost its address', async () => {
+        const evs = (await env.call('GET', '/api/v1/namespaces/app/events')).body as {
+          items: { reason: string; involvedObject: { name: string } }[];
+        };
+        return evs.items.some((e) => e.reason === 'PodAddressConflict' && e.involvedObject.name === 'p0')
+          ? true
+          : undefined;
+      });
       expect(agent.metrics.render()).toMatch(/\ncascade_datapath_address_conflicts_total 1/);
       await deletePod('dup');
       await waitFor('old owner back', async () =>
@@ -238,6 +246,20 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       await agent.idle();
       expect(agent.refusedPolicies.get('NetworkPolicy/app/flood')!.reason).toMatch(/over its budget of 500/);
       expect(agent.metrics.render()).toMatch(/\ncascade_netpol_policies_refused 1\n/);
+      await waitFor('an event on the refused policy', async () => {
+        const evs = (await env.call('GET', '/api/v1/namespaces/app/events')).body as {
+          items: { reason: string; involvedObject: { kind: string; name: string }; message: string }[];
+        };
+        return evs.items.some(
+          (e) =>
+            e.reason === 'PolicyMapBudgetExceeded' &&
+            e.involvedObject.kind === 'NetworkPolicy' &&
+            e.involvedObject.name === 'flood' &&
+            /over its budget of 500/.test(e.message),
+        )
+          ? true
+          : undefined;
+      });
       await dp.dp.clearConntrack();
       expect(await probe('172.16.1.9', 443)).toBe('deny'); // isolated, the refused rule allows nothing
       expect(await probe('10.62.9.1', 443)).toBe('allow'); // the namespace's other policy works

@@ -334,6 +334,16 @@ export class NetpolAgent {
         entries: r.entries,
         reason: r.reason,
       });
+      this.event(
+        {
+          kind: 'NetworkPolicy',
+          apiVersion: 'networking.k8s.io/v1',
+          namespace: r.namespace,
+          name: r.original.name,
+        },
+        'PolicyMapBudgetExceeded',
+        r.reason,
+      );
     }
     const problems = JSON.stringify(this.engine.problems());
     if (problems !== this.lastProblems) {
@@ -359,6 +369,36 @@ export class NetpolAgent {
     this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
   }
 
+  /**
+   * A Warning Event on the object concerned (best effort, never retried: the log line and the metric
+   * are the record). Names are generated from ours, never from user text.
+   */
+  private event(
+    obj: { kind: string; namespace: string; name: string; apiVersion: string },
+    reason: string,
+    message: string,
+  ): void {
+    const now = new Date().toISOString();
+    const suffix = `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
+    void this.opts.client
+      .request('POST', `/api/v1/namespaces/${encodeURIComponent(obj.namespace)}/events`, {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name: `cascade-netpol.${suffix}`, namespace: obj.namespace },
+        involvedObject: obj,
+        reason,
+        message: message.slice(0, 1024),
+        type: 'Warning',
+        source: { component: 'cascade-netpol-agent', host: this.opts.node },
+        reportingComponent: 'cascade.dev/netpol-agent',
+        reportingInstance: this.opts.node.slice(0, 128),
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      })
+      .catch((e: unknown) => this.log('warn', 'event not recorded', { reason, error: String(e) }));
+  }
+
   private reportConflicts(): void {
     const now = new Set<string>();
     for (const c of this.owners.conflicts()) {
@@ -367,6 +407,14 @@ export class NetpolAgent {
       if (this.reportedConflicts.has(id)) continue;
       this.addressConflicts.inc();
       this.log('warn', 'two live pods claim one address: the newest owns it', { ...c });
+      for (const loser of c.losers) {
+        const [namespace, name] = loser.split('/') as [string, string];
+        this.event(
+          { kind: 'Pod', apiVersion: 'v1', namespace, name },
+          'PodAddressConflict',
+          `address ${c.address} is also claimed by the newer pod ${c.owner}, which owns it on node ${this.opts.node}: this pod is not enforced under that address`,
+        );
+      }
     }
     this.reportedConflicts.clear();
     for (const id of now) this.reportedConflicts.add(id);
