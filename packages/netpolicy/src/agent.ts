@@ -116,6 +116,7 @@ export class NetpolAgent {
   /** Local pod address -> ifindex of its host-side interface, as found from the kernel. */
   private readonly ifindexByIp = new Map<string, number>();
   private lastFullResolve = 0;
+  private lastUnknown = '';
   private attachedCount = 0;
   readonly attachFailures = this.metrics.counter(
     'cascade_datapath_attach_failures_total',
@@ -441,10 +442,17 @@ export class NetpolAgent {
     } catch (e) {
       this.log('warn', 'finding pod interfaces failed; retried', { error: String(e) });
     }
-    if (todo.some((ip) => !this.ifindexByIp.has(ip))) {
+    // one quick retry per new set of unknown addresses (a bridged pod's neighbour entry appears after
+    // the nudge); addresses that stay unknown are tried again by the 30 s reconcile, not in a loop
+    const unknown = [...ips]
+      .filter((ip) => !this.ifindexByIp.has(ip))
+      .sort()
+      .join(' ');
+    if (unknown && unknown !== this.lastUnknown) {
       const t = setTimeout(() => this.queue.add('sync'), 2_000);
       t.unref();
     }
+    this.lastUnknown = unknown;
   }
 
   /**
