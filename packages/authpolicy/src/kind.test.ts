@@ -87,4 +87,40 @@ describe('AuthPolicy schema', () => {
       'response.unauthorized',
     ]);
   });
+
+  it('an authentication override replaces every lower method even with strategy merge (no escape by adding one)', () => {
+    const e = new PolicyEngine(authPolicyKind);
+    e.upsertGateway({ namespace: 'ns', name: 'gw', gatewayClassName: 'c', listeners: [{ name: 'l' }] });
+    e.upsertRoute({
+      kind: 'HTTPRoute',
+      namespace: 'ns',
+      name: 'r',
+      parentRefs: [{ name: 'gw' }],
+      rules: [{}],
+    });
+    const jwt = { jwt: { issuerUrl: 'https://issuer.example' } };
+    e.upsertPolicy({
+      kind: 'AuthPolicy',
+      metadata: { namespace: 'ns', name: 'platform' },
+      spec: { targetRef: gw, overrides: { strategy: 'merge', rules: { authentication: { sso: jwt } } } },
+    });
+    e.upsertPolicy({
+      kind: 'AuthPolicy',
+      metadata: { namespace: 'ns', name: 'tenant' },
+      spec: {
+        targetRef: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'r' },
+        rules: {
+          authentication: { anyone: { anonymous: {} } },
+          authorization: {
+            mine: { patternMatching: { patterns: [{ selector: 'a', operator: 'eq', value: 'b' }] } },
+          },
+        },
+      },
+    });
+    e.flush();
+    const rules = e.result('Gateway:ns/gw#l|HTTPRoute:ns/r#rule-1')!.rules;
+    // only the override's method authenticates; the tenant's other sections are merged as usual
+    expect([...rules.keys()].filter((k) => k.startsWith('authentication.'))).toEqual(['authentication.sso']);
+    expect(rules.has('authorization.mine')).toBe(true);
+  });
 });

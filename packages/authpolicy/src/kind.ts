@@ -141,7 +141,8 @@ export const authPolicyKind = definePolicyKind({
     when: predicateListSchema.optional(),
   },
   sections: [
-    { name: 'authentication', path: ['rules', 'authentication'] },
+    // Authorino accepts a request when any one authentication method succeeds: alternatives
+    { name: 'authentication', path: ['rules', 'authentication'], alternatives: true },
     { name: 'metadata', path: ['rules', 'metadata'] },
     { name: 'authorization', path: ['rules', 'authorization'] },
     { name: 'response', path: ['rules', 'response'], names: ['unauthenticated', 'unauthorized'] },

@@ -16,6 +16,12 @@ export interface RuleSection {
    * keys belong to nested sections. Unset: every key is a rule name.
    */
   names?: readonly string[];
+  /**
+   * The section's rules are alternatives: any one of them succeeding is enough (authentication
+   * methods). An override with rules in such a section replaces the section whole, whatever its
+   * strategy: with `merge`, a lower policy could otherwise escape the override by adding a method.
+   */
+  alternatives?: boolean;
 }
 
 /** A semantic problem the schema cannot see; `field` is a dotted path under `spec`. */

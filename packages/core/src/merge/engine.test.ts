@@ -292,10 +292,21 @@ const cases: Case[] = [
     want: { 'limits.b': 'r=2/intent' },
   },
   {
-    name: 'an override whose condition errors does not apply',
+    // fail safe: a tenant must not escape the gateway owner's override by making its condition fail
+    name: 'an override whose condition errors applies',
     policies: [
       gwp('g', {
         overrides: { strategy: 'merge', condition: 'self.limits.zz.rates[0].limit > 1', limits: { a: L(1) } },
+      }),
+      rtp('r', { limits: { b: L(2) } }),
+    ],
+    want: { 'limits.a': 'g=1/override', 'limits.b': 'r=2/intent' },
+  },
+  {
+    name: 'a default whose condition errors is skipped',
+    policies: [
+      gwp('g', {
+        defaults: { strategy: 'merge', condition: 'self.limits.zz.rates[0].limit > 1', limits: { a: L(1) } },
       }),
       rtp('r', { limits: { b: L(2) } }),
     ],

@@ -41,7 +41,17 @@ export interface LostRule {
   reason: LossReason;
 }
 
-export type StepOutcome = 'applied' | 'ignored' | 'condition-false' | 'condition-error';
+/**
+ * condition-error: a default's condition failed to evaluate, the default was skipped;
+ * condition-error-applied: an override's condition failed, the override was applied anyway (fail
+ * safe: an override is the gateway owner's rule, and a tenant must not escape it by breaking it).
+ */
+export type StepOutcome =
+  | 'applied'
+  | 'ignored'
+  | 'condition-false'
+  | 'condition-error'
+  | 'condition-error-applied';
 
 export interface FoldStep {
   policy: PolicyRef;
@@ -66,7 +76,8 @@ export interface ChainResult {
   lost: LostRule[];
   steps: FoldStep[];
   refusedUnsets: RefusedUnset[];
-  conditionErrors: { policy: PolicyRef; block: RuleOrigin; message: string }[];
+  /** Conditions that failed to evaluate; `applied`: the block was applied anyway (an override). */
+  conditionErrors: { policy: PolicyRef; block: RuleOrigin; message: string; applied: boolean }[];
   /** Every policy on the chain, least established first. */
   sources: PolicyRef[];
 }
@@ -98,6 +109,7 @@ export function renderRuleSet(
 }
 
 export function resolveChain(ordered: readonly ChainLink[], sections: readonly RuleSection[]): ChainResult {
+  const alternatives = new Set(sections.filter((s) => s.alternatives).map((s) => s.name));
   let ep = new Map<string, EffectiveRule>();
   const lost: LostRule[] = [];
   const steps: FoldStep[] = [];
@@ -145,14 +157,15 @@ export function resolveChain(ordered: readonly ChainLink[], sections: readonly R
           const res = block.condition.evaluate(self, { name: old.name, value: old.value });
           if (!res.ok) {
             errors++;
+            const applied = block.as === 'override';
             conditionErrors.push({
               policy: link.policy.ref,
               block: block.as,
               message: `${old.key}: ${res.error}`,
+              applied,
             });
-            continue;
-          }
-          if (!res.value) continue;
+            if (!applied) continue; // a constraint is an override: it applies when its condition errs
+          } else if (!res.value) continue;
         }
         const e: EffectiveRule = {
           ...old,
@@ -167,7 +180,7 @@ export function resolveChain(ordered: readonly ChainLink[], sections: readonly R
         clipped++;
       }
     }
-    return `constraint clipped ${clipped} rule(s)${errors ? `, condition failed on ${errors}` : ''}`;
+    return `constraint clipped ${clipped} rule(s)${errors ? `, condition failed on ${errors} (clipped: fail safe)` : ''}`;
   };
 
   for (const link of ordered) {
@@ -189,12 +202,12 @@ export function resolveChain(ordered: readonly ChainLink[], sections: readonly R
       if (block.condition) {
         const res = block.condition.evaluate(renderRuleSet(ep.values(), sections));
         if (!res.ok) {
-          step.outcome = 'condition-error';
-          step.detail = `condition "${block.condition.source}" failed: ${res.error}`;
-          conditionErrors.push({ policy: link.policy.ref, block: block.as, message: res.error });
-          continue;
-        }
-        if (!res.value) {
+          const applied = block.as === 'override';
+          step.outcome = applied ? 'condition-error-applied' : 'condition-error';
+          step.detail = `condition "${block.condition.source}" failed: ${res.error}; ${applied ? 'the override applies (fail safe)' : 'the default is skipped'}`;
+          conditionErrors.push({ policy: link.policy.ref, block: block.as, message: res.error, applied });
+          if (!applied) continue;
+        } else if (!res.value) {
           step.outcome = 'condition-false';
           step.detail = `condition "${block.condition.source}" is false`;
           continue;
@@ -221,6 +234,17 @@ export function resolveChain(ordered: readonly ChainLink[], sections: readonly R
           step.detail = `replaced the whole rule set with ${incoming.length} rule(s)`;
         } else {
           let replaced = 0;
+          // sections of alternatives the override speaks to are replaced whole, even with `merge`
+          const whole = new Set(incoming.filter((r) => alternatives.has(r.section)).map((r) => r.section));
+          if (whole.size) {
+            const keys = new Set(incoming.map((r) => r.key));
+            for (const old of [...ep.values()]) {
+              if (!whole.has(old.section) || keys.has(old.key)) continue;
+              lose(old, [link.policy.ref], 'overridden');
+              ep.delete(old.key);
+              replaced++;
+            }
+          }
           for (const r of incoming) {
             const old = ep.get(r.key);
             if (old) {

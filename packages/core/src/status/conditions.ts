@@ -106,7 +106,7 @@ function enforcedCondition(engine: PolicyEngine, id: string, gen: number | undef
   let lostCount = 0;
   const lostBy = new Map<string, { rules: Set<string>; routes: Set<string> }>();
   const refused = new Map<string, Set<string>>();
-  const condErrors = new Map<string, number>();
+  const condErrors = new Map<string, { paths: number; applied: boolean }>();
   let condFalse = 0;
   const routeOf = (pk: string) => {
     const r = engine.topology.paths.get(pk)?.route;
@@ -135,7 +135,9 @@ function enforcedCondition(engine: PolicyEngine, id: string, gen: number | undef
       s.add(u.key);
     }
     for (const e of result.conditionErrors) {
-      if (isSelf(e.policy)) condErrors.set(e.message, (condErrors.get(e.message) ?? 0) + pks.length);
+      if (!isSelf(e.policy)) continue;
+      const prev = condErrors.get(e.message);
+      condErrors.set(e.message, { paths: (prev?.paths ?? 0) + pks.length, applied: e.applied });
     }
     for (const s of result.steps)
       if (isSelf(s.policy) && s.outcome === 'condition-false') condFalse += pks.length;
@@ -143,7 +145,10 @@ function enforcedCondition(engine: PolicyEngine, id: string, gen: number | undef
   const notes: string[] = [];
   for (const [by, set] of refused)
     notes.push(`unset of ${list(set)} refused: an override of ${by} cannot be unset`);
-  for (const [msg, n] of condErrors) notes.push(`condition failed on ${n} path(s): ${msg}`);
+  for (const [msg, e] of condErrors)
+    notes.push(
+      `condition failed on ${e.paths} path(s): ${msg} (${e.applied ? 'the override was applied: fail safe' : 'the default was skipped'})`,
+    );
   const overriders = [...lostBy.entries()].map(
     ([by, e]) => `${list(e.rules)} by ${by} (routes ${list(e.routes)})`,
   );
@@ -166,6 +171,17 @@ function enforcedCondition(engine: PolicyEngine, id: string, gen: number | undef
       gen,
     );
   }
+  // What the policy asked for and did not get: a refused unset, a default skipped for its condition.
+  const partial =
+    [...refused.values()].some((s) => s.size > 0) || [...condErrors.values()].some((e) => !e.applied);
+  if (partial)
+    return cond(
+      'Enforced',
+      'True',
+      'PartiallyEnforced',
+      `Policy has been partially enforced on ${paths.length} path(s)${tail}`,
+      gen,
+    );
   const quiet = enforced === 0 && condFalse > 0 ? '; no block applied: its conditions did not hold' : '';
   return cond(
     'Enforced',
