@@ -24,9 +24,24 @@
 //     with the reason in the `cascade.dev/refused-references` annotation.
 // Rendering a platform default's API-key selector into the route's namespace would let the route's
 // owner mint keys the platform's rule accepts; that is what the rule prevents.
-import { createHash } from 'node:crypto';
+//
+// Fail closed on invalid policies: while an AuthPolicy that names a target on a path is invalid (a
+// CEL typo in a predicate, say: only Cascade can see it), the path's AuthConfig denies every request
+// (an always-false authorization, 403 naming the invalid policies, the
+// `cascade.dev/invalid-policies` annotation), instead of the route losing its AuthConfig and being
+// served without auth. Decided over "keep the last good AuthConfig": it needs no state that a
+// restart or a new replica could lose, and the policy's status says what to fix.
+//
+// Names: `<route>.<gateway>-<hash>` where the hash covers the route's kind, namespace and name and
+// the gateway's namespace and name (and the rule when a route is split): no two targets share a
+// rendered object, whatever their names (names may contain the separator); long names are cut with
+// the hash kept. Label values are valid label values (hashed when the name is not one); the full
+// references are in annotations. The id host is `<hash>.authconfig.cascade.internal`.
 import {
   type EffectiveRule,
+  hashOf,
+  labelValue,
+  objectName,
   type RenderContext,
   type RenderedObject,
   type RenderPath,
@@ -97,7 +112,6 @@ function place(spec: Json, r: EffectiveRule): void {
 }
 
 const routeKindGroup = 'gateway.networking.k8s.io';
-const short = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 8);
 
 interface Group {
   paths: RenderPath[];
@@ -108,7 +122,7 @@ interface Group {
 export function renderAuthConfigs(ctx: RenderContext): RenderedObject[] {
   const byRoute = new Map<string, RenderPath[]>();
   for (const p of ctx.paths) {
-    if (p.result.rules.size === 0) continue;
+    if (p.result.rules.size === 0 && p.result.invalid.length === 0) continue;
     const k = `${p.path.route.kind}/${p.path.route.namespace}/${p.path.route.name}`;
     byRoute.set(k, [...(byRoute.get(k) ?? []), p]);
   }
@@ -116,9 +130,10 @@ export function renderAuthConfigs(ctx: RenderContext): RenderedObject[] {
   for (const paths of byRoute.values()) {
     const groups: Group[] = [];
     for (const p of paths) {
-      const resultKey = JSON.stringify(
+      const resultKey = JSON.stringify([
         [...p.result.rules.values()].map((r) => [r.key, r.source, r.value, r.context]),
-      );
+        p.result.invalid,
+      ]);
       const g = groups.find((x) => x.resultKey === resultKey);
       if (g) g.paths.push(p);
       else groups.push({ paths: [p], resultKey });
@@ -172,9 +187,23 @@ function authConfigFor(ctx: RenderContext, g: Group, first: boolean, split: bool
       }
     }
   }
-  const spec: Json = {};
+  const invalid = p0.result.invalid.map((r) => `${r.namespace}/${r.name}`);
+  let spec: Json = {};
   for (const r of rules) if (!refused.has(r.key)) place(spec, r);
-  if (refused.size > 0) {
+  if (invalid.length > 0)
+    // fail closed: nothing of the (incomplete) effective policy is served
+    spec = {
+      authorization: {
+        'cascade-invalid-policy': { patternMatching: { patterns: [{ predicate: 'false' }] } },
+      },
+      response: {
+        unauthorized: {
+          code: 403,
+          message: { value: `Forbidden: AuthPolicy ${invalid.join(', ')} is invalid (see its status)` },
+        },
+      },
+    };
+  if (refused.size > 0 && invalid.length === 0) {
     const authz = (spec.authorization ??= {}) as Json;
     authz['cascade-refused-reference'] = {
       patternMatching: { patterns: [{ predicate: 'false' }] },
@@ -187,10 +216,18 @@ function authConfigFor(ctx: RenderContext, g: Group, first: boolean, split: bool
       },
     };
   }
-  const base = `${namespace === route.namespace ? '' : `${route.namespace}.`}${route.name}.${ctx.gateway.name}`;
-  const name = split ? `${base}.${p0.path.rule}` : base;
-  const safeName = name.length > 253 ? `${name.slice(0, 240)}.${short(name)}` : name;
-  const idHost = `${safeName}.${namespace}.authconfig.cascade.internal`;
+  const identity = JSON.stringify([
+    route.kind,
+    route.namespace,
+    route.name,
+    ctx.gateway.namespace,
+    ctx.gateway.name,
+    split ? p0.path.rule : '',
+    namespace,
+  ]);
+  const readable = `${route.name}.${ctx.gateway.name}${split ? `.${p0.path.rule}` : ''}`;
+  const safeName = objectName(readable, { key: identity });
+  const idHost = `${hashOf(identity, 20)}.authconfig.cascade.internal`;
   const hostnames = first ? [...new Set(g.paths.flatMap((p) => p.hostnames))] : [];
   const sources = [...new Map(rules.map((r) => [`${r.source.namespace}/${r.source.name}`, r.source])).keys()];
   return {
@@ -202,8 +239,8 @@ function authConfigFor(ctx: RenderContext, g: Group, first: boolean, split: bool
       labels: {
         'cascade.dev/managed-by': ctx.controller,
         'cascade.dev/policy-kind': 'AuthPolicy',
-        'cascade.dev/gateway': ctx.gateway.name,
-        'cascade.dev/route': route.name,
+        'cascade.dev/gateway': labelValue(ctx.gateway.name),
+        'cascade.dev/route': labelValue(route.name),
       },
       annotations: {
         'cascade.dev/route': `${route.kind}/${route.namespace}/${route.name}`,
@@ -211,6 +248,7 @@ function authConfigFor(ctx: RenderContext, g: Group, first: boolean, split: bool
         'cascade.dev/route-rules': [...new Set(g.paths.map((p) => p.path.rule))].join(','),
         'cascade.dev/sources': sources.join(','),
         ...(refusals.length ? { 'cascade.dev/refused-references': refusals.join('; ') } : {}),
+        ...(invalid.length ? { 'cascade.dev/invalid-policies': invalid.join(',') } : {}),
       },
     },
     spec: { hosts: [...hostnames, idHost], ...spec },

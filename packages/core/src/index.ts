@@ -2,6 +2,7 @@
 
 export * from './effective/crd.ts';
 export * from './effective/effective-policy.ts';
+export * from './effective/names.ts';
 export * from './effective/path-result.ts';
 export * from './effective/rbac.ts';
 export * from './effective/render.ts';

@@ -12,7 +12,14 @@
 //   the limit's own `when` plus the top-level `when` of the policy that wrote it (its context), never
 //   the winning policy's: a default merged into a route keeps its own predicates.
 import { createHash } from 'node:crypto';
-import { type EffectiveRule, type RenderContext, type RenderedObject, toYaml } from '@cascade/core';
+import {
+  type EffectiveRule,
+  labelValue,
+  objectName,
+  type RenderContext,
+  type RenderedObject,
+  toYaml,
+} from '@cascade/core';
 import { type Limit, windowSeconds } from './kind.ts';
 
 export type Scope = 'route' | 'gateway' | 'shared';
@@ -182,13 +189,15 @@ export function renderLimitador(ctx: RenderContext): RenderedObject[] {
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: {
-        name: `${LIMITS_CONFIGMAP_PREFIX}${ctx.gateway.name}`,
+        // valid for any gateway name (253 characters: hashed and cut); the gateway is in the annotation
+        name: objectName(`${LIMITS_CONFIGMAP_PREFIX}${ctx.gateway.name}`),
         namespace: ctx.gateway.namespace,
         labels: {
           'cascade.dev/managed-by': ctx.controller,
           'cascade.dev/policy-kind': 'RateLimitPolicy',
-          'cascade.dev/gateway': ctx.gateway.name,
+          'cascade.dev/gateway': labelValue(ctx.gateway.name),
         },
+        annotations: { 'cascade.dev/gateway': `${ctx.gateway.namespace}/${ctx.gateway.name}` },
         ...(ctx.gateway.uid
           ? {
               ownerReferences: [

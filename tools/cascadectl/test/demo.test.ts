@@ -30,7 +30,7 @@ describe('npm run demo', () => {
       'monitoring/prometheus  payments/ledger  TCP/9090    ALLOW',
       '== BPF maps (lowered MapState, shared layers)',
       '== Downstream configuration the controllers publish',
-      'AuthConfig  infra/team-b.orders.main',
+      'AuthConfig  infra/orders-main-',
       'name: per-user from RateLimitPolicy infra/platform-cap (override), scope route',
       '5 endpoints,',
     ]) {

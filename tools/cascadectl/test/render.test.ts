@@ -16,32 +16,46 @@ type Obj = {
 describe('cascadectl render -o json on examples/gateway', async () => {
   const r = await run('render', GW, '-o', 'json');
   const objs = JSON.parse(r.stdout) as Obj[];
-  const ac = (ns: string, name: string) =>
-    objs.find((o) => o.kind === 'AuthConfig' && o.metadata.namespace === ns && o.metadata.name === name)!;
+  /** The AuthConfig of a route (names carry a hash of route and gateway: found by the annotation). */
+  const ac = (ns: string, route: string) =>
+    objs.find(
+      (o) =>
+        o.kind === 'AuthConfig' &&
+        o.metadata.namespace === ns &&
+        o.metadata.annotations?.['cascade.dev/route'] === `HTTPRoute/${route}`,
+    )!;
 
   it('one AuthConfig per route, placed where its Secret references resolve, and one limits ConfigMap', () => {
     expect(r.code).toBe(0);
-    expect(objs.map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`)).toEqual([
+    expect(
+      objs.map(
+        (o) =>
+          `${o.kind} ${o.metadata.namespace}/${o.metadata.annotations?.['cascade.dev/route'] ?? o.metadata.name}`,
+      ),
+    ).toEqual([
       // team-b/c/d keep the platform's API-key rule: its Secrets are in infra, the example's
       // ReferenceGrant allows their routes to use them, so their AuthConfigs live in infra.
-      'AuthConfig infra/team-b.orders.main',
-      'AuthConfig infra/team-c.status.main',
-      'AuthConfig infra/team-d.admin.main',
+      'AuthConfig infra/HTTPRoute/team-d/admin',
+      'AuthConfig infra/HTTPRoute/team-b/orders',
+      'AuthConfig infra/HTTPRoute/team-c/status',
       // team-a replaced the API key by its own JWT: nothing to resolve elsewhere.
-      'AuthConfig team-a/catalog.main',
+      'AuthConfig team-a/HTTPRoute/team-a/catalog',
       'ConfigMap infra/limitador-limits-main',
     ]);
+    for (const o of objs.filter((x) => x.kind === 'AuthConfig'))
+      expect(o.metadata.name).toMatch(/^[a-z0-9-]+-[0-9a-f]{10}$/);
   });
 
   it('AuthConfigs carry the effective rules only, with each rule where Authorino expects it', () => {
-    const catalog = ac('team-a', 'catalog.main');
+    const catalog = ac('team-a', 'team-a/catalog');
     expect(Object.keys(catalog.spec!.authentication!)).toEqual(['primary']);
     expect((catalog.spec!.authentication!.primary as { jwt: unknown }).jwt).toEqual({
       issuerUrl: 'https://sso.example.com/realms/catalog',
     });
     expect(Object.keys(catalog.spec!.authorization!)).toEqual(['deny-anonymous']);
-    const admin = ac('infra', 'team-d.admin.main');
-    // The override is still there (the unset was refused) and team-d's anonymous authenticator is added.
+    const admin = ac('infra', 'team-d/admin');
+    // The override is still there (the unset was refused) and team-d's anonymous authenticator is
+    // added (the platform's API key is a default; its deny-anonymous authorization override stays).
     expect(Object.keys(admin.spec!.authentication!).sort()).toEqual(['anonymous', 'primary']);
     expect(Object.keys(admin.spec!.authorization!)).toEqual(['deny-anonymous']);
     expect(admin.spec!.hosts[0]).toBe('admin.apps.example.com');

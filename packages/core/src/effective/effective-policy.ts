@@ -7,6 +7,7 @@ import type { PolicyKind } from '../kind.ts';
 import type { ChainResult } from '../merge/fold.ts';
 import type { PathRef } from '../topology/types.ts';
 import { crdFor } from './crd.ts';
+import { labelValue, objectName } from './names.ts';
 import { type PathResult, toPathResult } from './path-result.ts';
 
 const ref = z.object({ kind: z.string(), namespace: z.string(), name: z.string() });
@@ -102,13 +103,13 @@ export function buildEffectivePolicy(
     apiVersion: `${EFFECTIVE_GROUP}/v1alpha1`,
     kind: 'EffectivePolicy',
     metadata: {
-      name: `${kind.kind.toLowerCase()}-${target.kind.toLowerCase()}-${target.name}`.slice(0, 253),
+      name: objectName(`${kind.kind.toLowerCase()}-${target.kind.toLowerCase()}-${target.name}`),
       namespace: target.namespace,
       labels: {
         [MANAGED_BY]: controller,
         'cascade.dev/policy-kind': kind.kind,
         'cascade.dev/target-kind': target.kind,
-        'cascade.dev/target-name': target.name.slice(0, 63),
+        'cascade.dev/target-name': labelValue(target.name),
       },
       ...(target.uid
         ? {

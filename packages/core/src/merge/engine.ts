@@ -13,9 +13,9 @@ import {
   routeKey,
 } from '../topology/types.ts';
 import { type ChainResult, resolveChain } from './fold.ts';
-import { normalizePolicy } from './normalize.ts';
+import { normalizePolicy, targetKeysOfInvalid } from './normalize.ts';
 import { type ChainLink, compareAge, foldOrder } from './order.ts';
-import type { NormalizedPolicy, PolicyObject } from './policy.ts';
+import type { NormalizedPolicy, PolicyObject, PolicyRef } from './policy.ts';
 
 export interface PolicyState {
   object: PolicyObject;
@@ -24,6 +24,8 @@ export interface PolicyState {
   revision: number;
   policy?: NormalizedPolicy;
   errors: string[];
+  /** An invalid policy's targets as far as its spec names them: the paths it would reach know it. */
+  invalidTargets?: string[];
 }
 
 export interface FlushReport {
@@ -123,7 +125,13 @@ export class PolicyEngine {
       errors: res.ok ? [] : res.errors,
     };
     if (res.ok) next.policy = res.policy;
-    if (prev && isEqual(prev.policy?.targets, next.policy?.targets) && samePolicyContent(prev, next)) {
+    else next.invalidTargets = targetKeysOfInvalid(this.kind, obj);
+    if (
+      prev &&
+      isEqual(prev.policy?.targets, next.policy?.targets) &&
+      isEqual(prev.invalidTargets, next.invalidTargets) &&
+      samePolicyContent(prev, next)
+    ) {
       this.policies.set(id, { ...next, revision: prev.revision });
       return;
     }
@@ -145,7 +153,7 @@ export class PolicyEngine {
   }
 
   private targetKeys(state: PolicyState): string[] {
-    return state.policy ? state.policy.targets.map((t) => t.key) : [];
+    return state.policy ? state.policy.targets.map((t) => t.key) : (state.invalidTargets ?? []);
   }
 
   private index(id: string, state: PolicyState): void {
@@ -209,6 +217,22 @@ export class PolicyEngine {
     return foldOrder(links);
   }
 
+  /** Invalid policies whose spec names a target on the path. */
+  private invalidOn(path: PathRef): PolicyRef[] {
+    const out: PolicyRef[] = [];
+    for (const key of objectKeysOfPath(path))
+      for (const id of this.byTarget.get(key) ?? []) {
+        const s = this.policies.get(id);
+        if (!s || s.policy || out.some((r) => `${r.kind}:${r.namespace}/${r.name}` === id)) continue;
+        out.push({
+          kind: s.object.kind,
+          namespace: s.object.metadata.namespace ?? 'default',
+          name: s.object.metadata.name,
+        });
+      }
+    return out;
+  }
+
   /** Interned fragment of the chain key for one object key: attached policies and revisions, newest first. */
   private groupKey(key: string): number {
     if (!this.byTarget.has(key)) return 0; // nothing attached: the empty fragment, id 0
@@ -217,6 +241,11 @@ export class PolicyEngine {
       let g = '';
       for (const p of this.attached(key).sort((a, b) => compareAge(b, a)))
         g += `${p.id}@${this.policies.get(p.id)!.revision},`;
+      // invalid policies at the key are part of the chain too: their paths know them (fail closed)
+      for (const id of [...this.byTarget.get(key)!].sort()) {
+        const s = this.policies.get(id);
+        if (s && !s.policy) g += `!${id}@${s.revision},`;
+      }
       id = this.fragments.get(g);
       if (id === undefined) this.fragments.set(g, (id = this.fragments.size));
       this.groupKeys.set(key, id);
@@ -265,7 +294,9 @@ export class PolicyEngine {
         if (old === ck) continue;
         let cached = this.chains.get(ck);
         if (!cached) {
-          const result = resolveChain(this.chainOf(this.topology.paths.get(pk)!), this.kind.sections);
+          const path = this.topology.paths.get(pk)!;
+          const result = resolveChain(this.chainOf(path), this.kind.sections);
+          result.invalid = this.invalidOn(path);
           cached = { result, refs: 0, fragments: [g4, gRoute, g2, g1, g0] };
           this.chains.set(ck, cached);
           report.folds++;
@@ -326,7 +357,7 @@ export class PolicyEngine {
 
   /** Ids of the policies attached at an object key (valid ones, before the 1:1 rule). */
   attachedAt(key: string): string[] {
-    return [...(this.byTarget.get(key) ?? [])];
+    return [...(this.byTarget.get(key) ?? [])].filter((id) => this.policies.get(id)?.policy);
   }
 
   /** Whether a policy is cut out at `key` by the kind's 1:1 rule. */

@@ -80,6 +80,11 @@ export interface ChainResult {
   conditionErrors: { policy: PolicyRef; block: RuleOrigin; message: string; applied: boolean }[];
   /** Every policy on the chain, least established first. */
   sources: PolicyRef[];
+  /**
+   * Invalid policies that name a target on the path (ignored by the fold). A kind whose policies are
+   * security policy fails closed where this is not empty (AuthPolicy renders a deny-all).
+   */
+  invalid: PolicyRef[];
 }
 
 /** Whether an `unset` entry names a rule key: `section.name`, or a bare `name` for any section. */
@@ -301,6 +306,7 @@ export function resolveChain(ordered: readonly ChainLink[], sections: readonly R
     steps,
     refusedUnsets,
     conditionErrors,
+    invalid: [],
     sources: ordered.map((l) => l.policy.ref),
   };
 }

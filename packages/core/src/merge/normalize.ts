@@ -98,6 +98,30 @@ function contextOf(kind: PolicyKind, ruleSet: Record<string, unknown>): Record<s
   return Object.keys(ctx).length > 0 ? ctx : undefined;
 }
 
+/**
+ * The object keys an invalid policy's spec names as targets, as far as they can be read (a policy
+ * whose targetRef is itself broken names none). The engine keeps them so that every path such a
+ * policy would reach knows it (ChainResult.invalid), and a kind can fail closed there.
+ */
+export function targetKeysOfInvalid(kind: PolicyKind, obj: PolicyObject): string[] {
+  const spec = obj.spec as { targetRef?: unknown; targetRefs?: unknown } | undefined;
+  if (!spec || typeof spec !== 'object') return [];
+  const raw =
+    spec.targetRef !== undefined ? [spec.targetRef] : Array.isArray(spec.targetRefs) ? spec.targetRefs : [];
+  const ns = obj.metadata.namespace ?? 'default';
+  const keys: string[] = [];
+  for (const r of raw.slice(0, 16)) {
+    if (!r || typeof r !== 'object') continue;
+    const ref = r as Record<string, unknown>;
+    if (typeof ref.kind !== 'string' || typeof ref.name !== 'string') continue;
+    if (ref.group !== undefined && typeof ref.group !== 'string') continue;
+    if (ref.sectionName !== undefined && typeof ref.sectionName !== 'string') continue;
+    const t = resolveTarget(kind, ns, ref as unknown as TargetRef, 'spec.targetRef');
+    if (!('field' in t) && !keys.includes(t.key)) keys.push(t.key);
+  }
+  return keys;
+}
+
 /** Validates and normalizes a policy object; `sequence` is its order of first appearance. */
 export function normalizePolicy(kind: PolicyKind, obj: PolicyObject, sequence: number): NormalizeResult {
   const ns = obj.metadata.namespace ?? 'default';
