@@ -14,25 +14,21 @@ import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { isEqual } from 'lodash-es';
-import { buildEffectivePolicy, EFFECTIVE_GROUP, MANAGED_BY } from '../effective/effective-policy.ts';
-import { renderGateway } from '../effective/render.ts';
-import type { PolicyKind, ReferenceGrant, RenderedObject } from '../kind.ts';
+import { EFFECTIVE_GROUP, MANAGED_BY } from '../effective/effective-policy.ts';
+import type { PolicyKind } from '../kind.ts';
 import { PolicyEngine } from '../merge/engine.ts';
-import { type ChainResult, resolveChain } from '../merge/fold.ts';
-import { affectedCondition, type Condition, policyConditions } from '../status/conditions.ts';
-import { convertTopology, referenceGrantFromObject } from '../topology/from-k8s.ts';
-import { gatewayKey, type PathRef, pathKey, routeKey, ruleName } from '../topology/types.ts';
-import { ApiError, type KubeClient, type KubeObject } from './client.ts';
+import { type Condition, policyConditions } from '../status/conditions.ts';
+import { convertTopology } from '../topology/from-k8s.ts';
+import { routeKey } from '../topology/types.ts';
+import { AffectedWriter } from './affected.ts';
+import type { KubeClient, KubeObject } from './client.ts';
+import { EffectivePublisher } from './effective-writer.ts';
 import { Informer, type InformerEvent, startInformers } from './informer.ts';
 import { LeaderElector } from './leader.ts';
 import { jsonLogger, type Logger, Metrics } from './metrics.ts';
+import { type PublishFailure, PublishLedger, withPublishFailures } from './publish.ts';
 import { WorkQueue } from './queue.ts';
-import {
-  mergeCondition,
-  mergeRouteAffected,
-  type RouteParentRef,
-  type StatusCondition,
-} from './target-status.ts';
+import { RenderedPublisher } from './rendered.ts';
 import { setupTracing, tracer } from './tracing.ts';
 
 export interface ControllerOptions {
@@ -67,8 +63,6 @@ export async function eachLimit<T>(items: Iterable<T>, n: number, f: (x: T) => P
   await Promise.all(Array.from({ length: Math.max(1, n) }, worker));
   if (failed) throw failed.e;
 }
-
-type EffectivePolicyObject = ReturnType<typeof buildEffectivePolicy>;
 
 const GW = '/apis/gateway.networking.k8s.io/v1';
 
@@ -109,12 +103,6 @@ export class PolicyController {
   /** Next reconcile compares everything (start, new leader, periodic resync). */
   private full = true;
   private resyncTimer?: NodeJS.Timeout;
-  /** Desired EffectivePolicies by ns/name, kept between reconciles. */
-  private readonly desired = new Map<string, EffectivePolicyObject>();
-  /** Route object key -> the ns/name of its EffectivePolicy. */
-  private readonly routeEffective = new Map<string, string>();
-  /** Gateway-level EffectivePolicy keys. */
-  private gatewayEffective = new Set<string>();
   private readonly pendingRoutes = new Set<string>();
   private readonly pendingPolicies = new Set<string>();
   private readonly pendingEffective = new Set<string>();
@@ -129,16 +117,16 @@ export class PolicyController {
   private readonly grants: Informer;
   /** apiVersion/kind -> informer of the rendered objects we manage of that resource. */
   private readonly renderInformers = new Map<string, { informer: Informer; base: string; plural: string }>();
-  /** Gateway ns/name -> what we rendered for it (renderedKey -> object). */
-  private readonly rendered = new Map<string, Map<string, RenderedObject>>();
-  /** Every rendered object by renderedKey (kept with `rendered`, not rebuilt per reconcile). */
-  private readonly renderedByKey = new Map<string, RenderedObject>();
   /** Policy id -> the object keys (without section) it targeted when last reconciled. */
   private readonly policyTargets = new Map<string, string[]>();
-  private readonly missingWarned = new Set<string>();
   /** Topology object -> uid|generation|labels last applied to the engine. */
   private readonly topologySeen = new Map<string, string>();
   readonly reconcileStats = { full: 0, incremental: 0, lastRoutes: 0, lastPolicies: 0 };
+  private readonly affected: AffectedWriter;
+  private readonly renderer: RenderedPublisher;
+  private readonly effectivePublisher: EffectivePublisher;
+  /** Objects whose last write failed, with the policies they carry (their status says so). */
+  readonly ledger = new PublishLedger(this.metrics);
   private get writeConcurrency(): number {
     return this.opts.writeConcurrency ?? 8;
   }
@@ -253,6 +241,55 @@ export class PolicyController {
       },
     );
     this.informers.push(this.policies, this.effective);
+    this.ledger.onChange = (object, failure, policies) => {
+      if (failure) {
+        this.log('warn', 'publish failed: the object is retried on its own, the others go on', {
+          object,
+          status: failure.status,
+          error: failure.message,
+          policies,
+        });
+        for (const id of policies.slice(0, 10))
+          this.policyEvent(id, 'PublishFailed', `could not publish ${object}: ${failure.message}`);
+      } else this.log('info', 'published after failing', { object });
+      // the Enforced condition of the policies it carries changes
+      for (const id of policies) this.pendingPolicies.add(id);
+      if (policies.length) this.queue.add('sync');
+    };
+    this.effectivePublisher = new EffectivePublisher({
+      engine: this.engine,
+      client: c,
+      kind: opts.kind,
+      name: opts.name,
+      effective: this.effective,
+      ledger: this.ledger,
+      writes: this.writes,
+      skipped: this.skipped,
+      writeConcurrency: this.writeConcurrency,
+      uidOf: (path, ns, name) => this.uidOf(path, ns, name),
+    });
+    this.renderer = new RenderedPublisher({
+      engine: this.engine,
+      client: c,
+      kind: opts.kind,
+      name: opts.name,
+      renderInformers: this.renderInformers,
+      grants: this.grants,
+      ledger: this.ledger,
+      writes: this.writes,
+      skipped: this.skipped,
+      log: this.log,
+      writeConcurrency: this.writeConcurrency,
+      uidOf: (path, ns, name) => this.uidOf(path, ns, name),
+    });
+    this.affected = new AffectedWriter({
+      engine: this.engine,
+      client: c,
+      name: opts.name,
+      informers: this.informers,
+      writes: this.writes,
+      skipped: this.skipped,
+    });
     this.metrics.gauge('cascade_queue_depth', 'Keys waiting for a reconcile', () => this.queue.depth);
     this.metrics.gauge('cascade_leader', '1 when this replica holds the lease', () =>
       this.elector.leader ? 1 : 0,
@@ -386,7 +423,11 @@ export class PolicyController {
       else for (const p of policies ?? []) this.pendingAffected.add(p);
       this.queue.add('downstream');
       try {
-        await this.publishEffective(routes, effective);
+        this.retry(
+          await this.effectivePublisher.publish(routes, effective),
+          (key) => this.pendingEffective.add(key),
+          'sync',
+        );
         await this.publishStatus(policies);
       } catch (e) {
         // Keep what was not done for the retry (conservatively: all of it).
@@ -416,7 +457,11 @@ export class PolicyController {
     const rendered = take(this.pendingRendered, full);
     const affected = take(this.pendingAffected, full);
     try {
-      await this.publishRendered(gateways, rendered);
+      this.retry(
+        await this.renderer.publish(gateways, rendered),
+        (key) => this.pendingRendered.add(key),
+        'downstream',
+      );
       await this.publishAffected(affected);
     } catch (e) {
       if (full) this.downstreamFull = true;
@@ -432,209 +477,49 @@ export class PolicyController {
     return this.informers.find((i) => i.path.endsWith(path))?.cache.get(`${ns}/${name}`)?.metadata.uid;
   }
 
-  /** The desired EffectivePolicy of one route (undefined: none, nothing applies to it). */
-  private routeDesired(route: string): EffectivePolicyObject | undefined {
-    const results: [PathRef, ChainResult][] = [];
-    for (const pk of this.engine.topology.routePathKeys(route)) {
-      const path = this.engine.topology.paths.get(pk);
-      const r = this.engine.result(pk);
-      if (path && r) results.push([path, r]);
-    }
-    if (results.length === 0 || results.every(([, r]) => r.rules.size === 0 && r.lost.length === 0))
-      return undefined;
-    const p = results[0]![0].route;
-    const uid = this.uidOf(p.kind === 'HTTPRoute' ? '/httproutes' : '/grpcroutes', p.namespace, p.name);
-    return buildEffectivePolicy(
-      this.opts.kind,
-      this.opts.name,
-      { kind: p.kind, namespace: p.namespace, name: p.name, ...(uid ? { uid } : {}) },
-      results.sort((a, b) => (pathKey(a[0]) < pathKey(b[0]) ? -1 : 1)),
-    );
-  }
-
-  /** Gateway level: what the gateway-class, gateway and listener policies make of each listener. */
-  private gatewaysDesired(): Map<string, EffectivePolicyObject> {
-    const out = new Map<string, EffectivePolicyObject>();
-    for (const gw of this.engine.topology.gateways.values()) {
-      const results: [PathRef, ChainResult][] = [];
-      for (const l of gw.listeners) {
-        const path: PathRef = {
-          gatewayClass: gw.gatewayClassName,
-          gateway: { namespace: gw.namespace, name: gw.name },
-          listener: l.name,
-          route: { kind: 'HTTPRoute', namespace: '', name: '' },
-          rule: '',
-        };
-        const chain = this.engine.chainOf(path);
-        if (chain.length === 0) continue;
-        results.push([
-          { ...path, route: { kind: 'HTTPRoute', namespace: '', name: '*' }, rule: '*' },
-          resolveChain(chain, this.engine.kind.sections),
-        ]);
-      }
-      if (results.length === 0) continue;
-      const uid = this.uidOf('/gateways', gw.namespace, gw.name);
-      const ep = buildEffectivePolicy(
-        this.opts.kind,
-        this.opts.name,
-        { kind: 'Gateway', namespace: gw.namespace, name: gw.name, ...(uid ? { uid } : {}) },
-        results,
-      );
-      out.set(`${ep.metadata.namespace}/${ep.metadata.name}`, ep);
-    }
-    return out;
-  }
-
   /**
-   * Recomputes the desired EffectivePolicies of `routes` (all when undefined) and of every gateway,
-   * then makes the live objects match for those keys and for `extra` keys (live objects that changed).
+   * Puts the items of transient failures back into their lane's pending set and wakes the lane after
+   * the shortest backoff; refused writes wait for their input to change (or the next full pass).
    */
-  private async publishEffective(routes: string[] | undefined, extra: string[] | undefined): Promise<void> {
-    const check = new Set<string>(extra ?? []);
-    if (routes === undefined) {
-      this.desired.clear();
-      this.routeEffective.clear();
-      for (const route of this.engine.topology.routes.keys()) {
-        const ep = this.routeDesired(route);
-        if (!ep) continue;
-        const key = `${ep.metadata.namespace}/${ep.metadata.name}`;
-        this.desired.set(key, ep);
-        this.routeEffective.set(route, key);
-      }
-    } else {
-      for (const route of routes) {
-        const old = this.routeEffective.get(route);
-        if (old) {
-          this.desired.delete(old);
-          this.routeEffective.delete(route);
-          check.add(old);
-        }
-        const ep = this.routeDesired(route);
-        if (!ep) continue;
-        const key = `${ep.metadata.namespace}/${ep.metadata.name}`;
-        this.desired.set(key, ep);
-        this.routeEffective.set(route, key);
-        check.add(key);
-      }
+  private retry<T>(
+    failed: { item: T; failure: PublishFailure }[],
+    putBack: (item: T) => void,
+    lane: string,
+  ): void {
+    let delay = Number.POSITIVE_INFINITY;
+    for (const { item, failure } of failed) {
+      if (failure.permanent) continue;
+      putBack(item);
+      delay = Math.min(delay, PublishLedger.backoffMs(failure));
     }
-    for (const key of this.gatewayEffective) {
-      this.desired.delete(key);
-      check.add(key);
-    }
-    const gateways = this.gatewaysDesired();
-    for (const [key, ep] of gateways) {
-      this.desired.set(key, ep);
-      check.add(key);
-    }
-    this.gatewayEffective = new Set(gateways.keys());
-    const keys =
-      routes === undefined ? new Set([...this.desired.keys(), ...this.effective.cache.keys()]) : check;
-
-    const c = this.opts.client;
-    const base = (ns: string) => `/apis/${EFFECTIVE_GROUP}/v1alpha1/namespaces/${ns}/effectivepolicies`;
-    await eachLimit(keys, this.writeConcurrency, async (key) => {
-      const ep = this.desired.get(key);
-      const live = this.effective.cache.get(key);
-      if (ep) {
-        if (live && isEqual(live.spec, ep.spec) && isEqual(live.metadata.labels, ep.metadata.labels)) {
-          this.skipped.inc();
-          return;
-        }
-        // Keep the cache at what we wrote: a reconcile before the watch event must not write again.
-        this.effective.cache.set(
-          key,
-          await c.apply(`${base(ep.metadata.namespace)}/${ep.metadata.name}`, ep, this.opts.name),
-        );
-        this.writes.inc();
-      } else if (live && live.metadata.labels?.['cascade.dev/policy-kind'] === this.opts.kind.kind) {
-        await c.request('DELETE', `${base(live.metadata.namespace!)}/${live.metadata.name}`).catch((e) => {
-          if ((e as { status?: number }).status !== 404) throw e;
-        });
-        this.effective.cache.delete(key);
-        this.writes.inc();
-      }
-    });
+    if (delay === Number.POSITIVE_INFINITY) return;
+    const t = setTimeout(() => this.queue.add(lane), delay);
+    t.unref();
   }
 
-  /** The ReferenceGrants in the cache, as plain data (invalid ones are ignored: they grant nothing). */
-  private referenceGrants(): ReferenceGrant[] {
-    const out: ReferenceGrant[] = [];
-    for (const o of this.grants.cache.values()) {
-      const g = referenceGrantFromObject({ kind: 'ReferenceGrant', metadata: o.metadata, spec: o.spec });
-      if (!('error' in g)) out.push(g);
-    }
-    return out;
-  }
-
-  /**
-   * Re-renders `gateways` (all when undefined) through the kind's render hook and makes the live
-   * objects match: apply what differs, delete what is no longer rendered. Resources that are not
-   * served (e.g. the AuthConfig CRD is not installed) are skipped and logged once.
-   */
-  private async publishRendered(gateways: string[] | undefined, extra: string[] | undefined): Promise<void> {
-    if (!this.opts.kind.render) return;
-    const check = new Set<string>(extra ?? []);
-    const grants = this.referenceGrants();
-    const todo = gateways ?? [
-      ...new Set([
-        ...[...this.engine.topology.gateways.values()].map((g) => `${g.namespace}/${g.name}`),
-        ...this.rendered.keys(),
-      ]),
-    ];
-    for (const gw of todo) {
-      const [ns, name] = gw.split('/') as [string, string];
-      for (const [k, o] of this.rendered.get(gw) ?? []) {
-        check.add(k);
-        if (this.renderedByKey.get(k) === o) this.renderedByKey.delete(k);
-      }
-      const uid = this.uidOf('/gateways', ns, name);
-      const next = renderGateway(this.engine, ns, name, this.opts.name, uid, grants);
-      if (next.size) this.rendered.set(gw, next);
-      else this.rendered.delete(gw);
-      for (const [k, o] of next) {
-        check.add(k);
-        this.renderedByKey.set(k, o);
-      }
-    }
-    const desired = this.renderedByKey;
-    if (gateways === undefined)
-      for (const [res, { informer }] of this.renderInformers)
-        for (const o of informer.cache.values())
-          check.add(`${res}/${o.metadata.namespace}/${o.metadata.name}`);
-    const c = this.opts.client;
-    await eachLimit(check, this.writeConcurrency, async (key) => {
-      const parts = key.split('/');
-      const [ns, name] = parts.slice(-2) as [string, string];
-      const res = parts.slice(0, -2).join('/');
-      const target = this.renderInformers.get(res);
-      if (!target) return;
-      if (target.informer.missing) {
-        if (!this.missingWarned.has(res)) {
-          this.missingWarned.add(res);
-          this.log('warn', 'not publishing rendered objects: the resource is not served by the API server', {
-            resource: res,
-          });
-        }
-        return;
-      }
-      const want = desired.get(key);
-      const live = target.informer.cache.get(`${ns}/${name}`);
-      const path = `${target.base}/namespaces/${ns}/${target.plural}/${name}`;
-      if (want) {
-        if (live && renderedEqual(live, want)) {
-          this.skipped.inc();
-          return;
-        }
-        target.informer.cache.set(`${ns}/${name}`, await c.apply(path, want, this.opts.name));
-        this.writes.inc();
-      } else if (live && live.metadata.labels?.['cascade.dev/policy-kind'] === this.opts.kind.kind) {
-        await c.request('DELETE', path).catch((e) => {
-          if ((e as { status?: number }).status !== 404) throw e;
-        });
-        target.informer.cache.delete(`${ns}/${name}`);
-        this.writes.inc();
-      }
-    });
+  /** A Warning Event on a policy (best effort: the log line and the metric are the record). */
+  private policyEvent(id: string, reason: string, message: string): void {
+    const k = this.opts.kind;
+    const [ns, name] = id.slice(k.kind.length + 1).split('/') as [string, string];
+    const now = new Date().toISOString();
+    void this.opts.client
+      .request('POST', `/api/v1/namespaces/${encodeURIComponent(ns)}/events`, {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: {
+          name: `${name.slice(0, 200)}.${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`,
+          namespace: ns,
+        },
+        involvedObject: { apiVersion: `${k.group}/${k.version}`, kind: k.kind, namespace: ns, name },
+        reason,
+        message: message.slice(0, 1024),
+        type: 'Warning',
+        source: { component: this.opts.name },
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      })
+      .catch(() => undefined);
   }
 
   /**
@@ -657,103 +542,23 @@ export class PolicyController {
     }
     const type = `${k.kind}Affected`;
     const nowTime = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    await eachLimit(targets, this.writeConcurrency, async (key) => {
+    const what = (key: string) => ({ object: `${type} on ${key}`, policies: () => [] });
+    const failed = await this.ledger.each(targets, this.writeConcurrency, what, async (key) => {
       const colon = key.indexOf(':');
       const kind = key.slice(0, colon);
       const [ns, name] = key.slice(colon + 1).split('/') as [string, string];
-      if (kind === 'Gateway') await this.gatewayAffected(key, ns, name, type, nowTime);
+      if (kind === 'Gateway') await this.affected.gateway(key, ns, name, type, nowTime);
       else if (kind === 'HTTPRoute' || kind === 'GRPCRoute')
-        await this.routeAffected(key, kind, ns, name, type, nowTime);
+        await this.affected.route(key, kind, ns, name, type, nowTime);
     });
-  }
-
-  private affectedFor(
-    key: string,
-    sections: string[],
-    generation: number | undefined,
-  ): StatusCondition | undefined {
-    const attached =
-      this.engine.attachedAt(key).length > 0 ||
-      sections.some((s) => this.engine.attachedAt(`${key}#${s}`).length > 0);
-    if (!attached) return undefined;
-    return { ...affectedCondition(this.engine, key, sections), observedGeneration: generation ?? 0 };
-  }
-
-  private async gatewayAffected(
-    key: string,
-    ns: string,
-    name: string,
-    type: string,
-    now: string,
-  ): Promise<void> {
-    const informer = this.informers.find((i) => i.path.endsWith('/gateways'))!;
-    const live = informer.cache.get(`${ns}/${name}`);
-    if (!live) return;
-    const gw = this.engine.topology.gateways.get(gatewayKey(ns, name));
-    const cond = this.affectedFor(key, gw?.listeners.map((l) => l.name) ?? [], live.metadata.generation);
-    const current = ((live.status as { conditions?: StatusCondition[] } | undefined)?.conditions ?? []).find(
-      (x) => x.type === type,
-    );
-    if ((!cond && !current) || (cond && current && sameStatusCondition(cond, current))) {
-      this.skipped.inc();
-      return;
-    }
-    // status.conditions is a map keyed by type: applying our one condition merges with the others';
-    // applying none removes ours.
-    const conditions = cond ? mergeCondition(current ? [current] : [], cond, type, now) : [];
-    const applied = await this.opts.client.apply(
-      `${GW}/namespaces/${ns}/gateways/${name}/status`,
-      {
-        apiVersion: 'gateway.networking.k8s.io/v1',
-        kind: 'Gateway',
-        metadata: { name, namespace: ns },
-        status: { conditions },
+    // the targets' policies are checked again (their other targets compare equal: no write)
+    this.retry(
+      failed,
+      (key) => {
+        for (const id of this.engine.attachedAt(key)) this.pendingAffected.add(id);
       },
-      `${this.opts.name}-affected`,
+      'downstream',
     );
-    informer.cache.set(`${ns}/${name}`, applied);
-    this.writes.inc();
-  }
-
-  private async routeAffected(
-    key: string,
-    kind: string,
-    ns: string,
-    name: string,
-    type: string,
-    now: string,
-  ): Promise<void> {
-    const plural = kind === 'HTTPRoute' ? 'httproutes' : 'grpcroutes';
-    const informer = this.informers.find((i) => i.path.endsWith(`/${plural}`))!;
-    let live = informer.cache.get(`${ns}/${name}`);
-    const route = this.engine.topology.routes.get(key);
-    const sections = (route?.rules ?? []).map((r, i) => ruleName(r, i));
-    // status.parents is an atomic list: read-modify-write with optimistic concurrency.
-    for (let attempt = 0; live && attempt < 5; attempt++) {
-      const cond = this.affectedFor(key, sections, live.metadata.generation);
-      const parentRefs = ((live.spec as { parentRefs?: RouteParentRef[] } | undefined)?.parentRefs ??
-        []) as RouteParentRef[];
-      const merged = mergeRouteAffected(live.status as never, ns, parentRefs, type, cond, now);
-      if (!merged) {
-        this.skipped.inc();
-        return;
-      }
-      try {
-        const updated = await this.opts.client.request<KubeObject>(
-          'PUT',
-          `${GW}/namespaces/${ns}/${plural}/${name}/status`,
-          { ...live, status: { ...(live.status as object), parents: merged.parents } },
-        );
-        informer.cache.set(`${ns}/${name}`, updated);
-        this.writes.inc();
-        return;
-      } catch (e) {
-        if (!(e instanceof ApiError) || e.status !== 409) throw e;
-        live = await this.opts.client
-          .request<KubeObject>('GET', `${GW}/namespaces/${ns}/${plural}/${name}`)
-          .catch(() => undefined);
-      }
-    }
   }
 
   /** Status of `ids` (policy ids; all when undefined), written only where the conditions differ. */
@@ -763,7 +568,8 @@ export class PolicyController {
       ids === undefined
         ? [...this.policies.cache.keys()]
         : ids.filter((id) => id.startsWith(`${k.kind}:`)).map((id) => id.slice(k.kind.length + 1));
-    await eachLimit(keys, this.writeConcurrency, async (key) => {
+    const what = (key: string) => ({ object: `${k.kind} ${key} status`, policies: () => [] });
+    const failed = await this.ledger.each(keys, this.writeConcurrency, what, async (key) => {
       const live = this.policies.cache.get(key);
       if (!live) return; // deleted meanwhile: nothing to write
       const [ns, name] = key.split('/') as [string, string];
@@ -772,15 +578,17 @@ export class PolicyController {
         (live.status as { conditions?: (Condition & { lastTransitionTime?: string })[] } | undefined)
           ?.conditions ?? [];
       const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-      const conds = policyConditions(this.engine, id).map((cnd) => {
-        const prev = liveConds.find((x) => x.type === cnd.type);
-        const same = prev && prev.status === cnd.status && prev.reason === cnd.reason;
-        return {
-          ...cnd,
-          observedGeneration: live.metadata.generation ?? 0,
-          lastTransitionTime: same && prev.lastTransitionTime ? prev.lastTransitionTime : now,
-        };
-      });
+      const conds = withPublishFailures(policyConditions(this.engine, id), this.ledger.forPolicy(id)).map(
+        (cnd) => {
+          const prev = liveConds.find((x) => x.type === cnd.type);
+          const same = prev && prev.status === cnd.status && prev.reason === cnd.reason;
+          return {
+            ...cnd,
+            observedGeneration: live.metadata.generation ?? 0,
+            lastTransitionTime: same && prev.lastTransitionTime ? prev.lastTransitionTime : now,
+          };
+        },
+      );
       const strip = (cs: unknown[]) =>
         (cs as Record<string, unknown>[]).map(({ lastTransitionTime: _t, ...rest }) => rest);
       if (isEqual(strip(liveConds), strip(conds))) {
@@ -800,6 +608,7 @@ export class PolicyController {
       this.policies.cache.set(key, applied);
       this.writes.inc();
     });
+    this.retry(failed, (key) => this.pendingPolicies.add(`${k.kind}:${key}`), 'sync');
   }
 }
 
@@ -808,44 +617,6 @@ function gatewayOfPath(pk: string): string {
   return pk.slice('Gateway:'.length, pk.indexOf('#'));
 }
 
-const sameStatusCondition = (a: StatusCondition, b: StatusCondition) =>
-  a.status === b.status &&
-  a.reason === b.reason &&
-  a.message === b.message &&
-  (a.observedGeneration ?? 0) === (b.observedGeneration ?? 0);
-
-/** A live rendered object already carries what we would apply (fields, our labels and annotations, owners). */
-function renderedEqual(live: KubeObject, want: RenderedObject): boolean {
-  for (const [f, v] of Object.entries(want)) {
-    if (f === 'apiVersion' || f === 'kind' || f === 'metadata') continue;
-    if (!isEqual((live as unknown as Record<string, unknown>)[f], v)) return false;
-  }
-  const lm = live.metadata as {
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    ownerReferences?: { uid: string }[];
-  };
-  for (const [k, v] of Object.entries(want.metadata.labels ?? {})) if (lm.labels?.[k] !== v) return false;
-  const wa = want.metadata.annotations ?? {};
-  for (const [k, v] of Object.entries(wa)) if (lm.annotations?.[k] !== v) return false;
-  for (const k of Object.keys(lm.annotations ?? {}))
-    if (k.startsWith('cascade.dev/') && !(k in wa)) return false;
-  const wo = (want.metadata as { ownerReferences?: { uid: string }[] }).ownerReferences;
-  if (
-    wo &&
-    !isEqual(
-      (lm.ownerReferences ?? []).map((o) => o.uid),
-      wo.map((o) => o.uid),
-    )
-  )
-    return false;
-  return true;
-}
-
-/**
- * The controller binary's main: kubeconfig (or in-cluster config), lease in POD_NAMESPACE, metrics on
- * METRICS_PORT, graceful stop on SIGTERM.
- */
 export async function runPolicyController(kind: PolicyKind, name: string): Promise<PolicyController> {
   const { KubeConfig } = await import('@kubernetes/client-node');
   const { KubeClient } = await import('./client.ts');

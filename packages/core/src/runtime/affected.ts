@@ -1,0 +1,116 @@
+// `<Kind>Affected` conditions on the Gateways and routes policies target: merged into their status
+// without touching other writers' conditions (Gateways: server-side apply of our one condition;
+// routes: read-modify-write of our entry in status.parents, with optimistic concurrency).
+import type { PolicyEngine } from '../merge/engine.ts';
+import { affectedCondition } from '../status/conditions.ts';
+import { gatewayKey, ruleName } from '../topology/types.ts';
+import { ApiError, type KubeClient, type KubeObject } from './client.ts';
+import type { Informer } from './informer.ts';
+import type { Metrics } from './metrics.ts';
+import {
+  mergeCondition,
+  mergeRouteAffected,
+  type RouteParentRef,
+  type StatusCondition,
+} from './target-status.ts';
+
+const GW = '/apis/gateway.networking.k8s.io/v1';
+
+const sameStatusCondition = (a: StatusCondition, b: StatusCondition) =>
+  a.status === b.status &&
+  a.reason === b.reason &&
+  a.message === b.message &&
+  (a.observedGeneration ?? 0) === (b.observedGeneration ?? 0);
+
+export interface AffectedDeps {
+  engine: PolicyEngine;
+  client: KubeClient;
+  /** The controller's field manager name. */
+  name: string;
+  informers: readonly Informer[];
+  writes: ReturnType<Metrics['counter']>;
+  skipped: ReturnType<Metrics['counter']>;
+}
+
+export class AffectedWriter {
+  private readonly deps: AffectedDeps;
+  constructor(deps: AffectedDeps) {
+    this.deps = deps;
+  }
+
+  private conditionFor(
+    key: string,
+    sections: string[],
+    generation: number | undefined,
+  ): StatusCondition | undefined {
+    const attached =
+      this.deps.engine.attachedAt(key).length > 0 ||
+      sections.some((s) => this.deps.engine.attachedAt(`${key}#${s}`).length > 0);
+    if (!attached) return undefined;
+    return { ...affectedCondition(this.deps.engine, key, sections), observedGeneration: generation ?? 0 };
+  }
+
+  async gateway(key: string, ns: string, name: string, type: string, now: string): Promise<void> {
+    const informer = this.deps.informers.find((i) => i.path.endsWith('/gateways'))!;
+    const live = informer.cache.get(`${ns}/${name}`);
+    if (!live) return;
+    const gw = this.deps.engine.topology.gateways.get(gatewayKey(ns, name));
+    const cond = this.conditionFor(key, gw?.listeners.map((l) => l.name) ?? [], live.metadata.generation);
+    const current = ((live.status as { conditions?: StatusCondition[] } | undefined)?.conditions ?? []).find(
+      (x) => x.type === type,
+    );
+    if ((!cond && !current) || (cond && current && sameStatusCondition(cond, current))) {
+      this.deps.skipped.inc();
+      return;
+    }
+    // status.conditions is a map keyed by type: applying our one condition merges with the others';
+    // applying none removes ours.
+    const conditions = cond ? mergeCondition(current ? [current] : [], cond, type, now) : [];
+    const applied = await this.deps.client.apply(
+      `${GW}/namespaces/${ns}/gateways/${name}/status`,
+      {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'Gateway',
+        metadata: { name, namespace: ns },
+        status: { conditions },
+      },
+      `${this.deps.name}-affected`,
+    );
+    informer.cache.set(`${ns}/${name}`, applied);
+    this.deps.writes.inc();
+  }
+
+  async route(key: string, kind: string, ns: string, name: string, type: string, now: string): Promise<void> {
+    const plural = kind === 'HTTPRoute' ? 'httproutes' : 'grpcroutes';
+    const informer = this.deps.informers.find((i) => i.path.endsWith(`/${plural}`))!;
+    let live = informer.cache.get(`${ns}/${name}`);
+    const route = this.deps.engine.topology.routes.get(key);
+    const sections = (route?.rules ?? []).map((r, i) => ruleName(r, i));
+    // status.parents is an atomic list: read-modify-write with optimistic concurrency.
+    for (let attempt = 0; live && attempt < 5; attempt++) {
+      const cond = this.conditionFor(key, sections, live.metadata.generation);
+      const parentRefs = ((live.spec as { parentRefs?: RouteParentRef[] } | undefined)?.parentRefs ??
+        []) as RouteParentRef[];
+      const merged = mergeRouteAffected(live.status as never, ns, parentRefs, type, cond, now);
+      if (!merged) {
+        this.deps.skipped.inc();
+        return;
+      }
+      try {
+        const updated = await this.deps.client.request<KubeObject>(
+          'PUT',
+          `${GW}/namespaces/${ns}/${plural}/${name}/status`,
+          { ...live, status: { ...(live.status as object), parents: merged.parents } },
+        );
+        informer.cache.set(`${ns}/${name}`, updated);
+        this.deps.writes.inc();
+        return;
+      } catch (e) {
+        if (!(e instanceof ApiError) || e.status !== 409) throw e;
+        live = await this.deps.client
+          .request<KubeObject>('GET', `${GW}/namespaces/${ns}/${plural}/${name}`)
+          .catch(() => undefined);
+      }
+    }
+  }
+}

@@ -1,0 +1,191 @@
+// The downstream objects a kind renders (Limitador ConfigMaps, Authorino AuthConfigs), per gateway:
+// re-rendered for the gateways a flush touched (all on a full pass) and made to match the live
+// objects: apply what differs, delete what is no longer rendered. Resources the API server does not
+// serve (e.g. the AuthConfig CRD is not installed) are skipped and logged once. Each object is
+// written on its own (see publish.ts): a failure names the policies the gateway's objects carry.
+import { isEqual } from 'lodash-es';
+import { renderGateway } from '../effective/render.ts';
+import type { PolicyKind, ReferenceGrant, RenderedObject } from '../kind.ts';
+import type { PolicyEngine } from '../merge/engine.ts';
+import { referenceGrantFromObject } from '../topology/from-k8s.ts';
+import { gatewayKey } from '../topology/types.ts';
+import type { KubeClient, KubeObject } from './client.ts';
+import type { Informer } from './informer.ts';
+import type { Logger, Metrics } from './metrics.ts';
+import { checkSize, type PublishFailure, type PublishLedger } from './publish.ts';
+
+export interface RendererDeps {
+  engine: PolicyEngine;
+  client: KubeClient;
+  kind: PolicyKind;
+  name: string;
+  /** apiVersion/kind -> informer of the rendered objects of that resource. */
+  renderInformers: Map<string, { informer: Informer; base: string; plural: string }>;
+  grants: Informer;
+  ledger: PublishLedger;
+  writes: ReturnType<Metrics['counter']>;
+  skipped: ReturnType<Metrics['counter']>;
+  log: Logger;
+  writeConcurrency: number;
+  uidOf: (path: string, ns: string, name: string) => string | undefined;
+}
+
+export class RenderedPublisher {
+  private readonly deps: RendererDeps;
+  /** Gateway ns/name -> what we rendered for it (renderedKey -> object). */
+  private readonly rendered = new Map<string, Map<string, RenderedObject>>();
+  /** Every rendered object by renderedKey (kept with `rendered`, not rebuilt per reconcile). */
+  private readonly renderedByKey = new Map<string, RenderedObject>();
+  private readonly missingWarned = new Set<string>();
+
+  constructor(deps: RendererDeps) {
+    this.deps = deps;
+  }
+
+  /** The ReferenceGrants in the cache, as plain data (invalid ones are ignored: they grant nothing). */
+  referenceGrants(): ReferenceGrant[] {
+    const out: ReferenceGrant[] = [];
+    for (const o of this.deps.grants.cache.values()) {
+      const g = referenceGrantFromObject({ kind: 'ReferenceGrant', metadata: o.metadata, spec: o.spec });
+      if (!('error' in g)) out.push(g);
+    }
+    return out;
+  }
+
+  /** Policies whose rules a gateway's rendered objects carry. */
+  carriedByGateway(gw: string): string[] {
+    const [ns, name] = gw.split('/') as [string, string];
+    const ids = new Set<string>();
+    for (const pk of this.deps.engine.topology.pathsThrough(gatewayKey(ns, name)))
+      for (const r of this.deps.engine.result(pk)?.sources ?? [])
+        ids.add(`${r.kind}:${r.namespace}/${r.name}`);
+    return [...ids];
+  }
+
+  /**
+   * Re-renders `gateways` (all when undefined) through the kind's render hook and makes the live
+   * objects match: apply what differs, delete what is no longer rendered. Resources that are not
+   * served (e.g. the AuthConfig CRD is not installed) are skipped and logged once.
+   */
+  async publish(
+    gateways: string[] | undefined,
+    extra: string[] | undefined,
+  ): Promise<{ item: string; failure: PublishFailure }[]> {
+    if (!this.deps.kind.render) return [];
+    const check = new Set<string>(extra ?? []);
+    const grants = this.referenceGrants();
+    const todo = gateways ?? [
+      ...new Set([
+        ...[...this.deps.engine.topology.gateways.values()].map((g) => `${g.namespace}/${g.name}`),
+        ...this.rendered.keys(),
+      ]),
+    ];
+    for (const gw of todo) {
+      const [ns, name] = gw.split('/') as [string, string];
+      for (const [k, o] of this.rendered.get(gw) ?? []) {
+        check.add(k);
+        if (this.renderedByKey.get(k) === o) this.renderedByKey.delete(k);
+      }
+      const uid = this.deps.uidOf('/gateways', ns, name);
+      const next = renderGateway(this.deps.engine, ns, name, this.deps.name, uid, grants);
+      if (next.size) this.rendered.set(gw, next);
+      else this.rendered.delete(gw);
+      for (const [k, o] of next) {
+        check.add(k);
+        this.renderedByKey.set(k, o);
+      }
+    }
+    const desired = this.renderedByKey;
+    if (gateways === undefined)
+      for (const [res, { informer }] of this.deps.renderInformers)
+        for (const o of informer.cache.values())
+          check.add(`${res}/${o.metadata.namespace}/${o.metadata.name}`);
+    const c = this.deps.client;
+    const gatewayOf = (key: string) => {
+      for (const [gw, objs] of this.rendered) if (objs.has(key)) return gw;
+      return undefined;
+    };
+    const what = (key: string) => {
+      const parts = key.split('/');
+      return {
+        object: `${parts.at(-3)} ${parts.at(-2)}/${parts.at(-1)}`,
+        policies: () => {
+          const gw = gatewayOf(key);
+          return gw ? this.carriedByGateway(gw) : [];
+        },
+      };
+    };
+    const failed = await this.deps.ledger.each(check, this.deps.writeConcurrency, what, async (key) => {
+      const parts = key.split('/');
+      const [ns, name] = parts.slice(-2) as [string, string];
+      const res = parts.slice(0, -2).join('/');
+      const target = this.deps.renderInformers.get(res);
+      if (!target) return;
+      if (target.informer.missing) {
+        if (!this.missingWarned.has(res)) {
+          this.missingWarned.add(res);
+          this.deps.log(
+            'warn',
+            'not publishing rendered objects: the resource is not served by the API server',
+            {
+              resource: res,
+            },
+          );
+        }
+        return;
+      }
+      const want = desired.get(key);
+      const live = target.informer.cache.get(`${ns}/${name}`);
+      const path = `${target.base}/namespaces/${ns}/${target.plural}/${name}`;
+      if (want) {
+        if (live && renderedEqual(live, want)) {
+          this.deps.skipped.inc();
+          return;
+        }
+        checkSize(want);
+        target.informer.cache.set(`${ns}/${name}`, await c.apply(path, want, this.deps.name));
+        this.deps.writes.inc();
+      } else if (live && live.metadata.labels?.['cascade.dev/policy-kind'] === this.deps.kind.kind) {
+        await c.request('DELETE', path).catch((e) => {
+          if ((e as { status?: number }).status !== 404) throw e;
+        });
+        target.informer.cache.delete(`${ns}/${name}`);
+        this.deps.writes.inc();
+      }
+    });
+    return failed;
+  }
+}
+
+/** A live rendered object already carries what we would apply (fields, our labels and annotations, owners). */
+function renderedEqual(live: KubeObject, want: RenderedObject): boolean {
+  for (const [f, v] of Object.entries(want)) {
+    if (f === 'apiVersion' || f === 'kind' || f === 'metadata') continue;
+    if (!isEqual((live as unknown as Record<string, unknown>)[f], v)) return false;
+  }
+  const lm = live.metadata as {
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: { uid: string }[];
+  };
+  for (const [k, v] of Object.entries(want.metadata.labels ?? {})) if (lm.labels?.[k] !== v) return false;
+  const wa = want.metadata.annotations ?? {};
+  for (const [k, v] of Object.entries(wa)) if (lm.annotations?.[k] !== v) return false;
+  for (const k of Object.keys(lm.annotations ?? {}))
+    if (k.startsWith('cascade.dev/') && !(k in wa)) return false;
+  const wo = (want.metadata as { ownerReferences?: { uid: string }[] }).ownerReferences;
+  if (
+    wo &&
+    !isEqual(
+      (lm.ownerReferences ?? []).map((o) => o.uid),
+      wo.map((o) => o.uid),
+    )
+  )
+    return false;
+  return true;
+}
+
+/**
+ * The controller binary's main: kubeconfig (or in-cluster config), lease in POD_NAMESPACE, metrics on
+ * METRICS_PORT, graceful stop on SIGTERM.
+ */

@@ -1,0 +1,173 @@
+// One bad object never stalls the rest (against a real kube-apiserver): a route with a 66-character
+// name, a gateway with a 250-character name, and a tenant's RateLimitPolicy whose Limitador ConfigMap
+// would be over the API server's size limit, next to ordinary policies. The ordinary ones are
+// published and Enforced; the oversized one is refused before it is sent, named in the status of the
+// policy it carries (Enforced=False, PublishFailed), counted, reported as an Event, and not retried in
+// a loop.
+import { effectivePolicyCrd, KubeClient, PolicyController, policyCrd } from '@cascade/core';
+import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rateLimitPolicyKind } from './kind.ts';
+
+const NS = '/apis/cascade.dev/v1alpha1/namespaces/team';
+const GWAPI = '/apis/gateway.networking.k8s.io/v1/namespaces/team';
+const LONG_GW = `g${'w'.repeat(248)}z`;
+const LONG_ROUTE = `r${'x'.repeat(64)}z`;
+type Cond = { type: string; status: string; reason: string; message: string };
+
+describe.skipIf(!apiServerTestsEnabled())('publishing under hostile input (kube-apiserver)', () => {
+  let env: Envtest;
+  let controller: PolicyController;
+  const conds = async (name: string) =>
+    (((await env.call('GET', `${NS}/ratelimitpolicies/${name}`)).body as { status?: { conditions?: Cond[] } })
+      .status?.conditions ?? []) as Cond[];
+  const enforced = async (name: string) => (await conds(name)).find((c) => c.type === 'Enforced');
+
+  beforeAll(async () => {
+    env = await Envtest.start({ crdObjects: [effectivePolicyCrd, policyCrd(rateLimitPolicyKind)] });
+    await env.call('POST', '/api/v1/namespaces', { metadata: { name: 'team' } });
+    await env.call('POST', '/apis/gateway.networking.k8s.io/v1/gatewayclasses', {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'GatewayClass',
+      metadata: { name: 'cascade' },
+      spec: { controllerName: 'cascade.dev/gateway' },
+    });
+    for (const gw of ['big', LONG_GW])
+      expect(
+        (
+          await env.call('POST', `${GWAPI}/gateways`, {
+            apiVersion: 'gateway.networking.k8s.io/v1',
+            kind: 'Gateway',
+            metadata: { name: gw, namespace: 'team' },
+            spec: { gatewayClassName: 'cascade', listeners: [{ name: 'http', port: 80, protocol: 'HTTP' }] },
+          })
+        ).status,
+      ).toBe(201);
+    for (const [route, gw, host] of [
+      ['on-big-a', 'big', 'a.example.com'],
+      ['on-big-b', 'big', 'b.example.com'],
+      ['on-big-c', 'big', 'c.example.com'],
+      [LONG_ROUTE, LONG_GW, 'long.example.com'],
+    ] as const)
+      expect(
+        (
+          await env.call('POST', `${GWAPI}/httproutes`, {
+            apiVersion: 'gateway.networking.k8s.io/v1',
+            kind: 'HTTPRoute',
+            metadata: { name: route, namespace: 'team' },
+            spec: {
+              parentRefs: [{ name: gw }],
+              hostnames: [host],
+              rules: [{ name: 'main', backendRefs: [] }],
+            },
+          })
+        ).status,
+      ).toBe(201);
+    // ~1 MB of predicates, just under the 1 MiB spec limit: the rendered ConfigMap (YAML around them)
+    // is over what the API server stores
+    const predicates = Array.from({ length: 60 }, (_, i) => ({
+      predicate: `request.path == '/${String(i).padStart(3, '0')}${'a'.repeat(3350)}'`,
+    }));
+    const limits = Object.fromEntries(
+      Array.from({ length: 5 }, (_, i) => [
+        `l${i}`,
+        { rates: [{ limit: 10 + i, window: '1m' }], when: predicates },
+      ]),
+    );
+    for (const [name, target, spec] of [
+      ['huge', { kind: 'Gateway', name: 'big' }, { limits }],
+      [
+        'ok',
+        { kind: 'Gateway', name: LONG_GW },
+        { limits: { global: { rates: [{ limit: 100, window: '1m' }] } } },
+      ],
+    ] as const) {
+      const r = await env.call('POST', `${NS}/ratelimitpolicies`, {
+        apiVersion: 'cascade.dev/v1alpha1',
+        kind: 'RateLimitPolicy',
+        metadata: { name, namespace: 'team' },
+        spec: { targetRef: { group: 'gateway.networking.k8s.io', ...target }, ...spec },
+      });
+      expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(201);
+    }
+    const kc = new KubeConfig();
+    kc.loadFromFile(env.kubeconfig);
+    controller = new PolicyController({
+      client: new KubeClient(kc),
+      kind: rateLimitPolicyKind,
+      name: 'ratelimitpolicy-controller',
+      leaseDurationSeconds: 3,
+      log: () => {},
+    });
+    await controller.start();
+  }, 120_000);
+
+  afterAll(async () => {
+    await controller?.stop();
+    await env?.stop();
+  });
+
+  it('every valid object is published despite the bad one; names and labels valid for long names', async () => {
+    await waitFor(
+      'ok Enforced',
+      async () => ((await enforced('ok'))?.status === 'True' ? true : undefined),
+      30_000,
+    );
+    const cms = (
+      await env.call('GET', '/api/v1/namespaces/team/configmaps?labelSelector=cascade.dev%2Fmanaged-by')
+    ).body as { items: { metadata: { name: string; annotations?: Record<string, string> } }[] };
+    const small = cms.items.find(
+      (c) => c.metadata.annotations?.['cascade.dev/gateway'] === `team/${LONG_GW}`,
+    );
+    expect(small, 'the long gateway has its ConfigMap').toBeDefined();
+    expect(small!.metadata.name.length).toBeLessThanOrEqual(253);
+    const eps = (await env.call('GET', `${NS}/effectivepolicies`)).body as {
+      items: { spec: { targetRef: { name: string } }; metadata: { labels: Record<string, string> } }[];
+    };
+    const longEp = eps.items.find((e) => e.spec.targetRef.name === LONG_ROUTE);
+    expect(longEp, 'the 66-character route has its EffectivePolicy').toBeDefined();
+    expect(longEp!.metadata.labels['cascade.dev/target-name']!.length).toBeLessThanOrEqual(63);
+  });
+
+  it("the oversized object is refused before sending, named in its policy's status, counted, an Event; no retry loop", async () => {
+    const c = await waitFor(
+      'huge PublishFailed',
+      async () => {
+        const e = await enforced('huge');
+        return e?.reason === 'PublishFailed' ? e : undefined;
+      },
+      30_000,
+    );
+    expect(c.status).toBe('False');
+    expect(c.message).toMatch(/ConfigMap team\/limitador-limits-big: object too large: [\d,]+ bytes/);
+    const text = controller.metrics.render();
+    expect(Number(/\ncascade_publish_failing_objects (\d+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(1);
+    expect(Number(/\ncascade_publish_failures_total (\d+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(1);
+    await waitFor('an Event on the policy', async () => {
+      const evs = (await env.call('GET', '/api/v1/namespaces/team/events')).body as {
+        items: { reason: string; involvedObject: { name: string }; message: string }[];
+      };
+      return evs.items.some((e) => e.reason === 'PublishFailed' && e.involvedObject.name === 'huge')
+        ? true
+        : undefined;
+    });
+    // refused writes wait for their input to change: the failure count does not grow by itself
+    await controller.idle();
+    const before = controller.ledger.failures.get('ConfigMap team/limitador-limits-big')?.attempts;
+    await new Promise((r) => setTimeout(r, 2500));
+    await controller.idle();
+    expect(controller.ledger.failures.get('ConfigMap team/limitador-limits-big')?.attempts).toBe(before);
+    // the other policy is untouched
+    expect((await enforced('ok'))?.status).toBe('True');
+  });
+
+  it('removing the offending policy clears the failure', async () => {
+    expect((await env.call('DELETE', `${NS}/ratelimitpolicies/huge`)).status).toBe(200);
+    await waitFor(
+      'no failing objects',
+      async () => (controller.ledger.failures.size === 0 ? true : undefined),
+      30_000,
+    );
+  });
+});
