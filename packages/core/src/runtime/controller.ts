@@ -25,7 +25,7 @@ import type { KubeClient, KubeObject } from './client.ts';
 import { EffectivePublisher } from './effective-writer.ts';
 import { Informer, type InformerEvent, startInformers } from './informer.ts';
 import { LeaderElector } from './leader.ts';
-import { jsonLogger, type Logger, Metrics } from './metrics.ts';
+import { type BindAddress, jsonLogger, type Logger, Metrics, parseBindAddress } from './metrics.ts';
 import { type PublishFailure, PublishLedger, withPublishFailures } from './publish.ts';
 import { WorkQueue } from './queue.ts';
 import { RenderedPublisher } from './rendered.ts';
@@ -39,7 +39,12 @@ export interface ControllerOptions {
   leaseNamespace?: string;
   leaseDurationSeconds?: number;
   identity?: string;
+  /** Serves /metrics, /healthz and /readyz on 127.0.0.1 at this port (tests; 0 picks a free one). */
   metricsPort?: number;
+  /** controller-runtime's --metrics-bind-address: /metrics there (undefined: not served). */
+  metricsBindAddress?: BindAddress;
+  /** controller-runtime's --health-probe-bind-address: /healthz and /readyz there. */
+  healthProbeBindAddress?: BindAddress;
   log?: Logger;
   /** Full reconcile (every object compared, orphans collected) at least this often. Default 600. */
   resyncSeconds?: number;
@@ -98,7 +103,7 @@ export class PolicyController {
   private readonly elector: LeaderElector;
   private readonly opts: ControllerOptions;
   private readonly log: Logger;
-  private server?: Server;
+  private readonly servers: Server[] = [];
   private started = false;
   /** Next reconcile compares everything (start, new leader, periodic resync). */
   private full = true;
@@ -294,6 +299,34 @@ export class PolicyController {
     this.metrics.gauge('cascade_leader', '1 when this replica holds the lease', () =>
       this.elector.leader ? 1 : 0,
     );
+    const watchErrors = this.metrics.counter(
+      'cascade_watch_errors_total',
+      'List and watch errors (the informer retries with backoff)',
+    );
+    for (const inf of this.informers) {
+      inf.onError = () => watchErrors.inc();
+      inf.onHealth = (path, error) => {
+        if (error) {
+          this.log('warn', 'list/watch failing: retrying with backoff; /readyz fails meanwhile', {
+            path,
+            error,
+          });
+          return;
+        }
+        this.log('info', 'list/watch recovered', { path });
+        // reconciles found the controller not ready meanwhile and left their work pending: run it
+        this.queue.add('sync');
+        this.queue.add('downstream');
+      };
+    }
+    const leaseErrors = this.metrics.counter('cascade_lease_errors_total', 'Lease acquire/renew errors');
+    const transitions = this.metrics.counter(
+      'cascade_leader_transitions_total',
+      'Times this replica became or stopped being the leader',
+    );
+    this.metrics.gauge('cascade_leader', '1 while this replica holds the lease', () =>
+      this.elector?.leader ? 1 : 0,
+    );
     this.elector = new LeaderElector(
       c,
       opts.leaseNamespace ?? 'default',
@@ -301,6 +334,7 @@ export class PolicyController {
       opts.identity ?? `${hostname()}-${process.pid}`,
       opts.leaseDurationSeconds ?? 15,
       (leader) => {
+        transitions.inc();
         this.log('info', leader ? 'became leader' : 'lost leadership');
         if (leader) {
           this.full = true;
@@ -309,10 +343,17 @@ export class PolicyController {
         }
       },
     );
+    this.elector.onError = (error) => {
+      if (error) {
+        leaseErrors.inc();
+        this.log('warn', 'lease acquire/renew failing: not leading until it succeeds', { error });
+      } else this.log('info', 'lease acquire/renew recovered');
+    };
   }
 
+  /** Ready: every informer has listed and none is failing (an unreachable API server fails it). */
   get ready(): boolean {
-    return this.started && this.informers.every((i) => i.synced);
+    return this.started && this.informers.every((i) => i.synced && i.failing === undefined);
   }
 
   get leader(): boolean {
@@ -322,7 +363,15 @@ export class PolicyController {
   async start(): Promise<void> {
     const synced = startInformers(this.informers);
     if (this.opts.metricsPort !== undefined)
-      this.server = await this.metrics.serve(this.opts.metricsPort, () => this.ready);
+      this.servers.push(await this.metrics.serve(this.opts.metricsPort, () => this.ready));
+    if (this.opts.metricsBindAddress)
+      this.servers.push(
+        await this.metrics.serveOn(this.opts.metricsBindAddress, () => this.ready, 'metrics'),
+      );
+    if (this.opts.healthProbeBindAddress)
+      this.servers.push(
+        await this.metrics.serveOn(this.opts.healthProbeBindAddress, () => this.ready, 'probes'),
+      );
     await synced;
     this.started = true;
     this.resyncTimer = setInterval(
@@ -347,7 +396,7 @@ export class PolicyController {
     // releaseLease false: leave as a killed process would (the lease expires on its own).
     if (opts.releaseLease === false) this.elector.abandon();
     else await this.elector.release();
-    await new Promise((r) => (this.server ? this.server.close(r) : r(undefined)));
+    await Promise.all(this.servers.map((srv) => new Promise((r) => srv.close(r))));
   }
 
   /** Next reconcile compares every object (what the periodic resync does). */
@@ -617,20 +666,94 @@ function gatewayOfPath(pk: string): string {
   return pk.slice('Gateway:'.length, pk.indexOf('#'));
 }
 
+const USAGE = (name: string) => `Usage: ${name} [flags]
+
+Flags (controller-runtime's names):
+  --metrics-bind-address ADDR        /metrics (default ":8080"; "0" disables)
+  --health-probe-bind-address ADDR   /healthz and /readyz (default ":8081")
+  --leader-elect-lease-duration S    lease duration in seconds (default 15)
+  --leader-election-namespace NS     namespace of the Lease (default $POD_NAMESPACE or cascade-system)
+  --resync-period S                  full reconcile at least this often (default 600)
+  --kubeconfig PATH                  kubeconfig (default: in-cluster, then $KUBECONFIG, ~/.kube/config)
+  -h, --help                         this text
+`;
+
+/** A controller binary's main: flags, kubeconfig, the controller, SIGTERM. Exits 2 on bad input. */
 export async function runPolicyController(kind: PolicyKind, name: string): Promise<PolicyController> {
+  const { parseArgs } = await import('node:util');
+  const fail = (msg: string): never => {
+    process.stderr.write(`${name}: ${msg}\n`);
+    process.exit(2);
+  };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        'metrics-bind-address': { type: 'string', default: ':8080' },
+        'health-probe-bind-address': { type: 'string', default: ':8081' },
+        'leader-elect-lease-duration': { type: 'string', default: '15' },
+        'leader-election-namespace': { type: 'string' },
+        'resync-period': { type: 'string', default: '600' },
+        kubeconfig: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (e) {
+    return fail(`${(e as Error).message}\n\n${USAGE(name)}`);
+  }
+  if (values.help) {
+    process.stdout.write(USAGE(name));
+    process.exit(0);
+  }
+  const seconds = (flag: string) => {
+    const n = Number(values[flag]);
+    if (!Number.isInteger(n) || n < 1) fail(`--${flag}: "${values[flag]}" is not a whole number of seconds`);
+    return n;
+  };
+  let metricsBindAddress: BindAddress | undefined;
+  let healthProbeBindAddress: BindAddress | undefined;
+  try {
+    metricsBindAddress = parseBindAddress(values['metrics-bind-address'] as string, '--metrics-bind-address');
+    healthProbeBindAddress = parseBindAddress(
+      values['health-probe-bind-address'] as string,
+      '--health-probe-bind-address',
+    );
+  } catch (e) {
+    fail((e as Error).message);
+  }
   const { KubeConfig } = await import('@kubernetes/client-node');
   const { KubeClient } = await import('./client.ts');
   const kc = new KubeConfig();
-  kc.loadFromDefault();
+  let client: InstanceType<typeof KubeClient>;
+  try {
+    if (values.kubeconfig) kc.loadFromFile(values.kubeconfig as string);
+    else kc.loadFromDefault();
+    if (!kc.getCurrentCluster()) throw new Error('no current cluster in it');
+    client = new KubeClient(kc);
+  } catch (e) {
+    return fail(
+      `cannot load the kubeconfig (${values.kubeconfig ?? process.env.KUBECONFIG ?? 'in-cluster or ~/.kube/config'}): ${(e as Error).message.split('\n')[0]}`,
+    );
+  }
   const controller = new PolicyController({
-    client: new KubeClient(kc),
+    client,
     kind,
     name,
-    leaseNamespace: process.env.POD_NAMESPACE ?? 'cascade-system',
-    metricsPort: Number(process.env.METRICS_PORT ?? 8080),
+    leaseNamespace:
+      (values['leader-election-namespace'] as string | undefined) ??
+      process.env.POD_NAMESPACE ??
+      'cascade-system',
+    leaseDurationSeconds: seconds('leader-elect-lease-duration'),
+    resyncSeconds: seconds('resync-period'),
+    ...(metricsBindAddress ? { metricsBindAddress } : {}),
+    ...(healthProbeBindAddress ? { healthProbeBindAddress } : {}),
   });
   const stopTracing = setupTracing(name);
-  await controller.start();
+  try {
+    await controller.start();
+  } catch (e) {
+    return fail(`cannot start: ${(e as Error).message}`);
+  }
   process.on(
     'SIGTERM',
     () =>

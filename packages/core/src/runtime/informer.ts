@@ -10,6 +10,15 @@ export class Informer {
   relists = 0;
   /** Optional informers: true while the resource is not served (its CRD is not installed). */
   missing = false;
+  /** The last list/watch error while it lasts (undefined: healthy). */
+  failing?: string;
+  /**
+   * Called when the informer starts failing and when it recovers (error undefined): log once per
+   * state change; onError counts every error.
+   */
+  onHealth: (path: string, error: string | undefined) => void = () => {};
+  /** Called for every list or watch error (a counter). */
+  onError: (path: string) => void = () => {};
   private abort = new AbortController();
   private stopped = false;
   private readonly client: KubeClient;
@@ -69,7 +78,25 @@ export class Informer {
     this.relists++;
     this.synced = true;
     this.missing = false;
+    this.healthy();
     return r.metadata.resourceVersion;
+  }
+
+  private healthy(): void {
+    if (this.failing === undefined) return;
+    this.failing = undefined;
+    this.onHealth(this.path, undefined);
+  }
+
+  private failed(e: unknown): void {
+    this.onError(this.path);
+    const msg =
+      e instanceof ApiError
+        ? `${e.status}: ${JSON.stringify(e.body ?? e.message).slice(0, 300)}`
+        : String(e instanceof Error ? e.message : e);
+    const was = this.failing;
+    this.failing = msg;
+    if (was === undefined) this.onHealth(this.path, msg); // once per state change, not per retry
   }
 
   private async loop(): Promise<void> {
@@ -103,6 +130,11 @@ export class Informer {
         backoff = 200;
       } catch (e) {
         if (this.stopped) return;
+        if (
+          !(e instanceof ApiError && e.status === 410) &&
+          !(this.optional && e instanceof ApiError && e.status === 404)
+        )
+          this.failed(e);
         if (e instanceof ApiError && e.status === 410)
           rv = undefined; // too old: relist
         else if (this.optional && e instanceof ApiError && e.status === 404) {

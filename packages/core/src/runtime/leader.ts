@@ -24,6 +24,9 @@ export class LeaderElector {
   private readonly identity: string;
   private readonly durationS: number;
   private readonly onChange: (leader: boolean) => void;
+  /** The last lease error while it lasts; onError is called when failing starts and when it clears. */
+  failing?: string;
+  onError: (error: string | undefined) => void = () => {};
 
   constructor(
     client: KubeClient,
@@ -45,8 +48,19 @@ export class LeaderElector {
       const was = this.leader;
       try {
         this.leader = await this.tryAcquireOrRenew();
-      } catch {
+        if (this.failing !== undefined) {
+          this.failing = undefined;
+          this.onError(undefined);
+        }
+      } catch (e) {
         this.leader = false;
+        const msg =
+          e instanceof ApiError
+            ? `${e.status}: ${JSON.stringify(e.body ?? e.message).slice(0, 300)}`
+            : String(e instanceof Error ? e.message : e);
+        const was = this.failing;
+        this.failing = msg;
+        if (was === undefined) this.onError(msg); // once per state change
       }
       if (this.stopped) {
         this.leader = false;

@@ -62,16 +62,27 @@ export class Metrics {
     return `${lines.join('\n')}\n`;
   }
 
-  /** Serves /metrics, /healthz and /readyz (ready() decides). Port 0 picks a free port. */
+  /** Serves /metrics, /healthz and /readyz (ready() decides) on 127.0.0.1. Port 0 picks a free port. */
   serve(port: number, ready: () => boolean): Promise<Server> {
+    return this.serveOn({ host: '127.0.0.1', port }, ready, 'all');
+  }
+
+  /**
+   * Serves on a bind address: `what` is 'metrics' (/metrics), 'probes' (/healthz, /readyz) or 'all'.
+   * Rejects when the address cannot be bound (in use, not an address of this host).
+   */
+  serveOn(addr: BindAddress, ready: () => boolean, what: 'metrics' | 'probes' | 'all'): Promise<Server> {
+    const metrics = what !== 'probes';
+    const probes = what !== 'metrics';
     const server = createServer((req, res) => {
-      if (req.url === '/metrics') {
+      const path = (req.url ?? '').split('?')[0];
+      if (metrics && path === '/metrics') {
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
         res.end(this.render());
-      } else if (req.url === '/healthz') {
+      } else if (probes && path === '/healthz') {
         res.writeHead(200);
         res.end('ok');
-      } else if (req.url === '/readyz') {
+      } else if (probes && path === '/readyz') {
         const ok = ready();
         res.writeHead(ok ? 200 : 503);
         res.end(ok ? 'ok' : 'not ready');
@@ -80,8 +91,33 @@ export class Metrics {
         res.end();
       }
     });
-    return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(addr.port, addr.host, () => resolve(server));
+    });
   }
+}
+
+export interface BindAddress {
+  /** undefined: every address of the host (IPv4 and IPv6). */
+  host?: string;
+  port: number;
+}
+
+/**
+ * A controller-runtime style bind address: `:8080` (all addresses), `127.0.0.1:8080`, `[::1]:8080`;
+ * `0` disables (undefined). Throws on anything else, naming the flag.
+ */
+export function parseBindAddress(text: string, flag: string): BindAddress | undefined {
+  if (text === '0') return undefined;
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([0-9A-Za-z.-]*)):(\d{1,5})$/.exec(text);
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || port > 65535)
+    throw new Error(
+      `${flag}: "${text}" is not a bind address (e.g. ":8080", "127.0.0.1:8080", "0" to disable)`,
+    );
+  const host = m[1] ?? m[2];
+  return host ? { host, port } : { port };
 }
 
 export type Logger = (
