@@ -69,6 +69,13 @@ export interface RenderedResource {
   version: string;
   kind: string;
   plural: string;
+  /**
+   * Objects of this resource all live in one namespace, named by the controller setting of this key
+   * (e.g. `limitadorNamespace`: Limitador reads its limits there). When the setting is given, the
+   * controller lists, watches and writes them in that namespace only and its RBAC for them is a Role
+   * there, not cluster-wide; without it, objects live beside their gateway.
+   */
+  namespaceSetting?: string;
 }
 
 export interface RenderedObject {
@@ -98,6 +105,8 @@ export interface RenderContext {
   controller: string;
   /** Gateway API ReferenceGrants, for rules that reference objects in another namespace. */
   referenceGrants: ReferenceGrant[];
+  /** The controller's settings for the kind (e.g. limitadorNamespace), by key. */
+  settings: Readonly<Record<string, string>>;
 }
 
 /** A gateway.networking.k8s.io ReferenceGrant, as plain data. */

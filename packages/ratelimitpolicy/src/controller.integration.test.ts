@@ -4,6 +4,7 @@
 import {
   controllerBinding,
   controllerClusterRole,
+  controllerRoles,
   editClusterRole,
   effectivePolicyCrd,
   KubeClient,
@@ -23,6 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimitPolicyKind } from './kind.ts';
 
 const RLP = '/apis/cascade.dev/v1alpha1/namespaces/team/ratelimitpolicies';
+const LIMITADOR = { limitadorNamespace: 'kuadrant-system' };
 const EP = '/apis/cascade.dev/v1alpha1/namespaces/team/effectivepolicies';
 const lim = (n: number) => ({ rates: [{ limit: n, window: '1m' }] });
 // Reconcile spans, as an OpenTelemetry collector would receive them.
@@ -251,9 +253,21 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
     for (const role of [
       viewClusterRole([rateLimitPolicyKind]),
       editClusterRole([rateLimitPolicyKind]),
-      controllerClusterRole(rateLimitPolicyKind, 'ratelimitpolicy-controller'),
+      controllerClusterRole(rateLimitPolicyKind, 'ratelimitpolicy-controller', LIMITADOR),
     ])
       expect((await env.call('POST', `${RBAC}/clusterroles`, role)).status).toBe(201);
+    for (const ns of ['cascade-system', 'kuadrant-system'])
+      await env.call('POST', '/api/v1/namespaces', { metadata: { name: ns } });
+    for (const o of controllerRoles(
+      rateLimitPolicyKind,
+      'ratelimitpolicy-controller',
+      'cascade-system',
+      LIMITADOR,
+    )) {
+      const { namespace } = (o as { metadata: { namespace: string } }).metadata;
+      const plural = (o as { kind: string }).kind === 'Role' ? 'roles' : 'rolebindings';
+      expect((await env.call('POST', `${RBAC}/namespaces/${namespace}/${plural}`, o)).status).toBe(201);
+    }
     expect(
       (
         await env.call(
@@ -277,7 +291,14 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cascade-view' },
       subjects: [{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }],
     });
-    const can = async (user: string, verb: string, resource: string, group: string, subresource = '') => {
+    const can = async (
+      user: string,
+      verb: string,
+      resource: string,
+      group: string,
+      subresource = '',
+      namespace = 'team',
+    ) => {
       const r = await env.call('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
         apiVersion: 'authorization.k8s.io/v1',
         kind: 'SubjectAccessReview',
@@ -286,7 +307,7 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
           ...(user.startsWith('system:serviceaccount:')
             ? { groups: ['system:serviceaccounts', 'system:authenticated'] }
             : { groups: ['system:authenticated'] }),
-          resourceAttributes: { namespace: 'team', verb, group, resource, subresource },
+          resourceAttributes: { namespace, verb, group, resource, subresource },
         },
       });
       return (r.body as { status: { allowed: boolean } }).status.allowed;
@@ -308,14 +329,25 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
       ['patch', 'ratelimitpolicies', C, 'status'],
       ['patch', 'effectivepolicies', C, ''],
       ['delete', 'effectivepolicies', C, ''],
-      ['update', 'leases', 'coordination.k8s.io', ''],
       ['patch', 'gateways', GWG, 'status'],
       ['update', 'httproutes', GWG, 'status'],
       ['list', 'referencegrants', GWG, ''],
-      ['patch', 'configmaps', '', ''],
-      ['delete', 'configmaps', '', ''],
     ] as const)
       expect(await can(sa, verb, resource, group, sub), `${verb} ${resource}/${sub}`).toBe(true);
+    // its Lease in its own namespace only; Limitador's ConfigMaps in Limitador's namespace only
+    expect(await can(sa, 'update', 'leases', 'coordination.k8s.io', '', 'cascade-system')).toBe(true);
+    expect(await can(sa, 'patch', 'configmaps', '', '', 'kuadrant-system')).toBe(true);
+    expect(await can(sa, 'delete', 'configmaps', '', '', 'kuadrant-system')).toBe(true);
+    for (const ns of ['team', 'kube-system'])
+      for (const [verb, resource, group] of [
+        ['update', 'leases', 'coordination.k8s.io'],
+        ['create', 'leases', 'coordination.k8s.io'],
+        ['patch', 'configmaps', ''],
+        ['create', 'configmaps', ''],
+        ['delete', 'configmaps', ''],
+        ['get', 'secrets', ''],
+      ] as const)
+        expect(await can(sa, verb, resource, group, '', ns), `${verb} ${resource} in ${ns}`).toBe(false);
     for (const [verb, resource, group] of [
       ['update', 'ratelimitpolicies', C],
       ['get', 'secrets', ''],

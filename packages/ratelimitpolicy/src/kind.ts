@@ -49,7 +49,17 @@ export const rateLimitPolicyKind = definePolicyKind({
   contextFields: ['when'],
   validate: (spec) => predicateIssues(spec),
   render: (ctx) => renderLimitador(ctx),
-  renders: [{ group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps' }],
+  // Limitador reads its limits in its own namespace (as in Kuadrant): with the setting, every
+  // ConfigMap goes there and the controller may write ConfigMaps there only
+  renders: [
+    {
+      group: '',
+      version: 'v1',
+      kind: 'ConfigMap',
+      plural: 'configmaps',
+      namespaceSetting: 'limitadorNamespace',
+    },
+  ],
   effectiveValue: (rule) => effectiveLimit(rule),
 });
 

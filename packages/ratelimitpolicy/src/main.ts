@@ -2,4 +2,11 @@
 import { runPolicyController } from '@cascade/core';
 import { rateLimitPolicyKind } from './kind.ts';
 
-await runPolicyController(rateLimitPolicyKind, 'ratelimitpolicy-controller');
+await runPolicyController(rateLimitPolicyKind, 'ratelimitpolicy-controller', [
+  {
+    flag: 'limitador-namespace',
+    key: 'limitadorNamespace',
+    default: 'kuadrant-system',
+    help: 'namespace of Limitador: every limits ConfigMap goes there ("" : beside its gateway)',
+  },
+]);

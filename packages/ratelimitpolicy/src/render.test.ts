@@ -218,6 +218,34 @@ describe('RateLimitPolicy -> Limitador', () => {
   });
 });
 
+describe("Limitador's namespace", () => {
+  it('with limitadorNamespace every ConfigMap goes there, named by gateway namespace and name, without an owner', () => {
+    const e = standardEngine(
+      [policy('p', 'infra', { kind: 'Gateway', name: 'gw' }, { limits: { a: rate(5) } }, RLP)],
+      rateLimitPolicyKind,
+    );
+    const settings = { limitadorNamespace: 'kuadrant-system' };
+    const [cm] = [...renderGateway(e, 'infra', 'gw', 'c', 'uid-1', [], settings).values()] as {
+      metadata: {
+        name: string;
+        namespace: string;
+        ownerReferences?: unknown[];
+        annotations: Record<string, string>;
+      };
+    }[];
+    expect(cm!.metadata.namespace).toBe('kuadrant-system');
+    expect(cm!.metadata.name).toMatch(/^limitador-limits-infra-gw-[0-9a-f]{10}$/);
+    expect(cm!.metadata.ownerReferences).toBeUndefined();
+    expect(cm!.metadata.annotations['cascade.dev/gateway']).toBe('infra/gw');
+    // without the setting: beside the gateway, owned by it
+    const [beside] = [...renderGateway(e, 'infra', 'gw', 'c', 'uid-1').values()] as {
+      metadata: { namespace: string; ownerReferences?: unknown[] };
+    }[];
+    expect(beside!.metadata.namespace).toBe('infra');
+    expect(beside!.metadata.ownerReferences).toHaveLength(1);
+  });
+});
+
 describe('pathHostnames', () => {
   it('narrows route hostnames by the listener hostname', () => {
     expect(pathHostnames('*.example.com', ['api.example.com', 'other.io'])).toEqual(['api.example.com']);

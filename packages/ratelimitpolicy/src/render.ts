@@ -184,21 +184,31 @@ export const LIMITS_CONFIGMAP_PREFIX = 'limitador-limits-';
 export function renderLimitador(ctx: RenderContext): RenderedObject[] {
   const { limits, paths } = limitadorConfig(ctx);
   if (limits.length === 0) return [];
+  // Limitador's namespace when configured (every gateway's limits there: the name carries the
+  // gateway's namespace too), else beside the gateway. Names are valid for any gateway name (253
+  // characters: hashed and cut); the gateway is in the annotation.
+  const namespace = ctx.settings.limitadorNamespace || ctx.gateway.namespace;
+  const beside = namespace === ctx.gateway.namespace;
+  const name = beside
+    ? objectName(`${LIMITS_CONFIGMAP_PREFIX}${ctx.gateway.name}`)
+    : objectName(`${LIMITS_CONFIGMAP_PREFIX}${ctx.gateway.namespace}-${ctx.gateway.name}`, {
+        key: `${ctx.gateway.namespace}/${ctx.gateway.name}`,
+      });
   return [
     {
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: {
-        // valid for any gateway name (253 characters: hashed and cut); the gateway is in the annotation
-        name: objectName(`${LIMITS_CONFIGMAP_PREFIX}${ctx.gateway.name}`),
-        namespace: ctx.gateway.namespace,
+        name,
+        namespace,
         labels: {
           'cascade.dev/managed-by': ctx.controller,
           'cascade.dev/policy-kind': 'RateLimitPolicy',
           'cascade.dev/gateway': labelValue(ctx.gateway.name),
         },
         annotations: { 'cascade.dev/gateway': `${ctx.gateway.namespace}/${ctx.gateway.name}` },
-        ...(ctx.gateway.uid
+        // an owner must be in the same namespace: elsewhere the controller deletes orphans itself
+        ...(ctx.gateway.uid && beside
           ? {
               ownerReferences: [
                 {

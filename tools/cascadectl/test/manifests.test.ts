@@ -13,7 +13,9 @@ describe('cascadectl manifests', () => {
   it('has the CRDs, the aggregated view/edit roles and one least-privilege role per controller', () => {
     // biome-ignore lint/suspicious/noExplicitAny: navigating generated manifests
     const docs = parseAllDocuments(manifestsYaml()).map((d) => d.toJS() as Record<string, any>);
-    const names = docs.map((d) => `${d.kind}/${d.metadata.name}`);
+    const names = docs.map(
+      (d) => `${d.kind}/${d.metadata.namespace ? `${d.metadata.namespace}/` : ''}${d.metadata.name}`,
+    );
     expect(names).toEqual([
       'Namespace/cascade-system',
       'CustomResourceDefinition/effectivepolicies.cascade.dev',
@@ -21,12 +23,19 @@ describe('cascadectl manifests', () => {
       'CustomResourceDefinition/ratelimitpolicies.cascade.dev',
       'ClusterRole/cascade-view',
       'ClusterRole/cascade-edit',
-      'ServiceAccount/authpolicy-controller',
+      'ServiceAccount/cascade-system/authpolicy-controller',
       'ClusterRole/authpolicy-controller',
       'ClusterRoleBinding/authpolicy-controller',
-      'ServiceAccount/ratelimitpolicy-controller',
+      'Role/cascade-system/authpolicy-controller',
+      'RoleBinding/cascade-system/authpolicy-controller',
+      'ServiceAccount/cascade-system/ratelimitpolicy-controller',
       'ClusterRole/ratelimitpolicy-controller',
       'ClusterRoleBinding/ratelimitpolicy-controller',
+      // its Lease only in its own namespace, Limitador's ConfigMaps only in Limitador's
+      'Role/cascade-system/ratelimitpolicy-controller',
+      'RoleBinding/cascade-system/ratelimitpolicy-controller',
+      'Role/kuadrant-system/ratelimitpolicy-controller',
+      'RoleBinding/kuadrant-system/ratelimitpolicy-controller',
     ]);
     const view = docs.find((d) => d.metadata.name === 'cascade-view')!;
     expect(view.metadata.labels['rbac.authorization.k8s.io/aggregate-to-view']).toBe('true');
@@ -44,5 +53,8 @@ describe('cascadectl manifests', () => {
     )!;
     expect(JSON.stringify(rl.rules)).not.toContain('authpolicies');
     expect(JSON.stringify(rl.rules)).not.toContain('secrets');
+    // nothing cluster-wide on Leases or ConfigMaps
+    expect(JSON.stringify(rl.rules)).not.toContain('leases');
+    expect(JSON.stringify(rl.rules)).not.toContain('configmaps');
   });
 });

@@ -2,7 +2,7 @@
 // `view` role (and so `edit` and `admin`, which include it) by aggregation; only the controllers
 // write them. Policy kinds are edited by whoever has `edit`/`admin` in the namespace. Each
 // controller gets exactly what its reconcile uses.
-import type { PolicyKind } from '../kind.ts';
+import type { PolicyKind, RenderedResource } from '../kind.ts';
 import { EFFECTIVE_GROUP } from './effective-policy.ts';
 
 const AGGREGATE = 'rbac.authorization.k8s.io/aggregate-to-';
@@ -41,8 +41,20 @@ export function editClusterRole(kinds: readonly PolicyKind[]): Obj {
   ]);
 }
 
-/** What one kind's controller needs: read the topology and its policies, write status and EffectivePolicies. */
-export function controllerClusterRole(kind: PolicyKind, controller: string): Obj {
+const confinedTo = (r: RenderedResource, settings: Readonly<Record<string, string>>) =>
+  r.namespaceSetting ? settings[r.namespaceSetting] : undefined;
+
+/**
+ * What one kind's controller needs cluster-wide: read the topology and its policies, write their
+ * status, EffectivePolicies, Events and the rendered objects that live beside their gateways. Its
+ * Lease and rendered objects confined to one namespace (`settings`) are granted by Roles there
+ * (controllerRoles), never cluster-wide: it cannot touch a Lease or ConfigMap in kube-system.
+ */
+export function controllerClusterRole(
+  kind: PolicyKind,
+  controller: string,
+  settings: Readonly<Record<string, string>> = {},
+): Obj {
   return clusterRole(controller, {}, [
     {
       apiGroups: [GATEWAY_GROUP],
@@ -59,23 +71,72 @@ export function controllerClusterRole(kind: PolicyKind, controller: string): Obj
     { apiGroups: [''], resources: ['namespaces'], verbs: READ },
     { apiGroups: [kind.group], resources: [kind.plural], verbs: READ },
     // what the kind renders for its enforcement component (Limitador ConfigMaps, Authorino AuthConfigs)
-    ...(kind.renders ?? []).map((r) => ({
-      apiGroups: [r.group],
-      resources: [r.plural],
-      verbs: [...READ, 'create', 'patch', 'update', 'delete'],
-    })),
+    ...(kind.renders ?? [])
+      .filter((r) => !confinedTo(r, settings))
+      .map((r) => ({
+        apiGroups: [r.group],
+        resources: [r.plural],
+        verbs: [...READ, 'create', 'patch', 'update', 'delete'],
+      })),
     { apiGroups: [kind.group], resources: [`${kind.plural}/status`], verbs: ['get', 'patch', 'update'] },
     {
       apiGroups: [EFFECTIVE_GROUP],
       resources: ['effectivepolicies'],
       verbs: [...READ, 'create', 'patch', 'update', 'delete'],
     },
-    {
-      apiGroups: ['coordination.k8s.io'],
-      resources: ['leases'],
-      verbs: [...READ, 'create', 'update', 'patch'],
-    },
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+  ]);
+}
+
+/**
+ * The controller's namespaced grants: its Lease in its own namespace, and each rendered resource
+ * confined to a namespace by a setting (e.g. Limitador's ConfigMaps) there. Roles and RoleBindings.
+ */
+export function controllerRoles(
+  kind: PolicyKind,
+  controller: string,
+  namespace: string,
+  settings: Readonly<Record<string, string>> = {},
+): Obj[] {
+  const grants = new Map<string, Obj[]>([
+    [
+      namespace,
+      [
+        {
+          apiGroups: ['coordination.k8s.io'],
+          resources: ['leases'],
+          verbs: [...READ, 'create', 'update', 'patch'],
+        },
+      ],
+    ],
+  ]);
+  for (const r of kind.renders ?? []) {
+    const ns = confinedTo(r, settings);
+    if (!ns) continue;
+    grants.set(ns, [
+      ...(grants.get(ns) ?? []),
+      {
+        apiGroups: [r.group],
+        resources: [r.plural],
+        verbs: [...READ, 'create', 'patch', 'update', 'delete'],
+      },
+    ]);
+  }
+  const labels = { 'app.kubernetes.io/part-of': 'cascade' };
+  return [...grants].flatMap(([ns, rules]) => [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: controller, namespace: ns, labels },
+      rules,
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: controller, namespace: ns, labels },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: controller },
+      subjects: [{ kind: 'ServiceAccount', name: controller, namespace }],
+    },
   ]);
 }
 

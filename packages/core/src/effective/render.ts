@@ -34,6 +34,7 @@ export function renderContext(
   controller: string,
   uid?: string,
   referenceGrants: ReferenceGrant[] = [],
+  settings: Readonly<Record<string, string>> = {},
 ): RenderContext | undefined {
   const key = gatewayKey(namespace, name);
   const gw = engine.topology.gateways.get(key);
@@ -48,7 +49,13 @@ export function renderContext(
     paths.push({ path, result, hostnames: pathHostnames(listener?.hostname, route?.hostnames) });
   }
   paths.sort((a, b) => (pathKey(a.path) < pathKey(b.path) ? -1 : 1));
-  return { gateway: { namespace, name, ...(uid ? { uid } : {}) }, paths, controller, referenceGrants };
+  return {
+    gateway: { namespace, name, ...(uid ? { uid } : {}) },
+    paths,
+    controller,
+    referenceGrants,
+    settings,
+  };
 }
 
 export const renderedKey = (o: RenderedObject): string =>
@@ -62,10 +69,11 @@ export function renderGateway(
   controller: string,
   uid?: string,
   referenceGrants: ReferenceGrant[] = [],
+  settings: Readonly<Record<string, string>> = {},
 ): Map<string, RenderedObject> {
   const out = new Map<string, RenderedObject>();
   const render = engine.kind.render;
-  const ctx = render && renderContext(engine, namespace, name, controller, uid, referenceGrants);
+  const ctx = render && renderContext(engine, namespace, name, controller, uid, referenceGrants, settings);
   if (!render || !ctx) return out;
   for (const o of render(ctx)) out.set(renderedKey(o), o);
   return out;
@@ -76,10 +84,19 @@ export function renderAll(
   engine: PolicyEngine,
   controller: string,
   referenceGrants: ReferenceGrant[] = [],
+  settings: Readonly<Record<string, string>> = {},
 ): Map<string, RenderedObject> {
   const out = new Map<string, RenderedObject>();
   for (const gw of engine.topology.gateways.values())
-    for (const [k, o] of renderGateway(engine, gw.namespace, gw.name, controller, undefined, referenceGrants))
+    for (const [k, o] of renderGateway(
+      engine,
+      gw.namespace,
+      gw.name,
+      controller,
+      undefined,
+      referenceGrants,
+      settings,
+    ))
       out.set(k, o);
   return out;
 }

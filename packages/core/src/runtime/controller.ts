@@ -50,6 +50,8 @@ export interface ControllerOptions {
   resyncSeconds?: number;
   /** API writes in flight at once within a reconcile. Default 8. */
   writeConcurrency?: number;
+  /** Settings for the kind (e.g. limitadorNamespace): see RenderedResource.namespaceSetting. */
+  settings?: Readonly<Record<string, string>>;
 }
 
 /** Runs `f` over `items` with at most `n` in flight; the first failure stops new work and is thrown. */
@@ -224,9 +226,11 @@ export class PolicyController {
     for (const r of opts.kind.renders ?? []) {
       const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
       const apiVersion = r.group === '' ? r.version : `${r.group}/${r.version}`;
+      // confined to one namespace by a setting: listed and watched there only (a Role there suffices)
+      const confined = r.namespaceSetting ? opts.settings?.[r.namespaceSetting] : undefined;
       const informer = new Informer(
         c,
-        `${base}/${r.plural}?labelSelector=${encodeURIComponent(`${MANAGED_BY}=${opts.name}`)}`,
+        `${base}/${confined ? `namespaces/${confined}/` : ''}${r.plural}?labelSelector=${encodeURIComponent(`${MANAGED_BY}=${opts.name}`)}`,
         (_t, o) => {
           this.pendingRendered.add(`${apiVersion}/${r.kind}/${o.metadata.namespace}/${o.metadata.name}`);
           this.queue.add('sync');
@@ -286,6 +290,7 @@ export class PolicyController {
       log: this.log,
       writeConcurrency: this.writeConcurrency,
       uidOf: (path, ns, name) => this.uidOf(path, ns, name),
+      settings: opts.settings ?? {},
     });
     this.affected = new AffectedWriter({
       engine: this.engine,
@@ -666,7 +671,15 @@ function gatewayOfPath(pk: string): string {
   return pk.slice('Gateway:'.length, pk.indexOf('#'));
 }
 
-const USAGE = (name: string) => `Usage: ${name} [flags]
+/** A kind's own setting as a flag of its binary (e.g. --limitador-namespace). */
+export interface SettingFlag {
+  flag: string;
+  key: string;
+  default: string;
+  help: string;
+}
+
+const USAGE = (name: string, extra: readonly SettingFlag[] = []) => `Usage: ${name} [flags]
 
 Flags (controller-runtime's names):
   --metrics-bind-address ADDR        /metrics (default ":8080"; "0" disables)
@@ -675,11 +688,15 @@ Flags (controller-runtime's names):
   --leader-election-namespace NS     namespace of the Lease (default $POD_NAMESPACE or cascade-system)
   --resync-period S                  full reconcile at least this often (default 600)
   --kubeconfig PATH                  kubeconfig (default: in-cluster, then $KUBECONFIG, ~/.kube/config)
-  -h, --help                         this text
+${extra.map((s) => `  --${`${s.flag} VALUE`.padEnd(33)}${s.help} (default "${s.default}")\n`).join('')}  -h, --help                         this text
 `;
 
 /** A controller binary's main: flags, kubeconfig, the controller, SIGTERM. Exits 2 on bad input. */
-export async function runPolicyController(kind: PolicyKind, name: string): Promise<PolicyController> {
+export async function runPolicyController(
+  kind: PolicyKind,
+  name: string,
+  settingFlags: readonly SettingFlag[] = [],
+): Promise<PolicyController> {
   const { parseArgs } = await import('node:util');
   const fail = (msg: string): never => {
     process.stderr.write(`${name}: ${msg}\n`);
@@ -696,13 +713,16 @@ export async function runPolicyController(kind: PolicyKind, name: string): Promi
         'resync-period': { type: 'string', default: '600' },
         kubeconfig: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        ...Object.fromEntries(
+          settingFlags.map((s) => [s.flag, { type: 'string' as const, default: s.default }]),
+        ),
       },
     }));
   } catch (e) {
-    return fail(`${(e as Error).message}\n\n${USAGE(name)}`);
+    return fail(`${(e as Error).message}\n\n${USAGE(name, settingFlags)}`);
   }
   if (values.help) {
-    process.stdout.write(USAGE(name));
+    process.stdout.write(USAGE(name, settingFlags));
     process.exit(0);
   }
   const seconds = (flag: string) => {
@@ -745,6 +765,7 @@ export async function runPolicyController(kind: PolicyKind, name: string): Promi
       'cascade-system',
     leaseDurationSeconds: seconds('leader-elect-lease-duration'),
     resyncSeconds: seconds('resync-period'),
+    settings: Object.fromEntries(settingFlags.map((s) => [s.key, String(values[s.flag] ?? '')])),
     ...(metricsBindAddress ? { metricsBindAddress } : {}),
     ...(healthProbeBindAddress ? { healthProbeBindAddress } : {}),
   });

@@ -28,6 +28,7 @@ export interface RendererDeps {
   log: Logger;
   writeConcurrency: number;
   uidOf: (path: string, ns: string, name: string) => string | undefined;
+  settings: Readonly<Record<string, string>>;
 }
 
 export class RenderedPublisher {
@@ -87,7 +88,7 @@ export class RenderedPublisher {
         if (this.renderedByKey.get(k) === o) this.renderedByKey.delete(k);
       }
       const uid = this.deps.uidOf('/gateways', ns, name);
-      const next = renderGateway(this.deps.engine, ns, name, this.deps.name, uid, grants);
+      const next = renderGateway(this.deps.engine, ns, name, this.deps.name, uid, grants, this.deps.settings);
       if (next.size) this.rendered.set(gw, next);
       else this.rendered.delete(gw);
       for (const [k, o] of next) {

@@ -3,6 +3,7 @@
 import {
   controllerBinding,
   controllerClusterRole,
+  controllerRoles,
   editClusterRole,
   effectivePolicyCrd,
   policyCrd,
@@ -11,6 +12,15 @@ import {
 import { stringify } from 'yaml';
 import { type Command, out } from '../cli.ts';
 import { POLICY_KINDS } from '../world.ts';
+
+/**
+ * The controllers' settings the manifests are rendered for: the RateLimitPolicy controller writes
+ * Limitador's ConfigMaps in Limitador's namespace only (its binary's --limitador-namespace default).
+ * That namespace must exist (Limitador's); these manifests do not create or own it.
+ */
+export const CONTROLLER_SETTINGS: Record<string, Record<string, string>> = {
+  RateLimitPolicy: { limitadorNamespace: 'kuadrant-system' },
+};
 
 export function manifests(namespace = 'cascade-system'): Record<string, unknown>[] {
   const controllers = POLICY_KINDS.map((k) => ({ kind: k, name: `${k.kind.toLowerCase()}-controller` }));
@@ -22,8 +32,9 @@ export function manifests(namespace = 'cascade-system'): Record<string, unknown>
     editClusterRole(POLICY_KINDS),
     ...controllers.flatMap(({ kind, name }) => [
       { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } },
-      controllerClusterRole(kind, name),
+      controllerClusterRole(kind, name, CONTROLLER_SETTINGS[kind.kind]),
       controllerBinding(name, namespace),
+      ...controllerRoles(kind, name, namespace, CONTROLLER_SETTINGS[kind.kind]),
     ]),
   ];
 }
