@@ -186,8 +186,17 @@ describe.skipIf(!apiServerTestsEnabled())(
         status: 'True',
         reason: 'Affected',
       });
-      // team-b has no AuthPolicy of its own: no AuthPolicyAffected on its route.
-      expect(ours.conditions.some((c) => c.type === 'AuthPolicyAffected')).toBe(false);
+      // team-b has no AuthPolicy of its own, but the platform's gateway-level AuthPolicy reaches its
+      // route: the route is affected by it (inherited).
+      await waitFor('orders route AuthPolicyAffected (inherited)', async () => {
+        const o = await get('/apis/gateway.networking.k8s.io/v1/namespaces/team-b/httproutes/orders');
+        const parents =
+          (o?.status as { parents?: { controllerName: string; conditions: Cond[] }[] })?.parents ?? [];
+        const c = parents
+          .find((p) => p.controllerName === 'cascade.dev/policy-controller')
+          ?.conditions.find((x) => x.type === 'AuthPolicyAffected');
+        return c?.status === 'True' && /platform-auth.*\(inherited\)/.test(c.message) ? c : undefined;
+      });
 
       // AuthConfigs: team-a's own JWT in team-a; the routes that carry the platform's API-key rule in
       // infra (where its Secrets are; the example's ReferenceGrant allows it).

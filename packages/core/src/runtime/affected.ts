@@ -46,8 +46,10 @@ export class AffectedWriter {
     const attached =
       this.deps.engine.attachedAt(key).length > 0 ||
       sections.some((s) => this.deps.engine.attachedAt(`${key}#${s}`).length > 0);
-    if (!attached) return undefined;
-    return { ...affectedCondition(this.deps.engine, key, sections), observedGeneration: generation ?? 0 };
+    const cond = affectedCondition(this.deps.engine, key, sections);
+    // nothing attached and nothing inherited: no condition of ours at all (removed if we had one)
+    if (!attached && cond.status !== 'True') return undefined;
+    return { ...cond, observedGeneration: generation ?? 0 };
   }
 
   async gateway(key: string, ns: string, name: string, type: string, now: string): Promise<void> {

@@ -589,7 +589,12 @@ export class PolicyController {
     for (const id of list) {
       if (!id.startsWith(`${k.kind}:`)) continue;
       for (const t of this.policyTargets.get(id) ?? []) targets.add(t);
-      const now = (this.engine.policy(id)?.policy?.targets ?? []).map((t) => base(t.key));
+      const direct = (this.engine.policy(id)?.policy?.targets ?? []).map((t) => base(t.key));
+      // routes below a gateway (or listener, or class) target inherit its policy: they are targets too
+      const now = [...new Set(direct)];
+      for (const t of direct)
+        if (!/^(HTTPRoute|GRPCRoute):/.test(t))
+          for (const r of this.engine.topology.routesThrough(t)) now.push(r);
       if (now.length) this.policyTargets.set(id, [...new Set(now)]);
       else this.policyTargets.delete(id);
       for (const t of now) targets.add(t);

@@ -229,5 +229,22 @@ export function affectedCondition(
       `The following sections of the object are affected by ${engine.kind.kind} ${list(who)}: ${list(bySection.keys(), 20)}`,
     );
   }
+  // Inherited: a route is affected by every policy whose rules reach its paths (a gateway default).
+  if (/^(HTTPRoute|GRPCRoute):/.test(objectKey)) {
+    const inherited = new Set<string>();
+    for (const pk of engine.topology.routePathKeys(objectKey))
+      for (const r of engine.result(pk)?.rules.values() ?? [])
+        inherited.add(`${r.source.kind}:${r.source.namespace}/${r.source.name}`);
+    const enforced = [...inherited].filter((id) =>
+      policyConditions(engine, id).some((c) => c.type === 'Enforced' && c.status === 'True'),
+    );
+    if (enforced.length > 0)
+      return cond(
+        type,
+        'True',
+        'Affected',
+        `The object is affected by ${engine.kind.kind} ${list(enforced.map((i) => i.split(':')[1]!))} (inherited)`,
+      );
+  }
   return cond(type, 'False', 'Unaffected', `The object is not affected by any ${engine.kind.kind}`);
 }
