@@ -134,9 +134,10 @@ describe('cascadectl status on examples/gateway', async () => {
   it('sets <Kind>Affected on targets', () => {
     const t = (name: string) =>
       report.targets.find((x) => x.name === name)!.conditions.map((c) => `${c.type}=${c.reason}`);
+    // a route is affected by what it inherits from its gateway too (the platform's gateway defaults)
     expect(t('main')).toEqual(['AuthPolicyAffected=Affected', 'RateLimitPolicyAffected=Affected']);
-    expect(t('catalog')).toEqual(['AuthPolicyAffected=Affected', 'RateLimitPolicyAffected=Unaffected']);
-    expect(t('status')).toEqual(['AuthPolicyAffected=Unaffected', 'RateLimitPolicyAffected=Affected']);
+    expect(t('catalog')).toEqual(['AuthPolicyAffected=Affected', 'RateLimitPolicyAffected=Affected']);
+    expect(t('status')).toEqual(['AuthPolicyAffected=Affected', 'RateLimitPolicyAffected=Affected']);
   });
 });
 
