@@ -155,6 +155,13 @@ export const authPolicyKind = definePolicyKind({
   validate: (spec) => [...predicateIssues(spec), ...methodIssues(spec)],
   render: (ctx) => renderAuthConfigs(ctx),
   renders: [
-    { group: 'authorino.kuadrant.io', version: 'v1beta3', kind: 'AuthConfig', plural: 'authconfigs' },
+    {
+      group: 'authorino.kuadrant.io',
+      version: 'v1beta3',
+      kind: 'AuthConfig',
+      plural: 'authconfigs',
+      // Authorino reports whether it serves the AuthConfig (Kuadrant's Enforced waits for it too)
+      ready: (live) => (live.status as { summary?: { ready?: boolean } } | undefined)?.summary?.ready,
+    },
   ],
 });

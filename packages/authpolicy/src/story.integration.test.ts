@@ -223,6 +223,35 @@ describe.skipIf(!apiServerTestsEnabled())(
       );
     });
 
+    it('Enforced waits for Authorino: an AuthConfig reported not ready makes its policies Pending, naming it', async () => {
+      const catalogAc = async () =>
+        (await managed('authconfigs', '/apis/authorino.kuadrant.io/v1beta3')).find(
+          (a) =>
+            (a.metadata.annotations as Record<string, string> | undefined)?.['cascade.dev/route'] ===
+            'HTTPRoute/team-a/catalog',
+        )!;
+      const setReady = async (ready: boolean) => {
+        const ac = await catalogAc();
+        const path = `/apis/authorino.kuadrant.io/v1beta3/namespaces/${ac.metadata.namespace}/authconfigs/${ac.metadata.name}/status`;
+        const r = await env.call('PUT', path, { ...ac, status: { summary: { ready, hostsReady: [] } } });
+        expect(r.status).toBe(200);
+        return ac;
+      };
+      const enforced = async () =>
+        conds(await get(`${EP}/team-a/authpolicies/catalog-jwt`)).find((c) => c.type === 'Enforced');
+      const ac = await setReady(false);
+      const pending = await waitFor('catalog-jwt Pending', async () => {
+        const c = await enforced();
+        return c?.reason === 'Pending' ? c : undefined;
+      });
+      expect(pending.status).toBe('False');
+      expect(pending.message).toContain(`AuthConfig ${ac.metadata.namespace}/${ac.metadata.name}`);
+      await setReady(true);
+      await waitFor('catalog-jwt Enforced again', async () =>
+        (await enforced())?.status === 'True' ? true : undefined,
+      );
+    });
+
     it('a policy edit, a route deletion and a gateway deletion converge with nothing left behind', async () => {
       const path = `${EP}/team-b/ratelimitpolicies/orders-per-user`;
       const cur = (await get(path))!;

@@ -76,6 +76,12 @@ export interface RenderedResource {
    * there, not cluster-wide; without it, objects live beside their gateway.
    */
   namespaceSetting?: string;
+  /**
+   * The consumer's readiness as it reports it in the live object (Authorino: status.summary.ready);
+   * undefined: not reported. While an object reports false, the policies it carries are not
+   * Enforced (Pending, naming it).
+   */
+  ready?: (live: { status?: unknown }) => boolean | undefined;
 }
 
 export interface RenderedObject {

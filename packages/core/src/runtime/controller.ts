@@ -26,7 +26,7 @@ import { EffectivePublisher } from './effective-writer.ts';
 import { Informer, type InformerEvent, startInformers } from './informer.ts';
 import { LeaderElector } from './leader.ts';
 import { type BindAddress, jsonLogger, type Logger, Metrics, parseBindAddress } from './metrics.ts';
-import { type PublishFailure, PublishLedger, withPublishFailures } from './publish.ts';
+import { type PublishFailure, PublishLedger, withConsumerReadiness, withPublishFailures } from './publish.ts';
 import { WorkQueue } from './queue.ts';
 import { RenderedPublisher } from './rendered.ts';
 import { setupTracing, tracer } from './tracing.ts';
@@ -123,7 +123,15 @@ export class PolicyController {
   private readonly pendingRendered = new Set<string>();
   private readonly grants: Informer;
   /** apiVersion/kind -> informer of the rendered objects we manage of that resource. */
-  private readonly renderInformers = new Map<string, { informer: Informer; base: string; plural: string }>();
+  private readonly renderInformers = new Map<
+    string,
+    {
+      informer: Informer;
+      base: string;
+      plural: string;
+      ready?: (live: { status?: unknown }) => boolean | undefined;
+    }
+  >();
   /** Policy id -> the object keys (without section) it targeted when last reconciled. */
   private readonly policyTargets = new Map<string, string[]>();
   /** Topology object -> uid|generation|labels last applied to the engine. */
@@ -238,7 +246,12 @@ export class PolicyController {
         undefined,
         true,
       );
-      this.renderInformers.set(`${apiVersion}/${r.kind}`, { informer, base, plural: r.plural });
+      this.renderInformers.set(`${apiVersion}/${r.kind}`, {
+        informer,
+        base,
+        plural: r.plural,
+        ...(r.ready ? { ready: r.ready } : {}),
+      });
       this.informers.push(informer);
     }
     this.effective = new Informer(
@@ -292,6 +305,10 @@ export class PolicyController {
       uidOf: (path, ns, name) => this.uidOf(path, ns, name),
       settings: opts.settings ?? {},
     });
+    this.renderer.onWaiting = (policies) => {
+      for (const id of policies) this.pendingPolicies.add(id);
+      this.queue.add('sync');
+    };
     this.affected = new AffectedWriter({
       engine: this.engine,
       client: c,
@@ -637,17 +654,18 @@ export class PolicyController {
         (live.status as { conditions?: (Condition & { lastTransitionTime?: string })[] } | undefined)
           ?.conditions ?? [];
       const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-      const conds = withPublishFailures(policyConditions(this.engine, id), this.ledger.forPolicy(id)).map(
-        (cnd) => {
-          const prev = liveConds.find((x) => x.type === cnd.type);
-          const same = prev && prev.status === cnd.status && prev.reason === cnd.reason;
-          return {
-            ...cnd,
-            observedGeneration: live.metadata.generation ?? 0,
-            lastTransitionTime: same && prev.lastTransitionTime ? prev.lastTransitionTime : now,
-          };
-        },
-      );
+      const conds = withConsumerReadiness(
+        withPublishFailures(policyConditions(this.engine, id), this.ledger.forPolicy(id)),
+        this.renderer.waitingFor(id),
+      ).map((cnd) => {
+        const prev = liveConds.find((x) => x.type === cnd.type);
+        const same = prev && prev.status === cnd.status && prev.reason === cnd.reason;
+        return {
+          ...cnd,
+          observedGeneration: live.metadata.generation ?? 0,
+          lastTransitionTime: same && prev.lastTransitionTime ? prev.lastTransitionTime : now,
+        };
+      });
       const strip = (cs: unknown[]) =>
         (cs as Record<string, unknown>[]).map(({ lastTransitionTime: _t, ...rest }) => rest);
       if (isEqual(strip(liveConds), strip(conds))) {

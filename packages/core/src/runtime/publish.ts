@@ -152,3 +152,26 @@ export function withPublishFailures<
       : c,
   );
 }
+
+/**
+ * A policy's conditions while objects carrying its rules are reported not ready by their consumer
+ * (Authorino): not enforced yet (`Enforced=False, Pending`), naming what it waits for. Publish
+ * failures (already in the conditions) take precedence.
+ */
+export function withConsumerReadiness<
+  C extends { type: string; status: string; reason: string; message: string },
+>(conds: C[], waiting: readonly string[]): C[] {
+  if (!waiting.length) return conds;
+  const shown =
+    waiting.slice(0, 3).join(', ') + (waiting.length > 3 ? ` and ${waiting.length - 3} more` : '');
+  return conds.map((c) =>
+    c.type === 'Enforced' && c.reason !== 'PublishFailed' && c.status === 'True'
+      ? {
+          ...c,
+          status: 'False',
+          reason: 'Pending',
+          message: `Policy is not enforced yet: waiting for ${shown} to be ready (its consumer reports it not ready)`,
+        }
+      : c,
+  );
+}

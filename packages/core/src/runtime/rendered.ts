@@ -20,7 +20,15 @@ export interface RendererDeps {
   kind: PolicyKind;
   name: string;
   /** apiVersion/kind -> informer of the rendered objects of that resource. */
-  renderInformers: Map<string, { informer: Informer; base: string; plural: string }>;
+  renderInformers: Map<
+    string,
+    {
+      informer: Informer;
+      base: string;
+      plural: string;
+      ready?: (live: { status?: unknown }) => boolean | undefined;
+    }
+  >;
   grants: Informer;
   ledger: PublishLedger;
   writes: ReturnType<Metrics['counter']>;
@@ -38,6 +46,10 @@ export class RenderedPublisher {
   /** Every rendered object by renderedKey (kept with `rendered`, not rebuilt per reconcile). */
   private readonly renderedByKey = new Map<string, RenderedObject>();
   private readonly missingWarned = new Set<string>();
+  /** Rendered objects whose consumer reports them not ready, with the policies they carry. */
+  readonly waiting = new Map<string, { object: string; policies: string[] }>();
+  /** Called when the set of objects waiting for their consumer changes (policies: whose status moves). */
+  onWaiting: (policies: string[]) => void = () => {};
 
   constructor(deps: RendererDeps) {
     this.deps = deps;
@@ -154,7 +166,37 @@ export class RenderedPublisher {
         this.deps.writes.inc();
       }
     });
+    this.checkReadiness(check);
     return failed;
+  }
+
+  /** Readiness of the checked objects as their consumer reports it (see RenderedResource.ready). */
+  private checkReadiness(keys: Iterable<string>): void {
+    const moved = new Set<string>();
+    for (const key of keys) {
+      const parts = key.split('/');
+      const [ns, name] = parts.slice(-2) as [string, string];
+      const target = this.deps.renderInformers.get(parts.slice(0, -2).join('/'));
+      const live =
+        target?.ready && this.renderedByKey.has(key) ? target.informer.cache.get(`${ns}/${name}`) : undefined;
+      const notReady = live !== undefined && target!.ready!(live) === false;
+      const was = this.waiting.get(key);
+      if (notReady && !was) {
+        const gw = [...this.rendered].find(([, objs]) => objs.has(key))?.[0];
+        const policies = gw ? this.carriedByGateway(gw) : [];
+        this.waiting.set(key, { object: `${parts.at(-3)} ${ns}/${name}`, policies });
+        for (const p of policies) moved.add(p);
+      } else if (!notReady && was) {
+        this.waiting.delete(key);
+        for (const p of was.policies) moved.add(p);
+      }
+    }
+    if (moved.size) this.onWaiting([...moved]);
+  }
+
+  /** Objects carrying a policy's rules that their consumer reports not ready. */
+  waitingFor(id: string): string[] {
+    return [...this.waiting.values()].filter((w) => w.policies.includes(id)).map((w) => w.object);
   }
 }
 
