@@ -1,6 +1,9 @@
 // Reads Kubernetes YAML files and folders (multi-document, `List` accepted). A malformed document is
-// reported with file, document index and problem; the rest is still loaded.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+// reported with file, document index and problem; the rest is still loaded. Hostile input never
+// hangs or loses the rest: only regular files are read (a FIFO or device is reported, not opened),
+// symlink loops and links back to a folder already read are reported, a YAML alias bomb is refused
+// (at most 100 aliases per document), and an object defined twice is reported (the first is kept).
+import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
@@ -32,16 +35,49 @@ export interface LoadResult {
 
 export const where = (s: SourcePos): string => `${s.file}: document ${s.doc}`;
 
-function listFiles(path: string): string[] {
-  const st = statSync(path);
-  if (!st.isDirectory()) return [path];
-  return readdirSync(path)
-    .sort()
-    .flatMap((e) => {
+/** Regular files under `path` (folders recursively, sorted); problems for everything else. */
+function listFiles(path: string, problems: string[], seen = new Set<string>(), top = true): string[] {
+  let st: ReturnType<typeof statSync>;
+  let real: string;
+  try {
+    st = statSync(path);
+    real = realpathSync(path);
+  } catch (e) {
+    problems.push(`${path}: cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+    return [];
+  }
+  if (st.isDirectory()) {
+    if (seen.has(real)) {
+      problems.push(`${path}: a link back to a folder already read (${real}): skipped`);
+      return [];
+    }
+    seen.add(real);
+    let entries: string[];
+    try {
+      entries = readdirSync(path).sort();
+    } catch (e) {
+      problems.push(`${path}: cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+      return [];
+    }
+    return entries.flatMap((e) => {
       const p = join(path, e);
-      if (statSync(p).isDirectory()) return listFiles(p);
-      return /\.(ya?ml|json)$/.test(e) ? [p] : [];
+      let isDir = false;
+      try {
+        isDir = statSync(p).isDirectory();
+      } catch {
+        // a dangling link or a link loop: reported by the recursive call only if it would be read
+        if (!/\.(ya?ml|json)$/.test(e)) return [];
+      }
+      if (!isDir && !/\.(ya?ml|json)$/.test(e)) return [];
+      return listFiles(p, problems, seen, false);
     });
+  }
+  if (!st.isFile()) {
+    problems.push(`${path}: not a regular file (a FIFO, socket or device is never opened): skipped`);
+    return [];
+  }
+  if (!top && !/\.(ya?ml|json)$/.test(path)) return [];
+  return [path];
 }
 
 function accept(raw: unknown, source: SourcePos, out: LoadResult, inList = false): void {
@@ -98,14 +134,9 @@ function accept(raw: unknown, source: SourcePos, out: LoadResult, inList = false
 /** Loads every document of every file (folders recursively, *.yaml / *.yml / *.json, sorted). */
 export function loadManifests(paths: string[]): LoadResult {
   const out: LoadResult = { manifests: [], problems: [] };
+  const seen = new Set<string>();
   for (const p of paths) {
-    let files: string[];
-    try {
-      files = listFiles(p);
-    } catch (e) {
-      out.problems.push(`${p}: cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
-      continue;
-    }
+    const files = listFiles(p, out.problems, seen);
     for (const file of files) {
       let text: string;
       try {
@@ -121,9 +152,33 @@ export function loadManifests(paths: string[]): LoadResult {
           out.problems.push(`${where(source)}: YAML: ${e.message.split('\n')[0]}`);
           return;
         }
-        accept(doc.toJS({ maxAliasCount: 100 }), source, out);
+        let js: unknown;
+        try {
+          js = doc.toJS({ maxAliasCount: 100 });
+        } catch (e) {
+          out.problems.push(
+            `${where(source)}: YAML: ${(e as Error).message.split('\n')[0]} (an alias bomb?): skipped`,
+          );
+          return;
+        }
+        accept(js, source, out);
       });
     }
   }
+  // the same object twice: reported, never silently replaced (the first is kept)
+  const first = new Map<string, Manifest>();
+  out.manifests = out.manifests.filter((m) => {
+    const group = m.apiVersion.includes('/') ? m.apiVersion.split('/')[0] : '';
+    const k = `${group}/${m.kind}/${m.metadata.namespace ?? ''}/${m.metadata.name}`;
+    const had = first.get(k);
+    if (!had) {
+      first.set(k, m);
+      return true;
+    }
+    out.problems.push(
+      `${where(m.source)} (${m.kind} ${m.metadata.namespace ? `${m.metadata.namespace}/` : ''}${m.metadata.name}): defined again (first at ${where(had.source)}): this one is ignored`,
+    );
+    return false;
+  });
   return out;
 }

@@ -172,6 +172,8 @@ export const diffCommand: Command = {
     const paths = diffPaths(pathResults(a.gateway.world), pathResults(b.gateway.world));
     const verdicts = diffProbes(a.netpol.engine, b.netpol.engine, probes);
     const problems = a.gateway.problems + b.gateway.problems + a.netpol.problems + b.netpol.problems;
+    // an error is an error: no partial diff on stdout (the problems are on stderr), exit 2
+    if (problems > 0) return 2;
     if (format === 'json') out(JSON.stringify({ paths, probes: verdicts.changes }, null, 2));
     else {
       const lines: string[] = [];
@@ -212,7 +214,6 @@ export const diffCommand: Command = {
         );
       out(lines.join('\n'));
     }
-    if (problems > 0) return 2;
     return paths.length > 0 || verdicts.changes.length > 0 ? 1 : 0;
   },
 };
