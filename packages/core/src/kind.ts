@@ -84,6 +84,14 @@ export interface RenderedResource {
   ready?: (live: { status?: unknown }) => boolean | undefined;
 }
 
+/**
+ * A rendered object may leave out the rules of some policies (e.g. a Limitador ConfigMap that would
+ * be over the API server's size with them): it names them in this annotation, a JSON list of
+ * `{policy: "<Kind>:<ns>/<name>", reason}`, and those policies alone get Enforced=False
+ * (PublishFailed) with the reason; every other policy's rules are published.
+ */
+export const REFUSED_POLICIES_ANNOTATION = 'cascade.dev/refused-policies';
+
 export interface RenderedObject {
   apiVersion: string;
   kind: string;

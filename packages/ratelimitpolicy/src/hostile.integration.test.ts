@@ -82,6 +82,11 @@ describe.skipIf(!apiServerTestsEnabled())('publishing under hostile input (kube-
         { kind: 'Gateway', name: LONG_GW },
         { limits: { global: { rates: [{ limit: 100, window: '1m' }] } } },
       ],
+      [
+        'small-on-big',
+        { kind: 'HTTPRoute', name: 'on-big-b' },
+        { limits: { tiny: { rates: [{ limit: 3, window: '1m' }] } } },
+      ],
     ] as const) {
       const r = await env.call('POST', `${NS}/ratelimitpolicies`, {
         apiVersion: 'cascade.dev/v1alpha1',
@@ -140,7 +145,17 @@ describe.skipIf(!apiServerTestsEnabled())('publishing under hostile input (kube-
       30_000,
     );
     expect(c.status).toBe('False');
-    expect(c.message).toMatch(/ConfigMap team\/limitador-limits-big: object too large: [\d,]+ bytes/);
+    // the huge policy alone is left out of Limitador's limits: the others' are published
+    expect(c.message).toMatch(
+      /ConfigMap team\/limitador-limits-big: its limits were left out of the Limitador limits: with them they take [\d,]+ bytes/,
+    );
+    const cm = (await env.call('GET', '/api/v1/namespaces/team/configmaps/limitador-limits-big')).body as {
+      data: Record<string, string>;
+    };
+    expect(cm.data['limits.yaml']).toContain('tiny from RateLimitPolicy team/small-on-big');
+    expect(cm.data['limits.yaml']).not.toContain('team/huge');
+    // its EffectivePolicies are over the size too: refused before sending, named
+    expect(c.message).toMatch(/EffectivePolicy team\/ratelimitpolicy-httproute-on-big-a: object too large/);
     const text = controller.metrics.render();
     expect(Number(/\ncascade_publish_failing_objects (\d+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(1);
     expect(Number(/\ncascade_publish_failures_total (\d+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(1);
@@ -154,10 +169,14 @@ describe.skipIf(!apiServerTestsEnabled())('publishing under hostile input (kube-
     });
     // refused writes wait for their input to change: the failure count does not grow by itself
     await controller.idle();
-    const before = controller.ledger.failures.get('ConfigMap team/limitador-limits-big')?.attempts;
+    const before = controller.ledger.failures.get(
+      'EffectivePolicy team/ratelimitpolicy-httproute-on-big-a',
+    )?.attempts;
     await new Promise((r) => setTimeout(r, 2500));
     await controller.idle();
-    expect(controller.ledger.failures.get('ConfigMap team/limitador-limits-big')?.attempts).toBe(before);
+    expect(
+      controller.ledger.failures.get('EffectivePolicy team/ratelimitpolicy-httproute-on-big-a')?.attempts,
+    ).toBe(before);
     // the other policy is untouched
     expect((await enforced('ok'))?.status).toBe('True');
   });

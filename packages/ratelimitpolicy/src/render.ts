@@ -16,6 +16,7 @@ import {
   type EffectiveRule,
   labelValue,
   objectName,
+  REFUSED_POLICIES_ANNOTATION,
   type RenderContext,
   type RenderedObject,
   toYaml,
@@ -181,9 +182,47 @@ export function limitadorConfig(ctx: RenderContext): { limits: LimitadorLimit[];
 export const LIMITS_CONFIGMAP_PREFIX = 'limitador-limits-';
 
 /** render hook: one ConfigMap per gateway that has any effective limit. */
+/** What a ConfigMap's data may take: under the 1 MiB the API server stores, with room for metadata. */
+export const MAX_LIMITS_BYTES = 900_000;
+
+const policyIdOf = (r: EffectiveRule) => `${r.source.kind}:${r.source.namespace}/${r.source.name}`;
+
 export function renderLimitador(ctx: RenderContext): RenderedObject[] {
-  const { limits, paths } = limitadorConfig(ctx);
-  if (limits.length === 0) return [];
+  // Over the size the API server stores, the largest contributor's limits are left out (and said in
+  // an annotation, so that policy alone is told), until the rest fits: one tenant's huge policy never
+  // keeps the others' limits from being published.
+  const refused: { policy: string; reason: string }[] = [];
+  let view = ctx;
+  let built = limitadorConfig(view);
+  let data = { 'limits.yaml': toYaml(built.limits), 'actions.yaml': toYaml(groupActions(built.paths)) };
+  for (let guard = 0; guard < 64; guard++) {
+    const size = Buffer.byteLength(data['limits.yaml']) + Buffer.byteLength(data['actions.yaml']);
+    if (size <= MAX_LIMITS_BYTES) break;
+    const weight = new Map<string, number>();
+    for (const p of view.paths)
+      for (const r of p.result.rules.values())
+        if (r.section === 'limits')
+          weight.set(policyIdOf(r), (weight.get(policyIdOf(r)) ?? 0) + JSON.stringify(r.value).length);
+    const worst = [...weight].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0];
+    if (!worst) break;
+    refused.push({
+      policy: worst[0],
+      reason: `its limits were left out of the Limitador limits: with them they take ${size.toLocaleString('en')} bytes, over the ${MAX_LIMITS_BYTES.toLocaleString('en')} a ConfigMap may hold (it is the largest contributor; the other policies' limits are published)`,
+    });
+    view = {
+      ...view,
+      paths: view.paths.map((p) => ({
+        ...p,
+        result: {
+          ...p.result,
+          rules: new Map([...p.result.rules].filter(([, r]) => policyIdOf(r) !== worst[0])),
+        },
+      })),
+    };
+    built = limitadorConfig(view);
+    data = { 'limits.yaml': toYaml(built.limits), 'actions.yaml': toYaml(groupActions(built.paths)) };
+  }
+  if (built.limits.length === 0 && refused.length === 0) return [];
   // Limitador's namespace when configured (every gateway's limits there: the name carries the
   // gateway's namespace too), else beside the gateway. Names are valid for any gateway name (253
   // characters: hashed and cut); the gateway is in the annotation.
@@ -206,7 +245,10 @@ export function renderLimitador(ctx: RenderContext): RenderedObject[] {
           'cascade.dev/policy-kind': 'RateLimitPolicy',
           'cascade.dev/gateway': labelValue(ctx.gateway.name),
         },
-        annotations: { 'cascade.dev/gateway': `${ctx.gateway.namespace}/${ctx.gateway.name}` },
+        annotations: {
+          'cascade.dev/gateway': `${ctx.gateway.namespace}/${ctx.gateway.name}`,
+          ...(refused.length ? { [REFUSED_POLICIES_ANNOTATION]: JSON.stringify(refused) } : {}),
+        },
         // an owner must be in the same namespace: elsewhere the controller deletes orphans itself
         ...(ctx.gateway.uid && beside
           ? {
@@ -221,10 +263,7 @@ export function renderLimitador(ctx: RenderContext): RenderedObject[] {
             }
           : {}),
       },
-      data: {
-        'limits.yaml': toYaml(limits),
-        'actions.yaml': toYaml(groupActions(paths)),
-      },
+      data,
     },
   ];
 }

@@ -655,7 +655,10 @@ export class PolicyController {
           ?.conditions ?? [];
       const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
       const conds = withConsumerReadiness(
-        withPublishFailures(policyConditions(this.engine, id), this.ledger.forPolicy(id)),
+        withPublishFailures(policyConditions(this.engine, id), [
+          ...this.renderer.refusalsFor(id),
+          ...this.ledger.forPolicy(id),
+        ]),
         this.renderer.waitingFor(id),
       ).map((cnd) => {
         const prev = liveConds.find((x) => x.type === cnd.type);

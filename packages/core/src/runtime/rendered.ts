@@ -5,7 +5,12 @@
 // written on its own (see publish.ts): a failure names the policies the gateway's objects carry.
 import { isEqual } from 'lodash-es';
 import { renderGateway } from '../effective/render.ts';
-import type { PolicyKind, ReferenceGrant, RenderedObject } from '../kind.ts';
+import {
+  type PolicyKind,
+  REFUSED_POLICIES_ANNOTATION,
+  type ReferenceGrant,
+  type RenderedObject,
+} from '../kind.ts';
 import type { PolicyEngine } from '../merge/engine.ts';
 import { referenceGrantFromObject } from '../topology/from-k8s.ts';
 import { gatewayKey } from '../topology/types.ts';
@@ -46,6 +51,8 @@ export class RenderedPublisher {
   /** Every rendered object by renderedKey (kept with `rendered`, not rebuilt per reconcile). */
   private readonly renderedByKey = new Map<string, RenderedObject>();
   private readonly missingWarned = new Set<string>();
+  /** Policies whose rules a rendered object left out (REFUSED_POLICIES_ANNOTATION), by gateway. */
+  private readonly refusals = new Map<string, { policy: string; object: string; reason: string }[]>();
   /** Rendered objects whose consumer reports them not ready, with the policies they carry. */
   readonly waiting = new Map<string, { object: string; policies: string[] }>();
   /** Called when the set of objects waiting for their consumer changes (policies: whose status moves). */
@@ -101,6 +108,25 @@ export class RenderedPublisher {
       }
       const uid = this.deps.uidOf('/gateways', ns, name);
       const next = renderGateway(this.deps.engine, ns, name, this.deps.name, uid, grants, this.deps.settings);
+      const before = JSON.stringify(this.refusals.get(gw) ?? []);
+      const refusals = [...next.values()].flatMap((o) => {
+        const text = o.metadata.annotations?.[REFUSED_POLICIES_ANNOTATION];
+        if (!text) return [];
+        try {
+          return (JSON.parse(text) as { policy: string; reason: string }[]).map((x) => ({
+            ...x,
+            object: `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`,
+          }));
+        } catch {
+          return [];
+        }
+      });
+      if (refusals.length) this.refusals.set(gw, refusals);
+      else this.refusals.delete(gw);
+      if (JSON.stringify(refusals) !== before)
+        this.onWaiting([
+          ...new Set([...JSON.parse(before), ...refusals].map((x: { policy: string }) => x.policy)),
+        ]);
       if (next.size) this.rendered.set(gw, next);
       else this.rendered.delete(gw);
       for (const [k, o] of next) {
@@ -192,6 +218,21 @@ export class RenderedPublisher {
       }
     }
     if (moved.size) this.onWaiting([...moved]);
+  }
+
+  /** A policy's rules left out of rendered objects, as publish failures (object, reason). */
+  refusalsFor(id: string): PublishFailure[] {
+    return [...this.refusals.values()]
+      .flat()
+      .filter((r) => r.policy === id)
+      .map((r) => ({
+        object: r.object,
+        message: r.reason,
+        status: -1,
+        policies: [id],
+        attempts: 1,
+        permanent: true,
+      }));
   }
 
   /** Objects carrying a policy's rules that their consumer reports not ready. */
