@@ -17,6 +17,13 @@ export class ApiError extends Error {
   }
 }
 
+/** One line for logs and status: an API error's status and body, or any error's message. */
+export function errorText(e: unknown): string {
+  return e instanceof ApiError
+    ? `${e.status}: ${JSON.stringify(e.body ?? e.message).slice(0, 300)}`
+    : String(e instanceof Error ? e.message : e);
+}
+
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;

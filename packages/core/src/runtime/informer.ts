@@ -1,6 +1,6 @@
 // An informer: list, then watch from the list's resourceVersion; relist on 410 Gone; reconnect with
 // exponential backoff on errors; a periodic resync relists too. It keeps a cache and reports changes.
-import { ApiError, type KubeClient, type KubeObject } from './client.ts';
+import { ApiError, errorText, type KubeClient, type KubeObject } from './client.ts';
 
 export type InformerEvent = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -90,10 +90,7 @@ export class Informer {
 
   private failed(e: unknown): void {
     this.onError(this.path);
-    const msg =
-      e instanceof ApiError
-        ? `${e.status}: ${JSON.stringify(e.body ?? e.message).slice(0, 300)}`
-        : String(e instanceof Error ? e.message : e);
+    const msg = errorText(e);
     const was = this.failing;
     this.failing = msg;
     if (was === undefined) this.onHealth(this.path, msg); // once per state change, not per retry

@@ -1,6 +1,6 @@
 // Leader election on a coordination.k8s.io Lease: only the holder writes. A replica takes over when
 // the holder has not renewed within the lease duration; release() gives the lease up on shutdown.
-import { ApiError, type KubeClient } from './client.ts';
+import { ApiError, errorText, type KubeClient } from './client.ts';
 
 interface Lease {
   metadata: { name: string; namespace: string; resourceVersion?: string };
@@ -54,10 +54,7 @@ export class LeaderElector {
         }
       } catch (e) {
         this.leader = false;
-        const msg =
-          e instanceof ApiError
-            ? `${e.status}: ${JSON.stringify(e.body ?? e.message).slice(0, 300)}`
-            : String(e instanceof Error ? e.message : e);
+        const msg = errorText(e);
         const was = this.failing;
         this.failing = msg;
         if (was === undefined) this.onError(msg); // once per state change
