@@ -66,23 +66,27 @@ export const nodeSchema = z.object({
 
 // ---- NetworkPolicy v1 ----------------------------------------------------------------------------
 
-const npPort = z.object({
+// strict: a misspelt field (`ingres:`) is an error, never a silently different policy (an empty
+// ingress list would isolate the pods: deny-all)
+const npPort = z.strictObject({
   protocol: protocol.optional(),
   port: z.union([portNumber, z.string().min(1)]).optional(),
   endPort: portNumber.optional(),
 });
-const npPeer = z.object({
+const npPeer = z.strictObject({
   podSelector: selector.optional(),
   namespaceSelector: selector.optional(),
-  ipBlock: z.object({ cidr: z.string(), except: z.array(z.string()).optional() }).optional(),
+  ipBlock: z.strictObject({ cidr: z.string(), except: z.array(z.string()).optional() }).optional(),
 });
-export const networkPolicySpecSchema = z.object({
+export const networkPolicySpecSchema = z.strictObject({
   podSelector: selector,
   policyTypes: z.array(z.enum(['Ingress', 'Egress'])).optional(),
   ingress: z
-    .array(z.object({ from: z.array(npPeer).optional(), ports: z.array(npPort).optional() }))
+    .array(z.strictObject({ from: z.array(npPeer).optional(), ports: z.array(npPort).optional() }))
     .optional(),
-  egress: z.array(z.object({ to: z.array(npPeer).optional(), ports: z.array(npPort).optional() })).optional(),
+  egress: z
+    .array(z.strictObject({ to: z.array(npPeer).optional(), ports: z.array(npPort).optional() }))
+    .optional(),
 });
 export type NetworkPolicySpec = z.infer<typeof networkPolicySpecSchema>;
 export type NpPeer = z.infer<typeof npPeer>;

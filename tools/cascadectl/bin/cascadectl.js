@@ -10,7 +10,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 const main = join(here, '..', 'src', 'main.ts');
 const [major] = process.versions.node.split('.').map(Number);
 if (major >= 24) {
-  const { main: run } = await import(main);
+  const { main: run, quietOnClosedPipe } = await import(main);
+  quietOnClosedPipe();
   process.exitCode = await run(process.argv.slice(2));
 } else {
   const candidates = [

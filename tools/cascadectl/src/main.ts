@@ -1,4 +1,7 @@
 // cascadectl: the offline CLI. It runs the same library code as the controllers on YAML files.
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type Command, err, out, parse, UsageError } from './cli.ts';
 import { diffCommand } from './commands/diff.ts';
 import { effectiveCommand } from './commands/effective.ts';
@@ -35,11 +38,33 @@ function usage(): string {
   ].join('\n');
 }
 
+/** The version of the checkout (the root package.json). */
+export function version(): string {
+  const pkg = JSON.parse(
+    readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../../../package.json'), 'utf8'),
+  ) as { version: string };
+  return pkg.version;
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === '-h' || name === '--help' || name === 'help') {
     out(usage());
     return name ? 0 : 2;
+  }
+  if (name === '--version' || name === 'version') {
+    out(`cascadectl ${version()}`);
+    return 0;
+  }
+  // a group alone (`cascadectl netpol`) lists its subcommands
+  const group = COMMANDS.filter((c) => c.name.startsWith(`${name} `));
+  if (group.length && (rest.length === 0 || rest[0] === '-h' || rest[0] === '--help')) {
+    out(
+      [`cascadectl ${name}: subcommands`, ...group.map((c) => `  ${c.name.padEnd(16)} ${c.summary}`)].join(
+        '\n',
+      ),
+    );
+    return rest.length ? 0 : 2;
   }
   let cmd = COMMANDS.find((c) => c.name === name);
   let args = rest;
@@ -68,6 +93,16 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** A closed pipe (`cascadectl ... | head`) ends the command quietly, not with an EPIPE trace. */
+export function quietOnClosedPipe(): void {
+  for (const s of [process.stdout, process.stderr])
+    s.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw e;
+    });
+}
+
 if (import.meta.main) {
+  quietOnClosedPipe();
   process.exitCode = await main(process.argv.slice(2));
 }

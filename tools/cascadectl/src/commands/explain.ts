@@ -1,5 +1,5 @@
 import { policyName } from '@cascade/core';
-import { type Command, compact, out, UsageError } from '../cli.ts';
+import { type Command, compact, err, out, UsageError } from '../cli.ts';
 import { kindOption, loadGatewayWorld } from './gateway-common.ts';
 
 const LEVELS = ['GatewayClass', 'Gateway', 'Listener', 'Route', 'RouteRule'];
@@ -76,7 +76,14 @@ export const explainCommand: Command = {
         blocks.push(lines.join('\n'));
       }
     }
-    out(blocks.length ? blocks.join('\n\n') : `no path of route ${route.namespace}/${route.name} matches`);
-    return problems > 0 ? 2 : 0;
+    if (problems > 0) return 2;
+    if (!blocks.length) {
+      err(
+        `cascadectl explain: no path of route ${route.namespace}/${route.name} matches (no such route, or no policy of the kind reaches it)`,
+      );
+      return 1;
+    }
+    out(blocks.join('\n\n'));
+    return 0;
   },
 };

@@ -4,7 +4,7 @@ import { type Command, oneOf, out } from '../cli.ts';
 import { loadBothWorlds } from './gateway-common.ts';
 
 export interface Finding {
-  severity: 'warning';
+  severity: 'error' | 'warning';
   object: string;
   message: string;
 }
@@ -13,8 +13,9 @@ export const lintCommand: Command = {
   name: 'lint',
   summary:
     'warnings: equal-priority overlapping ANPs, shadowed baseline rules, refused unsets, policies that apply nowhere, missing targets',
-  usage: 'cascadectl lint FILES... [-o table|json]',
-  options: { output: { type: 'string', short: 'o' } },
+  usage:
+    'cascadectl lint FILES... [-o table|json] [--strict]   (exit 1 on invalid objects, with --strict on warnings too; 2 on unreadable input)',
+  options: { output: { type: 'string', short: 'o' }, strict: { type: 'boolean' } },
   run(values, files) {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
     const {
@@ -41,7 +42,9 @@ export const lintCommand: Command = {
         const accepted = conds.find((c) => c.type === 'Accepted');
         const enforced = conds.find((c) => c.type === 'Enforced');
         const obj = `${engine.kind.kind} ${id.split(':')[1]}`;
-        if (accepted?.reason === 'TargetNotFound')
+        if (accepted?.status === 'False' && accepted.reason === 'Invalid')
+          findings.push({ severity: 'error', object: obj, message: accepted.message });
+        else if (accepted?.reason === 'TargetNotFound')
           findings.push({ severity: 'warning', object: obj, message: accepted.message });
         else if (accepted?.status === 'True' && enforced?.status === 'False')
           findings.push({
@@ -60,6 +63,8 @@ export const lintCommand: Command = {
           ? findings.map((f) => `${f.severity}: ${f.object}: ${f.message}`).join('\n')
           : 'no findings',
       );
-    return p1 + p2 > 0 ? 2 : 0;
+    if (p1 + p2 > 0) return 2;
+    if (findings.some((f) => f.severity === 'error')) return 1;
+    return values.strict && findings.length > 0 ? 1 : 0;
   },
 };

@@ -93,8 +93,9 @@ export function formatStatus(r: StatusReport): string {
 export const statusCommand: Command = {
   name: 'status',
   summary: 'status conditions of every policy and the <Kind>Affected conditions of targets',
-  usage: 'cascadectl status FILES... [--kind K] [-o table|yaml|json]',
-  options: { ...kindOption, output: { type: 'string', short: 'o' } },
+  usage:
+    'cascadectl status FILES... [--kind K] [-o table|yaml|json] [--strict]   (--strict: exit 1 unless every policy is Accepted and Enforced)',
+  options: { ...kindOption, output: { type: 'string', short: 'o' }, strict: { type: 'boolean' } },
   run(values, files) {
     const format = oneOf('output', values.output, ['table', 'yaml', 'json'], 'table');
     const { world, problems } = loadGatewayWorld(files, values.kind);
@@ -102,6 +103,10 @@ export const statusCommand: Command = {
     if (format === 'json') out(JSON.stringify(report, null, 2));
     else if (format === 'yaml') out(stringify(report));
     else out(formatStatus(report));
-    return problems > 0 ? 2 : 0;
+    if (problems > 0) return 2;
+    const short = (p: (typeof report.policies)[number]) =>
+      p.conditions.every((c) => c.status === 'True') &&
+      p.conditions.find((c) => c.type === 'Enforced')?.reason === 'Enforced';
+    return values.strict && !report.policies.every(short) ? 1 : 0;
   },
 };

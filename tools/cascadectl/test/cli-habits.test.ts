@@ -1,0 +1,63 @@
+// Exit codes that gate CI and the small kubectl habits: --version, a command group alone, a route
+// that does not exist, status --strict, lint on invalid objects, a misspelt NetworkPolicy field, a
+// closed pipe.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { run } from './run.ts';
+
+const EX = resolve(import.meta.dirname, '../../../examples');
+const BIN = resolve(import.meta.dirname, '../bin/cascadectl.js');
+const tmp = mkdtempSync(join(tmpdir(), 'cascadectl-habits-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe('cascadectl habits and exit codes', () => {
+  it('--version, and `cascadectl netpol` alone lists its subcommands', async () => {
+    expect((await run('--version')).stdout).toMatch(/^cascadectl \d+\.\d+\.\d+/);
+    const g = await run('netpol');
+    expect(g.code).toBe(2);
+    expect(g.stdout).toMatch(/netpol simulate[\s\S]*netpol explain[\s\S]*netpol maps/);
+    expect((await run('netpol', '-h')).code).toBe(0);
+  });
+
+  it('explain of a route that does not exist exits 1, saying so on stderr', async () => {
+    const r = await run('explain', join(EX, 'gateway'), '--route', 'nope/nope');
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/no path of route nope\/nope/);
+  });
+
+  it('status --strict fails unless every policy is Accepted and Enforced', async () => {
+    // the example story has a refused unset (PartiallyEnforced) and other partial policies
+    expect((await run('status', join(EX, 'gateway'))).code).toBe(0);
+    expect((await run('status', join(EX, 'gateway'), '--strict')).code).toBe(1);
+  });
+
+  it('lint exits non-zero on an invalid object; a misspelt NetworkPolicy field is an error, not a deny-all', async () => {
+    const dir = join(tmp, 'typo');
+    cpSync(join(EX, 'netpol'), dir, { recursive: true });
+    writeFileSync(
+      join(dir, '99-typo.yaml'),
+      'apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: typo, namespace: shop}\nspec:\n  podSelector: {matchLabels: {app: web}}\n  ingres:\n    - from: [{podSelector: {}}]\n',
+    );
+    const r = await run('lint', dir);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/typo.*spec: Unrecognized key: "ingres"/);
+    expect((await run('lint', join(EX, 'netpol'))).code).toBe(0);
+    expect((await run('lint', join(EX, 'netpol'), '--strict')).code).toBe(1); // it has warnings
+  });
+
+  it('a closed pipe ends quietly (no EPIPE trace)', () => {
+    const r = spawnSync(
+      'bash',
+      ['-c', `node ${BIN} effective ${join(EX, 'gateway')} | head -c 10 > /dev/null`],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(r.stderr).not.toMatch(/EPIPE|Error/);
+    expect(execFileSync('node', [BIN, '--version'], { encoding: 'utf8' })).toMatch(/^cascadectl /);
+  });
+});
