@@ -153,6 +153,28 @@ export function readProbes(path: string): Probe[] {
   });
 }
 
+/**
+ * `--port`: a number 0..65535, or a name resolved against the destination pod's named container
+ * ports (as a NetworkPolicy's named port is); anything else is a usage error naming what exists.
+ */
+function portOf(engine: NetpolEngine, text: string, dstIp: string, proto: number): number {
+  if (/^\d+$/.test(text)) {
+    const n = Number(text);
+    if (n > 65535) throw new UsageError(`--port ${text}: out of range (0..65535)`);
+    return n;
+  }
+  const dst = [...engine.pods.values()].find((p) => p.ips.includes(dstIp));
+  const protoName = PROTO_NAMES[proto] ?? String(proto);
+  const named = dst?.ports.filter((p) => p.name === text && p.protocol === protoName) ?? [];
+  if (named.length === 1) return named[0]!.port;
+  const names = [
+    ...new Set(dst?.ports.filter((p) => p.name).map((p) => `${p.name}=${p.port}/${p.protocol}`) ?? []),
+  ];
+  throw new UsageError(
+    `--port ${text}: not a number, and ${dst ? `${dst.namespace}/${dst.name} has no ${protoName} port of that name${names.length ? ` (it has ${names.join(', ')})` : ''}` : "the destination is not a pod (named ports are a pod's)"}`,
+  );
+}
+
 /** Ports named in policies or exposed by pods, by protocol. */
 export function portsInUse(engine: NetpolEngine): [number, number][] {
   const set = new Set<string>();
@@ -289,9 +311,9 @@ export const explainNetpolCommand: Command = {
       throw new UsageError('--from, --to and --port are required');
     const { engine, problems } = loadNetpol(files);
     const proto = protoNumber(values.protocol);
-    const port = Number(values.port);
     const src = resolveAddr(engine, String(values.from));
     const dst = resolveAddr(engine, String(values.to));
+    const port = portOf(engine, String(values.port), dst, proto);
     const rs = ruleSetOf(engine);
     const lines: string[] = [
       `${nameOf(engine, src)} -> ${nameOf(engine, dst)} ${PROTO_NAMES[proto] ?? proto}/${port}`,
