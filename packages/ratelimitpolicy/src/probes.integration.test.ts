@@ -124,6 +124,9 @@ describe('the controller binary', () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/--metrics-bind-address/);
     expect(help.stdout).toMatch(/--health-probe-bind-address/);
+    const v = await runMain(['--version']);
+    expect(v.code).toBe(0);
+    expect(v.stdout).toMatch(/^ratelimitpolicy-controller \d+\.\d+\.\d+/);
     const bad = await runMain(['--kubeconfig', '/nonexistent/kubeconfig']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(

@@ -714,7 +714,8 @@ Flags (controller-runtime's names):
   --leader-election-namespace NS     namespace of the Lease (default $POD_NAMESPACE or cascade-system)
   --resync-period S                  full reconcile at least this often (default 600)
   --kubeconfig PATH                  kubeconfig (default: in-cluster, then $KUBECONFIG, ~/.kube/config)
-${extra.map((s) => `  --${`${s.flag} VALUE`.padEnd(33)}${s.help} (default "${s.default}")\n`).join('')}  -h, --help                         this text
+${extra.map((s) => `  --${`${s.flag} VALUE`.padEnd(33)}${s.help} (default "${s.default}")\n`).join('')}  --version                          the version
+  -h, --help                         this text
 `;
 
 /** A controller binary's main: flags, kubeconfig, the controller, SIGTERM. Exits 2 on bad input. */
@@ -739,6 +740,7 @@ export async function runPolicyController(
         'resync-period': { type: 'string', default: '600' },
         kubeconfig: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean' },
         ...Object.fromEntries(
           settingFlags.map((s) => [s.flag, { type: 'string' as const, default: s.default }]),
         ),
@@ -749,6 +751,14 @@ export async function runPolicyController(
   }
   if (values.help) {
     process.stdout.write(USAGE(name, settingFlags));
+    process.exit(0);
+  }
+  if (values.version) {
+    const { readFileSync } = await import('node:fs');
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    process.stdout.write(`${name} ${pkg.version}\n`);
     process.exit(0);
   }
   const seconds = (flag: string) => {
