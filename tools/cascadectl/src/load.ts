@@ -131,9 +131,20 @@ function accept(raw: unknown, source: SourcePos, out: LoadResult, inList = false
   });
 }
 
+/** Objects read from a live cluster (`--kubeconfig` / `--context`), loaded before any file's. */
+let cluster: LoadResult | undefined;
+export function useClusterObjects(r: LoadResult | undefined): void {
+  cluster = r;
+}
+/** Whether a command has anything to read: files, or a cluster. */
+export const hasInput = (paths: readonly string[]): boolean => paths.length > 0 || cluster !== undefined;
+
 /** Loads every document of every file (folders recursively, *.yaml / *.yml / *.json, sorted). */
 export function loadManifests(paths: string[]): LoadResult {
-  const out: LoadResult = { manifests: [], problems: [] };
+  const out: LoadResult = {
+    manifests: [...(cluster?.manifests ?? [])],
+    problems: [...(cluster?.problems ?? [])],
+  };
   const seen = new Set<string>();
   for (const p of paths) {
     const files = listFiles(p, out.problems, seen);

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command, err, out, parse, UsageError } from './cli.ts';
+import { readCluster } from './cluster.ts';
 import { diffCommand } from './commands/diff.ts';
 import { effectiveCommand } from './commands/effective.ts';
 import { explainCommand } from './commands/explain.ts';
@@ -12,6 +13,7 @@ import { manifestsCommand } from './commands/manifests.ts';
 import { explainNetpolCommand, mapsCommand, simulateCommand } from './commands/netpol.ts';
 import { renderCommand } from './commands/render.ts';
 import { statusCommand } from './commands/status.ts';
+import { useClusterObjects } from './load.ts';
 
 export const COMMANDS: Command[] = [
   effectiveCommand,
@@ -34,7 +36,8 @@ function usage(): string {
     'Commands:',
     ...COMMANDS.map((c) => `  ${c.name.padEnd(16)} ${c.summary}`),
     '',
-    "Run `cascadectl COMMAND -h` for a command's usage.",
+    "Run `cascadectl COMMAND -h` for a command's usage. Every command that reads objects reads them from",
+    'FILES, or from a live cluster with --kubeconfig PATH and/or --context NAME (then FILES are added).',
   ].join('\n');
 }
 
@@ -66,6 +69,35 @@ export async function main(argv: string[]): Promise<number> {
     );
     return rest.length ? 0 : 2;
   }
+  // --kubeconfig / --context (anywhere): read the objects from a live cluster instead of files
+  const live: { kubeconfig?: string; context?: string } = {};
+  const plain: string[] = [];
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i]!;
+    const m = /^--(kubeconfig|context)(?:=(.*))?$/.exec(a);
+    if (!m) {
+      plain.push(a);
+      continue;
+    }
+    const v = m[2] ?? rest[++i];
+    if (v === undefined || v === '') {
+      err(`cascadectl: --${m[1]} needs a value`);
+      return 2;
+    }
+    live[m[1] as 'kubeconfig' | 'context'] = v;
+  }
+  if (live.kubeconfig !== undefined || live.context !== undefined) {
+    try {
+      useClusterObjects(await readCluster(live));
+    } catch (e) {
+      err(`cascadectl: cannot read the cluster: ${(e as Error).message.split('\n')[0]}`);
+      return 2;
+    }
+  } else useClusterObjects(undefined);
+  return dispatch(name, plain);
+}
+
+async function dispatch(name: string, rest: string[]): Promise<number> {
   let cmd = COMMANDS.find((c) => c.name === name);
   let args = rest;
   if (!cmd && rest.length > 0) {

@@ -1,6 +1,6 @@
 // Shared by the gateway-policy commands: load files, build engines, report problems on stderr.
 import { err, UsageError } from '../cli.ts';
-import { type LoadResult, loadManifests } from '../load.ts';
+import { hasInput, type LoadResult, loadManifests } from '../load.ts';
 import { buildGatewayWorld, type GatewayWorld, POLICY_KINDS } from '../world.ts';
 import { loadNetpol } from './netpol.ts';
 
@@ -15,7 +15,8 @@ export function loadGatewayWorld(
   kind: unknown,
   preloaded?: LoadResult,
 ): { world: GatewayWorld; problems: number } {
-  if (files.length === 0) throw new UsageError('at least one file or folder is required');
+  if (!hasInput(files))
+    throw new UsageError('at least one file or folder (or --kubeconfig/--context) is required');
   if (kind !== undefined && !POLICY_KINDS.some((k) => k.kind === kind)) {
     throw new UsageError(
       `--kind must be one of ${POLICY_KINDS.map((k) => k.kind).join(', ')} (got "${String(kind)}")`,
@@ -35,7 +36,8 @@ export function loadBothWorlds(files: string[]): {
   gateway: ReturnType<typeof loadGatewayWorld>;
   netpol: ReturnType<typeof loadNetpol>;
 } {
-  if (files.length === 0) throw new UsageError('at least one file or folder is required');
+  if (!hasInput(files))
+    throw new UsageError('at least one file or folder (or --kubeconfig/--context) is required');
   const loaded = loadManifests(files);
   for (const p of loaded.problems) err(`error: ${p}`);
   return { loaded, gateway: loadGatewayWorld(files, undefined, loaded), netpol: loadNetpol(files, loaded) };

@@ -3,12 +3,13 @@
 import { writeFileSync } from 'node:fs';
 import { type Command, err, oneOf, out, UsageError } from '../cli.ts';
 import { gatewayPicture, netpolPicture, type Picture, stack } from '../graph/svg.ts';
-import { loadManifests } from '../load.ts';
+import { hasInput, loadManifests } from '../load.ts';
 import { loadGatewayWorld } from './gateway-common.ts';
 import { loadNetpol, portsInUse } from './netpol.ts';
 
 export function pictureOf(files: string[], view: string): { picture?: Picture; problems: number } {
-  if (files.length === 0) throw new UsageError('at least one file or folder is required');
+  if (!hasInput(files))
+    throw new UsageError('at least one file or folder (or --kubeconfig/--context) is required');
   // Read once; the manifests' own problems reported once, then each world from the same objects.
   const loaded = loadManifests(files);
   for (const p of loaded.problems) err(`error: ${p}`);
@@ -37,7 +38,8 @@ export const graphCommand: Command = {
   usage: 'cascadectl graph FILES... [-o OUT.svg] [--view all|gateway|netpol]',
   options: { output: { type: 'string', short: 'o' }, view: { type: 'string' } },
   run(values, files) {
-    if (files.length === 0) throw new UsageError('at least one file or folder is required');
+    if (!hasInput(files))
+      throw new UsageError('at least one file or folder (or --kubeconfig/--context) is required');
     const view = oneOf('view', values.view, ['all', 'gateway', 'netpol'], 'all');
     if (values.output !== undefined && !String(values.output).endsWith('.svg'))
       throw new UsageError(`-o must name an .svg file (got "${String(values.output)}")`);

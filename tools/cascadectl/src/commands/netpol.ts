@@ -34,7 +34,7 @@ import {
 } from '@cascade/netpolicy';
 import { parse as parseYaml } from 'yaml';
 import { type Command, err, oneOf, out, table, UsageError } from '../cli.ts';
-import { type LoadResult, loadManifests } from '../load.ts';
+import { hasInput, type LoadResult, loadManifests } from '../load.ts';
 import { buildNetpolWorld } from '../netpol-world.ts';
 
 /** Like loadGatewayWorld: `preloaded` manifests' read and parse problems are the caller's to report. */
@@ -42,7 +42,8 @@ export function loadNetpol(
   files: string[],
   preloaded?: LoadResult,
 ): { engine: NetpolEngine; problems: number } {
-  if (files.length === 0) throw new UsageError('at least one file or folder is required');
+  if (!hasInput(files))
+    throw new UsageError('at least one file or folder (or --kubeconfig/--context) is required');
   const loaded = preloaded ?? loadManifests(files);
   const world = buildNetpolWorld(loaded.manifests);
   const problems = [...(preloaded ? [] : loaded.problems), ...world.problems];

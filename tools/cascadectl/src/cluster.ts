@@ -1,0 +1,82 @@
+// Objects read from a live cluster instead of files (`--kubeconfig`, `--context`): every kind the
+// commands understand, listed once, as the same manifests the file loader makes. A resource the API
+// server does not serve (its CRD is not installed) is skipped; one the user may not list is a
+// problem naming it (a tenant usually may not list AdminNetworkPolicies: the answer then says so).
+import { ApiError, KubeClient } from '@cascade/core';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { LoadResult, Manifest } from './load.ts';
+
+const RESOURCES = [
+  '/api/v1/namespaces',
+  '/api/v1/nodes',
+  '/api/v1/pods',
+  '/apis/networking.k8s.io/v1/networkpolicies',
+  '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies',
+  '/apis/policy.networking.k8s.io/v1alpha1/baselineadminnetworkpolicies',
+  '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies',
+  '/apis/gateway.networking.k8s.io/v1/gatewayclasses',
+  '/apis/gateway.networking.k8s.io/v1/gateways',
+  '/apis/gateway.networking.k8s.io/v1/httproutes',
+  '/apis/gateway.networking.k8s.io/v1/grpcroutes',
+  '/apis/gateway.networking.k8s.io/v1beta1/referencegrants',
+  '/apis/cascade.dev/v1alpha1/authpolicies',
+  '/apis/cascade.dev/v1alpha1/ratelimitpolicies',
+];
+
+type Item = { metadata: Manifest['metadata'] & Record<string, unknown>; spec?: unknown; status?: unknown };
+
+export async function readCluster(opts: { kubeconfig?: string; context?: string }): Promise<LoadResult> {
+  const kc = new KubeConfig();
+  if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
+  else kc.loadFromDefault();
+  if (opts.context) {
+    if (!kc.getContexts().some((c) => c.name === opts.context))
+      throw new Error(`--context ${opts.context}: no such context in the kubeconfig`);
+    kc.setCurrentContext(opts.context);
+  }
+  if (!kc.getCurrentCluster()) throw new Error('the kubeconfig names no current cluster');
+  const client = new KubeClient(kc);
+  const out: LoadResult = { manifests: [], problems: [] };
+  const lists = await Promise.all(
+    RESOURCES.map(async (path) => {
+      try {
+        return {
+          path,
+          list: await client.request<{ apiVersion: string; kind: string; items: Item[] }>('GET', path),
+        };
+      } catch (e) {
+        return { path, error: e };
+      }
+    }),
+  );
+  for (const r of lists) {
+    if ('error' in r) {
+      const e = r.error;
+      if (e instanceof ApiError && e.status === 404) continue; // not served: its CRD is not installed
+      out.problems.push(
+        e instanceof ApiError && e.status === 403
+          ? `cluster: cannot list ${r.path.split('/').pop()}: forbidden for this user (the answer leaves them out)`
+          : `cluster: cannot list ${r.path}: ${(e as Error).message.split('\n')[0]}`,
+      );
+      continue;
+    }
+    const kind = r.list.kind.replace(/List$/, '');
+    r.list.items.forEach((o, i) => {
+      const md = o.metadata;
+      const metadata: Manifest['metadata'] = { name: md.name };
+      if (md.namespace) metadata.namespace = md.namespace;
+      if (md.labels) metadata.labels = md.labels;
+      if (md.creationTimestamp) metadata.creationTimestamp = md.creationTimestamp;
+      if (typeof md.generation === 'number') metadata.generation = md.generation;
+      out.manifests.push({
+        apiVersion: r.list.apiVersion,
+        kind,
+        metadata,
+        spec: o.spec,
+        status: o.status,
+        source: { file: `cluster ${r.path.split('/').pop()}`, doc: i + 1 },
+      });
+    });
+  }
+  return out;
+}
