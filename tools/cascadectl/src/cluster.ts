@@ -25,7 +25,18 @@ const RESOURCES = [
 
 type Item = { metadata: Manifest['metadata'] & Record<string, unknown>; spec?: unknown; status?: unknown };
 
-export async function readCluster(opts: { kubeconfig?: string; context?: string }): Promise<LoadResult> {
+export interface LiveOptions {
+  kubeconfig?: string;
+  context?: string;
+}
+let live: LiveOptions | undefined;
+/** The live-cluster flags of this invocation (undefined: files only). */
+export const liveOptions = (): LiveOptions | undefined => live;
+export function setLiveOptions(o: LiveOptions | undefined): void {
+  live = o;
+}
+
+function clientFor(opts: LiveOptions): KubeClient {
   const kc = new KubeConfig();
   if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
   else kc.loadFromDefault();
@@ -35,7 +46,36 @@ export async function readCluster(opts: { kubeconfig?: string; context?: string 
     kc.setCurrentContext(opts.context);
   }
   if (!kc.getCurrentCluster()) throw new Error('the kubeconfig names no current cluster');
-  const client = new KubeClient(kc);
+  return new KubeClient(kc);
+}
+
+export interface EffectivePolicyItem {
+  metadata: { name: string; namespace: string };
+  spec: {
+    policyKind: string;
+    targetRef: { kind: string; name: string };
+    sources: { namespace: string; name: string }[];
+    paths: { rules: Record<string, unknown> }[];
+  };
+}
+
+/** Published EffectivePolicies (in one namespace, or all). */
+export async function readEffectivePolicies(
+  opts: LiveOptions,
+  namespace?: string,
+): Promise<EffectivePolicyItem[]> {
+  const ns = namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+  const list = await clientFor(opts).request<{ items: EffectivePolicyItem[] }>(
+    'GET',
+    `/apis/cascade.dev/v1alpha1${ns}/effectivepolicies`,
+  );
+  return list.items.sort((a, b) =>
+    `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`),
+  );
+}
+
+export async function readCluster(opts: LiveOptions): Promise<LoadResult> {
+  const client = clientFor(opts);
   const out: LoadResult = { manifests: [], problems: [] };
   const lists = await Promise.all(
     RESOURCES.map(async (path) => {

@@ -3,10 +3,11 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command, err, out, parse, UsageError } from './cli.ts';
-import { readCluster } from './cluster.ts';
+import { readCluster, setLiveOptions } from './cluster.ts';
 import { diffCommand } from './commands/diff.ts';
 import { effectiveCommand } from './commands/effective.ts';
 import { explainCommand } from './commands/explain.ts';
+import { getEffectiveCommand } from './commands/get.ts';
 import { graphCommand } from './commands/graph.ts';
 import { lintCommand } from './commands/lint.ts';
 import { manifestsCommand } from './commands/manifests.ts';
@@ -27,6 +28,7 @@ export const COMMANDS: Command[] = [
   graphCommand,
   renderCommand,
   manifestsCommand,
+  getEffectiveCommand,
 ];
 
 function usage(): string {
@@ -86,7 +88,10 @@ export async function main(argv: string[]): Promise<number> {
     }
     live[m[1] as 'kubeconfig' | 'context'] = v;
   }
-  if (live.kubeconfig !== undefined || live.context !== undefined) {
+  const isLive = live.kubeconfig !== undefined || live.context !== undefined;
+  setLiveOptions(isLive ? live : undefined);
+  // `get` reads what it needs itself; every other command reads the cluster's objects once
+  if (isLive && name !== 'get') {
     try {
       useClusterObjects(await readCluster(live));
     } catch (e) {

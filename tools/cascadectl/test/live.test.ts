@@ -3,9 +3,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { authPolicyKind } from '@cascade/authpolicy';
-import { effectivePolicyCrd, policyCrd } from '@cascade/core';
-import { apiServerTestsEnabled, Envtest } from '@cascade/envtest';
+import { effectivePolicyCrd, KubeClient, PolicyController, policyCrd } from '@cascade/core';
+import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
+import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { run } from './run.ts';
@@ -79,5 +80,46 @@ describe.skipIf(!apiServerTestsEnabled())('cascadectl --kubeconfig (a live clust
     const k = await run('effective', '--kubeconfig', '/nonexistent/kubeconfig');
     expect(k.code).toBe(2);
     expect(k.stderr).toMatch(/cannot read the cluster/);
+  });
+
+  it('get effective lists what the controller published, per namespace, with its sources', async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(env.kubeconfig);
+    const c = new PolicyController({
+      client: new KubeClient(kc),
+      kind: rateLimitPolicyKind,
+      name: 'ratelimitpolicy-controller',
+      leaseDurationSeconds: 3,
+      log: () => {},
+    });
+    await c.start();
+    try {
+      const r = await waitFor('orders published', async () => {
+        const g = await run('get', 'effective', '-n', 'team-b', '--kubeconfig', env.kubeconfig);
+        return g.stdout.includes('HTTPRoute/orders') ? g : undefined;
+      });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(
+        /team-b\s+HTTPRoute\/orders\s+RateLimitPolicy\s+limits\.global,limits\.per-user\s+.*infra\/platform-cap/,
+      );
+      const one = await run(
+        'get',
+        'effective',
+        'orders',
+        '-n',
+        'team-b',
+        '-o',
+        'json',
+        '--kubeconfig',
+        env.kubeconfig,
+      );
+      expect((JSON.parse(one.stdout) as unknown[]).length).toBe(1);
+      expect((await run('get', 'effective', '-A', '--kubeconfig', env.kubeconfig)).stdout).toMatch(/team-a/);
+      const files = await run('get', 'effective');
+      expect(files.code).toBe(2);
+      expect(files.stderr).toMatch(/give --kubeconfig/);
+    } finally {
+      await c.stop();
+    }
   });
 });
