@@ -84,6 +84,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
         log: () => {},
         interfaces: new FixedInterface(TEST_RUN_IFINDEX),
         manageAttachments: false,
+        metricsPort: 0,
       });
       await agent.start();
       await waitFor('agent ready', async () => (agent.ready ? true : undefined));
@@ -125,6 +126,24 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       });
       expect(r.status).toBe(201);
       await becomes('ANP deny', 80, 'deny');
+      // the flow log names the pods and the deciding ANP rule; /flows serves it (NDJSON, filtered)
+      await dp.dp.clearConntrack();
+      expect(await verdict(80)).toBe('deny');
+      await agent.drainFlows();
+      const res = await fetch(`http://127.0.0.1:${agent.port}/flows?verdict=deny&namespace=db`);
+      const flows = (await res.text())
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { from: string; to: string; rule?: string; port: number; node: string });
+      expect(flows).toContainEqual(
+        expect.objectContaining({
+          from: 'app/client',
+          to: 'db/server',
+          port: 80,
+          node: 'n1',
+          rule: expect.stringMatching(/^AdminNetworkPolicy\/db-lockdown#ingress\[0\]/),
+        }),
+      );
       expect((await env.call('DELETE', `${ANP}/db-lockdown`)).status).toBe(200);
       await becomes('ANP deleted', 80, 'allow');
     });

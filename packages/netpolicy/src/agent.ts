@@ -36,6 +36,7 @@ import {
 } from './budget.ts';
 import { datapathState } from './datapath.ts';
 import { NetpolEngine } from './engine.ts';
+import { FlowLog } from './flows.ts';
 import { type NetPolicyObject, namespaceFromObject, nodeFromObject, podFromObject } from './model.ts';
 import { AddressOwners } from './owners.ts';
 
@@ -101,6 +102,10 @@ export class NetpolAgent {
   private readonly opts: AgentOptions;
   private readonly log: Logger;
   private readonly owners = new AddressOwners();
+  /** Denied (and audited) flows from the kernel, named: GET /flows, and one JSON log line each. */
+  readonly flows = new FlowLog();
+  private lastRules: ReadonlyMap<number, string> = new Map();
+  private flowTimer?: NodeJS.Timeout;
   /** NetworkPolicies refused for their namespace's budget: enforced as their isolation only. */
   readonly refusedPolicies = new Map<string, Refusal>();
   readonly budgetRefusals = this.metrics.counter(
@@ -239,6 +244,12 @@ export class NetpolAgent {
     );
   }
 
+  /** The port /metrics, /healthz, /readyz and /flows are served on (metricsPort 0 picks one). */
+  get port(): number | undefined {
+    const addr = this.server?.address();
+    return addr && typeof addr === 'object' ? addr.port : undefined;
+  }
+
   get ready(): boolean {
     return this.started && this.informers.every((i) => i.synced) && this.lastReport !== undefined;
   }
@@ -275,7 +286,13 @@ export class NetpolAgent {
     this.housekeepingTimer.unref();
     const synced = startInformers(this.informers);
     if (this.opts.metricsPort !== undefined)
-      this.server = await this.metrics.serve(this.opts.metricsPort, () => this.ready);
+      this.server = await this.metrics.serve(
+        this.opts.metricsPort,
+        () => this.ready,
+        (req, res) => this.flows.handle(req, res),
+      );
+    this.flowTimer = setInterval(() => void this.drainFlows(), 1000);
+    this.flowTimer.unref();
     await synced;
     this.started = true;
     this.queue.add('sync');
@@ -284,6 +301,7 @@ export class NetpolAgent {
 
   async stop(): Promise<void> {
     clearInterval(this.housekeepingTimer);
+    clearInterval(this.flowTimer);
     for (const i of this.informers) i.stop();
     this.queue.stop();
     await this.queue.drain();
@@ -354,9 +372,11 @@ export class NetpolAgent {
           this.log('warn', 'policy problem', { policy: p.policy, problem: e });
     }
     await this.resolveInterfaces();
-    const report = await this.opts.datapath.sync(
-      datapathState(this.engine, this.opts.node, { ifindexOf: (ip) => this.ifindexByIp.get(ip) }),
-    );
+    const desired = datapathState(this.engine, this.opts.node, {
+      ifindexOf: (ip) => this.ifindexByIp.get(ip),
+    });
+    const report = await this.opts.datapath.sync(desired);
+    this.lastRules = desired.rules;
     this.lastReport = report;
     this.syncs.inc();
     this.entriesWritten.inc(report.entriesWritten);
@@ -398,6 +418,18 @@ export class NetpolAgent {
         count: 1,
       })
       .catch((e: unknown) => this.log('warn', 'event not recorded', { reason, error: String(e) }));
+  }
+
+  /** Drains the kernel's flow events (every second): named, rate-limited per flow, logged, kept. */
+  async drainFlows(): Promise<void> {
+    try {
+      const events = await this.opts.datapath.events();
+      if (!events.length) return;
+      for (const r of this.flows.add(events, this.engine, this.lastRules, this.opts.node))
+        this.log('info', 'flow', { ...r });
+    } catch (e) {
+      this.log('warn', 'reading flow events failed', { error: String(e) });
+    }
   }
 
   private reportConflicts(): void {

@@ -5,6 +5,7 @@ export * from './cidr.ts';
 export * from './datapath.ts';
 export * from './engine.ts';
 export * from './evaluate.ts';
+export * from './flows.ts';
 export * from './identities.ts';
 export * from './lint.ts';
 export * from './lower.ts';

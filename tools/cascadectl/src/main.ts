@@ -7,6 +7,7 @@ import { readCluster, setLiveOptions } from './cluster.ts';
 import { diffCommand } from './commands/diff.ts';
 import { effectiveCommand } from './commands/effective.ts';
 import { explainCommand } from './commands/explain.ts';
+import { flowsCommand } from './commands/flows.ts';
 import { getEffectiveCommand } from './commands/get.ts';
 import { graphCommand } from './commands/graph.ts';
 import { lintCommand } from './commands/lint.ts';
@@ -29,6 +30,7 @@ export const COMMANDS: Command[] = [
   renderCommand,
   manifestsCommand,
   getEffectiveCommand,
+  flowsCommand,
 ];
 
 function usage(): string {

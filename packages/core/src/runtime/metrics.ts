@@ -1,5 +1,5 @@
 // Metrics in the Prometheus text format, /healthz and /readyz, and JSON logs.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
 export class Metrics {
   private readonly counters = new Map<string, { help: string; value: number }>();
@@ -63,19 +63,25 @@ export class Metrics {
   }
 
   /** Serves /metrics, /healthz and /readyz (ready() decides) on 127.0.0.1. Port 0 picks a free port. */
-  serve(port: number, ready: () => boolean): Promise<Server> {
-    return this.serveOn({ host: '127.0.0.1', port }, ready, 'all');
+  serve(port: number, ready: () => boolean, extra?: ExtraRoutes): Promise<Server> {
+    return this.serveOn({ host: '127.0.0.1', port }, ready, 'all', extra);
   }
 
   /**
    * Serves on a bind address: `what` is 'metrics' (/metrics), 'probes' (/healthz, /readyz) or 'all'.
    * Rejects when the address cannot be bound (in use, not an address of this host).
    */
-  serveOn(addr: BindAddress, ready: () => boolean, what: 'metrics' | 'probes' | 'all'): Promise<Server> {
+  serveOn(
+    addr: BindAddress,
+    ready: () => boolean,
+    what: 'metrics' | 'probes' | 'all',
+    extra?: ExtraRoutes,
+  ): Promise<Server> {
     const metrics = what !== 'probes';
     const probes = what !== 'metrics';
     const server = createServer((req, res) => {
       const path = (req.url ?? '').split('?')[0];
+      if (extra?.(req, res)) return;
       if (metrics && path === '/metrics') {
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
         res.end(this.render());
@@ -97,6 +103,9 @@ export class Metrics {
     });
   }
 }
+
+/** More routes on the same server (e.g. the agent's /flows): true when it answered. */
+export type ExtraRoutes = (req: IncomingMessage, res: ServerResponse) => boolean;
 
 export interface BindAddress {
   /** undefined: every address of the host (IPv4 and IPv6). */

@@ -1,0 +1,48 @@
+import type { FlowEvent } from '@cascade/bpf-datapath';
+import { describe, expect, it } from 'vitest';
+import { NetpolEngine } from './engine.ts';
+import { FlowLog } from './flows.ts';
+
+const engine = NetpolEngine.fromCluster({
+  namespaces: [{ name: 'app', labels: {} }],
+  nodes: [],
+  pods: [{ namespace: 'app', name: 'a', labels: {}, ips: ['10.0.0.1'], ports: [] }],
+  policies: [],
+});
+const ev = (dport: number): FlowEvent => ({
+  src: '8.8.8.8',
+  dst: '10.0.0.1',
+  sport: 1,
+  dport,
+  proto: 6,
+  direction: 'ingress',
+  verdict: 'deny',
+  reason: 'policy',
+  remoteIdentity: 2,
+  rule: 7,
+  precedence: 1,
+});
+
+describe('flow log', () => {
+  it('names pods and the rule; one report per flow per period (the rest counted)', () => {
+    const log = new FlowLog(100, 5000);
+    const rules = new Map([[7, 'NetworkPolicy/app/x#ingress[0]']]);
+    const first = log.add([ev(80), ev(80), ev(443)], engine, rules, 'n1', 1_000);
+    expect(first.map((r) => [r.from, r.to, r.port, r.rule])).toEqual([
+      ['8.8.8.8', 'app/a', 80, 'NetworkPolicy/app/x#ingress[0]'],
+      ['8.8.8.8', 'app/a', 443, 'NetworkPolicy/app/x#ingress[0]'],
+    ]);
+    expect(log.dropped).toBe(1);
+    expect(log.add([ev(80)], engine, rules, 'n1', 3_000)).toHaveLength(0);
+    expect(log.add([ev(80)], engine, rules, 'n1', 7_000)).toHaveLength(1);
+  });
+
+  it('keeps at most its capacity', () => {
+    const log = new FlowLog(3, 0);
+    for (let p = 1; p <= 10; p++) log.add([ev(p)], engine, new Map(), 'n1', p);
+    const served: string[] = [];
+    const res = { writeHead() {}, write: (s: string) => served.push(s), end() {} };
+    log.handle({ url: '/flows', on() {} } as never, res as never);
+    expect(served.map((s) => JSON.parse(s).port)).toEqual([8, 9, 10]);
+  });
+});

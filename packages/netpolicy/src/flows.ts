@@ -1,0 +1,107 @@
+// Flow logs: the kernel reports denied flows (and allowed ones for audited endpoints) with the
+// deciding rule to a ring buffer; the agent drains it, names the pods and the rule, rate-limits per
+// flow, logs each as a JSON line and keeps the last ones for `GET /flows` (NDJSON, `?follow=1`
+// streams), which `cascadectl flows` reads like `hubble observe`.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FlowEvent } from '@cascade/bpf-datapath';
+import type { NetpolEngine } from './engine.ts';
+import { PROTO_NAMES } from './ports.ts';
+
+export interface FlowRecord {
+  time: string;
+  node: string;
+  direction: 'ingress' | 'egress';
+  verdict: string;
+  reason: string;
+  /** ns/name of a pod, or the address */
+  from: string;
+  to: string;
+  fromNamespace?: string;
+  toNamespace?: string;
+  protocol: string;
+  port: number;
+  /** The deciding rule (policy#rule), when the kernel names one. */
+  rule?: string;
+}
+
+export class FlowLog {
+  private readonly ring: FlowRecord[] = [];
+  private readonly lastByFlow = new Map<string, number>();
+  private readonly followers = new Set<{ res: ServerResponse; match: (r: FlowRecord) => boolean }>();
+  dropped = 0;
+  private readonly capacity: number;
+  private readonly perFlowMs: number;
+
+  constructor(capacity = 10_000, perFlowMs = 5_000) {
+    this.capacity = capacity;
+    this.perFlowMs = perFlowMs;
+  }
+
+  /** Names and records kernel events; a flow reported within perFlowMs of its last report is counted, not kept. */
+  add(
+    events: FlowEvent[],
+    engine: NetpolEngine,
+    rules: ReadonlyMap<number, string>,
+    node: string,
+    now = Date.now(),
+  ): FlowRecord[] {
+    const byIp = new Map<string, { namespace: string; name: string }>();
+    for (const p of engine.pods.values()) for (const ip of p.ips) byIp.set(ip, p);
+    const name = (ip: string) => {
+      const p = byIp.get(ip);
+      return p ? { text: `${p.namespace}/${p.name}`, ns: p.namespace } : { text: ip };
+    };
+    const out: FlowRecord[] = [];
+    for (const e of events) {
+      const key = `${e.src}|${e.dst}|${e.proto}|${e.dport}|${e.direction}|${e.verdict}`;
+      const last = this.lastByFlow.get(key);
+      if (last !== undefined && now - last < this.perFlowMs) {
+        this.dropped++;
+        continue;
+      }
+      if (this.lastByFlow.size > 100_000) this.lastByFlow.clear();
+      this.lastByFlow.set(key, now);
+      const from = name(e.src);
+      const to = name(e.dst);
+      const r: FlowRecord = {
+        time: new Date(now).toISOString(),
+        node,
+        direction: e.direction,
+        verdict: e.verdict,
+        reason: e.reason,
+        from: from.text,
+        to: to.text,
+        ...(from.ns ? { fromNamespace: from.ns } : {}),
+        ...(to.ns ? { toNamespace: to.ns } : {}),
+        protocol: PROTO_NAMES[e.proto] ?? String(e.proto),
+        port: e.dport,
+        ...(e.rule && rules.get(e.rule) ? { rule: rules.get(e.rule)! } : {}),
+      };
+      out.push(r);
+      this.ring.push(r);
+      if (this.ring.length > this.capacity) this.ring.shift();
+      for (const f of this.followers) if (f.match(r)) f.res.write(`${JSON.stringify(r)}\n`);
+    }
+    return out;
+  }
+
+  /** `GET /flows[?verdict=deny][&namespace=NS][&follow=1]`: NDJSON. Returns false for other paths. */
+  handle(req: IncomingMessage, res: ServerResponse): boolean {
+    const url = new URL(req.url ?? '/', 'http://agent');
+    if (url.pathname !== '/flows') return false;
+    const verdict = url.searchParams.get('verdict');
+    const ns = url.searchParams.get('namespace');
+    const match = (r: FlowRecord) =>
+      (!verdict || r.verdict === verdict) && (!ns || r.fromNamespace === ns || r.toNamespace === ns);
+    res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+    for (const r of this.ring) if (match(r)) res.write(`${JSON.stringify(r)}\n`);
+    if (url.searchParams.get('follow') !== '1') {
+      res.end();
+      return true;
+    }
+    const f = { res, match };
+    this.followers.add(f);
+    req.on('close', () => this.followers.delete(f));
+    return true;
+  }
+}

@@ -1,0 +1,113 @@
+// cascadectl flows: the flows a node's agent saw its BPF program deny (and allow, for audited
+// endpoints), with the deciding policy and rule, like `hubble observe`. From an agent's endpoint
+// (`--agent http://HOST:9090`, e.g. through a port-forward), or from the agent on `--node N` through
+// the API server's pod proxy (with --kubeconfig / --context).
+import { KubeClient } from '@cascade/core';
+import { KubeConfig } from '@kubernetes/client-node';
+import { type Command, oneOf, out, table, UsageError } from '../cli.ts';
+import { liveOptions } from '../cluster.ts';
+
+interface Flow {
+  time: string;
+  node: string;
+  direction: string;
+  verdict: string;
+  from: string;
+  to: string;
+  protocol: string;
+  port: number;
+  rule?: string;
+}
+
+const row = (f: Flow) => [
+  f.time.replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
+  f.node,
+  f.from,
+  f.to,
+  `${f.protocol}/${f.port}`,
+  f.verdict.toUpperCase(),
+  f.rule ?? '-',
+];
+const HEADER = ['TIME', 'NODE', 'FROM', 'TO', 'PROTO/PORT', 'VERDICT', 'RULE'];
+
+export const flowsCommand: Command = {
+  name: 'flows',
+  summary:
+    "flows a node's BPF program denied (and audited allows), with the deciding rule (like hubble observe)",
+  usage:
+    'cascadectl flows (--agent URL | --node N --kubeconfig PATH) [--follow] [--verdict deny|allow] [-n NS] [-o table|json]',
+  options: {
+    agent: { type: 'string' },
+    node: { type: 'string' },
+    follow: { type: 'boolean', short: 'f' },
+    verdict: { type: 'string' },
+    namespace: { type: 'string', short: 'n' },
+    output: { type: 'string', short: 'o' },
+  },
+  async run(values) {
+    const format = oneOf('output', values.output, ['table', 'json'], 'table');
+    const verdict =
+      values.verdict === undefined ? undefined : oneOf('verdict', values.verdict, ['deny', 'allow'], 'deny');
+    const query = new URLSearchParams();
+    if (verdict) query.set('verdict', verdict);
+    if (values.namespace) query.set('namespace', String(values.namespace));
+    const print = (flows: Flow[], header: boolean) => {
+      if (format === 'json') for (const f of flows) out(JSON.stringify(f));
+      else if (flows.length) out(table(header ? [HEADER, ...flows.map(row)] : flows.map(row)));
+    };
+    const parse = (text: string) =>
+      text
+        .split('\n')
+        .filter((l) => l.trim())
+        .map((l) => JSON.parse(l) as Flow);
+    if (values.agent) {
+      const base = String(values.agent).replace(/\/$/, '');
+      if (!/^https?:\/\//.test(base))
+        throw new UsageError('--agent: an http(s) URL of an agent (its metrics port)');
+      if (values.follow) query.set('follow', '1');
+      const res = await fetch(`${base}/flows?${query}`);
+      if (!res.ok || !res.body) throw new UsageError(`--agent ${base}: ${res.status} ${res.statusText}`);
+      if (!values.follow) {
+        print(parse(await res.text()), true);
+        return 0;
+      }
+      out(format === 'table' ? HEADER.join('  ') : '');
+      let buf = '';
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buf += Buffer.from(chunk).toString('utf8');
+        const lines = buf.split('\n');
+        buf = lines.pop() ?? '';
+        print(parse(lines.join('\n')), false);
+      }
+      return 0;
+    }
+    if (!values.node) throw new UsageError('give --agent URL, or --node N with --kubeconfig/--context');
+    const live = liveOptions();
+    if (!live)
+      throw new UsageError(
+        '--node reads through the API server: give --kubeconfig PATH and/or --context NAME',
+      );
+    if (values.follow)
+      throw new UsageError(
+        '--follow needs --agent (e.g. kubectl port-forward to the agent, then --agent http://127.0.0.1:9090)',
+      );
+    const kc = new KubeConfig();
+    if (live.kubeconfig) kc.loadFromFile(live.kubeconfig);
+    else kc.loadFromDefault();
+    if (live.context) kc.setCurrentContext(live.context);
+    const client = new KubeClient(kc);
+    const pods = await client.request<{ items: { metadata: { name: string; namespace: string } }[] }>(
+      'GET',
+      `/api/v1/pods?labelSelector=${encodeURIComponent('app.kubernetes.io/name=cascade-netpol-agent')}&fieldSelector=${encodeURIComponent(`spec.nodeName=${values.node}`)}`,
+    );
+    const agent = pods.items[0];
+    if (!agent) throw new UsageError(`no cascade-netpol-agent pod on node ${values.node}`);
+    const body = await client.request<unknown>(
+      'GET',
+      `/api/v1/namespaces/${agent.metadata.namespace}/pods/${agent.metadata.name}:9090/proxy/flows?${query}`,
+    );
+    // NDJSON: one line parses as JSON on its own
+    print(parse(typeof body === 'string' ? body : body === undefined ? '' : JSON.stringify(body)), true);
+    return 0;
+  },
+};
