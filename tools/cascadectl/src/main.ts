@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command, err, out, parse, UsageError } from './cli.ts';
 import { readCluster, setLiveOptions } from './cluster.ts';
+import { completionCommand } from './commands/completion.ts';
 import { diffCommand } from './commands/diff.ts';
 import { effectiveCommand } from './commands/effective.ts';
 import { explainCommand } from './commands/explain.ts';
@@ -32,6 +33,7 @@ export const COMMANDS: Command[] = [
   getEffectiveCommand,
   flowsCommand,
 ];
+COMMANDS.push(completionCommand(() => COMMANDS));
 
 function usage(): string {
   return [
