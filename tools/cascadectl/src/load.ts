@@ -147,11 +147,12 @@ export function loadManifests(paths: string[]): LoadResult {
   };
   const seen = new Set<string>();
   for (const p of paths) {
-    const files = listFiles(p, out.problems, seen);
+    // `-`: the documents on standard input (read once)
+    const files = p === '-' ? ['-'] : listFiles(p, out.problems, seen);
     for (const file of files) {
       let text: string;
       try {
-        text = readFileSync(file, 'utf8');
+        text = file === '-' ? readFileSync(0, 'utf8') : readFileSync(file, 'utf8');
       } catch (e) {
         out.problems.push(`${file}: cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
         continue;

@@ -80,6 +80,19 @@ export async function main(argv: string[]): Promise<number> {
   const plain: string[] = [];
   for (let i = 0; i < rest.length; i++) {
     const a = rest[i]!;
+    // kubectl habits: -f FILE|DIR|- (repeatable) is a FILES argument; folders are always read
+    // recursively, so -R is accepted and changes nothing
+    if (a === '-R' || a === '--recursive') continue;
+    const f = /^(?:-f|--filename)(?:=(.*))?$/.exec(a);
+    if (f) {
+      const v = f[1] ?? rest[++i];
+      if (v === undefined) {
+        err('cascadectl: -f needs a file, a folder or - (standard input)');
+        return 2;
+      }
+      plain.push(v);
+      continue;
+    }
     const m = /^--(kubeconfig|context)(?:=(.*))?$/.exec(a);
     if (!m) {
       plain.push(a);

@@ -102,4 +102,21 @@ describe('cascadectl habits and exit codes', () => {
     expect(big.code).toBe(2);
     expect(big.stderr).toMatch(/out of range/);
   });
+
+  it('-f FILE|DIR|- (repeatable, -R accepted) like kubectl; - reads the documents on standard input', async () => {
+    const gw = join(EX, 'gateway');
+    const viaF = await run('effective', '-f', gw, '-R', '--kind', 'RateLimitPolicy');
+    const viaPos = await run('effective', gw, '--kind', 'RateLimitPolicy');
+    expect(viaF.code).toBe(0);
+    expect(viaF.stdout).toBe(viaPos.stdout);
+    const docs = execFileSync('bash', ['-c', `for f in ${gw}/*.yaml; do cat "$f"; echo ---; done`], {
+      encoding: 'utf8',
+    });
+    const stdin = spawnSync('node', [BIN, 'effective', '-f', '-', '--kind', 'RateLimitPolicy'], {
+      input: docs,
+      encoding: 'utf8',
+    });
+    expect(stdin.status).toBe(0);
+    expect(stdin.stdout).toBe(viaPos.stdout);
+  });
 });
