@@ -119,4 +119,30 @@ describe('cascadectl habits and exit codes', () => {
     expect(stdin.status).toBe(0);
     expect(stdin.stdout).toBe(viaPos.stdout);
   });
+
+  it('kinds by any name (ap, rlp, any case); effective filters -n, --route, --gateway; -o name and -o wide', async () => {
+    const gw = join(EX, 'gateway');
+    const full = await run('effective', gw, '--kind', 'RateLimitPolicy');
+    for (const k of ['rlp', 'RLP', 'ratelimitpolicies'])
+      expect((await run('effective', gw, '--kind', k)).stdout).toBe(full.stdout);
+    const names = (await run('effective', gw, '--kind', 'rlp', '-n', 'team-b', '-o', 'name')).stdout
+      .trim()
+      .split('\n');
+    expect(names).toEqual(['RateLimitPolicy/infra/main#https/team-b/orders/checkout']);
+    const route = await run(
+      'effective',
+      gw,
+      '--kind',
+      'ap',
+      '--route',
+      'team-a/catalog',
+      '--gateway',
+      'infra/main',
+    );
+    expect(route.stdout).toContain('HTTPRoute team-a/catalog');
+    expect(route.stdout).not.toContain('team-b');
+    const wide = await run('effective', gw, '--kind', 'ap', '--route', 'team-a/catalog', '-o', 'wide');
+    expect(wide.stdout).toContain('auth.identity.anonymous != true"}]}}'); // uncut
+    expect((await run('effective', gw, '--kind', 'nope')).code).toBe(2);
+  });
 });

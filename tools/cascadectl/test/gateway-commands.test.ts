@@ -167,7 +167,7 @@ describe('cascadectl errors', () => {
   it('a bad -o value exits 2', async () => {
     const r = await run('effective', EX, '-o', 'xml');
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('--output must be one of table, yaml, json (got "xml")');
+    expect(r.stderr).toContain('--output must be one of table, wide, yaml, json, name (got "xml")');
   });
 
   it('explain without --route exits 2', async () => {

@@ -12,7 +12,7 @@ export function pathResults(world: ReturnType<typeof loadGatewayWorld>['world'])
   );
 }
 
-export function formatPathResults(results: PathResult[]): string {
+export function formatPathResults(results: PathResult[], wide = false): string {
   const blocks: string[] = [];
   for (const r of results) {
     const p = r.path;
@@ -21,7 +21,7 @@ export function formatPathResults(results: PathResult[]): string {
       k,
       `${v.source.namespace}/${v.source.name}`,
       v.as,
-      compact(v.value, 60),
+      wide ? JSON.stringify(v.value) : compact(v.value, 60),
     ]);
     blocks.push(
       rows.length
@@ -35,15 +35,40 @@ export function formatPathResults(results: PathResult[]): string {
 export const effectiveCommand: Command = {
   name: 'effective',
   summary: 'the effective policy of every path',
-  usage: 'cascadectl effective FILES... [--kind AuthPolicy|RateLimitPolicy] [-o table|yaml|json]',
-  options: { ...kindOption, output: { type: 'string', short: 'o' } },
+  usage:
+    'cascadectl effective FILES... [--kind ap|rlp] [-n NS] [--route NS/NAME] [--gateway NS/NAME] [-o table|wide|yaml|json|name]   (-o wide: values uncut)',
+  options: {
+    ...kindOption,
+    output: { type: 'string', short: 'o' },
+    namespace: { type: 'string', short: 'n' },
+    'all-namespaces': { type: 'boolean', short: 'A' },
+    route: { type: 'string' },
+    gateway: { type: 'string' },
+  },
   run(values, files) {
-    const format = oneOf('output', values.output, ['table', 'yaml', 'json'], 'table');
+    const format = oneOf('output', values.output, ['table', 'wide', 'yaml', 'json', 'name'], 'table');
     const { world, problems } = loadGatewayWorld(files, values.kind);
-    const results = pathResults(world);
+    const ns = values['all-namespaces'] ? undefined : (values.namespace as string | undefined);
+    const results = pathResults(world).filter(
+      (r) =>
+        (!ns || r.path.route.startsWith(`${ns}/`)) &&
+        (!values.route || r.path.route === values.route) &&
+        (!values.gateway || r.path.gateway === values.gateway),
+    );
     if (format === 'json') out(JSON.stringify(results, null, 2));
     else if (format === 'yaml') out(stringify(results));
-    else out(results.length ? formatPathResults(results) : 'no paths: no route is attached to a gateway');
+    else if (format === 'name')
+      out(
+        results
+          .map((r) => `${r.policyKind}/${r.path.gateway}#${r.path.listener}/${r.path.route}/${r.path.rule}`)
+          .join('\n'),
+      );
+    else
+      out(
+        results.length
+          ? formatPathResults(results, format === 'wide')
+          : 'no paths: no route (matching the filters) is attached to a gateway',
+      );
     return problems > 0 ? 2 : 0;
   },
 };

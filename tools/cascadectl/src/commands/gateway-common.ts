@@ -6,6 +6,18 @@ import { loadNetpol } from './netpol.ts';
 
 export const kindOption = { kind: { type: 'string' as const } };
 
+/** Policy kinds by any name people type: case-insensitive, plural, short (ap, rlp). */
+const KIND_ALIASES: Record<string, string> = {
+  ap: 'AuthPolicy',
+  authpolicy: 'AuthPolicy',
+  authpolicies: 'AuthPolicy',
+  rlp: 'RateLimitPolicy',
+  ratelimitpolicy: 'RateLimitPolicy',
+  ratelimitpolicies: 'RateLimitPolicy',
+};
+export const policyKindOf = (v: unknown): unknown =>
+  typeof v === 'string' ? (KIND_ALIASES[v.toLowerCase()] ?? v) : v;
+
 /**
  * Loads the files (or takes manifests a caller already loaded and reported: then their read and
  * parse problems are not printed again here) and builds the gateway-policy engines.
@@ -17,9 +29,10 @@ export function loadGatewayWorld(
 ): { world: GatewayWorld; problems: number } {
   if (!hasInput(files))
     throw new UsageError('at least one file or folder (or --kubeconfig/--context) is required');
+  kind = policyKindOf(kind);
   if (kind !== undefined && !POLICY_KINDS.some((k) => k.kind === kind)) {
     throw new UsageError(
-      `--kind must be one of ${POLICY_KINDS.map((k) => k.kind).join(', ')} (got "${String(kind)}")`,
+      `--kind must be one of ${POLICY_KINDS.map((k) => k.kind).join(', ')} (or ap, rlp; any case) (got "${String(kind)}")`,
     );
   }
   const loaded = preloaded ?? loadManifests(files);
