@@ -194,9 +194,15 @@ export class NetpolEngine {
     this.egressNamedRules = [...admin, ...this.rules.np, ...this.rules.baseline].filter(
       (r) => r.direction === 'egress' && r.ports?.some((p) => p.kind === 'named'),
     );
+    // Every prefix a pod-matching CIDR peer names (NetworkPolicy ipBlocks and their excepts too):
+    // a pod's netparts are the most specific of these holding its address.
     const nets = new Map<string, Prefix>();
-    for (const r of [...admin, ...this.rules.baseline])
-      for (const p of r.peers) if (p.kind === 'cidr' && p.pods) nets.set(prefixKey(p.cidr), p.cidr);
+    for (const r of [...admin, ...this.rules.np, ...this.rules.baseline])
+      for (const p of r.peers)
+        if (p.kind === 'cidr' && p.pods) {
+          nets.set(prefixKey(p.cidr), p.cidr);
+          for (const e of p.except) nets.set(prefixKey(e), e);
+        }
     this.networks = [...nets.values()];
   }
 

@@ -31,7 +31,10 @@ export type Peer =
   /** Every endpoint and address (a NetworkPolicy rule without from/to). */
   | { kind: 'all' }
   | { kind: 'pods'; namespaces: NamespaceMatch; pods: LabelSelector }
-  /** ipBlock / networks. `pods`: also matches pod IPs (ANP networks); ipBlock matches external IPs only. */
+  /**
+   * ipBlock / networks. `pods`: also matches pod addresses: NetworkPolicy ipBlock (upstream semantics,
+   * as the Kubernetes e2e tests, Calico, Antrea and kube-network-policies read it) and ANP networks.
+   */
   | { kind: 'cidr'; cidr: Prefix; except: Prefix[]; pods: boolean; text: string }
   | { kind: 'nodes'; selector: LabelSelector }
   /** A peer with no known field (fail closed): matches nothing in Allow, everything in Deny/Pass. */
@@ -146,7 +149,7 @@ function npPeers(peers: NpPeer[] | undefined, ns: string, field: string, errors:
     if (p.ipBlock && set > 1)
       errors.push(`${f}: ipBlock cannot be combined with podSelector or namespaceSelector`);
     else if (p.ipBlock) {
-      const c = cidrPeer(p.ipBlock.cidr, p.ipBlock.except ?? [], false, `${f}.ipBlock`, errors);
+      const c = cidrPeer(p.ipBlock.cidr, p.ipBlock.except ?? [], true, `${f}.ipBlock`, errors);
       if (c) out.push(c);
     } else if (set === 0) errors.push(`${f}: a peer needs podSelector, namespaceSelector or ipBlock`);
     else {

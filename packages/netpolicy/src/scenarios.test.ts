@@ -163,12 +163,25 @@ describe('NetworkPolicy v1', () => {
     );
   });
 
-  it('ipBlock does not select pod or node addresses (only external ones)', () => {
+  // Upstream semantics (the Kubernetes e2e tests, Calico, Antrea, kube-network-policies): ipBlock
+  // matches pod addresses too, and `except` takes pods out.
+  it('ipBlock selects pod addresses; except takes them out again', () => {
     const p = np('x', 'cidr', {
       podSelector: {},
       ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/8' } }] }],
     });
-    check([p], TCP, 80, pairs(ALL, inNs('x')));
+    check([p], TCP, 80, []);
+    const narrow = np('x', 'cidr', {
+      podSelector: {},
+      ingress: [{ from: [{ ipBlock: { cidr: '10.2.0.0/16', except: [`${ip('y', 'b')}/32`] } }] }],
+    });
+    // from y (10.2.0.0/16) but y/b, and nothing from x or z
+    check(
+      [narrow],
+      TCP,
+      80,
+      pairs(ALL, inNs('x')).filter((pr) => !pr.startsWith('y/') || pr.startsWith('y/b->')),
+    );
   });
 });
 
