@@ -91,13 +91,16 @@ const MACROS = new Set(['all', 'exists', 'exists_one', 'existsOne', 'map', 'filt
 const isNode = (n: unknown): n is Node => typeof n === 'object' && n !== null && 'op' in n;
 const ZERO: Est = { cost: 0, items: 0, chars: 0 };
 
-/** Estimated cost of a syntax tree; `vars` are comprehension variables (an element of the input). */
-function estimate(n: unknown, sizes: Sizes, vars: Set<string>): Est {
+/**
+ * Estimated cost of a syntax tree. Every variable (the input, a comprehension's element) is assumed
+ * to be as large as `sizes` allows: an over-estimate for elements, which only makes the bound safer.
+ */
+function estimate(n: unknown, sizes: Sizes): Est {
   const unknown = (cost: number): Est => ({ cost, items: sizes.list, chars: sizes.string });
   if (Array.isArray(n)) {
     const out = { ...ZERO };
     for (const x of n) {
-      const e = estimate(x, sizes, vars);
+      const e = estimate(x, sizes);
       out.cost += e.cost;
       out.items = Math.max(out.items, e.items);
       out.chars = Math.max(out.chars, e.chars);
@@ -113,41 +116,41 @@ function estimate(n: unknown, sizes: Sizes, vars: Set<string>): Est {
       return unknown(1);
     case '.':
     case '[]':
-      return unknown(estimate(a, sizes, vars).cost + 1);
+      return unknown(estimate(a, sizes).cost + 1);
     case 'list': {
-      const e = estimate(a, sizes, vars);
+      const e = estimate(a, sizes);
       return { cost: e.cost + 1, items: a.length, chars: e.chars };
     }
     case 'map': {
-      const e = estimate(a, sizes, vars);
+      const e = estimate(a, sizes);
       return { cost: e.cost + 1, items: (a[0] as unknown[]).length, chars: e.chars };
     }
     case '+': {
-      const l = estimate(a[0], sizes, vars);
-      const r = estimate(a[1], sizes, vars);
+      const l = estimate(a[0], sizes);
+      const r = estimate(a[1], sizes);
       const items = l.items + r.items;
       const chars = l.chars + r.chars;
       return { cost: l.cost + r.cost + items + chars, items, chars };
     }
     case 'in': {
-      const l = estimate(a[0], sizes, vars);
-      const r = estimate(a[1], sizes, vars);
+      const l = estimate(a[0], sizes);
+      const r = estimate(a[1], sizes);
       return { cost: l.cost + r.cost + r.items, items: 0, chars: 0 };
     }
     case 'rcall':
     case 'call': {
       const name = a[0] as string;
-      const recv = n.op === 'rcall' ? estimate(a[1], sizes, vars) : ZERO;
+      const recv = n.op === 'rcall' ? estimate(a[1], sizes) : ZERO;
       const args = (n.op === 'rcall' ? a[2] : a[1]) as unknown[];
       if (n.op === 'rcall' && MACROS.has(name) && isNode(args[0]) && args[0].op === 'id') {
-        const body = estimate(args.slice(1), sizes, new Set(vars).add(args[0].args as string));
+        const body = estimate(args.slice(1), sizes);
         return {
           cost: recv.cost + recv.items * (body.cost + 1),
           items: name === 'map' || name === 'filter' ? recv.items : 0,
           chars: 0,
         };
       }
-      const each = args.map((x) => estimate(x, sizes, vars));
+      const each = args.map((x) => estimate(x, sizes));
       const cost = recv.cost + each.reduce((s, e) => s + e.cost, 0) + 1;
       if (name === 'matches' || name === 're2Matches') {
         // RE2: linear in the text, times the size of the automaton (the pattern's length)
@@ -165,7 +168,7 @@ function estimate(n: unknown, sizes: Sizes, vars: Set<string>): Est {
       return { cost: cost + items + chars, items, chars };
     }
     default: {
-      const e = estimate(n.args, sizes, vars);
+      const e = estimate(n.args, sizes);
       return { ...e, cost: e.cost + 1 };
     }
   }
@@ -206,7 +209,7 @@ function compileUncached(source: string): CompiledCondition | { error: string } 
   } catch (e) {
     return { error: `does not parse: ${firstLine(e)}` };
   }
-  const cost = estimate(program.ast, ASSUMED, new Set()).cost;
+  const cost = estimate(program.ast, ASSUMED).cost;
   if (cost > COST_LIMIT)
     return {
       error: `estimated cost ${cost > 1e15 ? 'over 10^15' : Math.round(cost)} exceeds the limit of ${COST_LIMIT} (lists assumed to hold up to ${MAX_LIST} items, strings ${MAX_STRING} characters; nested comprehensions multiply)`,
@@ -223,11 +226,10 @@ function compileUncached(source: string): CompiledCondition | { error: string } 
         if (self && typeof self === 'object') measured.set(self, sizes);
       } else if (rule) sizes = measure(rule, { ...sizes });
       if (sizes.list > MAX_LIST || sizes.string > MAX_STRING) {
-        const real = estimate(
-          program.ast,
-          { list: Math.max(sizes.list, MAX_LIST), string: Math.max(sizes.string, MAX_STRING) },
-          new Set(),
-        ).cost;
+        const real = estimate(program.ast, {
+          list: Math.max(sizes.list, MAX_LIST),
+          string: Math.max(sizes.string, MAX_STRING),
+        }).cost;
         if (real > COST_LIMIT)
           return {
             ok: false,
