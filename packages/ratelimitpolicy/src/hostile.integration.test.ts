@@ -157,6 +157,15 @@ describe.skipIf(!apiServerTestsEnabled())('publishing under hostile input (kube-
     // its EffectivePolicies are over the size too: refused before sending, named
     expect(c.message).toMatch(/EffectivePolicy team\/ratelimitpolicy-httproute-on-big-a: object too large/);
     const text = controller.metrics.render();
+    // the families operators alert on
+    await waitFor('cascade_policies counts the PublishFailed policy', async () =>
+      /\ncascade_policies\{kind="RateLimitPolicy",condition="Enforced",status="False",reason="PublishFailed"\} 1\n/.test(
+        controller.metrics.render(),
+      )
+        ? true
+        : undefined,
+    );
+    expect(text).toMatch(/\ncascade_reconciles_total\{lane="sync",outcome="(full|incremental)"\} \d+/);
     expect(Number(/\ncascade_publish_failing_objects (\d+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(1);
     expect(Number(/\ncascade_publish_failures_total (\d+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(1);
     await waitFor('an Event on the policy', async () => {

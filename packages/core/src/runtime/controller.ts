@@ -97,6 +97,10 @@ export class PolicyController {
     'Writes skipped because the live object already matched',
   );
   private readonly errors = this.metrics.counter('cascade_reconcile_errors_total', 'Failed reconciles');
+  private readonly reconciles = this.metrics.counterVec(
+    'cascade_reconciles_total',
+    'Reconciles by lane and outcome (full, incremental, not-leader, not-ready, error)',
+  );
   private readonly latency = this.metrics.histogram('cascade_reconcile_seconds', 'Reconcile latency');
   private readonly informers: Informer[] = [];
   private readonly effective: Informer;
@@ -321,6 +325,24 @@ export class PolicyController {
     this.metrics.gauge('cascade_leader', '1 when this replica holds the lease', () =>
       this.elector.leader ? 1 : 0,
     );
+    // policies by condition, as alerts want them: cascade_policies{kind,condition,status,reason}
+    this.metrics.family('cascade_policies', 'Policies of the kind by status condition', 'gauge', () => {
+      const counts = new Map<string, [Record<string, string>, number]>();
+      for (const o of this.policies.cache.values())
+        for (const cnd of (o.status as { conditions?: Condition[] } | undefined)?.conditions ?? []) {
+          const labels = {
+            kind: opts.kind.kind,
+            condition: cnd.type,
+            status: cnd.status,
+            reason: cnd.reason,
+          };
+          const k = JSON.stringify(labels);
+          const v = counts.get(k);
+          if (v) v[1]++;
+          else counts.set(k, [labels, 1]);
+        }
+      return [...counts.values()];
+    });
     const watchErrors = this.metrics.counter(
       'cascade_watch_errors_total',
       'List and watch errors (the informer retries with backoff)',
@@ -450,6 +472,7 @@ export class PolicyController {
         try {
           const outcome =
             key === 'downstream' ? await this.reconcileDownstream() : await this.reconcileOnce();
+          this.reconciles.inc({ lane: key, outcome });
           span.setAttributes({
             'cascade.outcome': outcome,
             'cascade.full': outcome === 'full',
@@ -459,6 +482,7 @@ export class PolicyController {
             'cascade.writes_skipped': this.skipped.get() - skipped,
           });
         } catch (e) {
+          this.reconciles.inc({ lane: key, outcome: 'error' });
           span.setAttributes({ 'cascade.outcome': 'error', 'cascade.writes': this.writes.get() - writes });
           span.recordException(e as Error);
           span.setStatus({ code: SpanStatusCode.ERROR, message: String(e) });

@@ -7,6 +7,10 @@ export class Metrics {
     string,
     { help: string; value: () => number; type: 'gauge' | 'counter' }
   >();
+  private readonly families = new Map<
+    string,
+    { help: string; type: 'gauge' | 'counter'; samples: () => [Record<string, string>, number][] }
+  >();
   private readonly histograms = new Map<
     string,
     { help: string; sum: number; count: number; buckets: number[]; counts: number[] }
@@ -21,6 +25,30 @@ export class Metrics {
 
   gauge(name: string, help: string, value: () => number): void {
     this.gauges.set(name, { help, value, type: 'gauge' });
+  }
+
+  /** A labelled family, read when rendered: one sample per label set (`name{a="x",b="y"} v`). */
+  family(
+    name: string,
+    help: string,
+    type: 'gauge' | 'counter',
+    samples: () => [Record<string, string>, number][],
+  ): void {
+    this.families.set(name, { help, type, samples });
+  }
+
+  /** A labelled counter kept here: `inc(labels)`. */
+  counterVec(name: string, help: string): { inc(labels: Record<string, string>, n?: number): void } {
+    const values = new Map<string, [Record<string, string>, number]>();
+    this.family(name, help, 'counter', () => [...values.values()]);
+    return {
+      inc: (labels, n = 1) => {
+        const k = JSON.stringify(labels);
+        const v = values.get(k);
+        if (v) v[1] += n;
+        else values.set(k, [labels, n]);
+      },
+    };
   }
 
   /** A counter kept elsewhere (e.g. in the kernel), read when rendered. */
@@ -54,6 +82,16 @@ export class Metrics {
       lines.push(`# HELP ${n} ${c.help}`, `# TYPE ${n} counter`, `${n} ${c.value}`);
     for (const [n, g] of this.gauges)
       lines.push(`# HELP ${n} ${g.help}`, `# TYPE ${n} ${g.type}`, `${n} ${g.value()}`);
+    const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+    for (const [n, f] of this.families) {
+      lines.push(`# HELP ${n} ${f.help}`, `# TYPE ${n} ${f.type}`);
+      for (const [labels, v] of f.samples())
+        lines.push(
+          `${n}{${Object.entries(labels)
+            .map(([k, x]) => `${k}="${esc(x)}"`)
+            .join(',')}} ${v}`,
+        );
+    }
     for (const [n, h] of this.histograms) {
       lines.push(`# HELP ${n} ${h.help}`, `# TYPE ${n} histogram`);
       h.buckets.forEach((b, i) => lines.push(`${n}_bucket{le="${b}"} ${h.counts[i]}`));
