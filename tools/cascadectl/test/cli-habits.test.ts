@@ -145,4 +145,23 @@ describe('cascadectl habits and exit codes', () => {
     expect(wide.stdout).toContain('auth.identity.anonymous != true"}]}}'); // uncut
     expect((await run('effective', gw, '--kind', 'nope')).code).toBe(2);
   });
+
+  it('a probes list one item per line is read line by line, with the same answers as any YAML', async () => {
+    const np = join(EX, 'netpol');
+    const flow = join(tmp, 'flow.yaml');
+    const block = join(tmp, 'block.yaml');
+    writeFileSync(
+      flow,
+      '# probes\n- {from: shop/web, to: shop/cart, protocol: TCP, port: 9000}\n- {from: sandbox/toy, to: shop/cart, port: 9000}\n',
+    );
+    writeFileSync(
+      block,
+      '- from: shop/web\n  to: shop/cart\n  protocol: TCP\n  port: 9000\n- from: sandbox/toy\n  to: shop/cart\n  port: 9000\n',
+    );
+    const a = await run('netpol', 'simulate', np, '--probes', flow, '-o', 'json');
+    const b = await run('netpol', 'simulate', np, '--probes', block, '-o', 'json');
+    expect(a.code).toBe(0);
+    expect(JSON.parse(a.stdout)).toEqual(JSON.parse(b.stdout));
+    expect((JSON.parse(a.stdout) as { verdict: string }[]).map((r) => r.verdict)).toEqual(['allow', 'deny']);
+  });
 });

@@ -134,10 +134,27 @@ export interface Probe {
 }
 
 /** A probes file: a YAML list of {from, to, protocol, port}. */
+/**
+ * A probes list written one flow-style item per line (`- {from: a, to: b, port: 80}`, what generators
+ * write) is read line by line: no syntax tree of the whole list is built, so memory per probe is the
+ * probe itself. Any other YAML is parsed whole.
+ */
+function parseProbeList(text: string): unknown {
+  const lines = text.split('\n');
+  const items: unknown[] = [];
+  for (const raw of lines) {
+    const l = raw.trim();
+    if (l === '' || l.startsWith('#')) continue;
+    if (!l.startsWith('- {') || !l.endsWith('}')) return parseYaml(text);
+    items.push(parseYaml(l.slice(2)));
+  }
+  return items;
+}
+
 export function readProbes(path: string): Probe[] {
   let list: unknown;
   try {
-    list = parseYaml(readFileSync(path, 'utf8'));
+    list = parseProbeList(readFileSync(path, 'utf8'));
   } catch (e) {
     throw new UsageError(`--probes ${path}: ${(e as Error).message.split('\n')[0]}`);
   }
@@ -217,28 +234,38 @@ export const simulateCommand: Command = {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
     const { engine, problems } = loadNetpol(files);
     if (values.probes !== undefined) {
-      const results = readProbes(String(values.probes)).map((p) =>
-        simulateProbe(engine, p.from, p.to, p.proto, p.port),
-      );
-      if (format === 'json') out(JSON.stringify(results, null, 2));
-      else {
+      // Each probe's result is turned into its output at once and dropped: memory per probe is its
+      // output line (JSON items are written one by one), not its full decision.
+      const probes = readProbes(String(values.probes));
+      if (format === 'json') {
+        let chunk: string[] = [];
+        process.stdout.write('[');
+        probes.forEach((p, i) => {
+          const r = simulateProbe(engine, p.from, p.to, p.proto, p.port);
+          chunk.push(`${i ? ',' : ''}\n  ${JSON.stringify(r)}`);
+          if (chunk.length >= 1000) {
+            process.stdout.write(chunk.join(''));
+            chunk = [];
+          }
+        });
+        process.stdout.write(`${chunk.join('')}\n]\n`);
+      } else {
         const by = (d: ProbeResult['egress']) =>
           d
             ? `${d.verdict} (${d.decidedBy.tier}${d.decidedBy.policy ? ` ${d.decidedBy.policy}` : ''}${d.decidedBy.rule ? ` ${d.decidedBy.rule}` : ''})`
             : '-';
-        out(
-          table([
-            ['FROM', 'TO', 'PROTO/PORT', 'VERDICT', 'EGRESS', 'INGRESS'],
-            ...results.map((r) => [
-              r.from,
-              r.to,
-              `${r.protocol}/${r.port}`,
-              r.verdict.toUpperCase(),
-              by(r.egress),
-              by(r.ingress),
-            ]),
-          ]),
-        );
+        const rows = probes.map((p) => {
+          const r = simulateProbe(engine, p.from, p.to, p.proto, p.port);
+          return [
+            r.from,
+            r.to,
+            `${r.protocol}/${r.port}`,
+            r.verdict.toUpperCase(),
+            by(r.egress),
+            by(r.ingress),
+          ];
+        });
+        out(table([['FROM', 'TO', 'PROTO/PORT', 'VERDICT', 'EGRESS', 'INGRESS'], ...rows]));
       }
       return problems > 0 ? 2 : 0;
     }
