@@ -227,6 +227,7 @@ export class NetpolAgent {
     this.metrics.gauge('cascade_datapath_endpoints', 'Local endpoints enforced', () =>
       this.lastReport ? this.localPods().length : 0,
     );
+    this.metrics.processMetrics();
     this.metrics.gauge(
       'cascade_netpol_policies_refused',
       'NetworkPolicies refused now for their namespace policy-map budget',

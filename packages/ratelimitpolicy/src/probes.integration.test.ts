@@ -90,6 +90,15 @@ describe.skipIf(!apiServerTestsEnabled())('probes, metrics and errors of a runni
     expect(m.status).toBe(200);
     expect(m.text).toMatch(/# TYPE cascade_watch_errors_total counter/);
     expect(m.text).toMatch(/\ncascade_leader [01]\n/);
+    // the conventional process and Node.js families
+    for (const f of [
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+      'process_open_fds',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_eventloop_lag_p99_seconds',
+    ])
+      expect(m.text).toMatch(new RegExp(`\\n${f} [\\d.e+-]+\\n`));
     expect((await get(metricsPort, '/readyz')).status).toBe(404);
   });
 

@@ -325,6 +325,7 @@ export class PolicyController {
     this.metrics.gauge('cascade_leader', '1 when this replica holds the lease', () =>
       this.elector.leader ? 1 : 0,
     );
+    this.metrics.processMetrics();
     // policies by condition, as alerts want them: cascade_policies{kind,condition,status,reason}
     this.metrics.family('cascade_policies', 'Policies of the kind by status condition', 'gauge', () => {
       const counts = new Map<string, [Record<string, string>, number]>();

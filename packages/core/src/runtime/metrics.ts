@@ -1,5 +1,7 @@
 // Metrics in the Prometheus text format, /healthz and /readyz, and JSON logs.
+import { readdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 export class Metrics {
   private readonly counters = new Map<string, { help: string; value: number }>();
@@ -49,6 +51,45 @@ export class Metrics {
         else values.set(k, [labels, n]);
       },
     };
+  }
+
+  /**
+   * The conventional process and Node.js families operators alert on (names as prom-client's
+   * defaults): CPU seconds, resident memory, start time, open file descriptors, heap, event-loop lag.
+   */
+  processMetrics(): void {
+    const lag = monitorEventLoopDelay({ resolution: 20 });
+    lag.enable();
+    const start = Date.now() / 1000 - process.uptime();
+    this.counterFrom('process_cpu_seconds_total', 'User and system CPU time spent, seconds', () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1e6;
+    });
+    this.gauge(
+      'process_resident_memory_bytes',
+      'Resident memory size, bytes',
+      () => process.memoryUsage().rss,
+    );
+    this.gauge(
+      'process_start_time_seconds',
+      'Start time of the process since the epoch, seconds',
+      () => start,
+    );
+    this.gauge('process_open_fds', 'Open file descriptors', () => {
+      try {
+        return readdirSync('/proc/self/fd').length;
+      } catch {
+        return 0;
+      }
+    });
+    this.gauge('nodejs_heap_size_used_bytes', 'V8 heap used, bytes', () => process.memoryUsage().heapUsed);
+    this.gauge('nodejs_heap_size_total_bytes', 'V8 heap total, bytes', () => process.memoryUsage().heapTotal);
+    this.gauge(
+      'nodejs_eventloop_lag_p99_seconds',
+      'Event-loop delay, 99th percentile, seconds',
+      () => lag.percentile(99) / 1e9,
+    );
+    this.gauge('nodejs_eventloop_lag_max_seconds', 'Event-loop delay, maximum, seconds', () => lag.max / 1e9);
   }
 
   /** A counter kept elsewhere (e.g. in the kernel), read when rendered. */
