@@ -18,6 +18,7 @@ export * from './merge/policy.ts';
 export * from './predicates.ts';
 export * from './runtime/client.ts';
 export * from './runtime/controller.ts';
+export * from './runtime/events.ts';
 export * from './runtime/informer.ts';
 export * from './runtime/leader.ts';
 export * from './runtime/metrics.ts';

@@ -20,11 +20,13 @@ import {
 import {
   Informer,
   type InformerEvent,
+  type InvolvedObject,
   jsonLogger,
   type KubeClient,
   type KubeObject,
   type Logger,
   Metrics,
+  postWarningEvent,
   startInformers,
   WorkQueue,
 } from '@cascade/core';
@@ -121,7 +123,8 @@ export class NetpolAgent {
   /** Local pod address -> ifindex of its host-side interface, as found from the kernel. */
   private readonly ifindexByIp = new Map<string, number>();
   private lastFullResolve = 0;
-  private lastUnknown = '';
+  /** Local addresses not found yet: when each was last looked up. */
+  private readonly triedAt = new Map<string, number>();
   private attachedCount = 0;
   readonly attachFailures = this.metrics.counter(
     'cascade_datapath_attach_failures_total',
@@ -395,30 +398,11 @@ export class NetpolAgent {
    * A Warning Event on the object concerned (best effort, never retried: the log line and the metric
    * are the record). Names are generated from ours, never from user text.
    */
-  private event(
-    obj: { kind: string; namespace: string; name: string; apiVersion: string },
-    reason: string,
-    message: string,
-  ): void {
-    const now = new Date().toISOString();
-    const suffix = `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
-    void this.opts.client
-      .request('POST', `/api/v1/namespaces/${encodeURIComponent(obj.namespace)}/events`, {
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: { name: `cascade-netpol.${suffix}`, namespace: obj.namespace },
-        involvedObject: obj,
-        reason,
-        message: message.slice(0, 1024),
-        type: 'Warning',
-        source: { component: 'cascade-netpol-agent', host: this.opts.node },
-        reportingComponent: 'cascade.dev/netpol-agent',
-        reportingInstance: this.opts.node.slice(0, 128),
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
-      })
-      .catch((e: unknown) => this.log('warn', 'event not recorded', { reason, error: String(e) }));
+  private event(obj: InvolvedObject, reason: string, message: string): void {
+    void postWarningEvent(this.opts.client, obj, reason, message, {
+      component: 'cascade-netpol-agent',
+      host: this.opts.node,
+    }).catch((e: unknown) => this.log('warn', 'event not recorded', { reason, error: String(e) }));
   }
 
   /** Drains the kernel's flow events (every second): named, rate-limited per flow, logged, kept. */
@@ -461,31 +445,39 @@ export class NetpolAgent {
   private async resolveInterfaces(): Promise<void> {
     const ips = new Set(this.localPods().flatMap((p) => p.ips));
     for (const ip of [...this.ifindexByIp.keys()]) if (!ips.has(ip)) this.ifindexByIp.delete(ip);
-    const full = Date.now() - this.lastFullResolve > 25_000;
-    const todo = full ? [...ips] : [...ips].filter((ip) => !this.ifindexByIp.has(ip));
+    for (const ip of [...this.triedAt.keys()]) if (!ips.has(ip)) this.triedAt.delete(ip);
+    const now = Date.now();
+    const full = now - this.lastFullResolve > 25_000;
+    // an unknown address is looked up at most every 2 s, however often syncs come (each look-up
+    // runs iproute2); the 30 s full pass looks up every address again
+    const todo = full
+      ? [...ips]
+      : [...ips].filter((ip) => !this.ifindexByIp.has(ip) && now - (this.triedAt.get(ip) ?? 0) >= 2_000);
     if (!todo.length) return;
+    const firstTry = todo.filter((ip) => !this.triedAt.has(ip));
     try {
       const found = await this.interfaces.resolve(todo);
-      if (full) this.lastFullResolve = Date.now();
+      if (full) this.lastFullResolve = now;
       for (const ip of todo) {
         const i = found.get(ip);
-        if (i === undefined) this.ifindexByIp.delete(ip);
-        else this.ifindexByIp.set(ip, i);
+        if (i === undefined) {
+          this.ifindexByIp.delete(ip);
+          this.triedAt.set(ip, now);
+        } else {
+          this.ifindexByIp.set(ip, i);
+          this.triedAt.delete(ip);
+        }
       }
     } catch (e) {
+      for (const ip of todo) if (!this.ifindexByIp.has(ip)) this.triedAt.set(ip, now);
       this.log('warn', 'finding pod interfaces failed; retried', { error: String(e) });
     }
-    // one quick retry per new set of unknown addresses (a bridged pod's neighbour entry appears after
-    // the nudge); addresses that stay unknown are tried again by the 30 s reconcile, not in a loop
-    const unknown = [...ips]
-      .filter((ip) => !this.ifindexByIp.has(ip))
-      .sort()
-      .join(' ');
-    if (unknown && unknown !== this.lastUnknown) {
+    // one quick retry for addresses unknown at their first look-up (a bridged pod's neighbour entry
+    // appears after the nudge); addresses that stay unknown wait for the next sync or full pass
+    if (firstTry.some((ip) => !this.ifindexByIp.has(ip))) {
       const t = setTimeout(() => this.queue.add('sync'), 2_000);
       t.unref();
     }
-    this.lastUnknown = unknown;
   }
 
   /**

@@ -23,6 +23,7 @@ import { routeKey } from '../topology/types.ts';
 import { AffectedWriter } from './affected.ts';
 import type { KubeClient, KubeObject } from './client.ts';
 import { EffectivePublisher } from './effective-writer.ts';
+import { postWarningEvent } from './events.ts';
 import { Informer, type InformerEvent, startInformers } from './informer.ts';
 import { LeaderElector } from './leader.ts';
 import { type BindAddress, jsonLogger, type Logger, Metrics, parseBindAddress } from './metrics.ts';
@@ -309,7 +310,7 @@ export class PolicyController {
       uidOf: (path, ns, name) => this.uidOf(path, ns, name),
       settings: opts.settings ?? {},
     });
-    this.renderer.onWaiting = (policies) => {
+    this.renderer.onStatusMoved = (policies) => {
       for (const id of policies) this.pendingPolicies.add(id);
       this.queue.add('sync');
     };
@@ -596,26 +597,14 @@ export class PolicyController {
   /** A Warning Event on a policy (best effort: the log line and the metric are the record). */
   private policyEvent(id: string, reason: string, message: string): void {
     const k = this.opts.kind;
-    const [ns, name] = id.slice(k.kind.length + 1).split('/') as [string, string];
-    const now = new Date().toISOString();
-    void this.opts.client
-      .request('POST', `/api/v1/namespaces/${encodeURIComponent(ns)}/events`, {
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: {
-          name: `${name.slice(0, 200)}.${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`,
-          namespace: ns,
-        },
-        involvedObject: { apiVersion: `${k.group}/${k.version}`, kind: k.kind, namespace: ns, name },
-        reason,
-        message: message.slice(0, 1024),
-        type: 'Warning',
-        source: { component: this.opts.name },
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
-      })
-      .catch(() => undefined);
+    const [namespace, name] = id.slice(k.kind.length + 1).split('/') as [string, string];
+    void postWarningEvent(
+      this.opts.client,
+      { apiVersion: `${k.group}/${k.version}`, kind: k.kind, namespace, name },
+      reason,
+      message,
+      { component: this.opts.name },
+    ).catch(() => undefined);
   }
 
   /**

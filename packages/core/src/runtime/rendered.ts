@@ -55,8 +55,11 @@ export class RenderedPublisher {
   private readonly refusals = new Map<string, { policy: string; object: string; reason: string }[]>();
   /** Rendered objects whose consumer reports them not ready, with the policies they carry. */
   readonly waiting = new Map<string, { object: string; policies: string[] }>();
-  /** Called when the set of objects waiting for their consumer changes (policies: whose status moves). */
-  onWaiting: (policies: string[]) => void = () => {};
+  /**
+   * Called with the policies whose Enforced condition moves: an object starts or stops waiting for
+   * its consumer, or a policy's rules start or stop being left out of a rendered object.
+   */
+  onStatusMoved: (policies: string[]) => void = () => {};
 
   constructor(deps: RendererDeps) {
     this.deps = deps;
@@ -70,6 +73,19 @@ export class RenderedPublisher {
       if (!('error' in g)) out.push(g);
     }
     return out;
+  }
+
+  /** A rendered key `<apiVersion>/<kind>/<ns>/<name>`: its resource, namespace, name and a label. */
+  private static parseKey(key: string): { res: string; ns: string; name: string; object: string } {
+    const parts = key.split('/');
+    const [ns, name] = parts.slice(-2) as [string, string];
+    return { res: parts.slice(0, -2).join('/'), ns, name, object: `${parts.at(-3)} ${ns}/${name}` };
+  }
+
+  /** The gateway (ns/name) whose rendering holds a rendered key. */
+  private gatewayOf(key: string): string | undefined {
+    for (const [gw, objs] of this.rendered) if (objs.has(key)) return gw;
+    return undefined;
   }
 
   /** Policies whose rules a gateway's rendered objects carry. */
@@ -108,7 +124,7 @@ export class RenderedPublisher {
       }
       const uid = this.deps.uidOf('/gateways', ns, name);
       const next = renderGateway(this.deps.engine, ns, name, this.deps.name, uid, grants, this.deps.settings);
-      const before = JSON.stringify(this.refusals.get(gw) ?? []);
+      const before = this.refusals.get(gw) ?? [];
       const refusals = [...next.values()].flatMap((o) => {
         const text = o.metadata.annotations?.[REFUSED_POLICIES_ANNOTATION];
         if (!text) return [];
@@ -123,10 +139,8 @@ export class RenderedPublisher {
       });
       if (refusals.length) this.refusals.set(gw, refusals);
       else this.refusals.delete(gw);
-      if (JSON.stringify(refusals) !== before)
-        this.onWaiting([
-          ...new Set([...JSON.parse(before), ...refusals].map((x: { policy: string }) => x.policy)),
-        ]);
+      if (JSON.stringify(refusals) !== JSON.stringify(before))
+        this.onStatusMoved([...new Set([...before, ...refusals].map((x) => x.policy))]);
       if (next.size) this.rendered.set(gw, next);
       else this.rendered.delete(gw);
       for (const [k, o] of next) {
@@ -140,24 +154,15 @@ export class RenderedPublisher {
         for (const o of informer.cache.values())
           check.add(`${res}/${o.metadata.namespace}/${o.metadata.name}`);
     const c = this.deps.client;
-    const gatewayOf = (key: string) => {
-      for (const [gw, objs] of this.rendered) if (objs.has(key)) return gw;
-      return undefined;
-    };
-    const what = (key: string) => {
-      const parts = key.split('/');
-      return {
-        object: `${parts.at(-3)} ${parts.at(-2)}/${parts.at(-1)}`,
-        policies: () => {
-          const gw = gatewayOf(key);
-          return gw ? this.carriedByGateway(gw) : [];
-        },
-      };
-    };
+    const what = (key: string) => ({
+      object: RenderedPublisher.parseKey(key).object,
+      policies: () => {
+        const gw = this.gatewayOf(key);
+        return gw ? this.carriedByGateway(gw) : [];
+      },
+    });
     const failed = await this.deps.ledger.each(check, this.deps.writeConcurrency, what, async (key) => {
-      const parts = key.split('/');
-      const [ns, name] = parts.slice(-2) as [string, string];
-      const res = parts.slice(0, -2).join('/');
+      const { res, ns, name } = RenderedPublisher.parseKey(key);
       const target = this.deps.renderInformers.get(res);
       if (!target) return;
       if (target.informer.missing) {
@@ -200,24 +205,23 @@ export class RenderedPublisher {
   private checkReadiness(keys: Iterable<string>): void {
     const moved = new Set<string>();
     for (const key of keys) {
-      const parts = key.split('/');
-      const [ns, name] = parts.slice(-2) as [string, string];
-      const target = this.deps.renderInformers.get(parts.slice(0, -2).join('/'));
+      const { res, ns, name, object } = RenderedPublisher.parseKey(key);
+      const target = this.deps.renderInformers.get(res);
       const live =
         target?.ready && this.renderedByKey.has(key) ? target.informer.cache.get(`${ns}/${name}`) : undefined;
       const notReady = live !== undefined && target!.ready!(live) === false;
       const was = this.waiting.get(key);
       if (notReady && !was) {
-        const gw = [...this.rendered].find(([, objs]) => objs.has(key))?.[0];
+        const gw = this.gatewayOf(key);
         const policies = gw ? this.carriedByGateway(gw) : [];
-        this.waiting.set(key, { object: `${parts.at(-3)} ${ns}/${name}`, policies });
+        this.waiting.set(key, { object, policies });
         for (const p of policies) moved.add(p);
       } else if (!notReady && was) {
         this.waiting.delete(key);
         for (const p of was.policies) moved.add(p);
       }
     }
-    if (moved.size) this.onWaiting([...moved]);
+    if (moved.size) this.onStatusMoved([...moved]);
   }
 
   /** A policy's rules left out of rendered objects, as publish failures (object, reason). */

@@ -1,0 +1,37 @@
+// Warning Events on the objects a controller or agent reports about (best effort: the log line and
+// the metric are the record, an Event that cannot be written is only logged by the caller). Event
+// names are generated from ours, never from user text beyond a cut object name.
+import type { KubeClient } from './client.ts';
+
+export interface InvolvedObject {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+export function postWarningEvent(
+  client: KubeClient,
+  involvedObject: InvolvedObject,
+  reason: string,
+  message: string,
+  source: { component: string; host?: string },
+): Promise<unknown> {
+  const now = new Date().toISOString();
+  const suffix = `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
+  return client.request('POST', `/api/v1/namespaces/${encodeURIComponent(involvedObject.namespace)}/events`, {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: `${involvedObject.name.slice(0, 200)}.${suffix}`, namespace: involvedObject.namespace },
+    involvedObject,
+    reason,
+    message: message.slice(0, 1024),
+    type: 'Warning',
+    source,
+    ...(source.host ? { reportingInstance: source.host.slice(0, 128) } : {}),
+    reportingComponent: source.component,
+    firstTimestamp: now,
+    lastTimestamp: now,
+    count: 1,
+  });
+}
