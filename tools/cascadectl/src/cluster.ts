@@ -36,7 +36,8 @@ export function setLiveOptions(o: LiveOptions | undefined): void {
   live = o;
 }
 
-function clientFor(opts: LiveOptions): KubeClient {
+/** A client for the live-cluster flags (the context checked, one clear error for a bad kubeconfig). */
+export function clientFor(opts: LiveOptions): KubeClient {
   const kc = new KubeConfig();
   if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
   else kc.loadFromDefault();

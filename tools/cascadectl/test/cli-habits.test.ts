@@ -62,43 +62,25 @@ describe('cascadectl habits and exit codes', () => {
   });
 
   it("netpol explain --port takes the destination pod's named port, and refuses out-of-range numbers", async () => {
-    const named = await run(
-      'netpol',
-      'explain',
-      join(EX, 'netpol'),
-      '--from',
-      'shop/cart',
-      '--to',
-      'payments/ledger',
-      '--port',
-      'grpc',
-    );
+    const explain = (port: string) =>
+      run(
+        'netpol',
+        'explain',
+        join(EX, 'netpol'),
+        '--from',
+        'shop/cart',
+        '--to',
+        'payments/ledger',
+        '--port',
+        port,
+      );
+    const named = await explain('grpc');
     expect(named.code).toBe(0);
     expect(named.stdout).toMatch(/TCP\/7443/);
-    const bad = await run(
-      'netpol',
-      'explain',
-      join(EX, 'netpol'),
-      '--from',
-      'shop/cart',
-      '--to',
-      'payments/ledger',
-      '--port',
-      'nope',
-    );
+    const bad = await explain('nope');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/no TCP port of that name \(it has grpc=7443\/TCP\)/);
-    const big = await run(
-      'netpol',
-      'explain',
-      join(EX, 'netpol'),
-      '--from',
-      'shop/cart',
-      '--to',
-      'payments/ledger',
-      '--port',
-      '70000',
-    );
+    const big = await explain('70000');
     expect(big.code).toBe(2);
     expect(big.stderr).toMatch(/out of range/);
   });

@@ -2,10 +2,8 @@
 // endpoints), with the deciding policy and rule, like `hubble observe`. From an agent's endpoint
 // (`--agent http://HOST:9090`, e.g. through a port-forward), or from the agent on `--node N` through
 // the API server's pod proxy (with --kubeconfig / --context).
-import { KubeClient } from '@cascade/core';
-import { KubeConfig } from '@kubernetes/client-node';
 import { type Command, oneOf, out, table, UsageError } from '../cli.ts';
-import { liveOptions } from '../cluster.ts';
+import { clientFor, liveOptions } from '../cluster.ts';
 
 interface Flow {
   time: string;
@@ -91,11 +89,7 @@ export const flowsCommand: Command = {
       throw new UsageError(
         '--follow needs --agent (e.g. kubectl port-forward to the agent, then --agent http://127.0.0.1:9090)',
       );
-    const kc = new KubeConfig();
-    if (live.kubeconfig) kc.loadFromFile(live.kubeconfig);
-    else kc.loadFromDefault();
-    if (live.context) kc.setCurrentContext(live.context);
-    const client = new KubeClient(kc);
+    const client = clientFor(live);
     const pods = await client.request<{ items: { metadata: { name: string; namespace: string } }[] }>(
       'GET',
       `/api/v1/pods?labelSelector=${encodeURIComponent('app.kubernetes.io/name=cascade-netpol-agent')}&fieldSelector=${encodeURIComponent(`spec.nodeName=${values.node}`)}`,
