@@ -4,10 +4,16 @@
 // containers. Until the agent has loaded the pod's endpoint the program drops every packet of that
 // interface (default deny for unknown endpoints), so no pod traffic flows unenforced. If the programs
 // are not pinned (no agent has ever run on this node) ADD fails: the pod is not started (fail closed).
-// It never writes maps and never reads anything a pod owner controls. DEL, CHECK, GC, STATUS: no-ops
-// (the veth, and its filters, go with the pod). Output: the previous result, unchanged.
+// It never writes maps and never reads anything a pod owner controls.
+// It also records, for the agent, which host interface carries which pod addresses: the file
+// <recordDir>/<CNI_CONTAINERID> holds `ifindex N`, `ifname NAME` and one `addr A` per address of the
+// pod interface, read from the kernel inside the pod's namespace (the runtime's word, not the pod's).
+// On a bridge the agent could otherwise learn that only from the pod's own ARP, which the program
+// drops until the endpoint is bound. DEL removes the record; CHECK, GC, STATUS: no-ops (the veth, and
+// its filters, go with the pod). Output: the previous result, unchanged.
 //
-// Network configuration keys it reads: cniVersion, pinDir (default /sys/fs/bpf/cascade), prevResult.
+// Network configuration keys it reads: cniVersion, pinDir (default /sys/fs/bpf/cascade), recordDir
+// (default /run/cascade/cni), prevResult.
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -17,7 +23,10 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <arpa/inet.h>
+#include <linux/if_addr.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +129,61 @@ static int peer_of(int ifindex) {
 	return -1;
 }
 
+/* the addresses of interface `ifindex` in the current network namespace (IPv6 link-local left out),
+ * written as `addr A` lines into out; returns how many */
+static int addresses_of(int ifindex, FILE *out) {
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0) return -1;
+	struct {
+		struct nlmsghdr nh;
+		struct ifaddrmsg ifa;
+	} req = {0};
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifaddrmsg));
+	req.nh.nlmsg_type = RTM_GETADDR;
+	req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	req.ifa.ifa_family = AF_UNSPEC;
+	if (send(fd, &req, req.nh.nlmsg_len, 0) < 0) {
+		close(fd);
+		return -1;
+	}
+	static char buf[1 << 16];
+	int count = 0;
+	for (;;) {
+		int n = (int)recv(fd, buf, sizeof(buf), 0);
+		if (n <= 0) break;
+		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (unsigned)n); nh = NLMSG_NEXT(nh, n)) {
+			if (nh->nlmsg_type == NLMSG_DONE || nh->nlmsg_type == NLMSG_ERROR) {
+				close(fd);
+				return count;
+			}
+			if (nh->nlmsg_type != RTM_NEWADDR) continue;
+			struct ifaddrmsg *ifa = NLMSG_DATA(nh);
+			if ((int)ifa->ifa_index != ifindex || ifa->ifa_scope == RT_SCOPE_LINK || ifa->ifa_scope == RT_SCOPE_HOST) continue;
+			int alen = (int)IFA_PAYLOAD(nh);
+			for (struct rtattr *a = IFA_RTA(ifa); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+				if (a->rta_type != IFA_ADDRESS) continue;
+				char text[INET6_ADDRSTRLEN];
+				if (!inet_ntop(ifa->ifa_family, RTA_DATA(a), text, sizeof(text))) continue;
+				fprintf(out, "addr %s\n", text);
+				count++;
+			}
+		}
+	}
+	close(fd);
+	return count;
+}
+
+static int valid_id(const char *s) {
+	size_t n = s ? strlen(s) : 0;
+	if (n < 1 || n > 128) return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-') || (i == 0 && c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
 static void attach(int ifindex, enum bpf_tc_attach_point where, int prog_fd) {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = where);
 	LIBBPF_OPTS(bpf_tc_opts, o, .handle = 1, .priority = 1, .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE);
@@ -140,7 +204,17 @@ int main(void) {
 		printf("{\"cniVersion\":\"%s\",\"supportedVersions\":[\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\",\"1.1.0\"]}\n", version);
 		return 0;
 	}
-	if (strcmp(cmd, "ADD")) return 0; /* DEL, CHECK, GC, STATUS: nothing to do */
+	char records[256] = "/run/cascade/cni", record[512], tmp[560];
+	string_field("recordDir", records, sizeof(records));
+	const char *id = getenv("CNI_CONTAINERID");
+	int have_id = valid_id(id);
+	if (have_id) snprintf(record, sizeof(record), "%s/%s", records, id);
+	if (!strcmp(cmd, "DEL")) {
+		if (have_id) unlink(record);
+		return 0;
+	}
+	if (strcmp(cmd, "ADD")) return 0; /* CHECK, GC, STATUS: nothing to do */
+	if (!have_id) fail(4, "CNI_CONTAINERID missing or invalid", NULL);
 	size_t plen = 0;
 	const char *prev = object_field("prevResult", &plen);
 	if (!prev) fail(7, "cascade-cni is a chained plugin: no prevResult", NULL);
@@ -162,12 +236,28 @@ int main(void) {
 	if (setns(pod, CLONE_NEWNET)) fail(999, "cannot enter the pod network namespace", strerror(errno));
 	int inner = (int)if_nametoindex(ifname);
 	int peer = inner > 0 ? peer_of(inner) : -1;
+	char *addrs = NULL;
+	size_t addrs_len = 0;
+	FILE *mem = open_memstream(&addrs, &addrs_len);
+	int naddrs = (inner > 0 && mem) ? addresses_of(inner, mem) : -1;
+	if (mem) fclose(mem);
 	if (setns(self, CLONE_NEWNET)) fail(999, "cannot return to the host network namespace", strerror(errno));
 	if (inner <= 0) fail(999, "no such interface in the pod", ifname);
 	if (peer <= 0) fail(999, "the pod interface has no host-side peer (not a veth?)", ifname);
 	/* tc ingress of the host side sees what the pod sends (its egress), tc egress what it receives */
 	attach(peer, BPF_TC_INGRESS, from);
 	attach(peer, BPF_TC_EGRESS, to);
+	if (naddrs < 0) fail(999, "cannot read the pod interface's addresses", ifname);
+	char peer_name[IF_NAMESIZE] = "";
+	if (!if_indextoname((unsigned)peer, peer_name)) fail(999, "the host-side peer vanished", NULL);
+	mkdir("/run/cascade", 0755);
+	if (mkdir(records, 0700) && errno != EEXIST) fail(999, "cannot create the record directory", records);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", records, id);
+	FILE *f = fopen(tmp, "w");
+	if (!f) fail(999, "cannot write the endpoint record", tmp);
+	fprintf(f, "ifindex %d\nifname %s\n%s", peer, peer_name, addrs ? addrs : "");
+	if (fclose(f) || rename(tmp, record)) fail(999, "cannot write the endpoint record", record);
+	free(addrs);
 	fwrite(prev, 1, plen, stdout);
 	printf("\n");
 	return 0;

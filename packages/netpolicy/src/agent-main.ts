@@ -3,7 +3,8 @@
 // /sys/fs/bpf/cascade) so a restarted agent adopts them and reconciles without a window of wrong
 // verdicts. Metrics on METRICS_PORT; SIGTERM stops cleanly (programs stay attached, maps pinned).
 // CASCADE_NAMESPACE_ENTRY_BUDGET: policy map entries one namespace's NetworkPolicies may use on this
-// node (default 100,000). Pod interfaces are found from the kernel (iproute2's ip and bridge).
+// node (default 100,000). Pod interfaces are found from cascade-cni's records (CASCADE_CNI_RECORD_DIR,
+// default /run/cascade/cni) and the kernel (iproute2's ip and bridge).
 import { ARTIFACTS, Datapath } from '@cascade/bpf-datapath';
 import { jsonLogger, KubeClient } from '@cascade/core';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -34,6 +35,7 @@ const agent = new NetpolAgent({
   node,
   datapath,
   metricsPort: Number(process.env.METRICS_PORT ?? 9090),
+  cniRecordDir: process.env.CASCADE_CNI_RECORD_DIR ?? '/run/cascade/cni',
   ...(process.env.CASCADE_NAMESPACE_ENTRY_BUDGET
     ? { namespaceEntryBudget: Number(process.env.CASCADE_NAMESPACE_ENTRY_BUDGET) }
     : {}),

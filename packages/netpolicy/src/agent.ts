@@ -49,8 +49,10 @@ export interface AgentOptions {
   datapath: Datapath;
   log?: Logger;
   metricsPort?: number;
-  /** Finds local pods' host-side interfaces (default: from the kernel). */
+  /** Finds local pods' host-side interfaces (default: from the kernel and cascade-cni's records). */
   interfaces?: InterfaceResolver;
+  /** cascade-cni's record directory (default /run/cascade/cni; see bpf-datapath interfaces.ts). */
+  cniRecordDir?: string;
   /**
    * Attach the programs to the interfaces found (default true). false where another component owns
    * attachments, or in tests that run packets through BPF_PROG_TEST_RUN only.
@@ -137,7 +139,8 @@ export class NetpolAgent {
   constructor(opts: AgentOptions) {
     this.opts = opts;
     this.log = opts.log ?? jsonLogger('cascade-netpol-agent');
-    this.interfaces = opts.interfaces ?? new KernelInterfaces();
+    this.interfaces =
+      opts.interfaces ?? new KernelInterfaces({ recordDir: opts.cniRecordDir ?? '/run/cascade/cni' });
     this.queue = new WorkQueue(() => this.sync(), 1);
     this.queue.onError = (_k, e) => {
       this.errors.inc();

@@ -14,6 +14,7 @@ export * from './model.ts';
 export * from './owners.ts';
 export * from './ports.ts';
 export * from './precedence.ts';
+export * from './rbac.ts';
 export * from './rules.ts';
 export * from './selection.ts';
 export * from './tiers.ts';

@@ -2,6 +2,9 @@
 // each pod's host-side veth, a NetworkPolicy resolved and lowered by the engine, and real TCP
 // connections and pings between the namespaces. Needs root (netns, veth, tc), like the other kernel tests.
 import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ARTIFACTS, COUNTERS, KernelInterfaces } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled } from '@cascade/bpf-datapath/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -157,7 +160,15 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
       interfaces: [{ name: `${HOST_IF.client}p`, sandbox: `/var/run/netns/${NS.client}` }],
       ips: [{ address: `${IP.client}/24`, interface: 0 }],
     };
-    const conf = { cniVersion: '1.0.0', name: 'pods', type: 'cascade-cni', pinDir: dp.pinDir, prevResult };
+    const recordDir = mkdtempSync(join(tmpdir(), 'cascade-cni-records-'));
+    const conf = {
+      cniVersion: '1.0.0',
+      name: 'pods',
+      type: 'cascade-cni',
+      pinDir: dp.pinDir,
+      recordDir,
+      prevResult,
+    };
     const cni = (command: string, extra: Record<string, string> = {}, c: object = conf) =>
       execFileSync(ARTIFACTS.cni, [], {
         input: JSON.stringify(c),
@@ -175,6 +186,22 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
     expect(JSON.parse(cni('ADD'))).toEqual(prevResult);
     const client = ifindexes.get(IP.client)!;
     expect((await dp.dp.attachments()).get(client)).toEqual({ ingress: true, egress: true });
+    // ... and its record names that veth and the pod's address, read inside the pod's namespace
+    expect(readFileSync(join(recordDir, 'c0ffee'), 'utf8')).toBe(
+      `ifindex ${client}\nifname ${HOST_IF.client}\naddr ${IP.client}\n`,
+    );
+    // the agent binds the pod from the record alone, with no neighbour entry (the pod's ARP is
+    // dropped until it is bound); a forged record naming another veth's index is not believed
+    ip('neigh', 'flush', 'dev', BRIDGE);
+    writeFileSync(
+      join(recordDir, 'forged'),
+      `ifindex ${client}\nifname ${HOST_IF.server}\naddr ${IP.server}\n`,
+    );
+    const fromRecords = await new KernelInterfaces({ recordDir }).records(
+      await new KernelInterfaces().links(),
+    );
+    expect(fromRecords.map((r) => [r.ifindex, r.addresses])).toEqual([[client, [IP.client]]]);
+    expect((await new KernelInterfaces({ recordDir }).resolve([IP.client])).get(IP.client)).toBe(client);
     // the window: the agent has not loaded the client's endpoint yet, so none of its traffic flows
     expect(await connect(80)).toBe('blocked');
     // a hostile or broken call fails without attaching anything else
@@ -187,6 +214,10 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
       out = String((e as { stdout?: Buffer }).stdout);
     }
     expect(JSON.parse(out)).toMatchObject({ code: 11, msg: expect.stringMatching(/not pinned/) });
+    // DEL removes the record
+    cni('DEL');
+    expect(existsSync(join(recordDir, 'c0ffee'))).toBe(false);
+    rmSync(recordDir, { recursive: true, force: true });
     await dp.dp.detach(client);
   });
 

@@ -6,7 +6,8 @@ K8S_VERSION=${K8S_VERSION:-v1.34.4}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.5}
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${CASCADE_CACHE:-$HOME/.cache/cascade}
-out="$cache/envtest/k8s-$K8S_VERSION-etcd-$ETCD_VERSION"
+# -r2: kube-apiserver carries its version (ldflags), which clients such as helm check
+out="$cache/envtest/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-r2"
 log() { printf '[envtest] %s\n' "$*" >&2; }
 if [[ -x $out/bin/kube-apiserver && -x $out/bin/etcd ]]; then
   log "binaries cached in $out/bin"
@@ -38,7 +39,7 @@ package tools
 
 import _ "k8s.io/kubernetes/cmd/kube-apiserver"
 GO
-  (cd "$src" && go mod tidy -e >/dev/null 2>&1 || true; go build -trimpath -ldflags='-s -w' -o "$out/bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
+  (cd "$src" && go mod tidy -e >/dev/null 2>&1 || true; go build -trimpath -ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2)" -o "$out/bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
 fi
 
 if [[ ! -x $out/bin/etcd ]]; then

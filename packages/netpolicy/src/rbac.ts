@@ -1,0 +1,24 @@
+// RBAC of the node agent: it reads what its engine resolves (pods, namespaces, nodes and the four
+// policy kinds) and posts Warning Events (address conflicts, refusals). It writes nothing else: no
+// status, no EffectivePolicies, no Leases (every agent works for its own node; none leads).
+const READ = ['get', 'list', 'watch'];
+
+export const AGENT_NAME = 'netpolicy-agent';
+
+export function agentClusterRole(name = AGENT_NAME): Record<string, unknown> {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name, labels: { 'app.kubernetes.io/part-of': 'cascade' } },
+    rules: [
+      { apiGroups: [''], resources: ['pods', 'namespaces', 'nodes'], verbs: READ },
+      { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: READ },
+      {
+        apiGroups: ['policy.networking.k8s.io'],
+        resources: ['adminnetworkpolicies', 'baselineadminnetworkpolicies', 'clusternetworkpolicies'],
+        verbs: READ,
+      },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+    ],
+  };
+}

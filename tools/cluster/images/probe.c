@@ -1,0 +1,169 @@
+/* cascade-probe: the e2e workload. `serve PORT...` answers every TCP connection and UDP datagram on
+ * those ports (IPv4 and IPv6) with "ok HOSTNAME\n"; `probe tcp|udp HOST PORT [TIMEOUT_MS]` prints
+ * ALLOW and exits 0 when the server answered within the timeout (default 1000 ms), else prints DENY
+ * and exits 1 (2 on bad arguments); `probe-all TIMEOUT_MS PROTO/HOST/PORT...` prints one
+ * `PROTO/HOST/PORT ALLOW|DENY` line per target. Static, no allocation per connection, bounded everything. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PORTS 16
+
+static char reply[128];
+
+static int port_of(const char *s) {
+	char *end;
+	long p = strtol(s, &end, 10);
+	return (*s && !*end && p > 0 && p < 65536) ? (int)p : -1;
+}
+
+static int listener(int type, int port) {
+	int fd = socket(AF_INET6, type, 0);
+	if (fd < 0) return -1;
+	int off = 0, on = 1;
+	setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = in6addr_any};
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) return -1;
+	if (type == SOCK_STREAM && listen(fd, 128) < 0) return -1;
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	return fd;
+}
+
+static int serve(int argc, char **argv) {
+	struct pollfd fds[2 * MAX_PORTS];
+	int n = 0;
+	if (argc < 1 || argc > MAX_PORTS) return 2;
+	for (int i = 0; i < argc; i++) {
+		int port = port_of(argv[i]);
+		if (port < 0) return 2;
+		int t = listener(SOCK_STREAM, port), u = listener(SOCK_DGRAM, port);
+		if (t < 0 || u < 0) {
+			perror("cascade-probe: bind");
+			return 1;
+		}
+		fds[n++] = (struct pollfd){.fd = t, .events = POLLIN};
+		fds[n++] = (struct pollfd){.fd = u, .events = POLLIN};
+	}
+	char host[64] = "unknown";
+	gethostname(host, sizeof(host) - 1);
+	snprintf(reply, sizeof(reply), "ok %s\n", host);
+	signal(SIGPIPE, SIG_IGN);
+	fprintf(stderr, "cascade-probe: serving %d port(s)\n", argc);
+	for (;;) {
+		if (poll(fds, n, -1) < 0 && errno != EINTR) return 1;
+		for (int i = 0; i < n; i++) {
+			if (!(fds[i].revents & POLLIN)) continue;
+			if (i % 2 == 0) {
+				int c = accept(fds[i].fd, NULL, NULL);
+				if (c >= 0) {
+					(void)!write(c, reply, strlen(reply));
+					close(c);
+				}
+			} else {
+				char buf[512];
+				struct sockaddr_storage from;
+				socklen_t len = sizeof(from);
+				ssize_t got = recvfrom(fds[i].fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &len);
+				if (got >= 0) sendto(fds[i].fd, reply, strlen(reply), 0, (struct sockaddr *)&from, len);
+			}
+		}
+	}
+}
+
+static long now_ms(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int probe(const char *proto, const char *host, const char *port_s, int timeout);
+
+/* probe-all TIMEOUT_MS PROTO/HOST/PORT...: one line `PROTO/HOST/PORT ALLOW|DENY` per target, in order */
+static int probe_all(int timeout, int argc, char **argv) {
+	if (argc < 1 || argc > 4096) return 2;
+	int saved = dup(1);
+	for (int i = 0; i < argc; i++) {
+		char spec[128];
+		snprintf(spec, sizeof(spec), "%s", argv[i]);
+		char *proto = spec, *host = strchr(spec, '/'), *port = host ? strrchr(host + 1, '/') : NULL;
+		if (!host || !port) return 2;
+		*host++ = 0;
+		*port++ = 0;
+		int devnull = open("/dev/null", O_WRONLY);
+		dup2(devnull, 1); /* probe() prints its own verdict line: keep only ours */
+		close(devnull);
+		int r = probe(proto, host, port, timeout);
+		dup2(saved, 1);
+		if (r == 2) return 2;
+		printf("%s %s\n", argv[i], r == 0 ? "ALLOW" : "DENY");
+	}
+	return 0;
+}
+
+static int probe(const char *proto, const char *host, const char *port_s, int timeout) {
+	int tcp = strcmp(proto, "tcp") == 0;
+	if (!tcp && strcmp(proto, "udp") != 0) return 2;
+	int port = port_of(port_s);
+	if (port < 0 || timeout <= 0 || timeout > 60000) return 2;
+	struct sockaddr_storage to = {0};
+	socklen_t to_len;
+	struct sockaddr_in *v4 = (struct sockaddr_in *)&to;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&to;
+	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons(port);
+		to_len = sizeof(*v4);
+	} else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons(port);
+		to_len = sizeof(*v6);
+	} else
+		return 2;
+	int fd = socket(to.ss_family, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK, 0);
+	if (fd < 0) goto deny;
+	long deadline = now_ms() + timeout;
+	int r = connect(fd, (struct sockaddr *)&to, to_len);
+	if (r < 0 && errno != EINPROGRESS) goto deny;
+	if (!tcp && send(fd, "probe\n", 6, 0) < 0) goto deny;
+	char buf[128];
+	for (;;) {
+		long left = deadline - now_ms();
+		if (left <= 0) goto deny;
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, (int)left) <= 0) continue;
+		ssize_t got = recv(fd, buf, sizeof(buf) - 1, 0);
+		if (got > 3 && strncmp(buf, "ok ", 3) == 0) {
+			buf[got] = 0;
+			printf("ALLOW %s", buf + 3);
+			close(fd);
+			return 0;
+		}
+		if (got == 0 || (got < 0 && errno != EAGAIN)) goto deny;
+	}
+deny:
+	if (fd >= 0) close(fd);
+	printf("DENY\n");
+	return 1;
+}
+
+int main(int argc, char **argv) {
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc >= 3 && strcmp(argv[1], "serve") == 0) return serve(argc - 2, argv + 2);
+	if (argc >= 4 && strcmp(argv[1], "probe-all") == 0) return probe_all(atoi(argv[2]), argc - 3, argv + 3);
+	if ((argc == 5 || argc == 6) && strcmp(argv[1], "probe") == 0)
+		return probe(argv[2], argv[3], argv[4], argc == 6 ? atoi(argv[5]) : 1000);
+	fprintf(stderr, "usage: cascade-probe serve PORT... | probe tcp|udp HOST PORT [TIMEOUT_MS] |\n"
+	                "       probe-all TIMEOUT_MS tcp|udp/HOST/PORT...\n");
+	return 2;
+}

@@ -1,0 +1,205 @@
+// Offline OCI image archives, without a container daemon: deterministic tar layers (sorted paths,
+// mtime 0, uid/gid 0, normalised modes), gzip with a zero mtime, an image config, a manifest and an
+// OCI image layout (oci-layout, index.json, blobs/sha256/*) written as one tar that
+// `ctr images import` and `skopeo` read. Same inputs give the same bytes, so the same digest.
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+
+export type Entry =
+  | { path: string; type: 'dir'; mode?: number }
+  | { path: string; type: 'file'; data: Buffer; mode?: number }
+  | { path: string; type: 'symlink'; target: string };
+
+const BLOCK = 512;
+
+function octal(value: number, width: number): string {
+  return `${value.toString(8).padStart(width - 1, '0')}\0`;
+}
+
+function header(name: string, size: number, type: string, mode: number, linkname = ''): Buffer {
+  const b = Buffer.alloc(BLOCK);
+  b.write(name, 0, 100, 'utf8');
+  b.write(octal(mode, 8), 100, 8, 'ascii');
+  b.write(octal(0, 8), 108, 8, 'ascii');
+  b.write(octal(0, 8), 116, 8, 'ascii');
+  b.write(octal(size, 12), 124, 12, 'ascii');
+  b.write(octal(0, 12), 136, 12, 'ascii');
+  b.write('        ', 148, 8, 'ascii');
+  b.write(type, 156, 1, 'ascii');
+  b.write(linkname, 157, 100, 'utf8');
+  b.write('ustar\0', 257, 6, 'ascii');
+  b.write('00', 263, 2, 'ascii');
+  b.write('root', 265, 32, 'ascii');
+  b.write('root', 297, 32, 'ascii');
+  let sum = 0;
+  for (const byte of b) sum += byte;
+  b.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 8, 'ascii');
+  return b;
+}
+
+function pad(data: Buffer): Buffer[] {
+  const rest = data.length % BLOCK;
+  return rest ? [data, Buffer.alloc(BLOCK - rest)] : [data];
+}
+
+/** A PAX record `LEN key=value\n`, where LEN counts the whole record including itself. */
+function paxRecord(key: string, value: string): string {
+  const body = ` ${key}=${value}\n`;
+  let len = Buffer.byteLength(body) + 1;
+  while (String(len).length + Buffer.byteLength(body) !== len)
+    len = String(len).length + Buffer.byteLength(body);
+  return `${len}${body}`;
+}
+
+/** A tar stream of the entries, sorted by path; names or link targets past 100 bytes get PAX records. */
+export function tar(entries: Entry[]): Buffer {
+  const parts: Buffer[] = [];
+  const sorted = [...entries].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const seen = new Set<string>();
+  for (const e of sorted) {
+    const path = e.path.replace(/^\/+/, '') + (e.type === 'dir' ? '/' : '');
+    if (!path || path === '/') continue;
+    if (seen.has(path)) throw new Error(`tar: duplicate path ${path}`);
+    seen.add(path);
+    const link = e.type === 'symlink' ? e.target : '';
+    if (Buffer.byteLength(path) > 100 || Buffer.byteLength(link) > 100) {
+      const pax = Buffer.from(
+        (Buffer.byteLength(path) > 100 ? paxRecord('path', path) : '') +
+          (Buffer.byteLength(link) > 100 ? paxRecord('linkpath', link) : ''),
+      );
+      parts.push(header('PaxHeader', pax.length, 'x', 0o644), ...pad(pax));
+    }
+    const name = path.slice(0, 100);
+    if (e.type === 'dir') parts.push(header(name, 0, '5', e.mode ?? 0o755));
+    else if (e.type === 'symlink') parts.push(header(name, 0, '2', 0o777, link.slice(0, 100)));
+    else parts.push(header(name, e.data.length, '0', e.mode ?? 0o644), ...pad(e.data));
+  }
+  parts.push(Buffer.alloc(BLOCK * 2));
+  return Buffer.concat(parts);
+}
+
+/** Every parent directory of the entries' paths, as dir entries (tar readers want them first). */
+export function withParents(entries: Entry[]): Entry[] {
+  const have = new Set(entries.map((e) => e.path.replace(/^\/+|\/+$/g, '')));
+  const extra: Entry[] = [];
+  for (const e of entries) {
+    const parts = e.path.replace(/^\/+|\/+$/g, '').split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join('/');
+      if (!have.has(dir)) {
+        have.add(dir);
+        extra.push({ path: dir, type: 'dir' });
+      }
+    }
+  }
+  return [...extra, ...entries];
+}
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+export interface Blob {
+  digest: string;
+  size: number;
+  data: Buffer;
+}
+const blob = (data: Buffer): Blob => ({ digest: `sha256:${sha256(data)}`, size: data.length, data });
+
+export interface ImageSpec {
+  /** Full reference, e.g. cascade.local/authpolicy-controller:0.1.0 */
+  ref: string;
+  layers: Entry[][];
+  entrypoint: string[];
+  env?: string[];
+  user?: string;
+  workingDir?: string;
+  labels?: Record<string, string>;
+}
+
+export interface BuiltImage {
+  ref: string;
+  /** The manifest digest: what `crictl images --digests` and a pod's imageID show. */
+  digest: string;
+  archive: Buffer;
+  /** Compressed bytes of all layers (what a registry would ship). */
+  compressedSize: number;
+  /** Uncompressed bytes of all layers (what the image takes on disk, unpacked). */
+  unpackedSize: number;
+}
+
+function json(value: unknown): Buffer {
+  return Buffer.from(JSON.stringify(value));
+}
+
+export function buildImage(spec: ImageSpec): BuiltImage {
+  const layerBlobs: Blob[] = [];
+  const diffIds: string[] = [];
+  let unpackedSize = 0;
+  for (const entries of spec.layers) {
+    const raw = tar(withParents(entries));
+    unpackedSize += raw.length;
+    diffIds.push(`sha256:${sha256(raw)}`);
+    layerBlobs.push(blob(gzipSync(raw, { level: 6 })));
+  }
+  const config = blob(
+    json({
+      architecture: 'amd64',
+      os: 'linux',
+      created: '1970-01-01T00:00:00Z',
+      config: {
+        User: spec.user ?? '65532:65532',
+        Entrypoint: spec.entrypoint,
+        Env: spec.env ?? ['PATH=/usr/local/bin:/usr/bin:/bin'],
+        WorkingDir: spec.workingDir ?? '/',
+        Labels: spec.labels ?? {},
+      },
+      rootfs: { type: 'layers', diff_ids: diffIds },
+    }),
+  );
+  const manifest = blob(
+    json({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      config: {
+        mediaType: 'application/vnd.oci.image.config.v1+json',
+        digest: config.digest,
+        size: config.size,
+      },
+      layers: layerBlobs.map((l) => ({
+        mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip',
+        digest: l.digest,
+        size: l.size,
+      })),
+    }),
+  );
+  const tag = spec.ref.slice(spec.ref.lastIndexOf(':') + 1);
+  const index = json({
+    schemaVersion: 2,
+    mediaType: 'application/vnd.oci.image.index.v1+json',
+    manifests: [
+      {
+        mediaType: 'application/vnd.oci.image.manifest.v1+json',
+        digest: manifest.digest,
+        size: manifest.size,
+        platform: { architecture: 'amd64', os: 'linux' },
+        annotations: { 'io.containerd.image.name': spec.ref, 'org.opencontainers.image.ref.name': tag },
+      },
+    ],
+  });
+  const blobs = [config, manifest, ...layerBlobs];
+  const archive = tar([
+    { path: 'oci-layout', type: 'file', data: json({ imageLayoutVersion: '1.0.0' }) },
+    { path: 'index.json', type: 'file', data: index },
+    { path: 'blobs', type: 'dir' },
+    { path: 'blobs/sha256', type: 'dir' },
+    ...blobs
+      .filter((b, i) => blobs.findIndex((o) => o.digest === b.digest) === i)
+      .map((b): Entry => ({ path: `blobs/sha256/${b.digest.slice(7)}`, type: 'file', data: b.data })),
+  ]);
+  return {
+    ref: spec.ref,
+    digest: manifest.digest,
+    archive,
+    compressedSize: layerBlobs.reduce((n, l) => n + l.size, 0),
+    unpackedSize,
+  };
+}
