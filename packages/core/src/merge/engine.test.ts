@@ -607,6 +607,23 @@ describe('D/O engine: status', () => {
     });
   });
 
+  it('a route attaching later reaches the gateway policy: its status is recomputed (reach changed)', () => {
+    const e = engineWith([
+      policy('gw-wide', 'infra', { kind: 'Gateway', name: 'gw' }, { limits: { a: L(4) } }),
+    ]);
+    e.flush();
+    e.upsertRoute({
+      kind: 'HTTPRoute',
+      namespace: 'app',
+      name: 'newcomer',
+      parentRefs: [{ name: 'gw', namespace: 'infra' }],
+      rules: [{}],
+    });
+    expect(e.flush().policies).toContain('LimitPolicy:infra/gw-wide');
+    e.removeRoute('HTTPRoute', 'app', 'newcomer');
+    expect(e.flush().policies).toContain('LimitPolicy:infra/gw-wide');
+  });
+
   it('a rule-level target that does not exist yields TargetNotFound', () => {
     const e = engineWith([
       policy('x', 'app', { kind: 'HTTPRoute', name: 'r1', sectionName: 'nope' }, { limits: { a: L(4) } }),

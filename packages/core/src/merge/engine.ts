@@ -239,15 +239,25 @@ export class PolicyEngine {
     let id = this.groupKeys.get(key);
     if (id === undefined) {
       let g = '';
-      for (const p of this.attached(key).sort((a, b) => compareAge(b, a)))
+      const ids: string[] = [];
+      for (const p of this.attached(key).sort((a, b) => compareAge(b, a))) {
         g += `${p.id}@${this.policies.get(p.id)!.revision},`;
+        ids.push(p.id);
+      }
       // invalid policies at the key are part of the chain too: their paths know them (fail closed)
       for (const id of [...this.byTarget.get(key)!].sort()) {
         const s = this.policies.get(id);
-        if (s && !s.policy) g += `!${id}@${s.revision},`;
+        if (s && !s.policy) {
+          g += `!${id}@${s.revision},`;
+          ids.push(id);
+        }
       }
       id = this.fragments.get(g);
-      if (id === undefined) this.fragments.set(g, (id = this.fragments.size));
+      if (id === undefined) {
+        this.fragments.set(g, (id = this.fragments.size));
+        // the fragment's policies: when a chain with it appears or vanishes, their reach changed
+        this.fragmentPolicies[id] = ids;
+      }
       this.groupKeys.set(key, id);
     }
     return id;
