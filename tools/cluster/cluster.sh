@@ -321,8 +321,11 @@ up() {
   import_images
   node_up "$ip"
   addons
-  if ((with_cascade)); then install_cascade; fi
-  kubectl -n kube-system rollout status deploy/coredns --timeout=120s >/dev/null || die "CoreDNS did not become ready"
+  # pods start only once the agent has pinned its programs (cascade-cni fails closed): CoreDNS waits for it
+  if ((with_cascade)); then
+    install_cascade
+    kubectl -n kube-system rollout status deploy/coredns --timeout=120s >/dev/null || die "CoreDNS did not become ready"
+  fi
   log "up in $((SECONDS - t0)) s; use: export KUBECONFIG=$KUBECONFIG"
 }
 

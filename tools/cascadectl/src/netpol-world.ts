@@ -36,8 +36,13 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
     } else if (m.kind === 'Pod') {
       const p = podFromObject(raw(m));
       if ('error' in p) problems.push(`${at}: ${p.error}`);
-      else if (p.ips.length === 0) problems.push(`${at}: status.podIP: the pod has no address yet; left out`);
-      else engine.upsertPod(p);
+      else if (p.ips.length === 0) {
+        // a Pending pod (being scheduled or started) has no address yet, and a host-network pod owns
+        // none (it is the node): normal in a live cluster
+        const hostNetwork = (m.spec as { hostNetwork?: boolean } | undefined)?.hostNetwork === true;
+        if (!hostNetwork && (m.status as { phase?: string } | undefined)?.phase !== 'Pending')
+          problems.push(`${at}: status.podIP: the pod has no address yet; left out`);
+      } else engine.upsertPod(p);
     } else if (m.kind === 'Node') {
       const n = nodeFromObject(raw(m));
       if ('error' in n) problems.push(`${at}: ${n.error}`);

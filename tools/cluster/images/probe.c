@@ -32,7 +32,10 @@ static int listener(int type, int port) {
 	if (fd < 0) return -1;
 	int off = 0, on = 1;
 	setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	/* TCP only: for UDP it would let a second server share the port and take the datagrams */
+	if (type == SOCK_STREAM) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	/* UDP answers leave from the address the datagram was sent to (a node has several) */
+	if (type == SOCK_DGRAM) setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on));
 	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = in6addr_any};
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) return -1;
 	if (type == SOCK_STREAM && listen(fd, 128) < 0) return -1;
@@ -71,11 +74,33 @@ static int serve(int argc, char **argv) {
 					close(c);
 				}
 			} else {
-				char buf[512];
-				struct sockaddr_storage from;
-				socklen_t len = sizeof(from);
-				ssize_t got = recvfrom(fds[i].fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &len);
-				if (got >= 0) sendto(fds[i].fd, reply, strlen(reply), 0, (struct sockaddr *)&from, len);
+				char buf[512], control[256];
+				struct sockaddr_in6 from;
+				struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+				struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1,
+				                   .msg_control = control, .msg_controllen = sizeof(control)};
+				if (recvmsg(fds[i].fd, &m, 0) < 0) continue;
+				struct in6_pktinfo info = {0};
+				int have_info = 0;
+				for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+					if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+						memcpy(&info, CMSG_DATA(c), sizeof(info));
+						have_info = 1;
+					}
+				char out_control[CMSG_SPACE(sizeof(struct in6_pktinfo))] = {0};
+				struct iovec out_iov = {.iov_base = reply, .iov_len = strlen(reply)};
+				struct msghdr out = {.msg_name = &from, .msg_namelen = m.msg_namelen, .msg_iov = &out_iov, .msg_iovlen = 1};
+				if (have_info) {
+					info.ipi6_ifindex = 0;
+					out.msg_control = out_control;
+					out.msg_controllen = sizeof(out_control);
+					struct cmsghdr *c = CMSG_FIRSTHDR(&out);
+					c->cmsg_level = IPPROTO_IPV6;
+					c->cmsg_type = IPV6_PKTINFO;
+					c->cmsg_len = CMSG_LEN(sizeof(info));
+					memcpy(CMSG_DATA(c), &info, sizeof(info));
+				}
+				sendmsg(fds[i].fd, &out, 0);
 			}
 		}
 	}

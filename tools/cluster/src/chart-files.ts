@@ -1,8 +1,9 @@
 // The parts of charts/cascade that are generated from the code rather than written by hand: the
 // CRDs (from the zod schemas) and every component's RBAC (from the PolicyKind contract and the
 // agent's rules), so the chart can never grant less or more than the binaries use. Namespaces are
-// placeholders the templates replace. `node tools/cluster/src/chart-files.ts` rewrites them; a test
-// checks they are current.
+// placeholders the templates replace. `node tools/cluster/src/chart-files.ts [HELM]` rewrites them
+// (and, given helm, deploy/cascade.yaml); a test checks both are current.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { CONTROLLER_SETTINGS } from '@cascade/cascadectl/manifests';
@@ -79,6 +80,23 @@ export function staleChartFiles(): string[] {
   return stale;
 }
 
+export const DEPLOY = resolve(CHART, '../../deploy/cascade.yaml');
+export const DEPLOY_NAMESPACE = 'cascade-system';
+
+/** deploy/cascade.yaml: the chart rendered with its defaults (helm template --include-crds), after
+ * the namespace it installs into, for `kubectl apply --server-side -f`. */
+export function renderDeploy(helm: string): string {
+  const rendered = execFileSync(
+    helm,
+    ['template', 'cascade', CHART, '--namespace', DEPLOY_NAMESPACE, '--include-crds'],
+    { maxBuffer: 64 << 20 },
+  ).toString();
+  return `# Rendered from charts/cascade with its default values (node tools/cluster/src/chart-files.ts).
+# Do not edit. Needs Limitador's namespace (kuadrant-system) to exist; install with
+#   kubectl apply --server-side -f deploy/cascade.yaml
+${stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: DEPLOY_NAMESPACE } })}${rendered}`;
+}
+
 export function writeChartFiles(): void {
   for (const dir of ['crds', 'files/rbac']) {
     rmSync(join(CHART, dir), { recursive: true, force: true });
@@ -87,4 +105,9 @@ export function writeChartFiles(): void {
   for (const [path, content] of chartFiles()) writeFileSync(join(CHART, path), content);
 }
 
-if (import.meta.main) writeChartFiles();
+if (import.meta.main) {
+  writeChartFiles();
+  const helm = process.argv[2];
+  if (helm) writeFileSync(DEPLOY, renderDeploy(helm));
+  else process.stderr.write('deploy/cascade.yaml not rendered: give the helm binary as the argument\n');
+}

@@ -56,7 +56,7 @@ export const effectiveCommand: Command = {
         (!values.gateway || r.path.gateway === values.gateway),
     );
     if (format === 'json') out(JSON.stringify(results, null, 2));
-    else if (format === 'yaml') out(stringify(results));
+    else if (format === 'yaml') out(stringify(results, { aliasDuplicateObjects: false }));
     else if (format === 'name')
       out(
         results

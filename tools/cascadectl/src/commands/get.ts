@@ -26,7 +26,8 @@ export const getEffectiveCommand: Command = {
     if (values.kind)
       items = items.filter((e) => e.spec.policyKind.toLowerCase() === String(values.kind).toLowerCase());
     if (format === 'json') out(JSON.stringify(items, null, 2));
-    else if (format === 'yaml') out(items.map((i) => stringify(i)).join('---\n'));
+    else if (format === 'yaml')
+      out(items.map((i) => stringify(i, { aliasDuplicateObjects: false })).join('---\n'));
     else if (!items.length) out(`no EffectivePolicies${ns ? ` in namespace ${ns}` : ''}`);
     else
       out(

@@ -28,7 +28,11 @@ export const renderCommand: Command = {
     const { world, problems } = loadGatewayWorld(files, values.kind);
     const objects = renderedObjects(world);
     if (format === 'json') out(JSON.stringify(objects, null, 2));
-    else out(objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n') || '# nothing to render');
+    else
+      out(
+        objects.map((o) => stringify(o, { lineWidth: 0, aliasDuplicateObjects: false })).join('---\n') ||
+          '# nothing to render',
+      );
     return problems > 0 ? 2 : 0;
   },
 };

@@ -101,7 +101,7 @@ export const statusCommand: Command = {
     const { world, problems } = loadGatewayWorld(files, values.kind);
     const report = statusReport(world);
     if (format === 'json') out(JSON.stringify(report, null, 2));
-    else if (format === 'yaml') out(stringify(report));
+    else if (format === 'yaml') out(stringify(report, { aliasDuplicateObjects: false }));
     else out(formatStatus(report));
     if (problems > 0) return 2;
     const short = (p: (typeof report.policies)[number]) =>

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The real single-node cluster's parts (tools/cluster): containerd, runc, the CNI plugins, iptables,
+# conntrack and openssl from Debian; kubelet, kube-proxy, kube-controller-manager, kube-scheduler,
+# kubectl, CoreDNS and helm from their Go modules; pause and the e2e probe from C. All cached.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+log() { printf '[setup:cluster] %s\n' "$*" >&2; }
+need=()
+command -v containerd >/dev/null || need+=(containerd)
+command -v runc >/dev/null || need+=(runc)
+[[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
+command -v iptables >/dev/null || need+=(iptables)
+command -v conntrack >/dev/null || need+=(conntrack)
+command -v openssl >/dev/null || need+=(openssl)
+[[ -f /etc/ssl/certs/ca-certificates.crt ]] || need+=(ca-certificates)
+if ((${#need[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then log "missing ${need[*]} and not root: the cluster cannot run here"; exit 0; fi
+  log "installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+bin=$(bash "$root/tools/cluster/build/build.sh")
+mkdir -p "$root/tools/cluster/.local"
+printf '{"bin":"%s"}\n' "$bin" > "$root/tools/cluster/.local/paths.json"
+log "binaries in $bin"

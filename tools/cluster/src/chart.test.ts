@@ -1,0 +1,105 @@
+// The Helm chart: its generated parts match the code, `helm lint` passes, every component can be
+// switched off, deploy/cascade.yaml is the chart's rendering, and the rendered manifests pass a
+// server-side dry run against the real API server (envtest). helm is built from its Go module by
+// the set-up; with CI=true a missing helm fails these tests.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { apiServerTestsEnabled, Envtest } from '@cascade/envtest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { CHART, DEPLOY, renderDeploy, staleChartFiles } from './chart-files.ts';
+import { clusterBin } from './harness.ts';
+
+const bin = clusterBin();
+if (!bin && process.env.CI === 'true')
+  throw new Error('helm and kubectl are missing: run scripts/setup.sh (CI=true)');
+const helm = (...args: string[]) =>
+  execFileSync(join(bin!, 'helm'), args, { maxBuffer: 64 << 20 }).toString();
+// biome-ignore lint/suspicious/noExplicitAny: rendered manifests
+type Doc = Record<string, any>;
+const render = (...set: string[]): Doc[] =>
+  parseAllDocuments(
+    helm('template', 'cascade', CHART, '-n', 'cascade-system', ...set.flatMap((s) => ['--set', s])),
+  )
+    .map((d) => d.toJS() as Doc)
+    .filter(Boolean);
+const names = (docs: Doc[]) => docs.map((d) => `${d.kind}/${d.metadata.name}`);
+
+describe('charts/cascade', () => {
+  it('its generated CRDs and RBAC are current (regenerate: node tools/cluster/src/chart-files.ts HELM)', () => {
+    expect(staleChartFiles()).toEqual([]);
+  });
+
+  describe.runIf(bin)('with helm', () => {
+    it('helm lint passes', () => {
+      expect(helm('lint', CHART)).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
+    });
+
+    it('deploy/cascade.yaml is the chart rendered with its defaults', () => {
+      expect(readFileSync(DEPLOY, 'utf8')).toBe(renderDeploy(join(bin!, 'helm')));
+    });
+
+    it('renders the controllers (2 replicas, probes, PDB, non-root, read-only root) and the agent DaemonSet', () => {
+      const docs = render();
+      const deploy = docs.find(
+        (d) => d.kind === 'Deployment' && d.metadata.name === 'authpolicy-controller',
+      )!;
+      expect(deploy.spec.replicas).toBe(2);
+      const c = deploy.spec.template.spec.containers[0];
+      expect(c.image).toBe('cascade.local/authpolicy-controller:0.1.0');
+      expect(c.livenessProbe.httpGet.path).toBe('/healthz');
+      expect(c.readinessProbe.httpGet.path).toBe('/readyz');
+      expect(c.securityContext).toMatchObject({
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+      });
+      expect(deploy.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true });
+      expect(c.args).toContain('--leader-election-namespace=cascade-system');
+      expect(names(docs)).toContain('PodDisruptionBudget/authpolicy-controller');
+      const ds = docs.find((d) => d.kind === 'DaemonSet')!;
+      const spec = ds.spec.template.spec;
+      expect(spec).toMatchObject({ hostNetwork: true, priorityClassName: 'system-node-critical' });
+      expect(spec.tolerations).toEqual([{ operator: 'Exists' }]);
+      expect(spec.containers[0].securityContext.capabilities).toEqual({
+        drop: ['ALL'],
+        add: ['BPF', 'NET_ADMIN', 'PERFMON'],
+      });
+      expect(spec.volumes.map((v: Doc) => v.hostPath?.path)).toContain('/sys/fs/bpf');
+      // the Limitador ConfigMaps role lives in Limitador's namespace only
+      expect(
+        docs.find((d) => d.kind === 'Role' && d.metadata.namespace === 'kuadrant-system')?.rules[0].resources,
+      ).toEqual(['configmaps']);
+    });
+
+    it('every component can be switched off, and the namespaces follow the values', () => {
+      const none = render('authpolicy.enabled=false', 'ratelimitpolicy.enabled=false', 'agent.enabled=false');
+      expect(names(none).filter((n) => !n.startsWith('ClusterRole/cascade-'))).toEqual([]);
+      const noAgent = render('agent.enabled=false');
+      expect(names(noAgent).some((n) => n.includes('netpolicy-agent'))).toBe(false);
+      const moved = render('ratelimitpolicy.limitadorNamespace=limitador');
+      expect(moved.some((d) => d.kind === 'Role' && d.metadata.namespace === 'limitador')).toBe(true);
+      expect(JSON.stringify(moved)).not.toContain('__');
+    });
+  });
+
+  describe.runIf(bin && apiServerTestsEnabled())('against the API server', () => {
+    let env: Envtest;
+    beforeAll(async () => {
+      env = await Envtest.start();
+    }, 120_000);
+    afterAll(async () => env?.stop());
+
+    it('deploy/cascade.yaml passes a server-side dry run', () => {
+      const kubectl = (...args: string[]) =>
+        execFileSync(join(bin!, 'kubectl'), ['--kubeconfig', env.kubeconfig, ...args], {
+          maxBuffer: 64 << 20,
+        }).toString();
+      kubectl('create', 'namespace', 'kuadrant-system');
+      kubectl('create', 'namespace', 'cascade-system');
+      const out = kubectl('apply', '--server-side', '--dry-run=server', '-f', DEPLOY);
+      expect(out).toMatch(/daemonset.apps\/netpolicy-agent serverside-applied \(server dry run\)/);
+      expect(out).toMatch(/deployment.apps\/authpolicy-controller serverside-applied \(server dry run\)/);
+    }, 120_000);
+  });
+});
