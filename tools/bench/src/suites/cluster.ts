@@ -92,10 +92,10 @@ export async function run(): Promise<Figure[]> {
     watcher.stdout?.on('data', (d: Buffer) => {
       buf += d.toString();
       let i: number;
-      // each event is one pretty-printed JSON object ending with "}\n" at column 0
-      while ((i = buf.indexOf('\n}\n')) >= 0) {
-        const text = buf.slice(0, i + 2);
-        buf = buf.slice(i + 3);
+      // one compact JSON event per line
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const text = buf.slice(0, i);
+        buf = buf.slice(i + 1);
         try {
           const ev = JSON.parse(text) as {
             object: { metadata: { name: string }; status: { phase?: string; podIP?: string } };
