@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Builds what a real single-node cluster needs beyond the envtest API server, once, into
+# $CASCADE_CACHE/cluster/<versions>/bin: kubelet, kube-proxy, kube-controller-manager, kube-scheduler
+# and kubectl from the k8s.io/kubernetes Go module (the same version as kube-apiserver), CoreDNS and
+# helm from their Go modules, and the pause and e2e workload binaries from tools/cluster/images/*.c. A second run
+# finds the binaries and prints the directory.
+set -euo pipefail
+K8S_VERSION=${K8S_VERSION:-v1.34.4}
+COREDNS_VERSION=${COREDNS_VERSION:-v1.12.4}
+HELM_VERSION=${HELM_VERSION:-v3.19.0}
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${CASCADE_CACHE:-$HOME/.cache/cascade}
+out="$cache/cluster/k8s-$K8S_VERSION-coredns-$COREDNS_VERSION-helm-$HELM_VERSION"
+log() { printf '[cluster-build] %s\n' "$*" >&2; }
+k8s_bins=(kubelet kube-proxy kube-controller-manager kube-scheduler kubectl)
+want=("${k8s_bins[@]}" coredns helm pause cascade-probe)
+missing=()
+for b in "${want[@]}"; do [[ -x $out/bin/$b ]] || missing+=("$b"); done
+# the C programs are rebuilt when their source changes (one second each)
+native_sum=$(cat "$here"/../images/*.c | sha256sum | cut -c1-16)
+if [[ $(cat "$out/bin/.native-sum" 2>/dev/null) != "$native_sum" ]]; then
+  for b in pause cascade-probe; do [[ " ${missing[*]} " == *" $b "* ]] || missing+=("$b"); done
+fi
+if ((${#missing[@]} == 0)); then
+  log "binaries cached in $out/bin"
+  echo "$out/bin"
+  exit 0
+fi
+[[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
+command -v go >/dev/null || { echo "cluster-build: go is required to build ${missing[*]}" >&2; exit 1; }
+mkdir -p "$out/bin" "$out/src"
+export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+
+need() { [[ " ${missing[*]} " == *" $1 "* ]]; }
+
+kube_missing=()
+for b in "${k8s_bins[@]}"; do need "$b" && kube_missing+=("$b"); done
+if ((${#kube_missing[@]})); then
+  log "building ${kube_missing[*]} $K8S_VERSION (first time only; takes minutes)"
+  src="$out/src/kube"
+  mkdir -p "$src"
+  gomod=$(cd "$src" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  staging_version="v0${K8S_VERSION#v1}"
+  {
+    echo "module cascade.dev/cluster-kube"
+    echo "go 1.24"
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    sed -n 's#^\s*\(k8s\.io/[a-z0-9-]*\) => ./staging/src/.*#replace \1 => \1 '"$staging_version"'#p' "$gomod"
+  } > "$src/go.mod"
+  {
+    printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    for b in "${kube_missing[@]}"; do
+      case $b in
+        kubectl) printf '\t_ "k8s.io/kubectl/pkg/cmd"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n' ;;
+        *) printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$b" ;;
+      esac
+    done
+    printf ')\n'
+  } > "$src/tools.go"
+  (cd "$src" && { go mod tidy -e >/dev/null 2>&1 || true; }
+    pkgs=(); for b in "${kube_missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
+    go build -trimpath -ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2)" -o "$out/bin/" "${pkgs[@]}")
+fi
+
+if need coredns; then
+  log "building coredns $COREDNS_VERSION"
+  src="$out/src/coredns"
+  mkdir -p "$src"
+  printf 'module cascade.dev/cluster-coredns\ngo 1.24\nrequire github.com/coredns/coredns %s\n' "$COREDNS_VERSION" > "$src/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/coredns/coredns"\n' > "$src/tools.go"
+  (cd "$src" && { go mod tidy -e >/dev/null 2>&1 || true; }; go build -trimpath -ldflags='-s -w' -o "$out/bin/coredns" github.com/coredns/coredns)
+fi
+
+if need helm; then
+  log "building helm $HELM_VERSION"
+  src="$out/src/helm"
+  mkdir -p "$src"
+  printf 'module cascade.dev/cluster-helm\ngo 1.24\nrequire helm.sh/helm/v3 %s\n' "$HELM_VERSION" > "$src/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "helm.sh/helm/v3/cmd/helm"\n' > "$src/tools.go"
+  (cd "$src" && { go mod tidy -e >/dev/null 2>&1 || true; }
+    # the Kubernetes version helm assumes without a cluster (template, lint): its client-go's, as its Makefile sets it
+    minor=$(go list -m -f '{{.Version}}' k8s.io/client-go | cut -d. -f2)
+    x="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+    for p in pkg/lint/rules pkg/chartutil; do x="$x -X helm.sh/helm/v3/$p.k8sVersionMajor=1 -X helm.sh/helm/v3/$p.k8sVersionMinor=$minor"; done
+    go build -trimpath -ldflags="-s -w $x" -o "$out/bin/helm" helm.sh/helm/v3/cmd/helm)
+fi
+
+if need pause; then
+  log "building pause from tools/cluster/images/pause.c"
+  gcc -Os -static -Wall -Werror -o "$out/bin/pause" "$here/../images/pause.c"
+  strip "$out/bin/pause"
+fi
+if need cascade-probe; then
+  log "building cascade-probe (the e2e workload) from tools/cluster/images/probe.c"
+  gcc -Os -static -Wall -Werror -o "$out/bin/cascade-probe" "$here/../images/probe.c"
+  strip "$out/bin/cascade-probe"
+fi
+echo "$native_sum" > "$out/bin/.native-sum"
+log "built into $out/bin"
+echo "$out/bin"
