@@ -24,6 +24,9 @@ import {
   until,
 } from './harness.ts';
 
+/** One rule of an EffectivePolicy path or of `cascadectl effective`: compared without metadata. */
+type RuleEntry = { value: unknown; source: unknown; as?: string };
+
 const enabled = clusterTestsEnabled();
 
 /** How many host veths carry the Cascade program at tc ingress. */
@@ -57,7 +60,7 @@ const install = (tag: string, upgrade = false) =>
 type Obj = {
   kind: string;
   metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  spec?: any;
+  spec?: { containers?: { name?: string; ports?: unknown[] }[]; [field: string]: unknown };
 };
 const docs = (file: string): Obj[] =>
   parseAllDocuments(readFileSync(join(ROOT, file), 'utf8')).flatMap((d) => {
@@ -118,13 +121,15 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
   const publishedPaths = () => {
     const out = new Map<string, string>();
     for (const e of kubectlJson<{
-      items: { spec: { policyKind: string; paths: { paths: object[]; rules: Record<string, any> }[] } }[];
+      items: {
+        spec: { policyKind: string; paths: { paths: object[]; rules: Record<string, RuleEntry> }[] };
+      }[];
     }>('get', 'effectivepolicies', '-A').items)
       for (const g of e.spec.paths)
         for (const p of g.paths) out.set(`${e.spec.policyKind} ${canon(p)}`, canon(strip(g.rules)));
     return out;
   };
-  const strip = (rules: Record<string, any>) =>
+  const strip = (rules: Record<string, RuleEntry>) =>
     Object.fromEntries(
       Object.entries(rules).map(([k, v]) => [k, { value: v.value, source: v.source, as: v.as }]),
     );
@@ -133,7 +138,7 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
     for (const e of JSON.parse(cascadectl('effective', '-f', dir, '-o', 'json')) as {
       policyKind: string;
       path: object;
-      rules: Record<string, any>;
+      rules: Record<string, RuleEntry>;
     }[])
       out.set(`${e.policyKind} ${canon(e.path)}`, canon(strip(e.rules)));
     return out;
