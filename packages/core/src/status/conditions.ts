@@ -142,14 +142,17 @@ function enforcedCondition(engine: PolicyEngine, id: string, gen: number | undef
     for (const s of result.steps)
       if (isSelf(s.policy) && s.outcome === 'condition-false') condFalse += pks.length;
   }
+  // every list in a message in a fixed order: the same state gives the same text whatever the order
+  // of events was (a restarted controller must compare equal and write nothing)
+  const byKey = <V>(m: Map<string, V>) => [...m].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   const notes: string[] = [];
-  for (const [by, set] of refused)
+  for (const [by, set] of byKey(refused))
     notes.push(`unset of ${list(set)} refused: an override of ${by} cannot be unset`);
-  for (const [msg, e] of condErrors)
+  for (const [msg, e] of byKey(condErrors))
     notes.push(
       `condition failed on ${e.paths} path(s): ${msg} (${e.applied ? 'the override was applied: fail safe' : 'the default was skipped'})`,
     );
-  const overriders = [...lostBy.entries()].map(
+  const overriders = byKey(lostBy).map(
     ([by, e]) => `${list(e.rules)} by ${by} (routes ${list(e.routes)})`,
   );
   const tail = notes.length ? `; ${notes.join('; ')}` : '';
