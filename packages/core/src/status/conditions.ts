@@ -152,9 +152,7 @@ function enforcedCondition(engine: PolicyEngine, id: string, gen: number | undef
     notes.push(
       `condition failed on ${e.paths} path(s): ${msg} (${e.applied ? 'the override was applied: fail safe' : 'the default was skipped'})`,
     );
-  const overriders = byKey(lostBy).map(
-    ([by, e]) => `${list(e.rules)} by ${by} (routes ${list(e.routes)})`,
-  );
+  const overriders = byKey(lostBy).map(([by, e]) => `${list(e.rules)} by ${by} (routes ${list(e.routes)})`);
   const tail = notes.length ? `; ${notes.join('; ')}` : '';
   if (enforced === 0 && lostCount > 0) {
     return cond(
