@@ -9,6 +9,7 @@ import { apiServerTestsEnabled, Envtest } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { CHART, DEPLOY, renderDeploy, staleChartFiles } from './chart-files.ts';
+import { DASHBOARD, dashboardFamilies, dashboardJson } from './dashboard.ts';
 import { clusterBin } from './harness.ts';
 
 const bin = clusterBin();
@@ -29,6 +30,19 @@ const names = (docs: Doc[]) => docs.map((d) => `${d.kind}/${d.metadata.name}`);
 describe('charts/cascade', () => {
   it('its generated CRDs and RBAC are current (regenerate: node tools/cluster/src/chart-files.ts HELM)', () => {
     expect(staleChartFiles()).toEqual([]);
+  });
+
+  it('the Grafana dashboard is current and queries only families the binaries export', () => {
+    expect(readFileSync(DASHBOARD, 'utf8')).toBe(dashboardJson());
+    const sources = execFileSync('grep', ['-rhoE', 'cascade_[a-z0-9_]+', join(CHART, '../../packages')], {
+      maxBuffer: 64 << 20,
+    }).toString();
+    const exported = new Set(sources.split('\n'));
+    // the per-counter families are built from the kernel's counter names (agent.ts)
+    const missing = dashboardFamilies().filter(
+      (f) => !exported.has(f) && !(f.startsWith('cascade_datapath_packets_') && f.endsWith('_total')),
+    );
+    expect(missing).toEqual([]);
   });
 
   describe.runIf(bin)('with helm', () => {
@@ -80,6 +94,10 @@ describe('charts/cascade', () => {
       const moved = render('ratelimitpolicy.limitadorNamespace=limitador');
       expect(moved.some((d) => d.kind === 'Role' && d.metadata.namespace === 'limitador')).toBe(true);
       expect(JSON.stringify(moved)).not.toContain('__');
+      const dash = render('dashboards.enabled=true').find(
+        (d) => d.kind === 'ConfigMap' && d.metadata.name === 'cascade-dashboards',
+      );
+      expect(JSON.parse(dash?.data['cascade.json']).title).toBe('Cascade');
     });
   });
 
