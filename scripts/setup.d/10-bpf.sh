@@ -34,7 +34,8 @@ else
   log "compiling the libbpf helper"
   gcc -O2 -Wall -o "$pkg/build/cascade-bpfctl" "$pkg/native/bpfctl.c" -lbpf
   log "compiling the CNI chaining plugin"
-  gcc -O2 -Wall -o "$pkg/build/cascade-cni" "$pkg/native/cni.c" -lbpf
+  # static: the agent's init container copies it onto nodes whatever libbpf (if any) they have
+  gcc -O2 -Wall -static -o "$pkg/build/cascade-cni" "$pkg/native/cni.c" -lbpf -lelf -lz
   echo "$sum" > "$stamp"
 fi
 if [[ $(id -u) -eq 0 ]] && ! mountpoint -q /sys/fs/bpf 2>/dev/null; then

@@ -161,7 +161,7 @@ control_plane() {
 containerd_up() {
   mkdir -p "$STATE/containerd" "$STATE/cni/net.d" "$STATE/cni/bin" "$STATE/cni/ipam"
   for p in /usr/lib/cni/*; do ln -sf "$p" "$STATE/cni/bin/"; done
-  ln -sf "$root/packages/bpf-datapath/build/cascade-cni" "$STATE/cni/bin/cascade-cni"
+  # cascade-cni itself is copied here by the agent's init container (the chart's agent.cni.binDir)
   cat >"$STATE/cni/net.d/10-cascade.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
@@ -286,7 +286,7 @@ install_cascade() {
   log "helm upgrade --install cascade (images $TAG)"
   local t0=$SECONDS
   helm upgrade --install cascade "$root/charts/cascade" -n cascade-system --create-namespace \
-    --set image.tag="$TAG" --set image.pullPolicy=Never --set agent.pinDir="$PIN_DIR" --wait --timeout 3m >/dev/null ||
+    --set image.tag="$TAG" --set image.pullPolicy=Never --set agent.pinDir="$PIN_DIR" --set agent.cni.binDir="$STATE/cni/bin" --wait --timeout 3m >/dev/null ||
     { kubectl get pods -A -o wide >&2; die "cascade did not become ready"; }
   log "cascade ready in $((SECONDS - t0)) s"
 }

@@ -80,6 +80,10 @@ describe('charts/cascade', () => {
         add: ['BPF', 'NET_ADMIN', 'PERFMON'],
       });
       expect(spec.volumes.map((v: Doc) => v.hostPath?.path)).toContain('/sys/fs/bpf');
+      // cascade-cni copied onto the node by an init container, which holds no capability
+      expect(spec.initContainers[0].command).toContain('/app/packages/bpf-datapath/src/install-cni.ts');
+      expect(spec.initContainers[0].securityContext.capabilities).toEqual({ drop: ['ALL'] });
+      expect(spec.volumes.map((v: Doc) => v.hostPath?.path)).toContain('/opt/cni/bin');
       // the Limitador ConfigMaps role lives in Limitador's namespace only
       expect(
         docs.find((d) => d.kind === 'Role' && d.metadata.namespace === 'kuadrant-system')?.rules[0].resources,

@@ -52,6 +52,8 @@ const install = (tag: string, upgrade = false) =>
     `image.tag=${tag}`,
     '--set',
     'image.pullPolicy=Never',
+    '--set',
+    'agent.cni.binDir=/var/lib/cascade-cluster/cni/bin',
     '--wait',
     '--timeout',
     '4m',

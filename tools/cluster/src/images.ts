@@ -45,7 +45,15 @@ const text = (path: string, body: string, mode = 0o644): Entry => ({
 function libraries(binaries: string[]): Entry[] {
   const out = new Map<string, Entry>();
   for (const bin of binaries) {
-    const ldd = execFileSync('ldd', [bin], { encoding: 'utf8' });
+    let ldd: string;
+    try {
+      ldd = execFileSync('ldd', [bin], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (e) {
+      // a static binary (cascade-cni) links nothing
+      const err = e as { stdout?: string; stderr?: string };
+      if (/not a dynamic executable/.test(`${err.stdout}${err.stderr}`)) continue;
+      throw e;
+    }
     for (const line of ldd.split('\n')) {
       const lib = /(?:=>\s*)?(\/\S+)\s+\(0x/.exec(line)?.[1];
       if (!lib || out.has(lib)) continue;

@@ -67,6 +67,8 @@ export async function run(): Promise<Figure[]> {
       'image.tag=0.1.0',
       '--set',
       'image.pullPolicy=Never',
+      '--set',
+      'agent.cni.binDir=/var/lib/cascade-cluster/cni/bin',
       '--wait',
       '--timeout',
       '5m',
