@@ -9,6 +9,9 @@ need=()
 command -v clang >/dev/null || need+=(clang llvm)
 command -v bpftool >/dev/null || need+=(bpftool)
 [[ -f /usr/include/bpf/libbpf.h ]] || need+=(libbpf-dev)
+# the static cascade-cni links libelf and zlib's static archives
+[[ -f /usr/lib/x86_64-linux-gnu/libelf.a || -f /usr/lib/$(gcc -dumpmachine 2>/dev/null)/libelf.a ]] || need+=(libelf-dev)
+[[ -f /usr/lib/x86_64-linux-gnu/libz.a || -f /usr/lib/$(gcc -dumpmachine 2>/dev/null)/libz.a ]] || need+=(zlib1g-dev)
 command -v gcc >/dev/null || need+=(gcc)
 command -v ip >/dev/null || need+=(iproute2)  # netns/veth for the attachment test
 [[ -f /usr/include/x86_64-linux-gnu/asm/types.h || -f /usr/include/asm/types.h ]] || need+=(linux-libc-dev)
