@@ -523,6 +523,52 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
     expect(versions()).toBe(rvBefore);
   }, 600_000);
 
+  it('the agent needs each of CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON: without any one its program load is refused', async () => {
+    const caps = ['BPF', 'NET_ADMIN', 'PERFMON'];
+    const setCaps = (add: string[]) =>
+      kubectl(
+        'patch',
+        'ds',
+        '-n',
+        NS,
+        'netpolicy-agent',
+        '--type=json',
+        '-p',
+        JSON.stringify([
+          {
+            op: 'replace',
+            path: '/spec/template/spec/containers/0/securityContext/capabilities/add',
+            value: add,
+          },
+        ]),
+      );
+    const agentPod = () =>
+      kubectlJson<{
+        items: { metadata: { name: string; creationTimestamp: string; deletionTimestamp?: string } }[];
+      }>('get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/name=netpolicy-agent').items.find(
+        (p) => !p.metadata.deletionTimestamp,
+      )?.metadata.name;
+    try {
+      for (const without of caps) {
+        const before = agentPod();
+        setCaps(caps.filter((c) => c !== without));
+        const refused = await until(`the agent without CAP_${without} refused`, 90, () => {
+          const pod = agentPod();
+          if (!pod || pod === before) return undefined;
+          let log = '';
+          try {
+            log = kubectl('logs', '-n', NS, pod, '-c', 'agent', '--tail=20');
+          } catch {}
+          return /bpfctl load .*(Operation not permitted|Permission denied)/.exec(log)?.[0];
+        });
+        expect(refused).toMatch(/load/);
+      }
+    } finally {
+      setCaps(caps);
+      kubectl('rollout', 'status', '-n', NS, 'ds/netpolicy-agent', '--timeout=120s');
+    }
+  }, 400_000);
+
   it('helm uninstall removes every object; the programs and pins stay (fail closed) until `cluster down`', async () => {
     helm('uninstall', 'cascade', '-n', NS, '--wait');
     await until('every Cascade pod gone', 60, () =>
