@@ -33,51 +33,36 @@ export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
 
 need() { [[ " ${missing[*]} " == *" $1 "* ]]; }
 
+# shellcheck source=../../envtest/build/lib.sh
+source "$here/../../envtest/build/lib.sh"
+
 kube_missing=()
 for b in "${k8s_bins[@]}"; do need "$b" && kube_missing+=("$b"); done
 if ((${#kube_missing[@]})); then
   log "building ${kube_missing[*]} $K8S_VERSION (first time only; takes minutes)"
   src="$out/src/kube"
-  mkdir -p "$src"
-  gomod=$(cd "$src" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
-  staging_version="v0${K8S_VERSION#v1}"
-  {
-    echo "module cascade.dev/cluster-kube"
-    echo "go 1.24"
-    echo "require k8s.io/kubernetes $K8S_VERSION"
-    sed -n 's#^\s*\(k8s\.io/[a-z0-9-]*\) => ./staging/src/.*#replace \1 => \1 '"$staging_version"'#p' "$gomod"
-  } > "$src/go.mod"
-  {
-    printf '//go:build tools\n\npackage tools\n\nimport (\n'
-    for b in "${kube_missing[@]}"; do
-      case $b in
-        kubectl) printf '\t_ "k8s.io/kubectl/pkg/cmd"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n' ;;
-        *) printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$b" ;;
-      esac
-    done
-    printf ')\n'
-  } > "$src/tools.go"
-  (cd "$src" && { go mod tidy -e >/dev/null 2>&1 || true; }
-    pkgs=(); for b in "${kube_missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
-    go build -trimpath -ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2)" -o "$out/bin/" "${pkgs[@]}")
+  pkgs=()
+  for b in "${kube_missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
+  k8s_module "$src" cluster-kube "$K8S_VERSION"
+  # kubectl's commands live in their own staging module
+  imports=("${pkgs[@]}")
+  if [[ " ${kube_missing[*]} " == *" kubectl "* ]]; then imports+=(k8s.io/kubectl/pkg/cmd); fi
+  printf '%s\n' "${imports[@]}" | tool_module "$src" cluster-kube
+  (cd "$src" && go build -trimpath -ldflags="$(k8s_ldflags "$K8S_VERSION")" -o "$out/bin/" "${pkgs[@]}")
 fi
 
 if need coredns; then
   log "building coredns $COREDNS_VERSION"
   src="$out/src/coredns"
-  mkdir -p "$src"
-  printf 'module cascade.dev/cluster-coredns\ngo 1.24\nrequire github.com/coredns/coredns %s\n' "$COREDNS_VERSION" > "$src/go.mod"
-  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/coredns/coredns"\n' > "$src/tools.go"
-  (cd "$src" && { go mod tidy -e >/dev/null 2>&1 || true; }; go build -trimpath -ldflags='-s -w' -o "$out/bin/coredns" github.com/coredns/coredns)
+  tool_module "$src" cluster-coredns github.com/coredns/coredns "$COREDNS_VERSION" <<<"github.com/coredns/coredns"
+  (cd "$src" && go build -trimpath -ldflags='-s -w' -o "$out/bin/coredns" github.com/coredns/coredns)
 fi
 
 if need helm; then
   log "building helm $HELM_VERSION"
   src="$out/src/helm"
-  mkdir -p "$src"
-  printf 'module cascade.dev/cluster-helm\ngo 1.24\nrequire helm.sh/helm/v3 %s\n' "$HELM_VERSION" > "$src/go.mod"
-  printf '//go:build tools\n\npackage tools\n\nimport _ "helm.sh/helm/v3/cmd/helm"\n' > "$src/tools.go"
-  (cd "$src" && { go mod tidy -e >/dev/null 2>&1 || true; }
+  tool_module "$src" cluster-helm helm.sh/helm/v3 "$HELM_VERSION" <<<"helm.sh/helm/v3/cmd/helm"
+  (cd "$src"
     # the Kubernetes version helm assumes without a cluster (template, lint): its client-go's, as its Makefile sets it
     minor=$(go list -m -f '{{.Version}}' k8s.io/client-go | cut -d. -f2)
     x="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"

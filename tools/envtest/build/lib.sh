@@ -1,0 +1,38 @@
+# Shared by tools/envtest/build/build.sh and tools/cluster/build/build.sh (sourced): how a binary is
+# built from a Go module here: a throwaway module in SRC that requires it, a tools.go that imports the
+# commands, `go mod tidy`, then `go build`.
+
+# k8s_module SRC NAME VERSION: SRC/go.mod requiring k8s.io/kubernetes@VERSION. Every staging module
+# that k8s.io/kubernetes replaces with ./staging/... comes from its own module at the matching v0.x.
+k8s_module() {
+  local src=$1 name=$2 version=$3 gomod
+  mkdir -p "$src"
+  gomod=$(cd "$src" && go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  {
+    echo "module cascade.dev/$name"
+    echo "go 1.24"
+    echo "require k8s.io/kubernetes $version"
+    sed -n 's#^\s*\(k8s\.io/[a-z0-9-]*\) => ./staging/src/.*#replace \1 => \1 '"v0${version#v1}"'#p' "$gomod"
+  } > "$src/go.mod"
+}
+
+# k8s_ldflags VERSION: the version a Kubernetes binary reports (clients such as helm check it)
+k8s_ldflags() {
+  echo "-s -w -X k8s.io/component-base/version.gitVersion=$1 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$1" | cut -d. -f2)"
+}
+
+# tool_module SRC NAME [MODULE VERSION]: SRC/go.mod (requiring MODULE@VERSION when given) and a
+# tools.go importing the packages read from stdin, one per line; then `go mod tidy`
+tool_module() {
+  local src=$1 name=$2
+  mkdir -p "$src"
+  if (($# >= 4)); then
+    printf 'module cascade.dev/%s\ngo 1.24\nrequire %s %s\n' "$name" "$3" "$4" > "$src/go.mod"
+  fi
+  {
+    printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    while read -r pkg; do printf '\t_ "%s"\n' "$pkg"; done
+    printf ')\n'
+  } > "$src/tools.go"
+  (cd "$src" && { go mod tidy -e >/dev/null 2>&1 || true; })
+}
