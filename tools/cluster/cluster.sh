@@ -4,6 +4,7 @@
 #   npm run cluster -- up [--no-cascade]   start (idempotent: what runs is left alone)
 #   npm run cluster -- down                stop and remove everything it made
 #   npm run cluster -- status              what runs, the node, the pods
+#   npm run cluster -- install [TAG [TIMEOUT]]  helm upgrade --install of the chart (images TAG)
 #   npm run cluster -- env                 prints `export KUBECONFIG=...`
 #
 # Processes on the host (no systemd needed): etcd and kube-apiserver (the envtest build), kube-
@@ -282,11 +283,12 @@ addons() {
   kubectl create namespace kuadrant-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 }
 
-install_cascade() {
-  log "helm upgrade --install cascade (images $TAG)"
+install_cascade() { # [TAG] [TIMEOUT]: install, or upgrade to, the chart with this cluster's settings
+  local tag=${1:-$TAG} timeout=${2:-3m}
+  log "helm upgrade --install cascade (images $tag)"
   local t0=$SECONDS
   helm upgrade --install cascade "$root/charts/cascade" -n cascade-system --create-namespace \
-    --set image.tag="$TAG" --set image.pullPolicy=Never --set agent.pinDir="$PIN_DIR" --set agent.cni.binDir="$STATE/cni/bin" --wait --timeout 3m >/dev/null ||
+    --set image.tag="$tag" --set image.pullPolicy=Never --set agent.pinDir="$PIN_DIR" --set agent.cni.binDir="$STATE/cni/bin" --wait --timeout "$timeout" >/dev/null ||
     { kubectl get pods -A -o wide >&2; die "cascade did not become ready"; }
   log "cascade ready in $((SECONDS - t0)) s"
 }
@@ -404,6 +406,7 @@ case ${1:-} in
   up) shift; up "$@" ;;
   down) down ;;
   status) status ;;
+  install) shift; bins; install_cascade "$@" ;;
   env) echo "export KUBECONFIG=$KUBECONFIG" ;;
-  *) echo "usage: npm run cluster -- up [--no-cascade] | down | status | env" >&2; exit 2 ;;
+  *) echo "usage: npm run cluster -- up [--no-cascade] | down | status | install [TAG [TIMEOUT]] | env" >&2; exit 2 ;;
 esac

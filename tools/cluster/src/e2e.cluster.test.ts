@@ -40,24 +40,8 @@ const NS = 'cascade-system';
 const figures: Record<string, number | string> = {};
 const work = mkdtempSync(join(tmpdir(), 'cascade-e2e-'));
 const helm = (...args: string[]) => sh('helm', args, { timeoutMs: 300_000 });
-const install = (tag: string, upgrade = false) =>
-  helm(
-    upgrade ? 'upgrade' : 'install',
-    'cascade',
-    join(ROOT, 'charts/cascade'),
-    '-n',
-    NS,
-    '--create-namespace',
-    '--set',
-    `image.tag=${tag}`,
-    '--set',
-    'image.pullPolicy=Never',
-    '--set',
-    'agent.cni.binDir=/var/lib/cascade-cluster/cni/bin',
-    '--wait',
-    '--timeout',
-    '4m',
-  );
+/** helm install, or upgrade, with this cluster's settings (cluster.sh install: one place for them) */
+const install = (tag: string) => sh('bash', [CLUSTER_SH, 'install', tag, '4m'], { timeoutMs: 300_000 });
 
 type Obj = {
   kind: string;
@@ -72,8 +56,7 @@ const docs = (file: string): Obj[] =>
 
 describe.runIf(enabled)('Cascade in a real cluster', () => {
   beforeAll(() => {
-    const out = sh('bash', [CLUSTER_SH, 'up', '--no-cascade'], { timeoutMs: 20 * 60_000 });
-    void out;
+    sh('bash', [CLUSTER_SH, 'up', '--no-cascade'], { timeoutMs: 20 * 60_000 });
     // a release left by an earlier run is removed, so install-to-Ready is measured from scratch
     if (sh('helm', ['list', '-n', NS, '-q']).includes('cascade'))
       helm('uninstall', 'cascade', '-n', NS, '--wait');
@@ -510,7 +493,7 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
           { timeoutMs: 120_000 },
         );
       const t0 = Date.now();
-      install('0.1.0-rebuilt', true);
+      install('0.1.0-rebuilt');
       figures.upgradeSeconds = (Date.now() - t0) / 1000;
       await new Promise((r) => setTimeout(r, 10_000)); // the new leaders settle and resync
     } finally {

@@ -4,32 +4,18 @@
 // pods), a NetworkPolicy change to its rules written on the node, each component's memory. Leaves the
 // cluster down afterwards.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { CLUSTER_SH, clusterBin, env as clusterEnv } from '@cascade/cluster/harness';
 import type { Figure } from '../report.ts';
 import { summarize } from '../report.ts';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
-const KUBECONFIG = '/var/lib/cascade-cluster/admin.kubeconfig';
 const PODS = 50;
 
-function bin(): string | undefined {
-  const f = join(root, 'tools/cluster/.local/paths.json');
-  return existsSync(f) ? (JSON.parse(readFileSync(f, 'utf8')) as { bin: string }).bin : undefined;
-}
-
 export async function run(): Promise<Figure[]> {
-  const clusterBin = bin();
-  if (process.getuid?.() !== 0 || !clusterBin) {
+  if (process.getuid?.() !== 0 || !clusterBin()) {
     process.stderr.write('[bench] cluster: skipped (needs root and scripts/setup.sh)\n');
     return [];
   }
-  const env = {
-    ...process.env,
-    KUBECONFIG,
-    PATH: `${clusterBin}:${join(root, 'node_modules/.bin')}:${process.env.PATH}`,
-  };
+  const env = clusterEnv();
   const sh = (cmd: string, args: string[], input?: string, timeout = 600_000) =>
     execFileSync(cmd, args, {
       env,
@@ -42,7 +28,7 @@ export async function run(): Promise<Figure[]> {
   const figures: Figure[] = [];
   const fig = (name: string, value: number, unit: string, input: string) =>
     figures.push({ suite: 'cluster', name, value, unit, input });
-  const cluster = join(root, 'tools/cluster/cluster.sh');
+  const cluster = CLUSTER_SH;
 
   sh('bash', [cluster, 'down']);
   let t0 = Date.now();
@@ -56,23 +42,7 @@ export async function run(): Promise<Figure[]> {
   let watcher: ChildProcess | undefined;
   try {
     t0 = Date.now();
-    sh('helm', [
-      'install',
-      'cascade',
-      join(root, 'charts/cascade'),
-      '-n',
-      'cascade-system',
-      '--create-namespace',
-      '--set',
-      'image.tag=0.1.0',
-      '--set',
-      'image.pullPolicy=Never',
-      '--set',
-      'agent.cni.binDir=/var/lib/cascade-cluster/cni/bin',
-      '--wait',
-      '--timeout',
-      '5m',
-    ]);
+    sh('bash', [cluster, 'install', '0.1.0', '5m']);
     fig(
       'helm install to every Cascade pod Ready',
       (Date.now() - t0) / 1000,
