@@ -82,11 +82,36 @@ struct ct_value {
 	__u8 dir;         /* direction of the packet that opened it: replies are the other direction */
 	__u8 verdict;     /* a denied flow's packets in its own direction are dropped without a lookup */
 	__u8 closing;     /* a TCP FIN or RST was seen: collected after a short idle time */
-	__u8 pad;
+	__u8 nat;         /* opened towards a Service and translated: replies get the Service's address back */
 	__u32 seen;       /* config clock (seconds) of the last packet: idle flows are collected */
 	__u32 ifindex;    /* interface of the endpoint when judged: an entry only answers there */
 	__u32 pad2;
 	__u64 created_ns;
+};
+
+/* Services (ClusterIP, NodePort): a pod's new flow to a frontend (address, port, protocol) is sent to
+ * one of its backends, translated at the pod's interface and judged against that backend. A NodePort
+ * frontend has the zero address of its family (IPv4: ::ffff:0.0.0.0): it answers for the node's own
+ * addresses (identity host). */
+struct svc_key {
+	__u8 addr[16];
+	__u16 port; /* host order */
+	__u8 proto;
+	__u8 pad;
+};
+struct svc_value {
+	__u32 id;    /* names the backend list: a changed list gets a new id (make before break) */
+	__u32 count; /* backends in slots 0..count-1; 0: untranslated (kube-proxy answers) */
+};
+struct backend_key {
+	__u32 id;
+	__u32 slot;
+};
+/* a backend, a translated flow's backend (cascade_nat) or its frontend (cascade_revnat) */
+struct nat_value {
+	__u8 addr[16];
+	__u16 port; /* host order */
+	__u16 pad;
 };
 
 /* idle times after which the collector (bpfctl ctgc) deletes an entry, in seconds */
@@ -169,6 +194,8 @@ struct frag_value {
 #define CNT_EXTHDRS 11        /* more than MAX_EXTHDRS IPv6 extension headers */
 #define CNT_ICMP_RELATED 12   /* ICMP errors passed as related to an allowed flow */
 #define CNT_NDP 13            /* IPv6 neighbour discovery and MLD passed */
+#define CNT_SVC_NEW 14        /* new flows to a Service sent to a backend */
+#define CNT_SVC_NAT 15        /* packets translated (to a backend, or a reply back to the frontend) */
 #define CNT_MAX 16
 
 #endif

@@ -29,6 +29,9 @@ struct flow {
 	__u8 hop_limit;
 	__u8 icmp_error;
 	__u8 iproto;
+	__u8 v6;
+	__u8 pad0;
+	__u16 l4_off; /* the L4 header's offset (0 for a later fragment): Service translation rewrites there */
 } __attribute__((aligned(8)));
 
 #define TCP_FIN 0x01
@@ -139,7 +142,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct flow *f)
 		}
 		f->frag_id = bpf_ntohs(ip->id);
 		if (f->frag == FRAG_LATER)
-			return P_IP;
+			return P_IP; /* v6 = 0, l4_off = 0: no L4 header here */
 		off = sizeof(*eth) + ip->ihl * 4;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
@@ -168,6 +171,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct flow *f)
 					f->frag = FRAG_LATER;
 					f->frag_off = fo & 0xfff8;
 					f->proto = h[0];
+					f->v6 = 1;
 					return P_IP;
 				}
 				if (fo & 1)
@@ -202,6 +206,8 @@ static __always_inline int parse(struct __sk_buff *skb, struct flow *f)
 	}
 	if (off > 0x4000)
 		return P_MALFORMED;
+	f->v6 = v6;
+	f->l4_off = off;
 	void *l4 = data + off;
 	f->sport = f->dport = 0;
 	if (has_ports(f->proto)) {

@@ -109,7 +109,7 @@ static void add_map(const char *name, int fd) {
 }
 
 static int do_open(const char *dir) {
-	static const char *map_names[] = {"cascade_ipcache", "cascade_hosts", "cascade_verdicts", "cascade_config", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_frags", "cascade_counters", "cascade_events"};
+	static const char *map_names[] = {"cascade_ipcache", "cascade_hosts", "cascade_verdicts", "cascade_config", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_frags", "cascade_counters", "cascade_events", "cascade_services", "cascade_backends", "cascade_nat", "cascade_revnat"};
 	static const char *prog_names[] = {"from_endpoint", "to_endpoint", "bench_baseline"};
 	char path[512];
 	nmaps = nprogs = 0;
@@ -356,7 +356,7 @@ int main(void) {
 			LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = val, .data_size_in = (__u32)n, .data_out = out, .data_size_out = sizeof(out), .repeat = c ? (unsigned)atoi(c) : 1);
 			if (ifx) { opts.ctx_in = &ctx; opts.ctx_size_in = sizeof(ctx); }
 			if (bpf_prog_test_run_opts(fd, &opts)) printf("err run: %s\n", strerror(errno));
-			else printf("ok %u %u\n", opts.retval, opts.duration);
+			else { printf("ok %u %u ", opts.retval, opts.duration); puthex(out, opts.data_size_out < sizeof(out) ? opts.data_size_out : sizeof(out)); printf("\n"); }
 		} else if (!strcmp(cmd, "events")) {
 			int mi = map_index("cascade_events");
 			events_seen = 0;

@@ -87,6 +87,7 @@ describe('codecs', () => {
       direction: 'egress' as const,
       verdict: 'deny' as const,
       closing: true,
+      nat: true,
       seen: 4_000_000,
       ifindex: 42,
       createdNs: 123456789012345n,
@@ -126,6 +127,10 @@ describe('codecs', () => {
         fragKey: size('frag_key'),
         fragValue: size('frag_value'),
         flowEvent: undefined,
+        svcKey: size('svc_key'),
+        svcValue: size('svc_value'),
+        backendKey: size('backend_key'),
+        natValue: size('nat_value'),
       }).toEqual({ ...SIZES, flowEvent: undefined });
       // (ring buffer records carry no BTF type: flow_event is checked by decoding real events)
     },

@@ -18,6 +18,10 @@ export const SIZES = {
   fragKey: 40,
   fragValue: 8,
   flowEvent: 52,
+  svcKey: 20,
+  svcValue: 8,
+  backendKey: 8,
+  natValue: 20,
 } as const;
 
 export const ID = { WILDCARD: 0, HOST: 1, WORLD: 2, ALL_PODS: 3 } as const;
@@ -39,6 +43,8 @@ export const COUNTERS = {
   extHeaders: 11,
   icmpRelated: 12,
   ndp: 13,
+  svcNew: 14,
+  svcNat: 15,
 } as const;
 /** The interface BPF_PROG_TEST_RUN runs packets on (loopback): offline states bind endpoints to it. */
 export const TEST_RUN_IFINDEX = 1;
@@ -249,6 +255,8 @@ export interface CtValue {
   verdict: 'allow' | 'deny';
   /** A TCP FIN or RST was seen. */
   closing: boolean;
+  /** Opened towards a Service and translated to a backend (replies get the frontend back). */
+  nat?: boolean;
   /** Config clock (seconds) of the flow's last packet. */
   seen: number;
   /** Interface of the endpoint when the flow was judged: the entry answers only there. */
@@ -262,6 +270,7 @@ export function encodeCtValue(v: CtValue): Buffer {
   b.writeUInt8(DIR[v.direction], 8);
   b.writeUInt8(VERDICT[v.verdict], 9);
   b.writeUInt8(v.closing ? 1 : 0, 10);
+  b.writeUInt8(v.nat ? 1 : 0, 11);
   b.writeUInt32LE(v.seen >>> 0, 12);
   b.writeUInt32LE(v.ifindex >>> 0, 16);
   b.writeBigUInt64LE(v.createdNs, 24);
@@ -274,6 +283,7 @@ export function decodeCtValue(b: Buffer): CtValue {
     direction: b.readUInt8(8) === DIR.egress ? 'egress' : 'ingress',
     verdict: b.readUInt8(9) === VERDICT.deny ? 'deny' : 'allow',
     closing: b.readUInt8(10) !== 0,
+    nat: b.readUInt8(11) !== 0,
     seen: b.readUInt32LE(12),
     ifindex: b.readUInt32LE(16),
     createdNs: b.readBigUInt64LE(24),
@@ -349,3 +359,55 @@ function u32(n: number): Buffer {
   b.writeUInt32LE(n >>> 0, 0);
   return b;
 }
+
+/** A Service frontend: its address (the zero address: a NodePort on the node's own addresses), port
+ * and protocol. Ports in host order. */
+export interface SvcKey {
+  addr: string;
+  port: number;
+  proto: number;
+}
+export function encodeSvcKey(k: SvcKey): Buffer {
+  const b = Buffer.alloc(SIZES.svcKey);
+  addr16(k.addr).copy(b, 0);
+  b.writeUInt16LE(k.port, 16);
+  b.writeUInt8(k.proto, 18);
+  return b;
+}
+export function decodeSvcKey(b: Buffer): SvcKey {
+  return { addr: formatAddr16(b.subarray(0, 16)), port: b.readUInt16LE(16), proto: b.readUInt8(18) };
+}
+/** The frontend's backend list (id) and its size. */
+export interface SvcValue {
+  id: number;
+  count: number;
+}
+export const encodeSvcValue = (v: SvcValue): Buffer => {
+  const b = Buffer.alloc(SIZES.svcValue);
+  b.writeUInt32LE(v.id >>> 0, 0);
+  b.writeUInt32LE(v.count >>> 0, 4);
+  return b;
+};
+export const decodeSvcValue = (b: Buffer): SvcValue => ({ id: b.readUInt32LE(0), count: b.readUInt32LE(4) });
+export const encodeBackendKey = (id: number, slot: number): Buffer => {
+  const b = Buffer.alloc(SIZES.backendKey);
+  b.writeUInt32LE(id >>> 0, 0);
+  b.writeUInt32LE(slot >>> 0, 4);
+  return b;
+};
+export const decodeBackendKey = (b: Buffer) => ({ id: b.readUInt32LE(0), slot: b.readUInt32LE(4) });
+/** A backend (address, port), a translated flow's backend or its frontend. */
+export interface NatValue {
+  addr: string;
+  port: number;
+}
+export function encodeNatValue(v: NatValue): Buffer {
+  const b = Buffer.alloc(SIZES.natValue);
+  addr16(v.addr).copy(b, 0);
+  b.writeUInt16LE(v.port, 16);
+  return b;
+}
+export const decodeNatValue = (b: Buffer): NatValue => ({
+  addr: formatAddr16(b.subarray(0, 16)),
+  port: b.readUInt16LE(16),
+});

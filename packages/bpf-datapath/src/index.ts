@@ -7,4 +7,5 @@ export * from './kernel.ts';
 export * from './loader.ts';
 export * from './packet.ts';
 export * from './reference.ts';
+export * from './services.ts';
 export * from './state.ts';

@@ -83,10 +83,10 @@ export class KernelMaps {
     packet: Buffer,
     repeat = 1,
     ifindex = TEST_RUN_IFINDEX,
-  ): Promise<{ retval: number; ns: number }> {
+  ): Promise<{ retval: number; ns: number /** the packet as the program left it */; out: Buffer }> {
     const [line] = await this.ctl.send(`run ${prog} ${hex(packet)} ${repeat} ${ifindex}`);
-    const [, r, d] = line!.split(' ');
-    return { retval: Number(r), ns: Number(d) };
+    const [, r, d, o] = line!.split(' ');
+    return { retval: Number(r), ns: Number(d), out: Buffer.from(o ?? '', 'hex') };
   }
 
   async counter(index: number): Promise<number> {

@@ -28,6 +28,7 @@ import {
   encodeIpcacheValue,
 } from './codecs.ts';
 import { KernelMaps, monotonicSeconds } from './kernel.ts';
+import { ServiceState } from './services.ts';
 import {
   type DesiredState,
   entryKey,
@@ -107,6 +108,7 @@ export class Datapath extends KernelMaps {
   /** ipcache by LPM key hex (host entries too, though the kernel keeps them in cascade_hosts) */
   private ipcache = new Map<string, number>();
   private nextTable = 1;
+  private services = new ServiceState();
   /** Last endpoint revision handed out (revisions are unique across endpoints). */
   private revision = 0;
   /** Pinned maps replaced on open because an upgrade changed their layout (their content is lost). */
@@ -170,6 +172,7 @@ export class Datapath extends KernelMaps {
     for (const [k, v] of await this.dump('cascade_ipcache')) this.ipcache.set(hex(k), decodeIpcacheValue(v));
     for (const [k, v] of await this.dump('cascade_hosts'))
       this.ipcache.set(HOST_PREFIXLEN_HEX + hex(k), decodeIpcacheValue(v));
+    this.services.readBack(await this.dump('cascade_services'), await this.dump('cascade_backends'));
     const [cfg] = await this.ctl.send(`lookup cascade_config 00000000`);
     const v = cfg?.split(' ')[1];
     if (v && v !== 'none') this.config = decodeConfig(Buffer.from(v, 'hex'));
@@ -440,6 +443,13 @@ export class Datapath extends KernelMaps {
     this.assigned = nextAssigned;
     if (patchedDeletes) await this.invalidateVerdicts();
     await step('old tables freed');
+    // 6. Services, last: their backends' identities are in the ipcache by now.
+    if (desired.services)
+      report.services = await this.services.sync(desired.services, {
+        updates: (m, p) => this.updates(m, p),
+        deletes: (m, k) => this.deletes(m, k),
+        dump: (m) => this.dump(m),
+      });
     return report;
   }
 

@@ -143,3 +143,50 @@ export function buildNdp(src: string, dst: string, type: number, target = '::'):
   addr16(target).copy(body);
   return buildPacket({ src, dst, proto: 58, hopLimit: 255, icmp: { type, body } });
 }
+
+function onesSum(b: Buffer, sum = 0): number {
+  for (let i = 0; i + 1 < b.length; i += 2) sum += b.readUInt16BE(i);
+  if (b.length & 1) sum += b[b.length - 1]! << 8;
+  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+  return sum;
+}
+
+/** Where a frame's L3 and L4 headers are, for an Ethernet frame of IPv4 (any IHL) or IPv6 without
+ * extension headers carrying TCP or UDP; undefined otherwise. */
+function l4Layout(f: Buffer): { v4: boolean; l4: number; csum: number; pseudo: Buffer } | undefined {
+  const v4 = f.readUInt16BE(12) === 0x0800;
+  const l3 = 14;
+  const proto = v4 ? f[l3 + 9]! : f[l3 + 6]!;
+  if (proto !== 6 && proto !== 17) return undefined;
+  const l4 = v4 ? l3 + (f[l3]! & 15) * 4 : l3 + 40;
+  const len = f.length - l4;
+  const pseudo = v4
+    ? Buffer.concat([f.subarray(l3 + 12, l3 + 20), Buffer.from([0, proto, len >> 8, len & 255])])
+    : Buffer.concat([f.subarray(l3 + 8, l3 + 40), Buffer.from([0, 0, len >> 8, len & 255, 0, 0, 0, proto])]);
+  return { v4, l4, csum: l4 + (proto === 6 ? 16 : 6), pseudo };
+}
+
+/** The frame with its IPv4 header checksum and TCP/UDP checksum filled in (tests of translation). */
+export function withChecksums(frame: Buffer): Buffer {
+  const f = Buffer.from(frame);
+  const lay = l4Layout(f);
+  if (lay?.v4) {
+    const ihl = (f[14]! & 15) * 4;
+    f.writeUInt16BE(0, 24);
+    f.writeUInt16BE(~onesSum(f.subarray(14, 14 + ihl)) & 0xffff, 24);
+  }
+  if (lay) {
+    f.writeUInt16BE(0, lay.csum);
+    const c = ~onesSum(f.subarray(lay.l4), onesSum(lay.pseudo)) & 0xffff;
+    f.writeUInt16BE(c === 0 ? 0xffff : c, lay.csum);
+  }
+  return f;
+}
+
+/** Whether the frame's IPv4 header checksum and TCP/UDP checksum are right. */
+export function checksumsValid(frame: Buffer): boolean {
+  const lay = l4Layout(frame);
+  if (!lay) return false;
+  if (lay.v4 && onesSum(frame.subarray(14, 14 + (frame[14]! & 15) * 4)) !== 0xffff) return false;
+  return onesSum(frame.subarray(lay.l4), onesSum(lay.pseudo)) === 0xffff;
+}

@@ -3,17 +3,32 @@
 import {
   addr16,
   DIR,
+  decodeBackendKey,
   decodeEndpointValue,
   decodeIpcacheKey,
   decodeIpcacheValue,
+  decodeNatValue,
   decodePolicyKey,
   decodePolicyValue,
+  decodeSvcKey,
+  decodeSvcValue,
   type EndpointValue,
   EP_FLAGS,
   ID,
+  type NatValue,
   type PolicyKey,
   type PolicyValue,
 } from './codecs.ts';
+import { NODEPORT_ADDR } from './services.ts';
+
+/** Where a pod's new flow to an address goes, as the program decides it (see `serviceTarget`). */
+export type ServiceTarget =
+  /** not a Service frontend (or one without backends): the flow goes to the address itself */
+  | { kind: 'none' }
+  /** the pod is its Service's only backend: untranslated, allowed as a pod reaching itself */
+  | { kind: 'self' }
+  /** one of these backends, picked at random per flow */
+  | { kind: 'backends'; backends: NatValue[] };
 
 export interface RefDecision {
   verdict: 'allow' | 'deny';
@@ -25,6 +40,9 @@ export interface RefDecision {
 
 const POD_FIRST = 256;
 const POD_LAST = 0x00ffffff;
+
+const frontKey = (addr: string, port: number, proto: number) =>
+  `${addr16(addr).toString('hex')}/${port}/${proto}`;
 
 function prefixMatch(a: Buffer, b: Buffer, bits: number): boolean {
   const full = bits >> 3;
@@ -41,6 +59,8 @@ export class ReferenceDatapath {
   private readonly endpoints = new Map<string, EndpointValue>();
   /** table -> identity -> entries */
   private readonly policy = new Map<number, Map<number, (PolicyKey & PolicyValue)[]>>();
+  /** frontend `addr16hex/port/proto` -> its backends */
+  private readonly frontends = new Map<string, NatValue[]>();
 
   /** From the maps' encoded [key, value] pairs, as the loader wrote them (or as dumped). */
   constructor(maps: {
@@ -48,7 +68,21 @@ export class ReferenceDatapath {
     hosts: [Buffer, Buffer][];
     endpoints: [Buffer, Buffer][];
     policy: [Buffer, Buffer][];
+    services?: [Buffer, Buffer][];
+    backends?: [Buffer, Buffer][];
   }) {
+    const lists = new Map<number, NatValue[]>();
+    for (const [k, v] of maps.backends ?? []) {
+      const { id, slot } = decodeBackendKey(k);
+      let l = lists.get(id);
+      if (!l) lists.set(id, (l = []));
+      l[slot] = decodeNatValue(v);
+    }
+    for (const [k, v] of maps.services ?? []) {
+      const f = decodeSvcKey(k);
+      const { id, count } = decodeSvcValue(v);
+      this.frontends.set(frontKey(f.addr, f.port, f.proto), (lists.get(id) ?? []).slice(0, count));
+    }
     for (const [k, v] of maps.ipcache)
       this.ipcache.push({ ...decodeIpcacheKey(k), identity: decodeIpcacheValue(v) });
     this.ipcache.sort((a, b) => b.prefixlen - a.prefixlen);
@@ -70,6 +104,25 @@ export class ReferenceDatapath {
     const host = this.hosts.get(a.toString('hex'));
     if (host !== undefined) return host;
     return this.ipcache.find((e) => prefixMatch(e.addr, a, e.prefixlen))?.identity ?? ID.WORLD;
+  }
+
+  /**
+   * Where a new flow from pod `src` to `dst`:`port` goes, as the program's service() decides: the
+   * exact frontend, else a NodePort when `dst` is one of the node's own addresses; without backends
+   * it is not translated; the pod itself is skipped when the Service has another backend.
+   */
+  serviceTarget(src: string, dst: string, proto: number, port: number): ServiceTarget {
+    if (proto !== 6 && proto !== 17 && proto !== 132) return { kind: 'none' };
+    let list = this.frontends.get(frontKey(dst, port, proto));
+    if (!list && this.hosts.get(addr16(dst).toString('hex')) === ID.HOST)
+      list = this.frontends.get(frontKey(NODEPORT_ADDR[/:/.test(dst) ? 6 : 4], port, proto));
+    if (!list?.length) return { kind: 'none' };
+    const self = addr16(src).toString('hex');
+    const others = list.filter((b) => addr16(b.addr).toString('hex') !== self);
+    if (!others.length) return { kind: 'self' };
+    // SCTP's checksum covers the ports: only backends on the frontend's port are translated to
+    const usable = proto === 132 ? others.filter((b) => b.port === port) : others;
+    return usable.length ? { kind: 'backends', backends: usable } : { kind: 'none' };
   }
 
   private lpm(table: number, identity: number, proto: number, port: number) {

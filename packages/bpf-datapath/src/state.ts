@@ -14,6 +14,7 @@ import {
   VERDICT,
   type VerdictName,
 } from './codecs.ts';
+import { type DesiredService, encodeServices, type ServiceSyncReport } from './services.ts';
 
 export interface TableEntry {
   identity: number;
@@ -48,6 +49,8 @@ export interface DesiredState {
    * table (namespaced NetworkPolicies, baseline) is refused before it eats into that reserve.
    */
   adminTables?: ReadonlySet<string>;
+  /** Service frontends and their backends (absent: the Service maps are left as they are). */
+  services?: DesiredService[];
 }
 
 export interface SyncReport {
@@ -60,6 +63,7 @@ export interface SyncReport {
   ipcacheWritten: number;
   refused: { table: string; entries: number; error: string }[];
   failClosed: string[];
+  services?: ServiceSyncReport;
 }
 
 /** The ipcache key of a CIDR or plain address (IPv4 as IPv4-mapped IPv6: prefixlen + 96). */
@@ -94,6 +98,9 @@ export function encodeState(desired: DesiredState): {
   hosts: [Buffer, Buffer][];
   endpoints: [Buffer, Buffer][];
   policy: [Buffer, Buffer][];
+  /** cascade_services and cascade_backends (list ids 1.. in order) */
+  services: [Buffer, Buffer][];
+  backends: [Buffer, Buffer][];
   tableNumbers: Map<string, number>;
 } {
   const tableNumbers = new Map<string, number>();
@@ -122,7 +129,7 @@ export function encodeState(desired: DesiredState): {
     if (isHostKey(k.toString('hex'))) hosts.push([k.subarray(4), encodeIpcacheValue(e.identity)]);
     else ipcache.push([k, encodeIpcacheValue(e.identity)]);
   }
-  return { ipcache, hosts, endpoints, policy, tableNumbers };
+  return { ipcache, hosts, endpoints, policy, ...encodeServices(desired.services ?? []), tableNumbers };
 }
 
 /** Entry content without the table id and value: its place in a table. */

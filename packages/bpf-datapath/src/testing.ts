@@ -49,6 +49,8 @@ export async function referenceOf(dp: Datapath): Promise<ReferenceDatapath> {
     hosts: await dump('cascade_hosts'),
     endpoints: await dump('cascade_endpoints'),
     policy: await dump('cascade_policy'),
+    services: await dump('cascade_services'),
+    backends: await dump('cascade_backends'),
   });
 }
 

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the upstream network-policy test suites, once, into $CASCADE_CACHE/conformance/<versions>/bin:
+#   netpol.test     the Kubernetes NetworkPolicy e2e tests (k8s.io/kubernetes test/e2e/network/netpol)
+#                   with the e2e framework, same version as the cluster
+#   agnhost         their workload binary (k8s.io/kubernetes test/images/agnhost)
+#   npapi-v0.1.test the network-policy-api conformance suite for AdminNetworkPolicy and
+#                   BaselineAdminNetworkPolicy (sigs.k8s.io/network-policy-api v0.1.x)
+#   npapi-v0.2.test the same suite at v0.2.x (ClusterNetworkPolicy)
+# A second run finds them and prints the directory.
+set -euo pipefail
+K8S_VERSION=${K8S_VERSION:-v1.34.4}
+NPAPI_V1=${NPAPI_V1:-v0.1.7}
+NPAPI_V2=${NPAPI_V2:-v0.2.0}
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${CASCADE_CACHE:-$HOME/.cache/cascade}
+out="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2"
+log() { printf '[conformance-build] %s\n' "$*" >&2; }
+want=(netpol.test agnhost npapi-v0.1.test npapi-v0.2.test)
+missing=()
+for b in "${want[@]}"; do [[ -x $out/bin/$b ]] || missing+=("$b"); done
+if ((${#missing[@]} == 0)); then
+  log "suites cached in $out/bin"
+  echo "$out/bin"
+  exit 0
+fi
+[[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
+command -v go >/dev/null || { echo "conformance-build: go is required to build ${missing[*]}" >&2; exit 1; }
+mkdir -p "$out/bin" "$out/src"
+export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+need() { [[ " ${missing[*]} " == *" $1 "* ]]; }
+# shellcheck source=../../envtest/build/lib.sh
+source "$here/../../envtest/build/lib.sh"
+
+if need netpol.test || need agnhost; then
+  log "building the NetworkPolicy e2e tests and agnhost $K8S_VERSION (first time only; takes minutes)"
+  src="$out/src/netpol"
+  k8s_module "$src" conformance-netpol "$K8S_VERSION"
+  mkdir -p "$src/netpol"
+  cp "$here/netpol_test.go" "$src/netpol/netpol_test.go"
+  printf '%s\n' k8s.io/kubernetes/test/images/agnhost k8s.io/kubernetes/test/e2e/network/netpol \
+    k8s.io/kubernetes/test/e2e/framework | tool_module "$src" conformance-netpol
+  (cd "$src" && go build -trimpath -ldflags='-s -w' -o "$out/bin/agnhost" k8s.io/kubernetes/test/images/agnhost)
+  (cd "$src" && go test -c -trimpath -ldflags='-s -w' -o "$out/bin/netpol.test" ./netpol)
+fi
+
+for pair in "npapi-v0.1.test:$NPAPI_V1" "npapi-v0.2.test:$NPAPI_V2"; do
+  bin=${pair%%:*} version=${pair#*:}
+  need "$bin" || continue
+  log "building the network-policy-api conformance suite $version"
+  src="$out/src/${bin%.test}"
+  tool_module "$src" "conformance-${bin%.test}" sigs.k8s.io/network-policy-api "$version" <<<"sigs.k8s.io/network-policy-api/conformance/tests"
+  (cd "$src" && go test -c -trimpath -ldflags='-s -w' -o "$out/bin/$bin" sigs.k8s.io/network-policy-api/conformance)
+done
+log "suites built in $out/bin"
+echo "$out/bin"
