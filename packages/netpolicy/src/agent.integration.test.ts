@@ -1,7 +1,7 @@
 // The node agent end to end: a real kube-apiserver (namespaces, a node, pods with addresses and named
 // ports, a NetworkPolicy, an AdminNetworkPolicy) and the real BPF program. Verdicts are the kernel's
 // (BPF_PROG_TEST_RUN on the agent's datapath) as objects change in the API server.
-import { addr16, FixedInterface, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
+import { addr16, buildPacket, FixedInterface, TCP_FLAGS, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled, kernelVerdict } from '@cascade/bpf-datapath/testing';
 import { KubeClient } from '@cascade/core';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
@@ -146,6 +146,88 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       );
       expect((await env.call('DELETE', `${ANP}/db-lockdown`)).status).toBe(200);
       await becomes('ANP deleted', 80, 'allow');
+    });
+
+    it('a Service: the pod dials the ClusterIP, the kernel sends it to the backend and judges it as the backend', async () => {
+      const created = await env.call('POST', '/api/v1/namespaces/db/services', {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'server', namespace: 'db' },
+        spec: { selector: { app: 'server' }, ports: [{ name: 'http', port: 7443, targetPort: 'http' }] },
+      });
+      expect(created.status).toBe(201);
+      const vip = (created.body as { spec: { clusterIP: string } }).spec.clusterIP;
+      // envtest runs no endpoint controller: the EndpointSlice it would write
+      expect(
+        (
+          await env.call('POST', '/apis/discovery.k8s.io/v1/namespaces/db/endpointslices', {
+            apiVersion: 'discovery.k8s.io/v1',
+            kind: 'EndpointSlice',
+            metadata: {
+              name: 'server-abc',
+              namespace: 'db',
+              labels: { 'kubernetes.io/service-name': 'server' },
+            },
+            addressType: 'IPv4',
+            ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
+            endpoints: [
+              {
+                addresses: [SERVER],
+                conditions: { ready: true },
+                nodeName: 'n1',
+                targetRef: { kind: 'Pod', namespace: 'db', name: 'server' },
+              },
+            ],
+          })
+        ).status,
+      ).toBe(201);
+      // the client may talk to pods of namespace db on their port "http" only
+      await env.call('POST', '/apis/networking.k8s.io/v1/namespaces/app/networkpolicies', {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: { name: 'client-egress', namespace: 'app' },
+        spec: {
+          podSelector: { matchLabels: { app: 'client' } },
+          policyTypes: ['Egress'],
+          egress: [
+            { to: [{ namespaceSelector: { matchLabels: { team: 'db' } } }], ports: [{ port: 'http' }] },
+          ],
+        },
+      });
+      const dial = () =>
+        dp.dp.run(
+          'from_endpoint',
+          buildPacket({
+            src: CLIENT,
+            dst: vip,
+            proto: 6,
+            sport: 45000,
+            dport: 7443,
+            tcpFlags: TCP_FLAGS.SYN,
+          }),
+        );
+      await waitFor('ClusterIP translated and allowed as the backend', async () => {
+        await dp.dp.clearConntrack();
+        const r = await dial();
+        const dst = `${[...r.out.subarray(30, 34)].join('.')}:${r.out.readUInt16BE(36)}`;
+        return r.retval === 0 && dst === `${SERVER}:80` ? true : undefined;
+      });
+      expect(agent.lastReport?.services).toMatchObject({ cut: [] });
+      // the backend pod's port changes: the egress rule (port "http" of the backend) no longer matches
+      await env.call(
+        'PATCH',
+        '/apis/discovery.k8s.io/v1/namespaces/db/endpointslices/server-abc',
+        {
+          ports: [{ name: 'http', port: 81, protocol: 'TCP' }],
+        },
+        'application/merge-patch+json',
+      );
+      await waitFor('backend on a port the policy does not allow: denied', async () => {
+        await dp.dp.clearConntrack();
+        return (await dial()).retval === 2 ? true : undefined;
+      });
+      await env.call('DELETE', '/apis/networking.k8s.io/v1/namespaces/app/networkpolicies/client-egress');
+      await env.call('DELETE', '/api/v1/namespaces/db/services/server');
     });
 
     it("a namespace relabelled out of the NetworkPolicy's selector loses access; a deleted pod leaves the maps", async () => {

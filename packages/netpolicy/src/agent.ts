@@ -1,5 +1,5 @@
 // The node agent: informers for Namespaces, Pods, Nodes, NetworkPolicies and the network-policy-api
-// kinds feed the NetpolEngine; one coalesced sync lowers the engine's state for this node and applies
+// kinds feed the NetpolEngine, Services and EndpointSlices the ServiceCatalog (agent-watch.ts); one coalesced sync lowers the engine's state for this node and applies
 // it to the BPF datapath (build beside, switch, free: never a verdict neither policy gives). A local
 // pod's host-side interface is found from the kernel (route, neighbour, bridge FDB: see
 // bpf-datapath's interfaces.ts), never from pod metadata; its endpoint is bound to that interface,
@@ -18,29 +18,23 @@ import {
   type SyncReport,
 } from '@cascade/bpf-datapath';
 import {
-  Informer,
-  type InformerEvent,
+  type Informer,
   type InvolvedObject,
   jsonLogger,
   type KubeClient,
-  type KubeObject,
   type Logger,
   Metrics,
   postWarningEvent,
   startInformers,
   WorkQueue,
 } from '@cascade/core';
-import {
-  DEFAULT_NAMESPACE_ENTRY_BUDGET,
-  enforceNamespaceBudget,
-  isolationOnly,
-  type Refusal,
-} from './budget.ts';
+import { agentInformers } from './agent-watch.ts';
+import { DEFAULT_NAMESPACE_ENTRY_BUDGET, enforceNamespaceBudget, type Refusal } from './budget.ts';
 import { datapathState } from './datapath.ts';
 import { NetpolEngine } from './engine.ts';
 import { FlowLog } from './flows.ts';
-import { type NetPolicyObject, namespaceFromObject, nodeFromObject, podFromObject } from './model.ts';
 import { AddressOwners } from './owners.ts';
+import { ServiceCatalog } from './services.ts';
 
 export interface AgentOptions {
   client: KubeClient;
@@ -65,17 +59,6 @@ export interface AgentOptions {
    */
   namespaceEntryBudget?: number;
 }
-
-const POLICY_PATHS: [NetPolicyObject['kind'], string, boolean][] = [
-  ['NetworkPolicy', '/apis/networking.k8s.io/v1/networkpolicies', false],
-  ['AdminNetworkPolicy', '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies', true],
-  [
-    'BaselineAdminNetworkPolicy',
-    '/apis/policy.networking.k8s.io/v1alpha1/baselineadminnetworkpolicies',
-    true,
-  ],
-  ['ClusterNetworkPolicy', '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies', true],
-];
 
 export class NetpolAgent {
   readonly engine = new NetpolEngine();
@@ -106,6 +89,8 @@ export class NetpolAgent {
   private readonly opts: AgentOptions;
   private readonly log: Logger;
   private readonly owners = new AddressOwners();
+  /** Services and EndpointSlices: the frontends translated to their backends in the datapath. */
+  readonly services = new ServiceCatalog();
   /** Denied (and audited) flows from the kernel, named: GET /flows, and one JSON log line each. */
   readonly flows = new FlowLog();
   private lastRules: ReadonlyMap<number, string> = new Map();
@@ -146,90 +131,18 @@ export class NetpolAgent {
       this.errors.inc();
       this.log('warn', 'datapath sync failed, retrying', { error: String(e) });
     };
-    const c = opts.client;
-    const raw = (o: KubeObject) => ({ metadata: o.metadata, spec: o.spec, status: o.status });
-    const on = (f: (t: InformerEvent, o: KubeObject) => void) => (t: InformerEvent, o: KubeObject) => {
-      f(t, o);
-      this.queue.add('sync');
-    };
     this.informers.push(
-      new Informer(
-        c,
-        '/api/v1/namespaces',
-        on((t, o) => {
-          if (t === 'DELETED') return; // its pods are deleted with it
-          const ns = namespaceFromObject(raw(o));
-          if ('error' in ns)
-            this.log('warn', 'ignoring namespace', { name: o.metadata.name, error: ns.error });
-          else this.engine.upsertNamespace(ns);
-        }),
-      ),
-      new Informer(
-        c,
-        '/api/v1/nodes',
-        on((t, o) => {
-          if (t === 'DELETED') return;
-          const n = nodeFromObject(raw(o));
-          if ('error' in n) this.log('warn', 'ignoring node', { name: o.metadata.name, error: n.error });
-          else this.engine.upsertNode(n);
-        }),
-      ),
-      new Informer(
-        c,
-        '/api/v1/pods',
-        on((t, o) => {
-          const ns = o.metadata.namespace ?? 'default';
-          const key = `${ns}/${o.metadata.name}`;
-          const p = t === 'DELETED' ? undefined : podFromObject(raw(o));
-          if (p && 'error' in p) {
-            this.log('warn', 'ignoring pod', { pod: key, error: p.error });
-            return;
-          }
-          // A pod without an address (yet, or any more: finished, hostNetwork) has no identity to
-          // enforce; an address two live pods claim belongs to the newest.
-          for (const [k, owned] of this.owners.claim(key, p)) {
-            if (owned) this.engine.upsertPod(owned);
-            else {
-              const slash = k.indexOf('/');
-              this.engine.removePod(k.slice(0, slash), k.slice(slash + 1));
-            }
-          }
-          this.reportConflicts();
-        }),
-      ),
+      ...agentInformers({
+        client: opts.client,
+        engine: this.engine,
+        services: this.services,
+        owners: this.owners,
+        refusedPolicies: this.refusedPolicies,
+        log: this.log,
+        changed: () => this.queue.add('sync'),
+        ownersChanged: () => this.reportConflicts(),
+      }),
     );
-    for (const [kind, path, optional] of POLICY_PATHS) {
-      this.informers.push(
-        new Informer(
-          c,
-          path,
-          on((t, o) => {
-            const obj: NetPolicyObject = { kind, name: o.metadata.name, spec: o.spec };
-            if (kind === 'NetworkPolicy') obj.namespace = o.metadata.namespace ?? 'default';
-            const key = obj.namespace ? `${kind}/${obj.namespace}/${obj.name}` : `${kind}/${obj.name}`;
-            const refused = this.refusedPolicies.get(key);
-            if (t === 'DELETED') {
-              this.refusedPolicies.delete(key);
-              this.engine.removePolicy(key);
-            } else if (refused && JSON.stringify(refused.original.spec) === JSON.stringify(obj.spec))
-              this.engine.upsertPolicy(isolationOnly(obj)); // unchanged (a relist): still refused
-            else {
-              this.refusedPolicies.delete(key);
-              this.engine.upsertPolicy(obj);
-            }
-            // a change in a namespace may make room for its refused policies: judged again at sync
-            if (kind === 'NetworkPolicy')
-              for (const [k, r] of [...this.refusedPolicies])
-                if (r.namespace === obj.namespace && k !== key) {
-                  this.refusedPolicies.delete(k);
-                  this.engine.upsertPolicy(r.original);
-                }
-          }),
-          undefined,
-          optional,
-        ),
-      );
-    }
     this.metrics.gauge('cascade_datapath_endpoints', 'Local endpoints enforced', () =>
       this.lastReport ? this.localPods().length : 0,
     );
@@ -381,6 +294,7 @@ export class NetpolAgent {
     await this.resolveInterfaces();
     const desired = datapathState(this.engine, this.opts.node, {
       ifindexOf: (ip) => this.ifindexByIp.get(ip),
+      services: this.services,
     });
     const report = await this.opts.datapath.sync(desired);
     this.lastRules = desired.rules;

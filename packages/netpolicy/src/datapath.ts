@@ -4,6 +4,7 @@ import { type DesiredState, EP_FLAGS, type TableEntry, TEST_RUN_IFINDEX } from '
 import { formatPrefix, type Prefix } from './cidr.ts';
 import type { NetpolEngine } from './engine.ts';
 import type { MapState } from './mapstate.ts';
+import type { ServiceCatalog } from './services.ts';
 
 export interface NodeDatapathState extends DesiredState {
   /** Numeric rule id (in map values and flow events) -> rule id string. */
@@ -33,6 +34,8 @@ export interface DatapathStateOptions {
    * where BPF_PROG_TEST_RUN runs packets (offline: the CLI, the demo, tests).
    */
   ifindexOf?: (ip: string) => number | undefined;
+  /** Services to translate at the pods' interfaces (absent: the Service maps are left alone). */
+  services?: ServiceCatalog;
 }
 
 /** Desired datapath state of the agent on `node` (every pod when node is undefined, e.g. offline). */
@@ -116,5 +119,12 @@ export function datapathState(
     });
     c.ipcache.set(raw, ipcache);
   }
-  return { ipcache, endpoints, tables, adminTables, rules };
+  return {
+    ipcache,
+    endpoints,
+    tables,
+    adminTables,
+    rules,
+    ...(opts.services ? { services: opts.services.desired(node) } : {}),
+  };
 }

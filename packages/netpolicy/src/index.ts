@@ -1,5 +1,6 @@
 // @cascade/netpolicy: network policy resolution and lowering. See README.md.
 export * from './agent.ts';
+export * from './agent-watch.ts';
 export * from './budget.ts';
 export * from './cidr.ts';
 export * from './datapath.ts';
@@ -17,5 +18,6 @@ export * from './precedence.ts';
 export * from './rbac.ts';
 export * from './rules.ts';
 export * from './selection.ts';
+export * from './services.ts';
 export * from './tiers.ts';
 export * from './verdict.ts';

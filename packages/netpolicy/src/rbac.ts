@@ -1,5 +1,5 @@
 // RBAC of the node agent: it reads what its engine resolves (pods, namespaces, nodes and the four
-// policy kinds) and posts Warning Events (address conflicts, refusals). It writes nothing else: no
+// policy kinds), the Services and EndpointSlices it translates in the datapath, and posts Warning Events (address conflicts, refusals). It writes nothing else: no
 // status, no EffectivePolicies, no Leases (every agent works for its own node; none leads).
 const READ = ['get', 'list', 'watch'];
 
@@ -11,7 +11,8 @@ export function agentClusterRole(name = AGENT_NAME): Record<string, unknown> {
     kind: 'ClusterRole',
     metadata: { name, labels: { 'app.kubernetes.io/part-of': 'cascade' } },
     rules: [
-      { apiGroups: [''], resources: ['pods', 'namespaces', 'nodes'], verbs: READ },
+      { apiGroups: [''], resources: ['pods', 'namespaces', 'nodes', 'services'], verbs: READ },
+      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: READ },
       { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: READ },
       {
         apiGroups: ['policy.networking.k8s.io'],

@@ -1,0 +1,139 @@
+// The agent's watches: Namespaces, Nodes, Pods (through the address owners), the policy kinds, and
+// Services with their EndpointSlices; each event updates the engine or the service catalog and asks
+// for one coalesced sync.
+import { Informer, type InformerEvent, type KubeClient, type KubeObject, type Logger } from '@cascade/core';
+import { isolationOnly, type Refusal } from './budget.ts';
+import type { NetpolEngine } from './engine.ts';
+import { type NetPolicyObject, namespaceFromObject, nodeFromObject, podFromObject } from './model.ts';
+import type { AddressOwners } from './owners.ts';
+import type { ServiceCatalog } from './services.ts';
+
+export const POLICY_PATHS: [NetPolicyObject['kind'], string, boolean][] = [
+  ['NetworkPolicy', '/apis/networking.k8s.io/v1/networkpolicies', false],
+  ['AdminNetworkPolicy', '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies', true],
+  [
+    'BaselineAdminNetworkPolicy',
+    '/apis/policy.networking.k8s.io/v1alpha1/baselineadminnetworkpolicies',
+    true,
+  ],
+  ['ClusterNetworkPolicy', '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies', true],
+];
+
+export interface WatchContext {
+  client: KubeClient;
+  engine: NetpolEngine;
+  services: ServiceCatalog;
+  owners: AddressOwners;
+  refusedPolicies: Map<string, Refusal>;
+  log: Logger;
+  /** something changed: sync soon (coalesced) */
+  changed: () => void;
+  /** pod address ownership changed: report conflicts */
+  ownersChanged: () => void;
+}
+
+export function agentInformers(ctx: WatchContext): Informer[] {
+  const informers: Informer[] = [];
+  const c = ctx.client;
+  const raw = (o: KubeObject) => ({ metadata: o.metadata, spec: o.spec, status: o.status });
+  const on = (f: (t: InformerEvent, o: KubeObject) => void) => (t: InformerEvent, o: KubeObject) => {
+    f(t, o);
+    ctx.changed();
+  };
+  informers.push(
+    new Informer(
+      c,
+      '/api/v1/namespaces',
+      on((t, o) => {
+        if (t === 'DELETED') return; // its pods are deleted with it
+        const ns = namespaceFromObject(raw(o));
+        if ('error' in ns) ctx.log('warn', 'ignoring namespace', { name: o.metadata.name, error: ns.error });
+        else ctx.engine.upsertNamespace(ns);
+      }),
+    ),
+    new Informer(
+      c,
+      '/api/v1/nodes',
+      on((t, o) => {
+        if (t === 'DELETED') return;
+        const n = nodeFromObject(raw(o));
+        if ('error' in n) ctx.log('warn', 'ignoring node', { name: o.metadata.name, error: n.error });
+        else ctx.engine.upsertNode(n);
+      }),
+    ),
+    new Informer(
+      c,
+      '/api/v1/pods',
+      on((t, o) => {
+        const ns = o.metadata.namespace ?? 'default';
+        const key = `${ns}/${o.metadata.name}`;
+        const p = t === 'DELETED' ? undefined : podFromObject(raw(o));
+        if (p && 'error' in p) {
+          ctx.log('warn', 'ignoring pod', { pod: key, error: p.error });
+          return;
+        }
+        // A pod without an address (yet, or any more: finished, hostNetwork) has no identity to
+        // enforce; an address two live pods claim belongs to the newest.
+        for (const [k, owned] of ctx.owners.claim(key, p)) {
+          if (owned) ctx.engine.upsertPod(owned);
+          else {
+            const slash = k.indexOf('/');
+            ctx.engine.removePod(k.slice(0, slash), k.slice(slash + 1));
+          }
+        }
+        ctx.ownersChanged();
+      }),
+    ),
+  );
+  for (const [kind, path, optional] of POLICY_PATHS) {
+    informers.push(
+      new Informer(
+        c,
+        path,
+        on((t, o) => {
+          const obj: NetPolicyObject = { kind, name: o.metadata.name, spec: o.spec };
+          if (kind === 'NetworkPolicy') obj.namespace = o.metadata.namespace ?? 'default';
+          const key = obj.namespace ? `${kind}/${obj.namespace}/${obj.name}` : `${kind}/${obj.name}`;
+          const refused = ctx.refusedPolicies.get(key);
+          if (t === 'DELETED') {
+            ctx.refusedPolicies.delete(key);
+            ctx.engine.removePolicy(key);
+          } else if (refused && JSON.stringify(refused.original.spec) === JSON.stringify(obj.spec))
+            ctx.engine.upsertPolicy(isolationOnly(obj)); // unchanged (a relist): still refused
+          else {
+            ctx.refusedPolicies.delete(key);
+            ctx.engine.upsertPolicy(obj);
+          }
+          // a change in a namespace may make room for its refused policies: judged again at sync
+          if (kind === 'NetworkPolicy')
+            for (const [k, r] of [...ctx.refusedPolicies])
+              if (r.namespace === obj.namespace && k !== key) {
+                ctx.refusedPolicies.delete(k);
+                ctx.engine.upsertPolicy(r.original);
+              }
+        }),
+        undefined,
+        optional,
+      ),
+    );
+  }
+  for (const [kind, path] of [
+    ['Service', '/api/v1/services'],
+    ['EndpointSlice', '/apis/discovery.k8s.io/v1/endpointslices'],
+  ] as const)
+    informers.push(
+      new Informer(
+        c,
+        path,
+        on((t, o) => {
+          const error = ctx.services.apply(
+            kind,
+            o as Parameters<ServiceCatalog['apply']>[1],
+            t === 'DELETED',
+          );
+          if (error) ctx.log('warn', 'ignoring object: its Service frontends are not translated', { error });
+        }),
+      ),
+    );
+  return informers;
+}
