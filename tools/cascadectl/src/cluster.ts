@@ -4,12 +4,14 @@
 // problem naming it (a tenant usually may not list AdminNetworkPolicies: the answer then says so).
 import { ApiError, KubeClient } from '@cascade/core';
 import { KubeConfig } from '@kubernetes/client-node';
-import type { LoadResult, Manifest } from './load.ts';
+import { bodyOf, type LoadResult, type Manifest } from './load.ts';
 
 const RESOURCES = [
   '/api/v1/namespaces',
   '/api/v1/nodes',
   '/api/v1/pods',
+  '/api/v1/services',
+  '/apis/discovery.k8s.io/v1/endpointslices',
   '/apis/networking.k8s.io/v1/networkpolicies',
   '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies',
   '/apis/policy.networking.k8s.io/v1alpha1/baselineadminnetworkpolicies',
@@ -115,6 +117,7 @@ export async function readCluster(opts: LiveOptions): Promise<LoadResult> {
         metadata,
         spec: o.spec,
         status: o.status,
+        ...bodyOf(kind, o as unknown as Record<string, unknown>),
         source: { file: `cluster ${r.path.split('/').pop()}`, doc: i + 1 },
       });
     });

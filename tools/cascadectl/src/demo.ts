@@ -86,7 +86,9 @@ export async function demo(): Promise<number> {
   process.stdout.write('(per endpoint: cascadectl netpol maps examples/netpol --endpoint shop/cart)\n');
 
   section('The example flows through the real BPF program (BPF_PROG_TEST_RUN)');
-  const probes = readProbes(probesFile).map((p) => simulateProbe(engine, p.from, p.to, p.proto, p.port));
+  const probes = readProbes(probesFile).map((p) =>
+    simulateProbe(engine, p.from, p.to, p.proto, Number(p.port)),
+  );
   const addr = (x: string) => engine.pods.get(x)?.ips[0] ?? x;
   process.stdout.write(`${await kernelProbes(engine, probes, addr)}\n`);
 

@@ -25,7 +25,15 @@ export interface Manifest {
   };
   spec?: unknown;
   status?: unknown;
+  /** Top-level fields of kinds without a spec (EndpointSlice: addressType, endpoints, ports). */
+  body?: Record<string, unknown>;
   source: SourcePos;
+}
+
+/** The top-level fields kept for kinds that have no spec. */
+export function bodyOf(kind: string, o: Record<string, unknown>): Pick<Manifest, 'body'> {
+  if (kind !== 'EndpointSlice') return {};
+  return { body: { addressType: o.addressType, endpoints: o.endpoints, ports: o.ports } };
 }
 
 export interface LoadResult {
@@ -127,6 +135,7 @@ function accept(raw: unknown, source: SourcePos, out: LoadResult, inList = false
     metadata,
     spec: o.spec,
     status: o.status,
+    ...bodyOf(o.kind, o),
     source,
   });
 }

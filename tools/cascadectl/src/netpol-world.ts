@@ -5,6 +5,7 @@ import {
   namespaceFromObject,
   nodeFromObject,
   podFromObject,
+  ServiceCatalog,
 } from '@cascade/netpolicy';
 import { type Manifest, where } from './load.ts';
 
@@ -17,6 +18,8 @@ const POLICY_KINDS: Record<string, string[]> = {
 
 export interface NetpolWorld {
   engine: NetpolEngine;
+  /** Services and EndpointSlices: a destination `svc:ns/name` (or a ClusterIP) is answered per backend */
+  services: ServiceCatalog;
   problems: string[];
   /** policy key -> manifest position */
   sources: Map<string, string>;
@@ -24,6 +27,7 @@ export interface NetpolWorld {
 
 export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
   const engine = new NetpolEngine();
+  const services = new ServiceCatalog();
   const problems: string[] = [];
   const sources = new Map<string, string>();
   const raw = (m: Manifest) => ({ metadata: m.metadata, spec: m.spec, status: m.status });
@@ -43,6 +47,9 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
         if (!hostNetwork && (m.status as { phase?: string } | undefined)?.phase !== 'Pending')
           problems.push(`${at}: status.podIP: the pod has no address yet; left out`);
       } else engine.upsertPod(p);
+    } else if (m.kind === 'Service' || m.kind === 'EndpointSlice') {
+      const error = services.apply(m.kind, { metadata: m.metadata, spec: m.spec, ...m.body });
+      if (error) problems.push(`${at}: ${error.slice(error.indexOf(': ') + 2)}`);
     } else if (m.kind === 'Node') {
       const n = nodeFromObject(raw(m));
       if ('error' in n) problems.push(`${at}: ${n.error}`);
@@ -68,5 +75,5 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
     for (const e of p.errors) problems.push(`${at}: ${e} (policy ignored)`);
     for (const w of p.warnings) problems.push(`${at}: warning: ${w}`);
   }
-  return { engine, problems, sources };
+  return { engine, services, problems, sources };
 }

@@ -5,7 +5,15 @@ import { type NetpolEngine, PROTO_NAMES } from '@cascade/netpolicy';
 import { type Command, compact, oneOf, out, table, UsageError } from '../cli.ts';
 import { pathResults } from './effective.ts';
 import { loadBothWorlds } from './gateway-common.ts';
-import { type Probe, type ProbeResult, portsInUse, readProbes, simulateProbe } from './netpol.ts';
+import {
+  type Probe,
+  type ProbeResult,
+  portOf,
+  portsInUse,
+  readProbes,
+  resolveAddr,
+  simulateProbe,
+} from './netpol.ts';
 
 type RuleEntry = PathResult['rules'][string];
 
@@ -27,7 +35,7 @@ export interface ProbeChange {
   from: string;
   to: string;
   protocol: string;
-  port: number;
+  port: number | string;
   /** undefined: the probe cannot be run on that side (a pod that does not exist there). */
   before?: Omit<ProbeResult, 'from' | 'to' | 'protocol' | 'port'>;
   after?: Omit<ProbeResult, 'from' | 'to' | 'protocol' | 'port'>;
@@ -76,7 +84,13 @@ function run1(engine: NetpolEngine, p: Probe): ProbeChange['before'] {
       protocol: _p,
       port: _n,
       ...rest
-    } = simulateProbe(engine, p.from, p.to, p.proto, p.port);
+    } = simulateProbe(
+      engine,
+      p.from,
+      p.to,
+      p.proto,
+      typeof p.port === 'number' ? p.port : portOf(engine, p.port, resolveAddr(engine, p.to), p.proto),
+    );
     return rest;
   } catch (e) {
     if (e instanceof UsageError) return undefined; // a pod that only exists on the other side

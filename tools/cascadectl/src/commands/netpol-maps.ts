@@ -1,0 +1,168 @@
+// cascadectl netpol maps: the lowered MapState per endpoint and the BPF map contents a node would hold,
+// decoded back from their bytes; and the names of identities and entries the other netpol commands use.
+import {
+  addr16,
+  decodeEndpointValue,
+  decodePolicyKey,
+  decodePolicyValue,
+  EP_FLAGS,
+  encodeState,
+  encodeTableEntry,
+  type PolicyKey,
+  type PolicyValue,
+  SIZES,
+} from '@cascade/bpf-datapath';
+import {
+  type Direction,
+  datapathState,
+  describePrecedence,
+  formatPortPrefix,
+  formatPrefix,
+  ID,
+  type MapStateEntry,
+  type NetpolEngine,
+  type Pod,
+  PROTO_NAMES,
+} from '@cascade/netpolicy';
+import { type Command, oneOf, out, UsageError } from '../cli.ts';
+import { loadNetpol } from './netpol.ts';
+
+/** A policy map entry decoded from its bytes. */
+function describeBpfEntry(
+  engine: NetpolEngine,
+  k: PolicyKey,
+  v: PolicyValue,
+  rules: Map<number, string>,
+): string {
+  const port = k.proto === 0 ? 'any proto' : `proto ${k.proto} port ${k.port}/${k.plen}`;
+  return `cascade_policy[table ${k.table}, identity ${k.identity} (${identityName(engine, k.identity)}), ${port}] = ${v.verdict}, precedence 0x${v.precedence.toString(16)}, match ${v.matchLen}, rule #${v.rule} (${rules.get(v.rule) ?? '?'})`;
+}
+
+export function describeEntry(engine: NetpolEngine, e: MapStateEntry): string {
+  const remote = identityName(engine, e.identity);
+  const ports =
+    e.proto === 0
+      ? 'any'
+      : `${PROTO_NAMES[e.proto] ?? e.proto}/${formatPortPrefix({ port: e.port, len: e.plen })}`;
+  return `${remote} ${ports} -> ${e.verdict} [${describePrecedence(e.precedence)}, precedence 0x${e.precedence.toString(16)}] from ${e.rule}`;
+}
+
+export function identityName(engine: NetpolEngine, id: number): string {
+  if (id === ID.WILDCARD) return 'any';
+  if (id === ID.ALL_PODS) return 'all-pods';
+  if (id === ID.HOST) return 'host';
+  if (id === ID.WORLD || id === 4) return 'world';
+  const info = engine.identities.get(id);
+  if (!info) return `#${id}`;
+  if (info.kind === 'pod')
+    return `${info.namespace}/{${Object.entries(info.labels ?? {})
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',')}}#${id}`;
+  if (info.kind === 'node')
+    return `node{${Object.entries(info.labels ?? {})
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',')}}#${id}`;
+  const m = /^cidr:([46]):([0-9a-f]+)\/(\d+)$/.exec(info.key);
+  const text = m
+    ? formatPrefix({ family: Number(m[1]) as 4 | 6, bits: BigInt(`0x${m[2]}`), len: Number(m[3]) })
+    : info.key;
+  return `cidr:${text}#${id}`;
+}
+
+export const mapsCommand: Command = {
+  name: 'netpol maps',
+  summary: 'the lowered MapState per endpoint (both layers, both directions), with counts and shared tables',
+  usage: 'cascadectl netpol maps FILES... [--endpoint NS/POD] [-o table|json]',
+  options: { endpoint: { type: 'string' }, output: { type: 'string', short: 'o' } },
+  run(values, files) {
+    const format = oneOf('output', values.output, ['table', 'json'], 'table');
+    const { engine, problems } = loadNetpol(files);
+    const pods = [...engine.pods.values()].filter(
+      (p) => values.endpoint === undefined || `${p.namespace}/${p.name}` === values.endpoint,
+    );
+    if (values.endpoint !== undefined && pods.length === 0)
+      throw new UsageError(`--endpoint ${String(values.endpoint)}: no such pod`);
+    // The BPF map contents a fresh datapath would hold (tables numbered 1..), decoded back from
+    // their bytes: what `bpftool map dump` shows on a node, in words.
+    const desired = datapathState(engine);
+    const bpf = encodeState(desired);
+    const layer = (p: Pod, d: Direction, which: 'admin' | 'lower') => {
+      const l = engine.tableOf(p.namespace, p.name, d)?.[which];
+      const n = l ? bpf.tableNumbers.get(l.id) : undefined;
+      const encoded =
+        l && n !== undefined ? (desired.tables.get(l.id) ?? []).map((te) => encodeTableEntry(n, te)) : [];
+      return {
+        table: l?.id,
+        bpfTable: n,
+        entries: [...(l?.state.entries() ?? [])].map((e) => describeEntry(engine, e)),
+        bpf: encoded.map(([k, v]) => ({
+          key: k.toString('hex'),
+          value: v.toString('hex'),
+          decoded: describeBpfEntry(engine, decodePolicyKey(k), decodePolicyValue(v), desired.rules),
+        })),
+      };
+    };
+    const report = pods.map((p) => {
+      const dirs = (['ingress', 'egress'] as const).map((d) => ({
+        direction: d,
+        admin: layer(p, d, 'admin'),
+        lower: layer(p, d, 'lower'),
+      }));
+      const epBytes = bpf.endpoints.find(([k]) => k.equals(addr16(p.ips[0]!)));
+      const ep = epBytes ? decodeEndpointValue(epBytes[1]) : undefined;
+      return {
+        endpoint: `${p.namespace}/${p.name}`,
+        ips: p.ips,
+        identity: identityName(engine, engine.podIdentity.get(`${p.namespace}/${p.name}`) ?? 0),
+        bpfEndpoint: ep
+          ? `flags ${ep.flags} (${ep.flags & EP_FLAGS.FAIL_CLOSED ? 'FAIL CLOSED' : 'enforce ingress+egress'}), ingress tables admin ${ep.tables[0][0]} lower ${ep.tables[0][1]}, egress tables admin ${ep.tables[1][0]} lower ${ep.tables[1][1]}, identity ${ep.identity}`
+          : 'not in the endpoints map',
+        directions: dirs,
+      };
+    });
+    let entries = 0;
+    for (const t of engine.tables.values()) entries += t.state.size;
+    const summary = {
+      endpoints: engine.pods.size,
+      identities: engine.identities.size,
+      tables: engine.tables.size,
+      entries,
+      bpf: {
+        policyEntries: bpf.policy.length,
+        endpointEntries: bpf.endpoints.length,
+        ipcacheEntries: bpf.ipcache.length,
+        hostEntries: bpf.hosts.length,
+        bytes:
+          bpf.policy.length * (SIZES.policyKey + SIZES.policyValue) +
+          bpf.endpoints.length * (16 + SIZES.endpointValue) +
+          bpf.ipcache.length * (SIZES.ipcacheKey + 4) +
+          bpf.hosts.length * (SIZES.hostKey + 4),
+      },
+    };
+    if (format === 'json') out(JSON.stringify({ summary, endpoints: report }, null, 2));
+    else {
+      const lines = [
+        `${summary.endpoints} endpoints, ${summary.identities} identities, ${summary.tables} shared tables (layers), ${summary.entries} entries in all`,
+        `BPF maps: cascade_policy ${summary.bpf.policyEntries} entries, cascade_endpoints ${summary.bpf.endpointEntries}, cascade_hosts ${summary.bpf.hostEntries}, cascade_ipcache ${summary.bpf.ipcacheEntries} (${summary.bpf.bytes} bytes of keys and values)`,
+      ];
+      for (const r of report) {
+        lines.push('', `${r.endpoint} ${r.ips.join(',')} identity ${r.identity}`);
+        lines.push(`  bpf cascade_endpoints[${r.ips[0]}] = ${r.bpfEndpoint}`);
+        for (const d of r.directions) {
+          for (const layer of ['admin', 'lower'] as const) {
+            lines.push(
+              `  ${d.direction} ${layer} table ${d[layer].table} = BPF table ${d[layer].bpfTable} (${d[layer].entries.length} entries)`,
+            );
+            d[layer].entries.forEach((e, i) => {
+              lines.push(`    ${e}`);
+              const b = d[layer].bpf[i];
+              if (b) lines.push(`      bpf ${b.decoded}`);
+            });
+          }
+        }
+      }
+      out(lines.join('\n'));
+    }
+    return problems > 0 ? 2 : 0;
+  },
+};

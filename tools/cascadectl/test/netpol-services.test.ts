@@ -1,0 +1,111 @@
+// A Service as the destination of netpol simulate / explain: answered per backend, each judged on its
+// own address and port (examples/netpol plus test/fixtures/netpol-services.yaml).
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { run } from './run.ts';
+
+const NP = resolve(import.meta.dirname, '../../../examples/netpol');
+const SVC = resolve(import.meta.dirname, 'fixtures/netpol-services.yaml');
+
+describe('Services as destinations', () => {
+  it('explain by ClusterIP and by svc:ns/name: the backend pod on its targetPort decides, not "world"', async () => {
+    for (const to of ['10.96.0.50', 'svc:payments/ledger']) {
+      const r = await run('netpol', 'explain', NP, SVC, '--from', 'shop/cart', '--to', to, '--port', '443');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(
+        /^shop\/cart -> Service payments\/ledger:grpc \(10\.96\.0\.50:443\): 1 backend/,
+      );
+      expect(r.stdout).toContain('shop/cart -> payments/ledger TCP/7443');
+      expect(r.stdout).toContain('AdminNetworkPolicy/protect-sensitive shop-to-ledger-grpc');
+      expect(r.stdout).not.toContain('world');
+      expect(r.stdout.trimEnd()).toMatch(/=> ALLOW$/);
+    }
+  });
+
+  it('simulate answers per backend (not-ready endpoints left out), a named Service port, no backend, and the pod as its own only backend', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-probes-'));
+    const probes = join(dir, 'probes.yaml');
+    writeFileSync(
+      probes,
+      [
+        '- {from: shop/cart, to: svc:payments/ledger, port: grpc}',
+        '- {from: sandbox/toy, to: 10.96.0.50, port: 443}',
+        '- {from: shop/web, to: svc:shop/empty, port: 80}',
+        '- {from: shop/cart, to: svc:shop/cart, port: 80}',
+        '- {from: shop/web, to: svc:shop/cart, port: 80}',
+      ].join('\n'),
+    );
+    const r = await run('netpol', 'simulate', NP, SVC, '--probes', probes, '-o', 'json');
+    expect(r.code).toBe(0);
+    const res = JSON.parse(r.stdout) as {
+      from: string;
+      to: string;
+      port: number;
+      verdict: string;
+      service?: { name: string; frontend: string; backend?: string; note?: string };
+      ingress?: { decidedBy: { policy?: string } };
+    }[];
+    expect(res.map((x) => [x.from, x.to, x.port, x.verdict, x.service?.backend ?? x.service?.note])).toEqual([
+      ['shop/cart', 'payments/ledger', 7443, 'allow', '10.2.0.20:7443'],
+      ['sandbox/toy', 'payments/ledger', 7443, 'deny', '10.2.0.20:7443'],
+      [
+        'shop/web',
+        'svc:shop/empty',
+        80,
+        'deny', // judged as the ClusterIP itself: web's egress allows no such address
+        'no ready endpoint: the datapath leaves the flow to kube-proxy, which rejects it',
+      ],
+      [
+        'shop/cart',
+        'svc:shop/cart',
+        80,
+        'allow',
+        'the source is the only backend: allowed, as a pod reaching itself',
+      ],
+      ['shop/web', 'shop/cart', 9000, expect.any(String), '10.1.0.11:9000'],
+    ]);
+    expect(res[1]!.ingress?.decidedBy.policy).toBe('AdminNetworkPolicy/protect-sensitive'); // toy is no shop pod
+  });
+
+  it('a Service port that does not exist is a usage error naming what exists; a bad Service is reported by field', async () => {
+    const r = await run(
+      'netpol',
+      'explain',
+      NP,
+      SVC,
+      '--from',
+      'shop/cart',
+      '--to',
+      'svc:payments/ledger',
+      '--port',
+      '80',
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(
+      'Service payments/ledger has no TCP port of that number or name (it has grpc=443/TCP)',
+    );
+    const missing = await run(
+      'netpol',
+      'explain',
+      NP,
+      SVC,
+      '--from',
+      'shop/cart',
+      '--to',
+      'svc:payments/nope',
+      '--port',
+      '80',
+    );
+    expect(missing.stderr).toContain('svc:payments/nope: no such Service');
+    const dir = mkdtempSync(join(tmpdir(), 'svc-bad-'));
+    writeFileSync(
+      join(dir, 'bad.yaml'),
+      'apiVersion: v1\nkind: Service\nmetadata: {name: bad, namespace: shop}\nspec: {clusterIP: 10.96.0.99, ports: [{port: 99999}]}\n',
+    );
+    const bad = await run('netpol', 'simulate', NP, join(dir, 'bad.yaml'));
+    expect(bad.code).toBe(2); // an invalid object: reported, the rest answered
+    expect(bad.stderr).toMatch(/bad\.yaml.*\(Service shop\/bad\): spec\.ports\[0\]\.port: 1-65535/);
+  });
+});
