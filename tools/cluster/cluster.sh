@@ -213,9 +213,16 @@ EOF
 import_images() {
   log "building images (cached when inputs are unchanged)"
   "$root/node_modules/.bin/node" "$root/tools/cluster/src/images.ts" --tag "$TAG" --cluster-bin "$CLUSTER_BIN" >&2
+  import_archives "$root"/build/images/*.tar
+}
+
+# import_archives ARCHIVE...: each image archive (with its .json beside it) into containerd, unless
+# the same reference and digest are there already
+import_archives() {
   local have
   have=$(ctr -a "$SOCK" -n k8s.io images ls 2>/dev/null | awk 'NR>1 {print $1" "$3}')
-  for meta in "$root"/build/images/*.tar.json; do
+  for archive in "$@"; do
+    local meta=$archive.json
     local ref digest
     ref=$(sed -n 's/.*"ref": "\(.*\)".*/\1/p' "$meta")
     digest=$(sed -n 's/.*"digest": "\(.*\)".*/\1/p' "$meta")
@@ -407,6 +414,7 @@ case ${1:-} in
   down) down ;;
   status) status ;;
   install) shift; bins; install_cascade "$@" ;;
+  import) shift; import_archives "$@" ;;
   env) echo "export KUBECONFIG=$KUBECONFIG" ;;
-  *) echo "usage: npm run cluster -- up [--no-cascade] | down | status | install [TAG [TIMEOUT]] | env" >&2; exit 2 ;;
+  *) echo "usage: npm run cluster -- up [--no-cascade] | down | status | install [TAG [TIMEOUT]] | import ARCHIVE... | env" >&2; exit 2 ;;
 esac

@@ -2,7 +2,9 @@
  * those ports (IPv4 and IPv6) with "ok HOSTNAME\n"; `probe tcp|udp HOST PORT [TIMEOUT_MS]` prints
  * ALLOW and exits 0 when the server answered within the timeout (default 1000 ms), else prints DENY
  * and exits 1 (2 on bad arguments); `probe-all TIMEOUT_MS PROTO/HOST/PORT...` prints one
- * `PROTO/HOST/PORT ALLOW|DENY` line per target. Static, no allocation per connection, bounded everything. */
+ * `PROTO/HOST/PORT ALLOW|DENY` line per target; `dns tcp|udp SERVER NAME [TIMEOUT_MS]` asks SERVER (port 53)
+ * for NAME's A records and prints ALLOW with the answer count (exit 0) when it answers NOERROR with at
+ * least one, else DENY (exit 1). Static, no allocation per connection, bounded everything. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -182,13 +184,75 @@ deny:
 	return 1;
 }
 
+/* One DNS query (A, recursion desired) for name; 1 answered with records, 0 not. */
+static int dns(const char *proto, const char *server, const char *name, int timeout) {
+	int tcp = strcmp(proto, "tcp") == 0;
+	if ((!tcp && strcmp(proto, "udp") != 0) || timeout <= 0 || timeout > 60000 || strlen(name) > 200) return 2;
+	unsigned char q[512] = {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+	size_t n = 12;
+	for (const char *l = name; *l;) {
+		const char *dot = strchr(l, '.');
+		size_t len = dot ? (size_t)(dot - l) : strlen(l);
+		if (len == 0 || len > 63) return 2;
+		q[n++] = (unsigned char)len;
+		memcpy(q + n, l, len);
+		n += len;
+		l += len + (dot ? 1 : 0);
+	}
+	q[n++] = 0;
+	q[n++] = 0; q[n++] = 1; /* A */
+	q[n++] = 0; q[n++] = 1; /* IN */
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(53)};
+	if (inet_pton(AF_INET, server, &to.sin_addr) != 1) return 2;
+	int fd = socket(AF_INET, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK, 0);
+	long deadline = now_ms() + timeout;
+	unsigned char buf[1024];
+	size_t got = 0;
+	if (fd < 0) goto deny;
+	if (connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0 && errno != EINPROGRESS) goto deny;
+	if (tcp) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		if (poll(&p, 1, timeout) <= 0 || !(p.revents & POLLOUT) || (p.revents & (POLLERR | POLLHUP))) goto deny;
+		unsigned char lp[2] = {(unsigned char)(n >> 8), (unsigned char)n};
+		if (send(fd, lp, 2, MSG_MORE) != 2) goto deny;
+	}
+	if (send(fd, q, n, 0) != (ssize_t)n) goto deny;
+	for (;;) {
+		long left = deadline - now_ms();
+		if (left <= 0) goto deny;
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, (int)left) <= 0) continue;
+		ssize_t r = recv(fd, buf + got, sizeof(buf) - got, 0);
+		if (r <= 0) goto deny;
+		got += (size_t)r;
+		unsigned char *m = tcp ? buf + 2 : buf;
+		size_t have = tcp ? (got >= 2 ? got - 2 : 0) : got;
+		if (tcp && (got < 2 || have < (size_t)((buf[0] << 8) | buf[1]))) continue;
+		if (have < 12 || m[0] != 0x12 || m[1] != 0x34) goto deny;
+		int answers = (m[6] << 8) | m[7];
+		close(fd);
+		if ((m[3] & 0x0f) == 0 && answers > 0) {
+			printf("ALLOW %d answer(s)\n", answers);
+			return 0;
+		}
+		printf("DENY rcode %d, %d answer(s)\n", m[3] & 0x0f, answers);
+		return 1;
+	}
+deny:
+	if (fd >= 0) close(fd);
+	printf("DENY\n");
+	return 1;
+}
+
 int main(int argc, char **argv) {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (argc >= 3 && strcmp(argv[1], "serve") == 0) return serve(argc - 2, argv + 2);
 	if (argc >= 4 && strcmp(argv[1], "probe-all") == 0) return probe_all(atoi(argv[2]), argc - 3, argv + 3);
+	if ((argc == 5 || argc == 6) && strcmp(argv[1], "dns") == 0)
+		return dns(argv[2], argv[3], argv[4], argc == 6 ? atoi(argv[5]) : 1000);
 	if ((argc == 5 || argc == 6) && strcmp(argv[1], "probe") == 0)
 		return probe(argv[2], argv[3], argv[4], argc == 6 ? atoi(argv[5]) : 1000);
 	fprintf(stderr, "usage: cascade-probe serve PORT... | probe tcp|udp HOST PORT [TIMEOUT_MS] |\n"
-	                "       probe-all TIMEOUT_MS tcp|udp/HOST/PORT...\n");
+	                "       probe-all TIMEOUT_MS tcp|udp/HOST/PORT... | dns tcp|udp SERVER NAME [TIMEOUT_MS]\n");
 	return 2;
 }

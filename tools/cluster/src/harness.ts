@@ -56,7 +56,14 @@ export function sh(cmd: string, args: string[], opts: { input?: string; timeoutM
 export function shAsync(cmd: string, args: string[], timeoutMs = 60_000): Promise<string> {
   return new Promise((res, rej) =>
     execFile(cmd, args, { env: env(), timeout: timeoutMs, maxBuffer: 64 << 20 }, (err, out, stderr) =>
-      err ? rej(new Error(`${cmd} ${args.join(' ')}: ${stderr || err.message}`.slice(0, 4000))) : res(out),
+      err
+        ? // the command's output stays on the error: a probe that says DENY exits 1
+          rej(
+            Object.assign(new Error(`${cmd} ${args.join(' ')}: ${stderr || err.message}`.slice(0, 4000)), {
+              stdout: out,
+            }),
+          )
+        : res(out),
     ),
   );
 }

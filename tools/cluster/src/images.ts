@@ -164,7 +164,35 @@ const controller = (name: string, workspace: string, main: string): Recipe => ({
   }),
 });
 
-export function recipes(clusterBin?: string): Recipe[] {
+/**
+ * The upstream suites' workload image, under the names their manifests use: agnhost (built from the
+ * k8s.io/kubernetes module by tools/conformance) with bash, which the network-policy-api suite's
+ * manifests run it through.
+ */
+export function agnhostRecipe(conformanceBin: string, tag: string): Recipe {
+  const bin = join(conformanceBin, 'agnhost');
+  return {
+    name: `agnhost-${tag}`,
+    needs: [bin, '/bin/bash'],
+    build: () => ({
+      ref: `registry.k8s.io/e2e-test-images/agnhost:${tag}`,
+      layers: [
+        [
+          ...userFiles(),
+          file('agnhost', bin, 0o755),
+          file('usr/bin/bash', '/bin/bash', 0o755),
+          { path: 'bin', type: 'symlink', target: 'usr/bin' },
+          { path: 'usr/bin/sh', type: 'symlink', target: 'bash' },
+          ...libraries(['/bin/bash']),
+        ],
+      ],
+      entrypoint: ['/agnhost'],
+      user: '0:0',
+    }),
+  };
+}
+
+export function recipes(clusterBin?: string, conformanceBin?: string): Recipe[] {
   const agentBins = [
     join(DATAPATH_BUILD, 'cascade-bpfctl'),
     join(DATAPATH_BUILD, 'cascade-cni'),
@@ -232,6 +260,8 @@ export function recipes(clusterBin?: string): Recipe[] {
       staticImage('cascade-probe', 'cluster', 'cascade-probe', ['/usr/local/bin/cascade-probe']),
     );
   }
+  // the NetworkPolicy e2e tests (v1.34) and the network-policy-api suite (v0.1, v0.2) ask for these
+  if (conformanceBin) list.push(agnhostRecipe(conformanceBin, '2.56'), agnhostRecipe(conformanceBin, '2.45'));
   return list;
 }
 
@@ -251,9 +281,10 @@ export function buildImages(opts: {
   tag: string;
   outDir: string;
   clusterBin?: string;
+  conformanceBin?: string;
 }): ImageReport[] {
   mkdirSync(opts.outDir, { recursive: true });
-  const all = recipes(opts.clusterBin);
+  const all = recipes(opts.clusterBin, opts.conformanceBin);
   const chosen = opts.names?.length ? all.filter((r) => opts.names?.includes(r.name)) : all;
   const unknown = (opts.names ?? []).filter((n) => !all.some((r) => r.name === n));
   if (unknown.length)
@@ -290,15 +321,17 @@ if (import.meta.main) {
   let tag = '0.1.0';
   let outDir = join(ROOT, 'build/images');
   let clusterBin: string | undefined;
+  let conformanceBin: string | undefined;
   const names: string[] = [];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--tag') tag = args[++i] ?? tag;
     else if (args[i] === '--out') outDir = resolve(args[++i] ?? outDir);
     else if (args[i] === '--cluster-bin') clusterBin = args[++i];
+    else if (args[i] === '--conformance-bin') conformanceBin = args[++i];
     else names.push(args[i] as string);
   }
   try {
-    for (const r of buildImages({ names, tag, outDir, clusterBin }))
+    for (const r of buildImages({ names, tag, outDir, clusterBin, conformanceBin }))
       process.stdout.write(
         `${r.ref.padEnd(48)} ${r.digest.slice(0, 19)}  ${(r.compressedBytes / 2 ** 20).toFixed(1)} MiB compressed, ${(r.unpackedBytes / 2 ** 20).toFixed(1)} MiB unpacked\n`,
       );

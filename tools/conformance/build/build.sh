@@ -6,6 +6,11 @@
 #   npapi-v0.1.test the network-policy-api conformance suite for AdminNetworkPolicy and
 #                   BaselineAdminNetworkPolicy (sigs.k8s.io/network-policy-api v0.1.x)
 #   npapi-v0.2.test the same suite at v0.2.x (ClusterNetworkPolicy)
+# This machine's kernel has no SCTP: the network-policy-api suite's base workloads include SCTP servers
+# (agnhost porter with SERVE_SCTP_PORT_*), which exit when they cannot listen, so no base pod would
+# ever be Ready and no test could run. The suite is built with those two variables renamed (the
+# servers stay up, serving TCP/UDP) and its SCTP tests are skipped by the runner, saying why.
+# Set NPAPI_KEEP_SCTP=1 on a kernel with SCTP to build it unchanged.
 # A second run finds them and prints the directory.
 set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
@@ -13,7 +18,8 @@ NPAPI_V1=${NPAPI_V1:-v0.1.7}
 NPAPI_V2=${NPAPI_V2:-v0.2.0}
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${CASCADE_CACHE:-$HOME/.cache/cascade}
-out="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2"
+sctp=$([[ ${NPAPI_KEEP_SCTP:-} == 1 ]] && echo sctp || echo nosctp)
+out="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp"
 log() { printf '[conformance-build] %s\n' "$*" >&2; }
 want=(netpol.test agnhost npapi-v0.1.test npapi-v0.2.test)
 missing=()
@@ -48,7 +54,15 @@ for pair in "npapi-v0.1.test:$NPAPI_V1" "npapi-v0.2.test:$NPAPI_V2"; do
   need "$bin" || continue
   log "building the network-policy-api conformance suite $version"
   src="$out/src/${bin%.test}"
-  tool_module "$src" "conformance-${bin%.test}" sigs.k8s.io/network-policy-api "$version" <<<"sigs.k8s.io/network-policy-api/conformance/tests"
+  rm -rf "$src" && mkdir -p "$src"
+  module=$(cd "$src" && go mod download -json "sigs.k8s.io/network-policy-api@$version" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  cp -r "$module" "$src/module" && chmod -R u+w "$src/module"
+  if [[ $sctp == nosctp ]]; then
+    sed -i 's/SERVE_SCTP_PORT_/NO_SCTP_IN_THIS_KERNEL_PORT_/' "$src"/module/conformance/base/*.yaml
+  fi
+  printf 'module cascade.dev/%s\ngo 1.24\nrequire sigs.k8s.io/network-policy-api %s\nreplace sigs.k8s.io/network-policy-api => ./module\n' \
+    "conformance-${bin%.test}" "$version" > "$src/go.mod"
+  tool_module "$src" "conformance-${bin%.test}" <<<"sigs.k8s.io/network-policy-api/conformance/tests"
   (cd "$src" && go test -c -trimpath -ldflags='-s -w' -o "$out/bin/$bin" sigs.k8s.io/network-policy-api/conformance)
 done
 log "suites built in $out/bin"

@@ -1,0 +1,348 @@
+// npm run conformance [-- [--subset] [SUITE...]]: the upstream network-policy test suites against
+// Cascade on the real single-node cluster (tools/cluster), nobody here having written them:
+//   netpol      the Kubernetes NetworkPolicy e2e tests (k8s.io/kubernetes test/e2e/network/netpol)
+//   npapi-v0.1  network-policy-api conformance: AdminNetworkPolicy, BaselineAdminNetworkPolicy
+//   npapi-v0.2  network-policy-api conformance: ClusterNetworkPolicy
+// Built from their Go modules (build/build.sh), with their agnhost workload image built here too. A
+// full run writes conformance/results/<suite>.json (version, date, passed, failed, each skip with its
+// reason, each test's time, a failure's message); `--subset` runs a representative few (npm test) and
+// writes to tools/conformance/.local instead.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+export const ROOT = resolve(import.meta.dirname, '../../..');
+const CLUSTER_SH = join(ROOT, 'tools/cluster/cluster.sh');
+const KUBECONFIG = '/var/lib/cascade-cluster/admin.kubeconfig';
+const NODE = join(ROOT, 'node_modules/.bin/node');
+
+export type SuiteName = 'netpol' | 'npapi-v0.1' | 'npapi-v0.2';
+export const SUITES: SuiteName[] = ['netpol', 'npapi-v0.1', 'npapi-v0.2'];
+
+export interface TestResult {
+  name: string;
+  result: 'passed' | 'failed' | 'skipped';
+  seconds: number;
+  /** a skip's reason, or a failure's message (first lines) */
+  reason?: string;
+}
+
+export interface SuiteResults {
+  suite: SuiteName;
+  title: string;
+  /** the Go module and version the tests come from */
+  module: string;
+  version: string;
+  kubernetes: string;
+  cascadeCommit: string;
+  date: string;
+  subset: boolean;
+  /** what Cascade declares it supports (network-policy-api features) */
+  features?: string[];
+  command: string[];
+  passed: number;
+  failed: number;
+  skipped: number;
+  seconds: number;
+  /** changes made to the suite to run it on this machine, and why */
+  adaptations: string[];
+  tests: TestResult[];
+}
+
+const NO_SCTP =
+  "this machine's kernel has no SCTP (socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP) fails with EPROTONOSUPPORT): no probe can open an SCTP connection here. Cascade's datapath judges SCTP like TCP and UDP (bpf-datapath kernel tests, port ranges included)";
+
+const NPAPI_ADAPTATION =
+  "the suite's base workloads start SCTP servers (agnhost porter, SERVE_SCTP_PORT_9003/9005) that exit when the kernel cannot listen on SCTP, which would keep every base pod un-Ready; build.sh renames those two variables (the containers keep running, serving nothing) and the SCTP tests are skipped";
+
+interface SuiteDef {
+  title: string;
+  module: string;
+  version: string;
+  binary: string;
+  features?: string[];
+  args: (bin: string, report: string, subset: boolean) => string[];
+  /** tests not run on this machine, matched by name, and why */
+  skips: [RegExp, string][];
+  adaptations: string[];
+  parse: (report: string, output: string) => TestResult[];
+}
+
+const NETPOL_SUBSET = [
+  "should support a 'default-deny-ingress' policy",
+  'should allow egress access on one named port',
+  'should enforce except clause while egress access to server in CIDR block',
+  'should work with Ingress, Egress specified together',
+  'should enforce updated policy',
+  'should deny egress from all pods in a namespace',
+];
+
+const npapi = (version: string, binary: string, features: string[], subset: string[]): SuiteDef => ({
+  title: `network-policy-api conformance ${version}`,
+  module: 'sigs.k8s.io/network-policy-api',
+  version,
+  binary,
+  features,
+  args: (bin, _report, sub) => [
+    join(bin, binary),
+    '-test.v',
+    '-test.timeout=90m',
+    `-test.run=TestConformance${sub ? `/(${subset.join('|')})$` : ''}`,
+    '-test.skip=TestConformance/.*SCTP',
+    `-supported-features=${features.join(',')}`,
+    '-cleanup-base-resources=true',
+  ],
+  skips: [[/SCTP/, NO_SCTP]],
+  adaptations: [NPAPI_ADAPTATION],
+  parse: (_report, output) => parseGoTest(output),
+});
+
+export const DEFS: Record<SuiteName, SuiteDef> = {
+  netpol: {
+    title: 'Kubernetes NetworkPolicy e2e (test/e2e/network/netpol)',
+    module: 'k8s.io/kubernetes',
+    version: 'v1.34.4',
+    binary: 'netpol.test',
+    args: (bin, report, subset) => [
+      join(bin, 'netpol.test'),
+      `--kubeconfig=${KUBECONFIG}`,
+      '--provider=local',
+      '--ginkgo.skip=SCTPConnectivity',
+      ...(subset ? [`--ginkgo.focus=${NETPOL_SUBSET.map(escapeRegex).join('|')}`] : []),
+      `--ginkgo.json-report=${report}`,
+      '--ginkgo.no-color',
+      '--ginkgo.timeout=90m',
+    ],
+    skips: [[/SCTPConnectivity/, NO_SCTP]],
+    adaptations: [],
+    parse: (report) => parseGinkgo(readFileSync(report, 'utf8')),
+  },
+  'npapi-v0.1': npapi(
+    'v0.1.7',
+    'npapi-v0.1.test',
+    [
+      'AdminNetworkPolicy',
+      'BaselineAdminNetworkPolicy',
+      'AdminNetworkPolicyNamedPorts',
+      'BaselineAdminNetworkPolicyNamedPorts',
+      'AdminNetworkPolicyEgressNodePeers',
+      'BaselineAdminNetworkPolicyEgressNodePeers',
+    ],
+    ['AdminNetworkPolicyIngressTCP', 'BaselineAdminNetworkPolicyEgressNamedPort'],
+  ),
+  'npapi-v0.2': npapi(
+    'v0.2.0',
+    'npapi-v0.2.test',
+    ['ClusterNetworkPolicy', 'ClusterNetworkPolicyNamedPorts', 'ClusterNetworkPolicyEgressNodePeers'],
+    ['CNPAdminTierEgressInlineCIDRPeers', 'CNPBaselineTierIngressUDP'],
+  ),
+};
+
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\']/g, (c) => (c === "'" ? '.' : `\\${c}`));
+
+/** Ginkgo's JSON report -> one result per spec (It); a failure in a suite-level node counts too. */
+export function parseGinkgo(json: string): TestResult[] {
+  type Spec = {
+    ContainerHierarchyTexts?: string[] | null;
+    LeafNodeText?: string;
+    LeafNodeType?: string;
+    State?: string;
+    RunTime?: number;
+    Failure?: { Message?: string };
+  };
+  const suites = JSON.parse(json) as { SpecReports?: Spec[] | null }[];
+  const out: TestResult[] = [];
+  for (const s of suites)
+    for (const r of s.SpecReports ?? []) {
+      const isSpec = r.LeafNodeType === 'It';
+      const failed = r.State !== 'passed' && r.State !== 'skipped' && r.State !== 'pending';
+      if (!isSpec && !failed) continue;
+      const name = [...(r.ContainerHierarchyTexts ?? []), r.LeafNodeText ?? r.LeafNodeType ?? '?']
+        .filter(Boolean)
+        .join(' ');
+      out.push({
+        name,
+        result: failed ? 'failed' : r.State === 'passed' ? 'passed' : 'skipped',
+        seconds: Math.round((r.RunTime ?? 0) / 1e7) / 100,
+        ...(failed && r.Failure?.Message ? { reason: firstLines(r.Failure.Message) } : {}),
+      });
+    }
+  return out;
+}
+
+/** `go test -v` output -> one result per conformance test (TestConformance/NAME), with skip reasons. */
+export function parseGoTest(output: string): TestResult[] {
+  const out: TestResult[] = [];
+  const lines = output.split('\n');
+  lines.forEach((line, i) => {
+    const m = /^\s*--- (PASS|FAIL|SKIP): TestConformance\/([^/\s]+) \(([\d.]+)s\)/.exec(line);
+    if (!m) return;
+    const result = m[1] === 'PASS' ? 'passed' : m[1] === 'FAIL' ? 'failed' : 'skipped';
+    // the indented lines right after a verdict are its log (a skip's reason, a failure's message)
+    const detail: string[] = [];
+    for (let j = i + 1; j < lines.length && /^\s{4,}\S/.test(lines[j]!) && !/^\s*--- /.test(lines[j]!); j++)
+      detail.push(lines[j]!.trim());
+    out.push({
+      name: m[2]!,
+      result,
+      seconds: Number(m[3]),
+      ...(result !== 'passed' && detail.length ? { reason: firstLines(detail.join('\n')) } : {}),
+    });
+  });
+  return out;
+}
+
+const firstLines = (s: string) => s.split('\n').slice(0, 12).join('\n').slice(0, 2000);
+
+function sh(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}) {
+  return execFileSync(cmd, args, {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: opts.env ?? process.env,
+    timeout: opts.timeoutMs ?? 30 * 60_000,
+    maxBuffer: 256 << 20,
+  });
+}
+
+/** The suites' binaries (built once, cached) and their workload image in the cluster's containerd. */
+export function prepare(log: (s: string) => void = () => {}): string {
+  const bin = sh('bash', [join(ROOT, 'tools/conformance/build/build.sh')])
+    .trim()
+    .split('\n')
+    .pop()!;
+  if (!existsSync('/run/cascade-cluster/containerd.sock')) {
+    log('starting the cluster (npm run cluster -- up)');
+    sh('bash', [CLUSTER_SH, 'up'], { timeoutMs: 25 * 60_000 });
+  }
+  sh(NODE, [
+    join(ROOT, 'tools/cluster/src/images.ts'),
+    '--conformance-bin',
+    bin,
+    'agnhost-2.56',
+    'agnhost-2.45',
+  ]);
+  sh('bash', [
+    CLUSTER_SH,
+    'import',
+    join(ROOT, 'build/images/agnhost-2.56.tar'),
+    join(ROOT, 'build/images/agnhost-2.45.tar'),
+  ]);
+  return bin;
+}
+
+/** Runs one suite (its own output streamed to `echo`), returns its results. */
+export async function runSuite(
+  name: SuiteName,
+  bin: string,
+  opts: { subset?: boolean; echo?: (chunk: string) => void } = {},
+): Promise<SuiteResults> {
+  const def = DEFS[name];
+  const work = join(ROOT, 'tools/conformance/.local');
+  mkdirSync(work, { recursive: true });
+  const report = join(work, `${name}.report.json`);
+  const [cmd, ...args] = def.args(bin, report, Boolean(opts.subset));
+  const t0 = Date.now();
+  const output = await new Promise<string>((res, rej) => {
+    const p = spawn(cmd!, args, {
+      cwd: work,
+      env: { ...process.env, KUBECONFIG },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let text = '';
+    const take = (b: Buffer) => {
+      const s = b.toString();
+      text += s;
+      opts.echo?.(s);
+    };
+    p.stdout.on('data', take);
+    p.stderr.on('data', take);
+    p.on('error', rej);
+    p.on('close', () => res(text));
+  });
+  writeFileSync(join(work, `${name}.log`), output);
+  let tests: TestResult[];
+  try {
+    tests = def.parse(report, output);
+  } catch (e) {
+    tests = [{ name: 'suite', result: 'failed', seconds: 0, reason: `no results: ${(e as Error).message}` }];
+  }
+  // a test skipped on purpose carries the reason (upstream's own skip message otherwise)
+  for (const t of tests)
+    if (t.result === 'skipped') {
+      const why = def.skips.find(([re]) => re.test(t.name));
+      if (why) t.reason = why[1];
+    }
+  // tests excluded from the run (SCTP) are listed as skipped, with the reason
+  if (!opts.subset && name !== 'netpol')
+    for (const s of sctpTestsOf(def))
+      if (!tests.some((t) => t.name === s))
+        tests.push({ name: s, result: 'skipped', seconds: 0, reason: NO_SCTP });
+  tests.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const count = (r: TestResult['result']) => tests.filter((t) => t.result === r).length;
+  return {
+    suite: name,
+    title: def.title,
+    module: def.module,
+    version: def.version,
+    kubernetes: DEFS.netpol.version,
+    cascadeCommit: git('rev-parse', '--short', 'HEAD'),
+    date: new Date().toISOString(),
+    subset: Boolean(opts.subset),
+    ...(def.features ? { features: def.features } : {}),
+    command: [def.binary, ...args.map((a) => a.replace(ROOT, '.'))],
+    passed: count('passed'),
+    failed: count('failed'),
+    skipped: count('skipped'),
+    seconds: Math.round((Date.now() - t0) / 1000),
+    adaptations: def.adaptations,
+    tests,
+  };
+}
+
+/** The SCTP tests of a network-policy-api suite, excluded from its run here (-test.skip). */
+function sctpTestsOf(def: SuiteDef): string[] {
+  const prefixes =
+    def.version === DEFS['npapi-v0.2'].version
+      ? ['CNPAdminTier', 'CNPBaselineTier']
+      : ['AdminNetworkPolicy', 'BaselineAdminNetworkPolicy'];
+  return prefixes.flatMap((p) => [`${p}EgressSCTP`, `${p}IngressSCTP`]);
+}
+
+const git = (...args: string[]) => {
+  try {
+    return sh('git', ['-C', ROOT, ...args]).trim();
+  } catch {
+    return 'unknown';
+  }
+};
+
+export function writeResults(r: SuiteResults, dir = join(ROOT, 'conformance/results')): string {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${r.suite}${r.subset ? '.subset' : ''}.json`);
+  writeFileSync(file, `${JSON.stringify(r, null, 2)}\n`);
+  return file;
+}
+
+if (import.meta.main) {
+  const args = process.argv.slice(2);
+  const subset = args.includes('--subset');
+  const names = args.filter((a) => !a.startsWith('--')) as SuiteName[];
+  const bad = names.filter((n) => !SUITES.includes(n));
+  if (bad.length) {
+    process.stderr.write(`conformance: unknown suite ${bad.join(', ')} (have: ${SUITES.join(', ')})\n`);
+    process.exit(2);
+  }
+  const log = (s: string) => process.stderr.write(`[conformance] ${s}\n`);
+  const bin = prepare(log);
+  let failed = 0;
+  for (const name of names.length ? names : SUITES) {
+    log(`running ${name}${subset ? ' (subset)' : ''}`);
+    const r = await runSuite(name, bin, { subset, echo: (c) => process.stderr.write(c) });
+    const file = writeResults(r, subset ? join(ROOT, 'tools/conformance/.local') : undefined);
+    log(`${name}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped in ${r.seconds} s -> ${file}`);
+    for (const t of r.tests.filter((x) => x.result === 'failed'))
+      log(`  FAILED ${t.name}: ${t.reason ?? ''}`);
+    failed += r.failed;
+  }
+  process.exit(failed ? 1 : 0);
+}
