@@ -146,3 +146,59 @@ describe('Services and EndpointSlices -> datapath frontends', () => {
     expect(c.frontends()).toEqual([]);
   });
 });
+
+describe('the datapath models what the catalog says', () => {
+  it('for every frontend and source, the reference datapath over the encoded maps picks among the same backends', async () => {
+    const { encodeServices, ReferenceDatapath } = await import('@cascade/bpf-datapath');
+    const c = new ServiceCatalog();
+    c.apply(
+      'Service',
+      service('a', {
+        clusterIPs: ['10.96.1.1'],
+        ports: [
+          { name: 'http', port: 80 },
+          { name: 'dns', port: 53, protocol: 'UDP' },
+        ],
+      }),
+    );
+    c.apply(
+      'Service',
+      service('b', {
+        type: 'NodePort',
+        clusterIPs: ['10.96.1.2'],
+        ports: [{ name: 'http', port: 80, nodePort: 30001 }],
+      }),
+    );
+    c.apply(
+      'EndpointSlice',
+      slice(
+        'a-1',
+        'a',
+        [ep('10.244.0.1'), ep('10.244.0.2'), ep('10.244.0.3', { ready: false })],
+        [
+          { name: 'http', port: 8080, protocol: 'TCP' },
+          { name: 'dns', port: 5353, protocol: 'UDP' },
+        ],
+      ),
+    );
+    c.apply('EndpointSlice', slice('b-1', 'b', [ep('10.244.0.1')]));
+    const ref = new ReferenceDatapath({
+      ipcache: [],
+      hosts: [],
+      endpoints: [],
+      policy: [],
+      ...encodeServices(c.desired('n1')),
+    });
+    for (const f of c.frontends('n1').filter((x) => !x.nodePort))
+      for (const src of ['10.244.0.1', '10.244.0.9']) {
+        const want = f.backends.filter((b) => b.addr !== src).map((b) => `${b.addr}:${b.port}`);
+        const got = ref.serviceTarget(src, f.addr, f.proto, f.port);
+        if (!f.backends.length) expect(got).toEqual({ kind: 'none' });
+        else if (!want.length) expect(got).toEqual({ kind: 'self' });
+        else
+          expect(got.kind === 'backends' && got.backends.map((b) => `${b.addr}:${b.port}`).sort()).toEqual(
+            want.sort(),
+          );
+      }
+  });
+});

@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { prepare, runSuite, SUITES, writeResults } from '@cascade/conformance';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import {
@@ -705,6 +706,35 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
       kubectl('rollout', 'status', '-n', NS, 'ds/netpolicy-agent', '--timeout=120s');
     }
   }, 400_000);
+
+  it(
+    'the upstream suites, a representative subset of each (npm run conformance runs them in full): every test passes',
+    async () => {
+      // the example's cluster-scoped policies would change the suites' expectations (the suites own the
+      // singleton BaselineAdminNetworkPolicy "default"): taken out first, with the example's namespaces
+      kubectl(
+        'delete',
+        'adminnetworkpolicies,baselineadminnetworkpolicies,clusternetworkpolicies',
+        '--all',
+        '--wait=true',
+      );
+      sh('kubectl', ['delete', 'namespace', ...exampleNamespaces, '--wait=true', '--ignore-not-found'], {
+        timeoutMs: 180_000,
+      });
+      const bin = prepare();
+      const failed: string[] = [];
+      for (const suite of SUITES) {
+        const r = await runSuite(suite, bin, { subset: true });
+        writeResults(r, join(ROOT, 'tools/conformance/.local'));
+        figures[`conformance ${suite} (subset)`] = `${r.passed} passed, ${r.failed} failed in ${r.seconds} s`;
+        expect(r.passed, `${suite}: no test ran`).toBeGreaterThan(0);
+        for (const t of r.tests)
+          if (t.result === 'failed') failed.push(`${suite} ${t.name}: ${t.reason ?? ''}`);
+      }
+      expect(failed).toEqual([]);
+    },
+    20 * 60_000,
+  );
 
   it('helm uninstall removes every object; the programs and pins stay (fail closed) until `cluster down`', async () => {
     helm('uninstall', 'cascade', '-n', NS, '--wait');

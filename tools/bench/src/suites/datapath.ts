@@ -93,6 +93,63 @@ function stateWith(entries: number, shift = 0): DesiredState {
   };
 }
 
+/**
+ * Services: a translated packet is rewritten in place, so BPF_PROG_TEST_RUN's repeats would run on
+ * the translated packet. Each figure is therefore the median of 4,000 single runs of distinct flows,
+ * paired with the same for flows to a pod address (no Service), in the same rounds.
+ */
+async function serviceFigures(fig: (name: string, value: number, unit: string, input: string) => void) {
+  const VIP = '10.96.0.10';
+  const d = await freshDatapath();
+  try {
+    await d.dp.sync({
+      ...stateWith(10),
+      services: [{ addr: VIP, port: 80, proto: 6, backends: [{ addr: B, port: 443 }] }],
+    });
+    const N = 4000;
+    const kinds = {
+      service: (i: number) => buildPacket({ src: A, dst: VIP, proto: 6, sport: 20_000 + i, dport: 80 }),
+      pod: (i: number) => buildPacket({ src: A, dst: B, proto: 6, sport: 40_000 + i, dport: 443 }),
+    };
+    const reply = (i: number, service: boolean) =>
+      buildPacket({ src: B, dst: A, proto: 6, sport: 443, dport: (service ? 20_000 : 40_000) + i });
+    const times: Record<string, number[]> = {};
+    const add = (k: string, v: number) => (times[k] ??= []).push(v);
+    const base = buildPacket({ src: A, dst: B, proto: 6, sport: 1, dport: 443 });
+    for (let i = 0; i < N; i++)
+      for (const [kind, make] of Object.entries(kinds)) {
+        add('baseline', (await d.dp.run('bench_baseline', base)).ns);
+        add(`${kind} first`, (await d.dp.run('from_endpoint', make(i))).ns);
+        add(`${kind} established`, (await d.dp.run('from_endpoint', make(i))).ns);
+        add(`${kind} reply`, (await d.dp.run('to_endpoint', reply(i, kind === 'service'))).ns);
+      }
+    const median = (k: string) => [...times[k]!].sort((x, y) => x - y)[times[k]!.length >> 1]!;
+    const input = `median of ${N.toLocaleString('en')} single runs of distinct flows (BPF_PROG_TEST_RUN repeat 1; includes the run's timer overhead, see baseline)`;
+    fig('Services: baseline trivial program, single run', median('baseline'), 'ns/packet', input);
+    for (const [what, label] of [
+      ['first', 'first packet (Service lookup, backend picked, judged, conntrack and translation written)'],
+      ['established', 'established flow, next packet (translation + conntrack hit)'],
+      ['reply', 'reply towards the pod (conntrack hit + frontend restored)'],
+    ] as const) {
+      fig(`Services: to a ClusterIP, ${label}`, median(`service ${what}`), 'ns/packet', input);
+      fig(
+        `Services: to a pod address (no Service), ${label.split(' (')[0]}`,
+        median(`pod ${what}`),
+        'ns/packet',
+        input,
+      );
+      fig(
+        `Services: ClusterIP over pod address, ${what}`,
+        median(`service ${what}`) / Math.max(1, median(`pod ${what}`)),
+        'x',
+        input,
+      );
+    }
+  } finally {
+    await d.cleanup();
+  }
+}
+
 export async function run(): Promise<Figure[]> {
   const why = kernelUnavailable();
   if (why) return [{ suite: 'datapath', name: `skipped: ${why}`, value: 0, unit: '-', input: '-' }];
@@ -211,6 +268,7 @@ export async function run(): Promise<Figure[]> {
               name.startsWith('established') ? '<= 1.5x' : undefined,
             );
         }
+      await serviceFigures(fig);
       const at = (n: number) => memlock(loaded[COUNTS.indexOf(n)]!.pinDir, 'cascade_policy');
       fig(
         'policy map memory per entry',
