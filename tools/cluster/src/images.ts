@@ -186,7 +186,9 @@ export function agnhostRecipe(conformanceBin: string, tag: string): Recipe {
           ...libraries(['/bin/bash']),
         ],
       ],
+      // as upstream's image: a container given no command or args pauses
       entrypoint: ['/agnhost'],
+      cmd: ['pause'],
       user: '0:0',
     }),
   };

@@ -109,6 +109,8 @@ export interface ImageSpec {
   ref: string;
   layers: Entry[][];
   entrypoint: string[];
+  /** default arguments (a container without args of its own gets these) */
+  cmd?: string[];
   env?: string[];
   user?: string;
   workingDir?: string;
@@ -148,6 +150,7 @@ export function buildImage(spec: ImageSpec): BuiltImage {
       config: {
         User: spec.user ?? '65532:65532',
         Entrypoint: spec.entrypoint,
+        ...(spec.cmd ? { Cmd: spec.cmd } : {}),
         Env: spec.env ?? ['PATH=/usr/local/bin:/usr/bin:/bin'],
         WorkingDir: spec.workingDir ?? '/',
         Labels: spec.labels ?? {},
