@@ -12,8 +12,9 @@
 # servers stay up, serving TCP/UDP) and its SCTP tests are skipped by the runner, saying why.
 # Set NPAPI_KEEP_SCTP=1 on a kernel with SCTP to build it unchanged.
 # The cluster here has one node: the suite's host-network StatefulSet (centaur, 2 replicas binding the
-# same ports) cannot roll out on one node, and the suite's set-up waits for it. It is built with one
-# replica; the node-peer tests (which dial centaur-1) are skipped by the runner, saying why.
+# same ports), the server of the node-peer tests only, cannot roll out on one node, and the set-up
+# waits for two ready replicas of every StatefulSet. It is built without that StatefulSet (and the
+# set-up does not wait for it); the node-peer tests are skipped by the runner, saying why.
 # A second run finds them and prints the directory.
 set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
@@ -22,7 +23,7 @@ NPAPI_V2=${NPAPI_V2:-v0.2.0}
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${CASCADE_CACHE:-$HOME/.cache/cascade}
 sctp=$([[ ${NPAPI_KEEP_SCTP:-} == 1 ]] && echo sctp || echo nosctp)
-out="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp-1node"
+out="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp-1node-r2"
 log() { printf '[conformance-build] %s\n' "$*" >&2; }
 want=(netpol.test agnhost npapi-v0.1.test npapi-v0.2.test)
 missing=()
@@ -63,10 +64,15 @@ for pair in "npapi-v0.1.test:$NPAPI_V1" "npapi-v0.2.test:$NPAPI_V2"; do
   if [[ $sctp == nosctp ]]; then
     sed -i 's/SERVE_SCTP_PORT_/NO_SCTP_IN_THIS_KERNEL_PORT_/' "$src"/module/conformance/base/*.yaml
   fi
-  perl -0pi -e 's/(name: centaur\n  namespace: network-policy-conformance-forbidden-forrest\n(?:.*\n){4}  replicas: )2/${1}1/' \
+  perl -0pi -e 's/\n---\napiVersion: apps\/v1\nkind: StatefulSet\nmetadata:\n  name: centaur\n(?:(?!\n---\n).)*//s' \
     "$src/module/conformance/base/manifests.yaml"
-  grep -A9 'name: centaur$' "$src/module/conformance/base/manifests.yaml" | grep -q 'replicas: 1' ||
-    { echo "conformance-build: could not set the centaur StatefulSet to one replica" >&2; exit 1; }
+  perl -0pi -e 's/\n\s*"network-policy-conformance-forbidden-forrest",//; s/\n\s*"centaur",//' \
+    "$src/module/conformance/utils/suite/suite.go"
+  if grep -q 'name: centaur$' "$src/module/conformance/base/manifests.yaml" ||
+    grep -q '"centaur"' "$src/module/conformance/utils/suite/suite.go"; then
+    echo "conformance-build: could not take the two-node fixture (centaur) out" >&2
+    exit 1
+  fi
   printf 'module cascade.dev/%s\ngo 1.24\nrequire sigs.k8s.io/network-policy-api %s\nreplace sigs.k8s.io/network-policy-api => ./module\n' \
     "conformance-${bin%.test}" "$version" > "$src/go.mod"
   tool_module "$src" "conformance-${bin%.test}" <<<"sigs.k8s.io/network-policy-api/conformance/tests"

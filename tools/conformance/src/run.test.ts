@@ -51,33 +51,33 @@ describe('conformance result parsing', () => {
     ]);
   });
 
-  it('go test -v: one result per conformance test, nested cases folded in, skip and failure messages kept', () => {
+  it('go test -v: one result per conformance test; skip reasons; failures with their probes, SCTP-only ones marked as this machine', () => {
     const out = [
       '=== RUN   TestConformance',
       '=== RUN   TestConformance/AdminNetworkPolicyIngressTCP',
-      '    --- PASS: TestConformance/AdminNetworkPolicyIngressTCP/Should_support_an_allow-ingress-tcp_policy (3.10s)',
-      '--- PASS: TestConformance/AdminNetworkPolicyIngressTCP (12.50s)',
-      '--- SKIP: TestConformance/AdminNetworkPolicyEgressNodePeers (0.00s)',
+      '=== RUN   TestConformance/AdminNetworkPolicyIngressTCP/Should_support_an_allow-ingress-tcp_policy',
+      '=== RUN   TestConformance/AdminNetworkPolicyGress',
+      '    gress-rules.go:70: FAILED Command was [/agnhost connect --timeout=3s --protocol=sctp 10.244.0.216:9003]',
+      '    gress-rules.go:70: Expected connection to succeed from a/b to 10.244.0.216, but instead it miserably failed. stderr: OTHER: protocol not supported',
+      '=== RUN   TestConformance/AdminNetworkPolicyEgressTCP',
+      '    egress.go:60: FAILED Command was [/agnhost connect --timeout=3s --protocol=tcp 10.244.0.3:80]',
+      '    egress.go:60: Expected connection to succeed from a/b to 10.244.0.3, but instead it miserably failed. stderr: TIMEOUT',
+      '--- FAIL: TestConformance (52.50s)',
+      '    --- PASS: TestConformance/AdminNetworkPolicyIngressTCP (12.50s)',
+      '        --- PASS: TestConformance/AdminNetworkPolicyIngressTCP/Should_support_an_allow-ingress-tcp_policy (3.10s)',
+      '    --- SKIP: TestConformance/AdminNetworkPolicyEgressNodePeers (0.00s)',
       '        suite.go:178: Skipping AdminNetworkPolicyEgressNodePeers: suite does not support AdminNetworkPolicyEgressNodePeers',
       '    --- FAIL: TestConformance/AdminNetworkPolicyGress (40.00s)',
-      '        helpers.go:90: expected connection to succeed',
-      '--- FAIL: TestConformance (52.50s)',
+      '    --- FAIL: TestConformance/AdminNetworkPolicyEgressTCP (12.00s)',
     ].join('\n');
-    expect(parseGoTest(out)).toEqual([
-      { name: 'AdminNetworkPolicyIngressTCP', result: 'passed', seconds: 12.5 },
-      {
-        name: 'AdminNetworkPolicyEgressNodePeers',
-        result: 'skipped',
-        seconds: 0,
-        reason:
-          'suite.go:178: Skipping AdminNetworkPolicyEgressNodePeers: suite does not support AdminNetworkPolicyEgressNodePeers',
-      },
-      {
-        name: 'AdminNetworkPolicyGress',
-        result: 'failed',
-        seconds: 40,
-        reason: 'helpers.go:90: expected connection to succeed',
-      },
+    const r = parseGoTest(out);
+    expect(r.map((t) => [t.name, t.result, t.seconds, Boolean(t.environment)])).toEqual([
+      ['AdminNetworkPolicyIngressTCP', 'passed', 12.5, false],
+      ['AdminNetworkPolicyEgressNodePeers', 'skipped', 0, false],
+      ['AdminNetworkPolicyGress', 'failed', 40, true],
+      ['AdminNetworkPolicyEgressTCP', 'failed', 12, false],
     ]);
+    expect(r[1]!.reason).toMatch(/suite does not support AdminNetworkPolicyEgressNodePeers/);
+    expect(r[3]!.reason).toMatch(/protocol=tcp 10.244.0.3:80[\s\S]*TIMEOUT/);
   });
 });
