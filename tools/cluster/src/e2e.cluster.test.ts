@@ -732,6 +732,14 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
           if (t.result === 'failed' && !t.environment) failed.push(`${suite} ${t.name}: ${t.reason ?? ''}`);
       }
       expect(failed).toEqual([]);
+      // the suites (and the Services test) delete their namespaces without waiting: gone first
+      await until("the suites' namespaces gone", 240, () =>
+        /namespace\/(network-policy-conformance-|svc-e2e|netpol-)/.test(
+          kubectl('get', 'namespaces', '-o', 'name'),
+        )
+          ? undefined
+          : true,
+      );
     },
     20 * 60_000,
   );

@@ -292,6 +292,8 @@ export async function runSuite(
   mkdirSync(work, { recursive: true });
   const report = join(work, `${name}.report.json`);
   const [cmd, ...args] = def.args(bin, report, Boolean(opts.subset));
+  // a previous network-policy-api run's namespaces must be gone: its set-up creates them again
+  if (name !== 'netpol') await namespacesGone('network-policy-conformance-', 300);
   const t0 = Date.now();
   const output = await new Promise<string>((res, rej) => {
     const p = spawn(cmd!, args, {
@@ -317,6 +319,19 @@ export async function runSuite(
   } catch (e) {
     tests = [{ name: 'suite', result: 'failed', seconds: 0, reason: `no results: ${(e as Error).message}` }];
   }
+  // a suite that failed before any test ran (its set-up) is a failure, with its output's end
+  if (!tests.some((t) => t.result !== 'skipped'))
+    tests.push({
+      name: 'suite set-up',
+      result: 'failed',
+      seconds: 0,
+      reason: firstLines(
+        output
+          .split('\n')
+          .filter((l) => /Error|error|FAIL/.test(l))
+          .join('\n') || output.slice(-2000),
+      ),
+    });
   // a test skipped on purpose carries the reason (upstream's own skip message otherwise)
   for (const t of tests)
     if (t.result === 'skipped') {
@@ -359,6 +374,20 @@ function sctpTestsOf(def: SuiteDef): string[] {
       ? ['CNPAdminTier', 'CNPBaselineTier']
       : ['AdminNetworkPolicy', 'BaselineAdminNetworkPolicy'];
   return prefixes.flatMap((p) => [`${p}EgressSCTP`, `${p}IngressSCTP`]);
+}
+
+/** Waits until no namespace with this prefix exists (a previous run's are being deleted). */
+async function namespacesGone(prefix: string, seconds: number): Promise<void> {
+  const kubectl = join(
+    readFileSync(join(ROOT, 'tools/cluster/.local/paths.json'), 'utf8').match(/"bin":"([^"]+)"/)?.[1] ?? '',
+    'kubectl',
+  );
+  for (let i = 0; i < seconds; i += 2) {
+    const names = sh(kubectl, ['get', 'namespaces', '-o', 'name'], { env: { ...process.env, KUBECONFIG } });
+    if (!names.split('\n').some((n) => n.startsWith(`namespace/${prefix}`))) return;
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+  throw new Error(`namespaces ${prefix}* still there after ${seconds} s`);
 }
 
 const git = (...args: string[]) => {
