@@ -421,9 +421,11 @@ if (import.meta.main) {
     log(`running ${name}${subset ? ' (subset)' : ''}`);
     const r = await runSuite(name, bin, { subset, echo: (c) => process.stderr.write(c) });
     const file = writeResults(r, subset ? join(ROOT, 'tools/conformance/.local') : undefined);
-    log(`${name}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped in ${r.seconds} s -> ${file}`);
+    log(
+      `${name}: ${r.passed} passed, ${r.failed} failed, ${r.failedByEnvironment} failed by this machine, ${r.skipped} skipped in ${r.seconds} s -> ${file}`,
+    );
     for (const t of r.tests.filter((x) => x.result === 'failed'))
-      log(`  FAILED ${t.name}: ${t.reason ?? ''}`);
+      log(`  FAILED ${t.name}${t.environment ? ' (this machine)' : ''}: ${(t.reason ?? '').split('\n')[0]}`);
     failed += r.failed;
   }
   process.exit(failed ? 1 : 0);
