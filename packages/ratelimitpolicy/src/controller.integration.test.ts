@@ -313,6 +313,10 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
       return (r.body as { status: { allowed: boolean } }).status.allowed;
     };
     const C = 'cascade.dev';
+    // the authorizer sees a new binding through its informer, a moment after the POST returned
+    await waitFor('the binding reaches the authorizer', async () =>
+      (await can('alice', 'list', 'effectivepolicies', C)) ? true : undefined,
+    );
     expect(await can('alice', 'list', 'effectivepolicies', C)).toBe(true);
     expect(await can('alice', 'watch', 'effectivepolicies', C)).toBe(true);
     expect(await can('alice', 'get', 'ratelimitpolicies', C, 'status')).toBe(true);
