@@ -26,15 +26,11 @@ if ((${#missing[@]} == 0)); then
   echo "$out/bin"
   exit 0
 fi
-[[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
-command -v go >/dev/null || { echo "cluster-build: go is required to build ${missing[*]}" >&2; exit 1; }
-mkdir -p "$out/bin" "$out/src"
-export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
-
-need() { [[ " ${missing[*]} " == *" $1 "* ]]; }
-
 # shellcheck source=../../envtest/build/lib.sh
 source "$here/../../envtest/build/lib.sh"
+go_build_setup cluster-build "$out" "${missing[@]}"
+
+need() { [[ " ${missing[*]} " == *" $1 "* ]]; }
 
 kube_missing=()
 for b in "${k8s_bins[@]}"; do need "$b" && kube_missing+=("$b"); done

@@ -33,13 +33,10 @@ if ((${#missing[@]} == 0)); then
   echo "$out/bin"
   exit 0
 fi
-[[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
-command -v go >/dev/null || { echo "conformance-build: go is required to build ${missing[*]}" >&2; exit 1; }
-mkdir -p "$out/bin" "$out/src"
-export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
-need() { [[ " ${missing[*]} " == *" $1 "* ]]; }
 # shellcheck source=../../envtest/build/lib.sh
 source "$here/../../envtest/build/lib.sh"
+go_build_setup conformance-build "$out" "${missing[@]}"
+need() { [[ " ${missing[*]} " == *" $1 "* ]]; }
 
 if need netpol.test || need agnhost; then
   log "building the NetworkPolicy e2e tests and agnhost $K8S_VERSION (first time only; takes minutes)"

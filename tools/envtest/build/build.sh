@@ -14,13 +14,9 @@ if [[ -x $out/bin/kube-apiserver && -x $out/bin/etcd ]]; then
   echo "$out/bin"
   exit 0
 fi
-[[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
-command -v go >/dev/null || { echo "envtest: go is required to build kube-apiserver" >&2; exit 1; }
-mkdir -p "$out/bin" "$out/src"
-export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
-
 # shellcheck source=lib.sh
 source "$here/lib.sh"
+go_build_setup envtest "$out" kube-apiserver etcd
 
 if [[ ! -x $out/bin/kube-apiserver ]]; then
   log "building kube-apiserver $K8S_VERSION (first time only; takes minutes)"

@@ -2,6 +2,17 @@
 # built from a Go module here: a throwaway module in SRC that requires it, a tools.go that imports the
 # commands, `go mod tidy`, then `go build`.
 
+# go_build_setup TAG OUT WHAT...: go on PATH (or a clear error naming what needed it), OUT/bin and
+# OUT/src made, and the environment every Go build here uses (module mode, no toolchain download, static)
+go_build_setup() {
+  local tag=$1 out=$2
+  shift 2
+  [[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
+  command -v go >/dev/null || { echo "$tag: go is required to build $*" >&2; exit 1; }
+  mkdir -p "$out/bin" "$out/src"
+  export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+}
+
 # k8s_module SRC NAME VERSION: SRC/go.mod requiring k8s.io/kubernetes@VERSION. Every staging module
 # that k8s.io/kubernetes replaces with ./staging/... comes from its own module at the matching v0.x.
 k8s_module() {
