@@ -3,15 +3,11 @@
 import {
   addr16,
   DIR,
-  decodeBackendKey,
   decodeEndpointValue,
   decodeIpcacheKey,
   decodeIpcacheValue,
-  decodeNatValue,
   decodePolicyKey,
   decodePolicyValue,
-  decodeSvcKey,
-  decodeSvcValue,
   type EndpointValue,
   EP_FLAGS,
   ID,
@@ -19,7 +15,7 @@ import {
   type PolicyKey,
   type PolicyValue,
 } from './codecs.ts';
-import { NODEPORT_ADDR } from './services.ts';
+import { decodeServiceMaps, NODEPORT_ADDR } from './services.ts';
 
 /** Where a pod's new flow to an address goes, as the program decides it (see `serviceTarget`). */
 export type ServiceTarget =
@@ -71,18 +67,11 @@ export class ReferenceDatapath {
     services?: [Buffer, Buffer][];
     backends?: [Buffer, Buffer][];
   }) {
-    const lists = new Map<number, NatValue[]>();
-    for (const [k, v] of maps.backends ?? []) {
-      const { id, slot } = decodeBackendKey(k);
-      let l = lists.get(id);
-      if (!l) lists.set(id, (l = []));
-      l[slot] = decodeNatValue(v);
-    }
-    for (const [k, v] of maps.services ?? []) {
-      const f = decodeSvcKey(k);
-      const { id, count } = decodeSvcValue(v);
-      this.frontends.set(frontKey(f.addr, f.port, f.proto), (lists.get(id) ?? []).slice(0, count));
-    }
+    for (const f of decodeServiceMaps(maps.services ?? [], maps.backends ?? []).values())
+      this.frontends.set(
+        frontKey(f.key.addr, f.key.port, f.key.proto),
+        f.backends.filter((b): b is NatValue => Boolean(b)),
+      );
     for (const [k, v] of maps.ipcache)
       this.ipcache.push({ ...decodeIpcacheKey(k), identity: decodeIpcacheValue(v) });
     this.ipcache.sort((a, b) => b.prefixlen - a.prefixlen);

@@ -35,6 +35,14 @@ export interface DesiredService extends SvcKey {
 export const NODEPORT_ADDR = { 4: '0.0.0.0', 6: '::' } as const;
 /** Backends per frontend the loader writes (a longer list is cut and reported). */
 export const MAX_BACKENDS = 4096;
+/**
+ * Frontends and backend slots the loader writes in all: half of cascade_services (65,536) and of
+ * cascade_backends (262,144), so that a changed list always fits beside the old one (make before
+ * break). Services are written by tenants: past these, frontends are left out (reported in `cut`,
+ * untranslated: kube-proxy answers) instead of a sync that fails for everyone.
+ */
+export const MAX_FRONTENDS = 32_768;
+export const MAX_BACKEND_SLOTS = 131_072;
 
 export interface ServiceSyncReport {
   frontendsWritten: number;
@@ -49,6 +57,8 @@ interface Frontend {
   id: number;
   list: string;
   backends: NatValue[];
+  /** slots the list has in the kernel (more than `backends` when one was missing on read-back) */
+  slots: number;
 }
 
 const hex = (b: Buffer) => b.toString('hex');
@@ -84,6 +94,34 @@ export function encodeServices(services: readonly DesiredService[]): {
   return out;
 }
 
+/**
+ * cascade_services and cascade_backends as read back (or encoded): frontend key hex -> its list id and
+ * its slots 0..count-1 (undefined where a slot is missing), for the loader and the reference datapath.
+ */
+export function decodeServiceMaps(
+  services: [Buffer, Buffer][],
+  backends: [Buffer, Buffer][],
+): Map<string, { key: SvcKey; id: number; backends: (NatValue | undefined)[] }> {
+  const lists = new Map<number, Map<number, NatValue>>();
+  for (const [k, v] of backends) {
+    const { id, slot } = decodeBackendKey(k);
+    let l = lists.get(id);
+    if (!l) lists.set(id, (l = new Map()));
+    l.set(slot, decodeNatValue(v));
+  }
+  const out = new Map<string, { key: SvcKey; id: number; backends: (NatValue | undefined)[] }>();
+  for (const [k, v] of services) {
+    const { id, count } = decodeSvcValue(v);
+    const l = lists.get(id);
+    out.set(hex(k), {
+      key: decodeSvcKey(k),
+      id,
+      backends: Array.from({ length: count }, (_, i) => l?.get(i)),
+    });
+  }
+  return out;
+}
+
 export interface MapOps {
   updates(map: string, pairs: [string, string][]): Promise<void>;
   deletes(map: string, keys: string[]): Promise<void>;
@@ -94,24 +132,22 @@ export interface MapOps {
 export class ServiceState {
   private frontends = new Map<string, Frontend>();
   private nextId = 1;
+  /** the desired list of the last sync: the same array again (nothing changed) costs nothing */
+  private last?: readonly DesiredService[];
 
   readBack(services: [Buffer, Buffer][], backends: [Buffer, Buffer][]): void {
-    const lists = new Map<number, NatValue[]>();
-    for (const [k, v] of backends) {
-      const { id, slot } = decodeBackendKey(k);
-      let l = lists.get(id);
-      if (!l) lists.set(id, (l = []));
-      l[slot] = decodeNatValue(v);
-      this.nextId = Math.max(this.nextId, id + 1);
-    }
-    for (const [k, v] of services) {
-      const { id, count } = decodeSvcValue(v);
-      const list = (lists.get(id) ?? []).slice(0, count);
+    for (const [k, f] of decodeServiceMaps(services, backends)) {
       // a list with a hole (a crash between writes) is rewritten at the next sync
-      const whole = list.length === count && list.every(Boolean);
-      this.frontends.set(hex(k), { id, backends: list, list: whole ? list.map(backendKey).join(',') : '?' });
-      this.nextId = Math.max(this.nextId, id + 1);
+      const whole = f.backends.every(Boolean);
+      this.frontends.set(k, {
+        id: f.id,
+        backends: f.backends.filter((b): b is NatValue => Boolean(b)),
+        slots: f.backends.length,
+        list: whole ? (f.backends as NatValue[]).map(backendKey).join(',') : '?',
+      });
+      this.nextId = Math.max(this.nextId, f.id + 1);
     }
+    for (const [k] of backends) this.nextId = Math.max(this.nextId, decodeBackendKey(k).id + 1);
   }
 
   async sync(desired: readonly DesiredService[], ops: MapOps): Promise<ServiceSyncReport> {
@@ -122,19 +158,28 @@ export class ServiceState {
       natForgotten: 0,
       cut: [],
     };
+    if (desired === this.last) return report;
     const want = new Map<string, { s: DesiredService; backends: NatValue[] }>();
+    let slots = 0;
     for (const s of desired) {
+      const name = s.name ?? `${s.addr}:${s.port}/${s.proto}`;
       let backends = frontendBackends(s);
       if (backends.length > MAX_BACKENDS) {
-        report.cut.push(s.name ?? `${s.addr}:${s.port}/${s.proto}`);
+        report.cut.push(name);
         backends = backends.slice(0, MAX_BACKENDS);
       }
+      if (want.size >= MAX_FRONTENDS || slots + backends.length > MAX_BACKEND_SLOTS) {
+        report.cut.push(`${name} (left out: the Service maps are full)`);
+        continue;
+      }
+      slots += backends.length;
       want.set(hex(encodeSvcKey(s)), { s, backends });
     }
     const next = new Map<string, Frontend>();
     const backendWrites: [string, string][] = [];
     const frontWrites: [string, string][] = [];
-    const staleLists = new Set<number>();
+    /** list ids no frontend names after this sync -> their length */
+    const staleLists = new Map<number, number>();
     /** frontend key hex -> backends it no longer has */
     const gone = new Map<string, Set<string>>();
     for (const [k, { backends }] of want) {
@@ -150,11 +195,11 @@ export class ServiceState {
         backendWrites.push([hex(encodeBackendKey(id, slot)), hex(encodeNatValue(b))]),
       );
       frontWrites.push([k, hex(encodeSvcValue({ id, count: backends.length }))]);
-      next.set(k, { id, list, backends });
+      next.set(k, { id, list, backends, slots: backends.length });
       if (prev) {
-        staleLists.add(prev.id);
+        staleLists.set(prev.id, prev.slots);
         const keep = new Set(backends.map(backendKey));
-        const left = new Set(prev.backends.filter((b) => b && !keep.has(backendKey(b))).map(backendKey));
+        const left = new Set(prev.backends.filter((b) => !keep.has(backendKey(b))).map(backendKey));
         if (left.size) gone.set(k, left);
       }
     }
@@ -162,24 +207,22 @@ export class ServiceState {
     for (const [k, prev] of this.frontends) {
       if (want.has(k)) continue;
       frontDeletes.push(k);
-      staleLists.add(prev.id);
-      gone.set(k, new Set(prev.backends.filter(Boolean).map(backendKey)));
+      staleLists.set(prev.id, prev.slots);
+      gone.set(k, new Set(prev.backends.map(backendKey)));
     }
     await ops.updates('cascade_backends', backendWrites);
     await ops.updates('cascade_services', frontWrites);
     await ops.deletes('cascade_services', frontDeletes);
     const listDeletes: string[] = [];
-    for (const id of staleLists) {
-      const f = [...this.frontends.values()].find((x) => x.id === id);
-      for (let slot = 0; slot < (f?.backends.length ?? 0); slot++)
-        listDeletes.push(hex(encodeBackendKey(id, slot)));
-    }
+    for (const [id, length] of staleLists)
+      for (let slot = 0; slot < length; slot++) listDeletes.push(hex(encodeBackendKey(id, slot)));
     await ops.deletes('cascade_backends', listDeletes);
     this.frontends = next;
     report.frontendsWritten = frontWrites.length;
     report.frontendsDeleted = frontDeletes.length;
     report.backendsWritten = backendWrites.length;
     if (gone.size) report.natForgotten = await forgetFlows(gone, ops);
+    this.last = desired;
     return report;
   }
 }

@@ -6,7 +6,7 @@
 // Services and EndpointSlices are written by namespaced users (not trusted): every field is checked
 // and bounded here, and translation never grants anything: the flow is judged against the backend it
 // goes to, by the policies of both ends, exactly as if the pod had dialled the backend itself.
-import { type DesiredService, MAX_BACKENDS, NODEPORT_ADDR } from '@cascade/bpf-datapath';
+import { type DesiredService, NODEPORT_ADDR } from '@cascade/bpf-datapath';
 import { hostPrefix } from './cidr.ts';
 
 const PROTO = { TCP: 6, UDP: 17, SCTP: 132 } as const;
@@ -166,22 +166,29 @@ export interface Frontend {
 export class ServiceCatalog {
   private readonly services = new Map<string, Service>();
   private readonly slices = new Map<string, EndpointSlice>();
-  private cache = new Map<string, DesiredService[]>();
+  /** by node ('' for all): memoised until the next change */
+  private cache = new Map<string, { frontends: Frontend[]; desired?: DesiredService[] }>();
+  private byClusterIP?: Map<string, Service>;
 
   upsertService(s: Service): void {
     this.services.set(`${s.namespace}/${s.name}`, s);
-    this.cache.clear();
+    this.changed();
   }
   removeService(namespace: string, name: string): void {
-    if (this.services.delete(`${namespace}/${name}`)) this.cache.clear();
+    if (this.services.delete(`${namespace}/${name}`)) this.changed();
   }
   upsertSlice(s: EndpointSlice): void {
     this.slices.set(`${s.namespace}/${s.name}`, s);
-    this.cache.clear();
+    this.changed();
   }
   removeSlice(namespace: string, name: string): void {
-    if (this.slices.delete(`${namespace}/${name}`)) this.cache.clear();
+    if (this.slices.delete(`${namespace}/${name}`)) this.changed();
   }
+  private changed(): void {
+    this.cache.clear();
+    this.byClusterIP = undefined;
+  }
+
   get size(): number {
     return this.services.size;
   }
@@ -190,28 +197,27 @@ export class ServiceCatalog {
   apply(kind: 'Service' | 'EndpointSlice', o: Raw, deleted = false): string | undefined {
     const name = str(o.metadata?.name) ?? '';
     const ns = str(o.metadata?.namespace) ?? 'default';
-    if (deleted) {
-      if (kind === 'Service') this.removeService(ns, name);
-      else this.removeSlice(ns, name);
-      return undefined;
+    const remove = () => (kind === 'Service' ? this.removeService(ns, name) : this.removeSlice(ns, name));
+    const v = deleted ? undefined : kind === 'Service' ? serviceFromObject(o) : sliceFromObject(o);
+    // a deleted object, one that needs nothing, or a bad one (dropped whole, never half-applied)
+    if (!v || 'error' in v) {
+      remove();
+      return v ? `${kind} ${ns}/${name}: ${v.error}` : undefined;
     }
-    const v = kind === 'Service' ? serviceFromObject(o) : sliceFromObject(o);
-    if (v && 'error' in v) {
-      // a bad object is dropped whole (its frontends go), never half-applied
-      if (kind === 'Service') this.removeService(ns, name);
-      else this.removeSlice(ns, name);
-      return `${kind} ${ns}/${name}: ${v.error}`;
-    }
-    if (!v) {
-      if (kind === 'Service') this.removeService(ns, name);
-      else this.removeSlice(ns, name);
-    } else if (kind === 'Service') this.upsertService(v as Service);
+    if (kind === 'Service') this.upsertService(v as Service);
     else this.upsertSlice(v as EndpointSlice);
     return undefined;
   }
 
   /** Every frontend with the backends a pod on `node` may be sent to (every node when undefined). */
   frontends(node?: string): Frontend[] {
+    const k = node ?? '';
+    let c = this.cache.get(k);
+    if (!c) this.cache.set(k, (c = { frontends: this.build(node) }));
+    return c.frontends;
+  }
+
+  private build(node?: string): Frontend[] {
     const slicesOf = new Map<string, EndpointSlice[]>();
     for (const s of this.slices.values()) {
       const k = `${s.namespace}/${s.service}`;
@@ -254,29 +260,33 @@ export class ServiceCatalog {
     return out;
   }
 
-  /** The datapath's Service maps for the agent on `node` (memoised until the next change). */
+  /**
+   * The datapath's Service maps for the agent on `node` (memoised until the next change: the same array
+   * again, which the loader recognises). Lists longer than the datapath takes are cut by the loader,
+   * which reports them.
+   */
   desired(node?: string): DesiredService[] {
-    const k = node ?? '';
-    let d = this.cache.get(k);
-    if (!d) {
-      d = this.frontends(node).map((f) => ({
-        addr: f.addr,
-        port: f.port,
-        proto: f.proto,
-        name: f.service,
-        backends: f.backends.slice(0, MAX_BACKENDS).map((b) => ({ addr: b.addr, port: b.port })),
-      }));
-      this.cache.set(k, d);
-    }
-    return d;
+    this.frontends(node);
+    const c = this.cache.get(node ?? '')!;
+    c.desired ??= c.frontends.map((f) => ({
+      addr: f.addr,
+      port: f.port,
+      proto: f.proto,
+      name: f.service,
+      backends: f.backends.map((b) => ({ addr: b.addr, port: b.port })),
+    }));
+    return c.desired;
   }
 
   /** A Service by `ns/name`, or the Service that owns a ClusterIP. */
   find(ref: string): Service | undefined {
     const byName = this.services.get(ref);
     if (byName) return byName;
-    for (const s of this.services.values()) if (s.clusterIPs.includes(ref)) return s;
-    return undefined;
+    if (!this.byClusterIP) {
+      this.byClusterIP = new Map();
+      for (const s of this.services.values()) for (const ip of s.clusterIPs) this.byClusterIP.set(ip, s);
+    }
+    return this.byClusterIP.get(ref);
   }
 }
 

@@ -378,10 +378,11 @@ function sctpTestsOf(def: SuiteDef): string[] {
 
 /** Waits until no namespace with this prefix exists (a previous run's are being deleted). */
 async function namespacesGone(prefix: string, seconds: number): Promise<void> {
-  const kubectl = join(
-    readFileSync(join(ROOT, 'tools/cluster/.local/paths.json'), 'utf8').match(/"bin":"([^"]+)"/)?.[1] ?? '',
-    'kubectl',
-  );
+  // the cluster's binaries, as scripts/setup.d/40-cluster.sh recorded them
+  const { bin } = JSON.parse(readFileSync(join(ROOT, 'tools/cluster/.local/paths.json'), 'utf8')) as {
+    bin: string;
+  };
+  const kubectl = join(bin, 'kubectl');
   for (let i = 0; i < seconds; i += 2) {
     const names = sh(kubectl, ['get', 'namespaces', '-o', 'name'], { env: { ...process.env, KUBECONFIG } });
     if (!names.split('\n').some((n) => n.startsWith(`namespace/${prefix}`))) return;
