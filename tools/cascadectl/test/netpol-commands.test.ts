@@ -188,12 +188,14 @@ describe('cascadectl lint', () => {
     expect(JSON.parse(r.stdout)).toEqual([
       {
         severity: 'warning',
+        kind: 'AuthPolicy',
         object: 'AuthPolicy team-d/admin-open',
         message:
           'unset of authorization.deny-anonymous has no effect: it is an override of infra/platform-auth',
       },
       {
         severity: 'warning',
+        kind: 'NetworkPolicy',
         object: 'NetworkPolicy/payments/ledger-from-shop',
         message: expect.stringMatching(
           /^NetworkPolicy\/payments\/ledger-from-shop#ingress\[0\] is dead: all \d+ connections it would allow are decided first by AdminNetworkPolicy\/protect-sensitive#deny-everyone-else \(deny, \d+\), AdminNetworkPolicy\/protect-sensitive#shop-to-ledger-grpc \(allow, 1\)$/,

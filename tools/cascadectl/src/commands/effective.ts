@@ -1,6 +1,7 @@
 import { comparePathResults, type PathResult, toPathResult } from '@cascade/core';
 import { stringify } from 'yaml';
 import { type Command, compact, oneOf, out, table } from '../cli.ts';
+import { labelTest, selectorOption } from '../selector.ts';
 import { kindOption, loadGatewayWorld } from './gateway-common.ts';
 
 export function pathResults(world: ReturnType<typeof loadGatewayWorld>['world']): PathResult[] {
@@ -36,7 +37,7 @@ export const effectiveCommand: Command = {
   name: 'effective',
   summary: 'the effective policy of every path',
   usage:
-    'cascadectl effective FILES... [--kind ap|rlp] [-n NS] [--route NS/NAME] [--gateway NS/NAME] [-o table|wide|yaml|json|name]   (-o wide: values uncut)',
+    'cascadectl effective FILES... [--kind ap|rlp] [-n NS] [--route NS/NAME] [--gateway NS/NAME] [-l SELECTOR] [-o table|wide|yaml|json|name]   (-o wide: values uncut; -l: routes by label)',
   options: {
     ...kindOption,
     output: { type: 'string', short: 'o' },
@@ -44,16 +45,19 @@ export const effectiveCommand: Command = {
     'all-namespaces': { type: 'boolean', short: 'A' },
     route: { type: 'string' },
     gateway: { type: 'string' },
+    ...selectorOption,
   },
   run(values, files) {
     const format = oneOf('output', values.output, ['table', 'wide', 'yaml', 'json', 'name'], 'table');
-    const { world, problems } = loadGatewayWorld(files, values.kind);
+    const { world, problems, labels } = loadGatewayWorld(files, values.kind);
+    const selected = labelTest(values.selector);
     const ns = values['all-namespaces'] ? undefined : (values.namespace as string | undefined);
     const results = pathResults(world).filter(
       (r) =>
         (!ns || r.path.route.startsWith(`${ns}/`)) &&
         (!values.route || r.path.route === values.route) &&
-        (!values.gateway || r.path.gateway === values.gateway),
+        (!values.gateway || r.path.gateway === values.gateway) &&
+        selected(labels(r.path.routeKind, ...(r.path.route.split('/') as [string, string]))),
     );
     if (format === 'json') out(JSON.stringify(results, null, 2));
     else if (format === 'yaml') out(stringify(results, { aliasDuplicateObjects: false }));

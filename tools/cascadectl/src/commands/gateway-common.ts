@@ -1,22 +1,12 @@
 // Shared by the gateway-policy commands: load files, build engines, report problems on stderr.
 import { err, UsageError } from '../cli.ts';
+import { GATEWAY_KINDS, resolveKind } from '../kinds.ts';
 import { hasInput, type LoadResult, loadManifests } from '../load.ts';
-import { buildGatewayWorld, type GatewayWorld, POLICY_KINDS } from '../world.ts';
+import { labelIndex } from '../selector.ts';
+import { buildGatewayWorld, type GatewayWorld } from '../world.ts';
 import { loadNetpol } from './netpol.ts';
 
 export const kindOption = { kind: { type: 'string' as const } };
-
-/** Policy kinds by any name people type: case-insensitive, plural, short (ap, rlp). */
-const KIND_ALIASES: Record<string, string> = {
-  ap: 'AuthPolicy',
-  authpolicy: 'AuthPolicy',
-  authpolicies: 'AuthPolicy',
-  rlp: 'RateLimitPolicy',
-  ratelimitpolicy: 'RateLimitPolicy',
-  ratelimitpolicies: 'RateLimitPolicy',
-};
-export const policyKindOf = (v: unknown): unknown =>
-  typeof v === 'string' ? (KIND_ALIASES[v.toLowerCase()] ?? v) : v;
 
 /**
  * Loads the files (or takes manifests a caller already loaded and reported: then their read and
@@ -26,21 +16,20 @@ export function loadGatewayWorld(
   files: string[],
   kind: unknown,
   preloaded?: LoadResult,
-): { world: GatewayWorld; problems: number } {
+): { world: GatewayWorld; problems: number; labels: ReturnType<typeof labelIndex> } {
   if (!hasInput(files))
     throw new UsageError('at least one file or folder (or --kubeconfig/--context) is required');
-  kind = policyKindOf(kind);
-  if (kind !== undefined && !POLICY_KINDS.some((k) => k.kind === kind)) {
-    throw new UsageError(
-      `--kind must be one of ${POLICY_KINDS.map((k) => k.kind).join(', ')} (or ap, rlp; any case) (got "${String(kind)}")`,
-    );
-  }
+  kind = resolveKind(kind, GATEWAY_KINDS);
   const loaded = preloaded ?? loadManifests(files);
   const world = buildGatewayWorld(loaded.manifests, kind as string | undefined);
   for (const n of world.notes) err(`note: ${n}`);
   const problems = [...(preloaded ? [] : loaded.problems), ...world.problems];
   for (const p of problems) err(`error: ${p}`);
-  return { world, problems: loaded.problems.length + world.problems.length };
+  return {
+    world,
+    problems: loaded.problems.length + world.problems.length,
+    labels: labelIndex(loaded.manifests),
+  };
 }
 
 /** For commands that use both worlds: the files read once, their problems reported once. */

@@ -4,6 +4,7 @@
 import { stringify } from 'yaml';
 import { type Command, oneOf, out, table, UsageError } from '../cli.ts';
 import { liveOptions, readEffectivePolicies } from '../cluster.ts';
+import { GATEWAY_KINDS, resolveKind } from '../kinds.ts';
 
 export const getEffectiveCommand: Command = {
   name: 'get effective',
@@ -23,8 +24,8 @@ export const getEffectiveCommand: Command = {
     const ns = values['all-namespaces'] ? undefined : String(values.namespace ?? 'default');
     let items = await readEffectivePolicies(live, ns);
     if (positionals[0]) items = items.filter((e) => e.spec.targetRef.name === positionals[0]);
-    if (values.kind)
-      items = items.filter((e) => e.spec.policyKind.toLowerCase() === String(values.kind).toLowerCase());
+    const kind = resolveKind(values.kind, GATEWAY_KINDS);
+    if (kind) items = items.filter((e) => e.spec.policyKind === kind);
     if (format === 'json') out(JSON.stringify(items, null, 2));
     else if (format === 'yaml')
       out(items.map((i) => stringify(i, { aliasDuplicateObjects: false })).join('---\n'));

@@ -1,10 +1,12 @@
 import { policyConditions, policyName } from '@cascade/core';
 import { lintNetpol } from '@cascade/netpolicy';
 import { type Command, oneOf, out } from '../cli.ts';
+import { GATEWAY_KINDS, NETPOL_KINDS, resolveKind } from '../kinds.ts';
 import { loadBothWorlds } from './gateway-common.ts';
 
 export interface Finding {
   severity: 'error' | 'warning';
+  kind: string;
   object: string;
   message: string;
 }
@@ -14,8 +16,8 @@ export const lintCommand: Command = {
   summary:
     'warnings: equal-priority overlapping ANPs, shadowed baseline rules, refused unsets, policies that apply nowhere, missing targets',
   usage:
-    'cascadectl lint FILES... [-o table|json] [--strict]   (exit 1 on invalid objects, with --strict on warnings too; 2 on unreadable input)',
-  options: { output: { type: 'string', short: 'o' }, strict: { type: 'boolean' } },
+    'cascadectl lint FILES... [--kind K] [-o table|json] [--strict]   (exit 1 on invalid objects, with --strict on warnings too; 2 on unreadable input)',
+  options: { kind: { type: 'string' }, output: { type: 'string', short: 'o' }, strict: { type: 'boolean' } },
   run(values, files) {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
     const {
@@ -32,6 +34,7 @@ export const lintCommand: Command = {
           refused.add(k);
           findings.push({
             severity: 'warning',
+            kind: engine.kind.kind,
             object: `${engine.kind.kind} ${policyName(u.by)}`,
             message: `unset of ${u.key} has no effect: it is an override of ${policyName(u.override)}`,
           });
@@ -42,29 +45,38 @@ export const lintCommand: Command = {
         const accepted = conds.find((c) => c.type === 'Accepted');
         const enforced = conds.find((c) => c.type === 'Enforced');
         const obj = `${engine.kind.kind} ${id.split(':')[1]}`;
+        const kind = engine.kind.kind;
         if (accepted?.status === 'False' && accepted.reason === 'Invalid')
-          findings.push({ severity: 'error', object: obj, message: accepted.message });
+          findings.push({ severity: 'error', kind, object: obj, message: accepted.message });
         else if (accepted?.reason === 'TargetNotFound')
-          findings.push({ severity: 'warning', object: obj, message: accepted.message });
+          findings.push({ severity: 'warning', kind, object: obj, message: accepted.message });
         else if (accepted?.status === 'True' && enforced?.status === 'False')
           findings.push({
             severity: 'warning',
+            kind,
             object: obj,
             message: `applies nowhere: ${enforced.message}`,
           });
       }
     }
     for (const f of lintNetpol(np))
-      findings.push({ severity: f.severity, object: f.policy, message: f.message });
-    if (format === 'json') out(JSON.stringify(findings, null, 2));
+      findings.push({
+        severity: f.severity,
+        kind: f.policy.split('/')[0]!,
+        object: f.policy,
+        message: f.message,
+      });
+    const only = resolveKind(values.kind, [...GATEWAY_KINDS, ...NETPOL_KINDS]);
+    const shown = only ? findings.filter((f) => f.kind === only) : findings;
+    if (format === 'json') out(JSON.stringify(shown, null, 2));
     else
       out(
-        findings.length
-          ? findings.map((f) => `${f.severity}: ${f.object}: ${f.message}`).join('\n')
+        shown.length
+          ? shown.map((f) => `${f.severity}: ${f.object}: ${f.message}`).join('\n')
           : 'no findings',
       );
     if (p1 + p2 > 0) return 2;
-    if (findings.some((f) => f.severity === 'error')) return 1;
-    return values.strict && findings.length > 0 ? 1 : 0;
+    if (shown.some((f) => f.severity === 'error')) return 1;
+    return values.strict && shown.length > 0 ? 1 : 0;
   },
 };

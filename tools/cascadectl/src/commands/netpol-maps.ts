@@ -25,6 +25,7 @@ import {
   PROTO_NAMES,
 } from '@cascade/netpolicy';
 import { type Command, oneOf, out, UsageError } from '../cli.ts';
+import { labelTest, selectorOption } from '../selector.ts';
 import { loadNetpol } from './netpol.ts';
 
 /** A policy map entry decoded from its bytes. */
@@ -72,13 +73,17 @@ export function identityName(engine: NetpolEngine, id: number): string {
 export const mapsCommand: Command = {
   name: 'netpol maps',
   summary: 'the lowered MapState per endpoint (both layers, both directions), with counts and shared tables',
-  usage: 'cascadectl netpol maps FILES... [--endpoint NS/POD] [-o table|json]',
-  options: { endpoint: { type: 'string' }, output: { type: 'string', short: 'o' } },
+  usage:
+    'cascadectl netpol maps FILES... [--endpoint NS/POD] [-l SELECTOR] [-o table|json]   (-l: endpoints by pod label)',
+  options: { endpoint: { type: 'string' }, output: { type: 'string', short: 'o' }, ...selectorOption },
   run(values, files) {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
     const { engine, problems } = loadNetpol(files);
+    const selected = labelTest(values.selector);
     const pods = [...engine.pods.values()].filter(
-      (p) => values.endpoint === undefined || `${p.namespace}/${p.name}` === values.endpoint,
+      (p) =>
+        (values.endpoint === undefined || `${p.namespace}/${p.name}` === values.endpoint) &&
+        selected(p.labels),
     );
     if (values.endpoint !== undefined && pods.length === 0)
       throw new UsageError(`--endpoint ${String(values.endpoint)}: no such pod`);

@@ -14,6 +14,7 @@ import { parse as parseYaml } from 'yaml';
 import { type Command, err, oneOf, out, table, UsageError } from '../cli.ts';
 import { hasInput, type LoadResult, loadManifests } from '../load.ts';
 import { buildNetpolWorld } from '../netpol-world.ts';
+import { labelTest, selectorOption } from '../selector.ts';
 import { serviceDestination } from './netpol-services.ts';
 
 /** Like loadGatewayWorld: `preloaded` manifests' read and parse problems are the caller's to report. */
@@ -231,10 +232,13 @@ export function portsInUse(engine: NetpolEngine): [number, number][] {
     .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
 }
 
-export function truthTable(engine: NetpolEngine): { port: string; rows: string[][] }[] {
-  const pods = [...engine.pods.values()].sort((a, b) =>
-    `${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1,
-  );
+export function truthTable(
+  engine: NetpolEngine,
+  shown: (labels: Readonly<Record<string, string>>) => boolean = () => true,
+): { port: string; rows: string[][] }[] {
+  const pods = [...engine.pods.values()]
+    .filter((p) => shown(p.labels))
+    .sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
   const names = pods.map((p) => `${p.namespace}/${p.name}`);
   return portsInUse(engine).map(([proto, port]) => ({
     port: `${PROTO_NAMES[proto] ?? proto}/${port}`,
@@ -254,10 +258,12 @@ export const simulateCommand: Command = {
   name: 'netpol simulate',
   summary: 'verdict per probe, or the truth table of every pod pair on every port in use',
   usage:
-    "cascadectl netpol simulate FILES... [--probes PROBES.yaml] [-o table|json]\n  (a probe's `to` may be a Service: svc:NS/NAME or its ClusterIP, answered per backend)",
-  options: { probes: { type: 'string' }, output: { type: 'string', short: 'o' } },
+    "cascadectl netpol simulate FILES... [--probes PROBES.yaml] [-l SELECTOR] [-o table|json]\n  (a probe's `to` may be a Service: svc:NS/NAME or its ClusterIP, answered per backend;\n   -l: the truth table's rows and columns are the pods with matching labels)",
+  options: { probes: { type: 'string' }, output: { type: 'string', short: 'o' }, ...selectorOption },
   run(values, files) {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
+    if (values.probes !== undefined && values.selector !== undefined)
+      throw new UsageError("-l selects the truth table's pods; with --probes, list the probes you want");
     const { engine, services, problems } = loadNetpol(files);
     if (values.probes !== undefined) {
       // Each probe's result is turned into its output at once and dropped: memory per probe is its
@@ -295,7 +301,7 @@ export const simulateCommand: Command = {
       }
       return problems > 0 ? 2 : 0;
     }
-    const tables = truthTable(engine);
+    const tables = truthTable(engine, labelTest(values.selector));
     if (format === 'json') out(JSON.stringify(tables, null, 2));
     else
       out(

@@ -8,6 +8,7 @@ import {
 } from '@cascade/core';
 import { stringify } from 'yaml';
 import { type Command, oneOf, out, table } from '../cli.ts';
+import { labelTest, selectorOption } from '../selector.ts';
 import type { GatewayWorld } from '../world.ts';
 import { kindOption, loadGatewayWorld } from './gateway-common.ts';
 
@@ -94,12 +95,27 @@ export const statusCommand: Command = {
   name: 'status',
   summary: 'status conditions of every policy and the <Kind>Affected conditions of targets',
   usage:
-    'cascadectl status FILES... [--kind K] [-o table|yaml|json] [--strict]   (--strict: exit 1 unless every policy is Accepted and Enforced)',
-  options: { ...kindOption, output: { type: 'string', short: 'o' }, strict: { type: 'boolean' } },
+    'cascadectl status FILES... [--kind K] [-n NS | -A] [-l SELECTOR] [-o table|yaml|json] [--strict]\n  (--strict: exit 1 unless every policy shown is Accepted and Enforced; -n, -l: policies and targets by namespace and label)',
+  options: {
+    ...kindOption,
+    ...selectorOption,
+    namespace: { type: 'string', short: 'n' },
+    'all-namespaces': { type: 'boolean', short: 'A' },
+    output: { type: 'string', short: 'o' },
+    strict: { type: 'boolean' },
+  },
   run(values, files) {
     const format = oneOf('output', values.output, ['table', 'yaml', 'json'], 'table');
-    const { world, problems } = loadGatewayWorld(files, values.kind);
-    const report = statusReport(world);
+    const { world, problems, labels } = loadGatewayWorld(files, values.kind);
+    const full = statusReport(world);
+    const selected = labelTest(values.selector);
+    const ns = values['all-namespaces'] ? undefined : (values.namespace as string | undefined);
+    const shown = (o: { kind: string; namespace: string; name: string }) =>
+      (!ns || o.namespace === ns) && selected(labels(o.kind, o.namespace, o.name));
+    const report: StatusReport = {
+      policies: full.policies.filter(shown),
+      targets: full.targets.filter(shown),
+    };
     if (format === 'json') out(JSON.stringify(report, null, 2));
     else if (format === 'yaml') out(stringify(report, { aliasDuplicateObjects: false }));
     else out(formatStatus(report));
