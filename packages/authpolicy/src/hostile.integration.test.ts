@@ -302,7 +302,7 @@ describe.skipIf(!apiServerTestsEnabled())('both controllers under ~1,000 hostile
     for (const c of controllers) await c.idle();
     expect(controllers.map((c) => c.writes.get())).toEqual(writes);
     for (const c of controllers) {
-      const m = c.metrics.render();
+      const m = await c.metrics.render();
       expect(Number(/\ncascade_publish_failing_objects (\d+)/.exec(m)?.[1])).toBe(0);
       expect(Number(/\ncascade_lease_errors_total (\d+)/.exec(m)?.[1])).toBe(0);
       expect(Number(/\ncascade_leader_transitions_total (\d+)/.exec(m)?.[1])).toBe(1);

@@ -404,9 +404,9 @@ describe.skipIf(!apiServerTestsEnabled())(
         });
       }
       expect(cases).toHaveLength(200);
-      const errs = (c: PolicyController) =>
-        /cascade_reconcile_errors_total (\d+)/.exec(c.metrics.render())?.[1];
-      const errorsBefore = controllers.map(errs);
+      const errs = async (c: PolicyController) =>
+        /cascade_reconcile_errors_total (\d+)/.exec(await c.metrics.render())?.[1];
+      const errorsBefore = await Promise.all(controllers.map(errs));
       const post = (k: typeof RLP, name: string, spec: unknown) =>
         env.call('POST', `${EP}/bulk/${k.plural}`, {
           apiVersion: 'cascade.dev/v1alpha1',
@@ -474,7 +474,7 @@ describe.skipIf(!apiServerTestsEnabled())(
       for (let i = 0; i < 5; i++) expect(cm.data!['limits.yaml']).toContain(`max_value: ${10 + i}`);
       for (const [i, c] of controllers.entries()) {
         expect(c.ready).toBe(true);
-        expect(errs(c)).toBe(errorsBefore[i]);
+        expect(await errs(c)).toBe(errorsBefore[i]);
       }
     }, 240_000);
   },

@@ -21,6 +21,7 @@ export * from './runtime/controller.ts';
 export * from './runtime/events.ts';
 export * from './runtime/informer.ts';
 export * from './runtime/leader.ts';
+export * from './runtime/main.ts';
 export * from './runtime/metrics.ts';
 export * from './runtime/queue.ts';
 export * from './runtime/tracing.ts';

@@ -1,44 +1,110 @@
-// cascade-netpol-agent: the node agent. NODE_NAME (downward API) names the node; the BPF object and
-// helper come from the build (ARTIFACTS); maps are pinned under CASCADE_PIN_DIR (default
-// /sys/fs/bpf/cascade) so a restarted agent adopts them and reconciles without a window of wrong
-// verdicts. Metrics on METRICS_PORT; SIGTERM stops cleanly (programs stay attached, maps pinned).
-// CASCADE_NAMESPACE_ENTRY_BUDGET: policy map entries one namespace's NetworkPolicies may use on this
-// node (default 100,000). Pod interfaces are found from cascade-cni's records (CASCADE_CNI_RECORD_DIR,
-// default /run/cascade/cni) and the kernel (iproute2's ip and bridge).
+// cascade-netpol-agent: the node agent. The node comes from --node-name (the chart passes NODE_NAME
+// from the downward API); the BPF object and helper come from the build (ARTIFACTS); maps are pinned
+// under --pin-dir so a restarted agent adopts them and reconciles without a window of wrong verdicts.
+// SIGTERM stops cleanly (programs stay attached, maps pinned). Every flag's default can also come
+// from the environment variable it names, which is how the chart configures it.
+import { parseArgs } from 'node:util';
 import { ARTIFACTS, Datapath } from '@cascade/bpf-datapath';
-import { jsonLogger, KubeClient } from '@cascade/core';
+import { jsonLogger, KubeClient, LOG_LEVELS, type LogLevel, parseBindAddress } from '@cascade/core';
 import { KubeConfig } from '@kubernetes/client-node';
 import { NetpolAgent } from './agent.ts';
 
-const node = process.env.NODE_NAME;
-if (!node) {
-  process.stderr.write('cascade-netpol-agent: NODE_NAME is not set (use the downward API: spec.nodeName)\n');
+const NAME = 'cascade-netpol-agent';
+const env = process.env;
+const USAGE = `Usage: ${NAME} [flags]
+
+Flags (defaults from the environment variable named, then the value shown):
+  --node-name NAME                  this node; its local pods are enforced ($NODE_NAME; required)
+  --pin-dir DIR                     bpffs directory of the pinned maps ($CASCADE_PIN_DIR, /sys/fs/bpf/cascade)
+  --metrics-bind-address ADDR       /metrics, /healthz, /readyz, /flows ($METRICS_PORT as 127.0.0.1:PORT,
+                                    "127.0.0.1:9090"; "0" disables; the flows stream names pods: keep it local)
+  --cni-record-dir DIR              cascade-cni's interface records ($CASCADE_CNI_RECORD_DIR, /run/cascade/cni)
+  --namespace-entry-budget N        policy map entries one namespace's NetworkPolicies may use on this
+                                    node ($CASCADE_NAMESPACE_ENTRY_BUDGET, 100000)
+  --zap-log-level LEVEL             debug|info|warn|error ($CASCADE_LOG_LEVEL, info)
+  --kubeconfig PATH                 kubeconfig (default: in-cluster, then $KUBECONFIG, ~/.kube/config)
+  --version                         the version
+  -h, --help                        this text
+`;
+
+const fail = (msg: string): never => {
+  process.stderr.write(`${NAME}: ${msg}\n`);
   process.exit(2);
+};
+let values: Record<string, string | boolean | undefined> = {};
+try {
+  ({ values } = parseArgs({
+    options: {
+      'node-name': { type: 'string', default: env.NODE_NAME ?? '' },
+      'pin-dir': { type: 'string', default: env.CASCADE_PIN_DIR ?? '/sys/fs/bpf/cascade' },
+      'metrics-bind-address': {
+        type: 'string',
+        default: `127.0.0.1:${env.METRICS_PORT ?? 9090}`,
+      },
+      'cni-record-dir': { type: 'string', default: env.CASCADE_CNI_RECORD_DIR ?? '/run/cascade/cni' },
+      'namespace-entry-budget': { type: 'string', default: env.CASCADE_NAMESPACE_ENTRY_BUDGET ?? '100000' },
+      'zap-log-level': { type: 'string', default: env.CASCADE_LOG_LEVEL ?? 'info' },
+      kubeconfig: { type: 'string' },
+      version: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  }));
+} catch (e) {
+  fail(`${(e as Error).message}\n\n${USAGE}`);
 }
+if (values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+if (values.version) {
+  const { readFileSync } = await import('node:fs');
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  process.stdout.write(`${NAME} ${pkg.version}\n`);
+  process.exit(0);
+}
+const node = String(values['node-name']);
+if (!node) fail('--node-name (or NODE_NAME from the downward API: spec.nodeName) is required');
+const budget = Number(values['namespace-entry-budget']);
+if (!Number.isInteger(budget) || budget < 1 || budget > 1_048_576)
+  fail(
+    `--namespace-entry-budget: "${values['namespace-entry-budget']}" is not a whole number from 1 to 1048576`,
+  );
+const level = String(values['zap-log-level']) as LogLevel;
+if (!LOG_LEVELS.includes(level)) fail(`--zap-log-level: "${level}" is not one of ${LOG_LEVELS.join(', ')}`);
+let metricsBindAddress: ReturnType<typeof parseBindAddress>;
+try {
+  metricsBindAddress = parseBindAddress(String(values['metrics-bind-address']), '--metrics-bind-address');
+} catch (e) {
+  fail((e as Error).message);
+}
+const log = jsonLogger(NAME, undefined, level);
 const kc = new KubeConfig();
-kc.loadFromDefault();
+try {
+  if (values.kubeconfig) kc.loadFromFile(String(values.kubeconfig));
+  else kc.loadFromDefault();
+  if (!kc.getCurrentCluster()) throw new Error('no current cluster in it');
+} catch (e) {
+  fail(`cannot load the kubeconfig: ${(e as Error).message.split('\n')[0]}`);
+}
 const datapath = await Datapath.open({
   bpfctl: ARTIFACTS.bpfctl,
   object: ARTIFACTS.object,
-  pinDir: process.env.CASCADE_PIN_DIR ?? '/sys/fs/bpf/cascade',
+  pinDir: String(values['pin-dir']),
 });
 if (datapath.replacedMaps.length)
-  jsonLogger('cascade-netpol-agent')(
-    'warn',
-    'pinned maps with an older layout were replaced (content lost)',
-    {
-      maps: datapath.replacedMaps,
-    },
-  );
+  log('warn', 'pinned maps with an older layout were replaced (content lost)', {
+    maps: datapath.replacedMaps,
+  });
 const agent = new NetpolAgent({
   client: new KubeClient(kc),
   node,
   datapath,
-  metricsPort: Number(process.env.METRICS_PORT ?? 9090),
-  cniRecordDir: process.env.CASCADE_CNI_RECORD_DIR ?? '/run/cascade/cni',
-  ...(process.env.CASCADE_NAMESPACE_ENTRY_BUDGET
-    ? { namespaceEntryBudget: Number(process.env.CASCADE_NAMESPACE_ENTRY_BUDGET) }
-    : {}),
+  log,
+  ...(metricsBindAddress ? { metricsBindAddress } : {}),
+  cniRecordDir: String(values['cni-record-dir']),
+  namespaceEntryBudget: budget,
 });
 await agent.start();
 process.on(

@@ -198,7 +198,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
           ? true
           : undefined;
       });
-      expect(agent.metrics.render()).toMatch(/\ncascade_datapath_address_conflicts_total 1/);
+      expect(await agent.metrics.render()).toMatch(/\ncascade_datapath_address_conflicts_total 1/);
       await deletePod('dup');
       await waitFor('old owner back', async () =>
         agent.engine.pods.get('app/p0')?.ips[0] === IPS[0] ? true : undefined,
@@ -245,7 +245,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       );
       await agent.idle();
       expect(agent.refusedPolicies.get('NetworkPolicy/app/flood')!.reason).toMatch(/over its budget of 500/);
-      expect(agent.metrics.render()).toMatch(/\ncascade_netpol_policies_refused 1\n/);
+      expect(await agent.metrics.render()).toMatch(/\ncascade_netpol_policies_refused 1\n/);
       await waitFor('an event on the refused policy', async () => {
         const evs = (await env.call('GET', '/api/v1/namespaces/app/events')).body as {
           items: { reason: string; involvedObject: { kind: string; name: string }; message: string }[];

@@ -104,7 +104,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       expect(agent.lastReport?.refused).toEqual([]);
       // the kernel's verdict counters reach /metrics
       await agent.housekeeping();
-      const text = agent.metrics.render();
+      const text = await agent.metrics.render();
       expect(text).toMatch(/# TYPE cascade_datapath_packets_deny_total counter/);
       expect(Number(/\ncascade_datapath_packets_deny_total (\d+)/.exec(text)?.[1])).toBeGreaterThan(0);
       expect(text).toMatch(/\ncascade_datapath_packets_ct_hit_total \d+/);

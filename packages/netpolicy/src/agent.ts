@@ -18,6 +18,7 @@ import {
   type SyncReport,
 } from '@cascade/bpf-datapath';
 import {
+  type BindAddress,
   type Informer,
   type InvolvedObject,
   jsonLogger,
@@ -42,7 +43,10 @@ export interface AgentOptions {
   node: string;
   datapath: Datapath;
   log?: Logger;
+  /** /metrics, /healthz, /readyz and /flows on 127.0.0.1 at this port (tests; 0 picks one). */
   metricsPort?: number;
+  /** The same on a bind address (the binary's --metrics-bind-address); wins over metricsPort. */
+  metricsBindAddress?: BindAddress;
   /** Finds local pods' host-side interfaces (default: from the kernel and cascade-cni's records). */
   interfaces?: InterfaceResolver;
   /** cascade-cni's record directory (default /run/cascade/cni; see bpf-datapath interfaces.ts). */
@@ -126,7 +130,7 @@ export class NetpolAgent {
     this.log = opts.log ?? jsonLogger('cascade-netpol-agent');
     this.interfaces =
       opts.interfaces ?? new KernelInterfaces({ recordDir: opts.cniRecordDir ?? '/run/cascade/cni' });
-    this.queue = new WorkQueue(() => this.sync(), 1);
+    this.queue = new WorkQueue(() => this.sync(), 1, { registry: this.metrics, name: 'netpol-agent' });
     this.queue.onError = (_k, e) => {
       this.errors.inc();
       this.log('warn', 'datapath sync failed, retrying', { error: String(e) });
@@ -205,10 +209,14 @@ export class NetpolAgent {
     this.housekeepingTimer = setInterval(() => void this.housekeeping(), 10_000);
     this.housekeepingTimer.unref();
     const synced = startInformers(this.informers);
-    if (this.opts.metricsPort !== undefined)
-      this.server = await this.metrics.serve(
-        this.opts.metricsPort,
+    const bind =
+      this.opts.metricsBindAddress ??
+      (this.opts.metricsPort !== undefined ? { host: '127.0.0.1', port: this.opts.metricsPort } : undefined);
+    if (bind)
+      this.server = await this.metrics.serveOn(
+        bind,
         () => this.ready,
+        'all',
         (req, res) => this.flows.handle(req, res),
       );
     this.flowTimer = setInterval(() => void this.drainFlows(), 1000);

@@ -156,11 +156,11 @@ describe.skipIf(!apiServerTestsEnabled())('publishing under hostile input (kube-
     expect(cm.data['limits.yaml']).not.toContain('team/huge');
     // its EffectivePolicies are over the size too: refused before sending, named
     expect(c.message).toMatch(/EffectivePolicy team\/ratelimitpolicy-httproute-on-big-a: object too large/);
-    const text = controller.metrics.render();
+    const text = await controller.metrics.render();
     // the families operators alert on
     await waitFor('cascade_policies counts the PublishFailed policy', async () =>
       /\ncascade_policies\{kind="RateLimitPolicy",condition="Enforced",status="False",reason="PublishFailed"\} 1\n/.test(
-        controller.metrics.render(),
+        await controller.metrics.render(),
       )
         ? true
         : undefined,

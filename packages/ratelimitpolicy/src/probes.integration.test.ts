@@ -99,6 +99,20 @@ describe.skipIf(!apiServerTestsEnabled())('probes, metrics and errors of a runni
       'nodejs_eventloop_lag_p99_seconds',
     ])
       expect(m.text).toMatch(new RegExp(`\\n${f} [\\d.e+-]+\\n`));
+    // controller-runtime's workqueue and reconcile families, client-go's leader-election gauge
+    for (const f of [
+      /\nworkqueue_adds_total\{name="[\w-]+"\} [1-9]\d*\n/,
+      /\nworkqueue_depth\{name="[\w-]+"\} \d+\n/,
+      /\nworkqueue_queue_duration_seconds_count\{name="[\w-]+"\} [1-9]\d*\n/,
+      /\nworkqueue_work_duration_seconds_bucket\{le="\+Inf",name="[\w-]+"\} [1-9]\d*\n/,
+      /# TYPE workqueue_retries_total counter/,
+      /\nworkqueue_longest_running_processor_seconds\{name="[\w-]+"\} [\d.e+-]+\n/,
+      /\ncontroller_runtime_reconcile_total\{controller="[\w-]+",result="success"\} [1-9]\d*\n/,
+      /\ncontroller_runtime_reconcile_time_seconds_count\{controller="[\w-]+"\} [1-9]\d*\n/,
+      /\ncontroller_runtime_max_concurrent_reconciles\{controller="[\w-]+"\} 2\n/,
+      /\nleader_election_master_status\{name="[\w-]+-leader"\} [01]\n/,
+    ])
+      expect(m.text).toMatch(f);
     expect((await get(metricsPort, '/readyz')).status).toBe(404);
   });
 
@@ -145,5 +159,13 @@ describe('the controller binary', () => {
     const flag = await runMain(['--metrics-bind-address', 'everywhere']);
     expect(flag.code).toBe(2);
     expect(flag.stderr).toMatch(/--metrics-bind-address: "everywhere" is not a bind address/);
+    for (const f of ['--zap-log-level', '--max-concurrent-writes', '--resync-period', '--leader-elect-lease-duration'])
+      expect(help.stdout).toContain(f);
+    const lvl = await runMain(['--zap-log-level', 'chatty']);
+    expect(lvl.code).toBe(2);
+    expect(lvl.stderr).toMatch(/--zap-log-level: "chatty" is not one of debug, info, warn, error/);
+    const w = await runMain(['--max-concurrent-writes', '0']);
+    expect(w.code).toBe(2);
+    expect(w.stderr).toMatch(/--max-concurrent-writes: "0" is not a whole number of writes from 1 to 256/);
   });
 });

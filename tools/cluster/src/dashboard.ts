@@ -72,6 +72,54 @@ const rows: [string, Panel[]][] = [
     ],
   ],
   [
+    'Work queues and processes (controller-runtime and prom-client families)',
+    [
+      {
+        title: 'Work queue depth and wait p99',
+        expr: [
+          'max by (job, name) (workqueue_depth)',
+          'histogram_quantile(0.99, sum by (name, le) (rate(workqueue_queue_duration_seconds_bucket[5m])))',
+        ],
+        description:
+          'Keys waiting, and how long a key waits before a worker takes it (controllers and node agents).',
+      },
+      {
+        title: 'Reconciles by result, retries',
+        expr: [
+          'sum by (controller, result) (rate(controller_runtime_reconcile_total[5m]))',
+          'sum by (name) (rate(workqueue_retries_total[5m]))',
+        ],
+        unit: 'ops',
+        description: 'Errors are retried with exponential backoff; a growing error rate is worth an alert.',
+      },
+      {
+        title: 'Stuck workers',
+        expr: ['max by (job, name) (workqueue_longest_running_processor_seconds)'],
+        unit: 's',
+        description: 'How long the longest running reconcile has been running: minutes means stuck.',
+      },
+      {
+        title: 'Memory and CPU',
+        expr: [
+          'max by (job, instance) (process_resident_memory_bytes)',
+          'sum by (job, instance) (rate(process_cpu_seconds_total[5m]))',
+        ],
+        description: 'Resident memory (bytes) and CPU (cores) per replica and agent.',
+      },
+      {
+        title: 'Event-loop lag p99',
+        expr: ['max by (job, instance) (nodejs_eventloop_lag_p99_seconds)'],
+        unit: 's',
+        description: 'A busy event loop delays watches, probes and the lease renewal.',
+      },
+      {
+        title: 'Lease held',
+        expr: ['sum by (name) (leader_election_master_status)'],
+        description: "client-go's leader-election gauge: 1 per lease in steady state.",
+      },
+    ],
+  ],
+  [
     'Node agents',
     [
       {
@@ -132,7 +180,10 @@ export function dashboardFamilies(): string[] {
   for (const [, panels] of rows)
     for (const p of panels)
       for (const e of p.expr)
-        for (const m of e.matchAll(/\b(cascade_[a-z0-9_]+)/g)) out.add(m[1]!.replace(/_bucket$/, ''));
+        for (const m of e.matchAll(
+          /\b((?:cascade|workqueue|controller_runtime|leader_election|process|nodejs)_[a-z0-9_]+)/g,
+        ))
+          out.add(m[1]!.replace(/_bucket$/, ''));
   return [...out].sort();
 }
 

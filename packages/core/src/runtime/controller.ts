@@ -26,11 +26,11 @@ import { EffectivePublisher } from './effective-writer.ts';
 import { postWarningEvent } from './events.ts';
 import { Informer, type InformerEvent, startInformers } from './informer.ts';
 import { LeaderElector } from './leader.ts';
-import { type BindAddress, jsonLogger, type Logger, Metrics, parseBindAddress } from './metrics.ts';
+import { type BindAddress, jsonLogger, type Logger, Metrics } from './metrics.ts';
 import { type PublishFailure, PublishLedger, withConsumerReadiness, withPublishFailures } from './publish.ts';
 import { WorkQueue } from './queue.ts';
 import { RenderedPublisher } from './rendered.ts';
-import { setupTracing, tracer } from './tracing.ts';
+import { tracer } from './tracing.ts';
 
 export interface ControllerOptions {
   client: KubeClient;
@@ -101,6 +101,7 @@ export class PolicyController {
   private readonly reconciles = this.metrics.counterVec(
     'cascade_reconciles_total',
     'Reconciles by lane and outcome (full, incremental, not-leader, not-ready, error)',
+    ['lane', 'outcome'],
   );
   private readonly latency = this.metrics.histogram('cascade_reconcile_seconds', 'Reconcile latency');
   private readonly informers: Informer[] = [];
@@ -157,7 +158,7 @@ export class PolicyController {
     this.engine = new PolicyEngine(opts.kind);
     // Two lanes: `sync` (flush, EffectivePolicies, policy status) and `downstream` (rendered objects,
     // <Kind>Affected on targets), so re-rendering a large gateway never delays an EffectivePolicy.
-    this.queue = new WorkQueue((key) => this.reconcile(key), 2);
+    this.queue = new WorkQueue((key) => this.reconcile(key), 2, { registry: this.metrics, name: opts.name });
     this.queue.onError = (_k, e) => {
       this.errors.inc();
       this.log('warn', 'reconcile failed, retrying', { error: String(e) });
@@ -323,28 +324,30 @@ export class PolicyController {
       skipped: this.skipped,
     });
     this.metrics.gauge('cascade_queue_depth', 'Keys waiting for a reconcile', () => this.queue.depth);
-    this.metrics.gauge('cascade_leader', '1 when this replica holds the lease', () =>
-      this.elector.leader ? 1 : 0,
-    );
     this.metrics.processMetrics();
     // policies by condition, as alerts want them: cascade_policies{kind,condition,status,reason}
-    this.metrics.family('cascade_policies', 'Policies of the kind by status condition', 'gauge', () => {
-      const counts = new Map<string, [Record<string, string>, number]>();
-      for (const o of this.policies.cache.values())
-        for (const cnd of (o.status as { conditions?: Condition[] } | undefined)?.conditions ?? []) {
-          const labels = {
-            kind: opts.kind.kind,
-            condition: cnd.type,
-            status: cnd.status,
-            reason: cnd.reason,
-          };
-          const k = JSON.stringify(labels);
-          const v = counts.get(k);
-          if (v) v[1]++;
-          else counts.set(k, [labels, 1]);
-        }
-      return [...counts.values()];
-    });
+    this.metrics.family(
+      'cascade_policies',
+      'Policies of the kind by status condition',
+      ['kind', 'condition', 'status', 'reason'],
+      () => {
+        const counts = new Map<string, [Record<string, string>, number]>();
+        for (const o of this.policies.cache.values())
+          for (const cnd of (o.status as { conditions?: Condition[] } | undefined)?.conditions ?? []) {
+            const labels = {
+              kind: opts.kind.kind,
+              condition: cnd.type,
+              status: cnd.status,
+              reason: cnd.reason,
+            };
+            const k = JSON.stringify(labels);
+            const v = counts.get(k);
+            if (v) v[1]++;
+            else counts.set(k, [labels, 1]);
+          }
+        return [...counts.values()];
+      },
+    );
     const watchErrors = this.metrics.counter(
       'cascade_watch_errors_total',
       'List and watch errors (the informer retries with backoff)',
@@ -372,6 +375,13 @@ export class PolicyController {
     );
     this.metrics.gauge('cascade_leader', '1 while this replica holds the lease', () =>
       this.elector?.leader ? 1 : 0,
+    );
+    // client-go's name for the same, which leader-election alerts use
+    this.metrics.family(
+      'leader_election_master_status',
+      '1 while this replica is the leader of the lease',
+      ['name'],
+      () => [[{ name: `${opts.name}-leader` }, this.elector?.leader ? 1 : 0]],
     );
     this.elector = new LeaderElector(
       c,
@@ -709,129 +719,4 @@ export class PolicyController {
 /** `Gateway:ns/name#listener|...` -> `ns/name`. */
 function gatewayOfPath(pk: string): string {
   return pk.slice('Gateway:'.length, pk.indexOf('#'));
-}
-
-/** A kind's own setting as a flag of its binary (e.g. --limitador-namespace). */
-export interface SettingFlag {
-  flag: string;
-  key: string;
-  default: string;
-  help: string;
-}
-
-const USAGE = (name: string, extra: readonly SettingFlag[] = []) => `Usage: ${name} [flags]
-
-Flags (controller-runtime's names):
-  --metrics-bind-address ADDR        /metrics (default ":8080"; "0" disables)
-  --health-probe-bind-address ADDR   /healthz and /readyz (default ":8081")
-  --leader-elect-lease-duration S    lease duration in seconds (default 15)
-  --leader-election-namespace NS     namespace of the Lease (default $POD_NAMESPACE or cascade-system)
-  --resync-period S                  full reconcile at least this often (default 600)
-  --kubeconfig PATH                  kubeconfig (default: in-cluster, then $KUBECONFIG, ~/.kube/config)
-${extra.map((s) => `  --${`${s.flag} VALUE`.padEnd(33)}${s.help} (default "${s.default}")\n`).join('')}  --version                          the version
-  -h, --help                         this text
-`;
-
-/** A controller binary's main: flags, kubeconfig, the controller, SIGTERM. Exits 2 on bad input. */
-export async function runPolicyController(
-  kind: PolicyKind,
-  name: string,
-  settingFlags: readonly SettingFlag[] = [],
-): Promise<PolicyController> {
-  const { parseArgs } = await import('node:util');
-  const fail = (msg: string): never => {
-    process.stderr.write(`${name}: ${msg}\n`);
-    process.exit(2);
-  };
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      options: {
-        'metrics-bind-address': { type: 'string', default: ':8080' },
-        'health-probe-bind-address': { type: 'string', default: ':8081' },
-        'leader-elect-lease-duration': { type: 'string', default: '15' },
-        'leader-election-namespace': { type: 'string' },
-        'resync-period': { type: 'string', default: '600' },
-        kubeconfig: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        version: { type: 'boolean' },
-        ...Object.fromEntries(
-          settingFlags.map((s) => [s.flag, { type: 'string' as const, default: s.default }]),
-        ),
-      },
-    }));
-  } catch (e) {
-    return fail(`${(e as Error).message}\n\n${USAGE(name, settingFlags)}`);
-  }
-  if (values.help) {
-    process.stdout.write(USAGE(name, settingFlags));
-    process.exit(0);
-  }
-  if (values.version) {
-    const { readFileSync } = await import('node:fs');
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      version: string;
-    };
-    process.stdout.write(`${name} ${pkg.version}\n`);
-    process.exit(0);
-  }
-  const seconds = (flag: string) => {
-    const n = Number(values[flag]);
-    if (!Number.isInteger(n) || n < 1) fail(`--${flag}: "${values[flag]}" is not a whole number of seconds`);
-    return n;
-  };
-  let metricsBindAddress: BindAddress | undefined;
-  let healthProbeBindAddress: BindAddress | undefined;
-  try {
-    metricsBindAddress = parseBindAddress(values['metrics-bind-address'] as string, '--metrics-bind-address');
-    healthProbeBindAddress = parseBindAddress(
-      values['health-probe-bind-address'] as string,
-      '--health-probe-bind-address',
-    );
-  } catch (e) {
-    fail((e as Error).message);
-  }
-  const { KubeConfig } = await import('@kubernetes/client-node');
-  const { KubeClient } = await import('./client.ts');
-  const kc = new KubeConfig();
-  let client: InstanceType<typeof KubeClient>;
-  try {
-    if (values.kubeconfig) kc.loadFromFile(values.kubeconfig as string);
-    else kc.loadFromDefault();
-    if (!kc.getCurrentCluster()) throw new Error('no current cluster in it');
-    client = new KubeClient(kc);
-  } catch (e) {
-    return fail(
-      `cannot load the kubeconfig (${values.kubeconfig ?? process.env.KUBECONFIG ?? 'in-cluster or ~/.kube/config'}): ${(e as Error).message.split('\n')[0]}`,
-    );
-  }
-  const controller = new PolicyController({
-    client,
-    kind,
-    name,
-    leaseNamespace:
-      (values['leader-election-namespace'] as string | undefined) ??
-      process.env.POD_NAMESPACE ??
-      'cascade-system',
-    leaseDurationSeconds: seconds('leader-elect-lease-duration'),
-    resyncSeconds: seconds('resync-period'),
-    settings: Object.fromEntries(settingFlags.map((s) => [s.key, String(values[s.flag] ?? '')])),
-    ...(metricsBindAddress ? { metricsBindAddress } : {}),
-    ...(healthProbeBindAddress ? { healthProbeBindAddress } : {}),
-  });
-  const stopTracing = setupTracing(name);
-  try {
-    await controller.start();
-  } catch (e) {
-    return fail(`cannot start: ${(e as Error).message}`);
-  }
-  process.on(
-    'SIGTERM',
-    () =>
-      void controller
-        .stop()
-        .then(() => stopTracing?.())
-        .then(() => process.exit(0)),
-  );
-  return controller;
 }

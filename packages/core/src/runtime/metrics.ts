@@ -1,144 +1,117 @@
-// Metrics in the Prometheus text format, /healthz and /readyz, and JSON logs.
+// Metrics through prom-client (one Registry per controller or agent, so several can live in one
+// process as they do in tests), /healthz and /readyz, and JSON logs. The conventional process_* and
+// nodejs_* families come from prom-client's default collectors; the workqueue_* and
+// controller_runtime_* families follow controller-runtime's names so its dashboards and alerts apply.
 import { readdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+export type Labels = Record<string, string>;
+
+const DEFAULT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5];
 
 export class Metrics {
-  private readonly counters = new Map<string, { help: string; value: number }>();
-  private readonly gauges = new Map<
-    string,
-    { help: string; value: () => number; type: 'gauge' | 'counter' }
-  >();
-  private readonly families = new Map<
-    string,
-    { help: string; type: 'gauge' | 'counter'; samples: () => [Record<string, string>, number][] }
-  >();
-  private readonly histograms = new Map<
-    string,
-    { help: string; sum: number; count: number; buckets: number[]; counts: number[] }
-  >();
+  readonly registry = new Registry();
 
+  /** A counter kept here; get() reads it back (tests, spans). */
   counter(name: string, help: string): { inc(n?: number): void; get(): number } {
-    let c = this.counters.get(name);
-    if (!c) this.counters.set(name, (c = { help, value: 0 }));
-    const cc = c;
-    return { inc: (n = 1) => void (cc.value += n), get: () => cc.value };
+    const c = new Counter({ name, help, registers: [this.registry] });
+    let value = 0;
+    return {
+      inc: (n = 1) => {
+        value += n;
+        c.inc(n);
+      },
+      get: () => value,
+    };
   }
 
+  /** A gauge read when scraped. */
   gauge(name: string, help: string, value: () => number): void {
-    this.gauges.set(name, { help, value, type: 'gauge' });
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.set(value());
+      },
+    });
   }
 
-  /** A labelled family, read when rendered: one sample per label set (`name{a="x",b="y"} v`). */
-  family(
-    name: string,
-    help: string,
-    type: 'gauge' | 'counter',
-    samples: () => [Record<string, string>, number][],
-  ): void {
-    this.families.set(name, { help, type, samples });
+  /** A labelled family read when scraped: one sample per label set. */
+  family(name: string, help: string, labelNames: readonly string[], samples: () => [Labels, number][]): void {
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [labels, v] of samples()) this.set(labels, v);
+      },
+    });
   }
 
   /** A labelled counter kept here: `inc(labels)`. */
-  counterVec(name: string, help: string): { inc(labels: Record<string, string>, n?: number): void } {
-    const values = new Map<string, [Record<string, string>, number]>();
-    this.family(name, help, 'counter', () => [...values.values()]);
-    return {
-      inc: (labels, n = 1) => {
-        const k = JSON.stringify(labels);
-        const v = values.get(k);
-        if (v) v[1] += n;
-        else values.set(k, [labels, n]);
-      },
-    };
+  counterVec(
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+  ): { inc(labels: Labels, n?: number): void } {
+    const c = new Counter({ name, help, labelNames, registers: [this.registry] });
+    return { inc: (labels, n = 1) => c.inc(labels, n) };
+  }
+
+  /** A labelled histogram kept here: `observe(labels, seconds)`. */
+  histogramVec(
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+    buckets = DEFAULT_BUCKETS,
+  ): { observe(labels: Labels, v: number): void } {
+    const h = new Histogram({ name, help, labelNames, buckets, registers: [this.registry] });
+    return { observe: (labels, v) => h.observe(labels, v) };
   }
 
   /**
-   * The conventional process and Node.js families operators alert on (names as prom-client's
-   * defaults): CPU seconds, resident memory, start time, open file descriptors, heap, event-loop lag.
+   * The conventional process and Node.js families operators alert on: prom-client's defaults
+   * (process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds,
+   * process_start_time_seconds, nodejs_heap_size_used_bytes, nodejs_eventloop_lag_p99_seconds, GC
+   * durations, ...). On a platform without /proc the file-descriptor gauge reads 0.
    */
   processMetrics(): void {
-    const lag = monitorEventLoopDelay({ resolution: 20 });
-    lag.enable();
-    const start = Date.now() / 1000 - process.uptime();
-    this.counterFrom('process_cpu_seconds_total', 'User and system CPU time spent, seconds', () => {
-      const u = process.cpuUsage();
-      return (u.user + u.system) / 1e6;
-    });
-    this.gauge(
-      'process_resident_memory_bytes',
-      'Resident memory size, bytes',
-      () => process.memoryUsage().rss,
-    );
-    this.gauge(
-      'process_start_time_seconds',
-      'Start time of the process since the epoch, seconds',
-      () => start,
-    );
-    this.gauge('process_open_fds', 'Open file descriptors', () => {
-      try {
-        return readdirSync('/proc/self/fd').length;
-      } catch {
-        return 0;
-      }
-    });
-    this.gauge('nodejs_heap_size_used_bytes', 'V8 heap used, bytes', () => process.memoryUsage().heapUsed);
-    this.gauge('nodejs_heap_size_total_bytes', 'V8 heap total, bytes', () => process.memoryUsage().heapTotal);
-    this.gauge(
-      'nodejs_eventloop_lag_p99_seconds',
-      'Event-loop delay, 99th percentile, seconds',
-      () => lag.percentile(99) / 1e9,
-    );
-    this.gauge('nodejs_eventloop_lag_max_seconds', 'Event-loop delay, maximum, seconds', () => lag.max / 1e9);
+    collectDefaultMetrics({ register: this.registry });
+    if (!this.registry.getSingleMetric('process_open_fds'))
+      this.gauge('process_open_fds', 'Number of open file descriptors.', () => {
+        try {
+          return readdirSync('/proc/self/fd').length;
+        } catch {
+          return 0;
+        }
+      });
   }
 
-  /** A counter kept elsewhere (e.g. in the kernel), read when rendered. */
+  /** A counter kept elsewhere (e.g. in the kernel), read when scraped. */
   counterFrom(name: string, help: string, value: () => number): void {
-    this.gauges.set(name, { help, value, type: 'counter' });
-  }
-
-  histogram(
-    name: string,
-    help: string,
-    buckets = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
-  ): { observe(v: number): void } {
-    let h = this.histograms.get(name);
-    if (!h)
-      this.histograms.set(name, (h = { help, sum: 0, count: 0, buckets, counts: buckets.map(() => 0) }));
-    const hh = h;
-    return {
-      observe: (v) => {
-        hh.sum += v;
-        hh.count++;
-        hh.buckets.forEach((b, i) => {
-          if (v <= b) hh.counts[i]!++;
-        });
+    new Counter({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(Math.max(0, value()));
       },
-    };
+    });
   }
 
-  render(): string {
-    const lines: string[] = [];
-    for (const [n, c] of this.counters)
-      lines.push(`# HELP ${n} ${c.help}`, `# TYPE ${n} counter`, `${n} ${c.value}`);
-    for (const [n, g] of this.gauges)
-      lines.push(`# HELP ${n} ${g.help}`, `# TYPE ${n} ${g.type}`, `${n} ${g.value()}`);
-    const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-    for (const [n, f] of this.families) {
-      lines.push(`# HELP ${n} ${f.help}`, `# TYPE ${n} ${f.type}`);
-      for (const [labels, v] of f.samples())
-        lines.push(
-          `${n}{${Object.entries(labels)
-            .map(([k, x]) => `${k}="${esc(x)}"`)
-            .join(',')}} ${v}`,
-        );
-    }
-    for (const [n, h] of this.histograms) {
-      lines.push(`# HELP ${n} ${h.help}`, `# TYPE ${n} histogram`);
-      h.buckets.forEach((b, i) => lines.push(`${n}_bucket{le="${b}"} ${h.counts[i]}`));
-      lines.push(`${n}_bucket{le="+Inf"} ${h.count}`, `${n}_sum ${h.sum}`, `${n}_count ${h.count}`);
-    }
-    return `${lines.join('\n')}\n`;
+  histogram(name: string, help: string, buckets = DEFAULT_BUCKETS): { observe(v: number): void } {
+    const h = new Histogram({ name, help, buckets, registers: [this.registry] });
+    return { observe: (v) => h.observe(v) };
+  }
+
+  /** The Prometheus text exposition of everything registered. */
+  render(): Promise<string> {
+    return this.registry.metrics();
   }
 
   /** Serves /metrics, /healthz and /readyz (ready() decides) on 127.0.0.1. Port 0 picks a free port. */
@@ -162,8 +135,16 @@ export class Metrics {
       const path = (req.url ?? '').split('?')[0];
       if (extra?.(req, res)) return;
       if (metrics && path === '/metrics') {
-        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-        res.end(this.render());
+        this.render().then(
+          (text) => {
+            res.writeHead(200, { 'content-type': this.registry.contentType });
+            res.end(text);
+          },
+          (e: unknown) => {
+            res.writeHead(500);
+            res.end(String(e));
+          },
+        );
       } else if (probes && path === '/healthz') {
         res.writeHead(200);
         res.end('ok');
@@ -214,7 +195,17 @@ export type Logger = (
   fields?: Record<string, unknown>,
 ) => void;
 
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** JSON log lines on stderr; lines less severe than `least` are dropped (debug logs everything). */
 export const jsonLogger =
-  (component: string, out: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Logger =>
-  (level, msg, fields) =>
+  (
+    component: string,
+    out: (line: string) => void = (l) => process.stderr.write(`${l}\n`),
+    least: LogLevel = 'info',
+  ): Logger =>
+  (level, msg, fields) => {
+    if (LOG_LEVELS.indexOf(level) < LOG_LEVELS.indexOf(least)) return;
     out(JSON.stringify({ ts: new Date().toISOString(), level, component, msg, ...fields }));
+  };
