@@ -159,7 +159,12 @@ describe('the controller binary', () => {
     const flag = await runMain(['--metrics-bind-address', 'everywhere']);
     expect(flag.code).toBe(2);
     expect(flag.stderr).toMatch(/--metrics-bind-address: "everywhere" is not a bind address/);
-    for (const f of ['--zap-log-level', '--max-concurrent-writes', '--resync-period', '--leader-elect-lease-duration'])
+    for (const f of [
+      '--zap-log-level',
+      '--max-concurrent-writes',
+      '--resync-period',
+      '--leader-elect-lease-duration',
+    ])
       expect(help.stdout).toContain(f);
     const lvl = await runMain(['--zap-log-level', 'chatty']);
     expect(lvl.code).toBe(2);
