@@ -38,8 +38,10 @@ describe('npm run demo', () => {
     }
     if (process.getuid?.() === 0) expect(r.stdout).toMatch(/11\/11 probes agree/);
     expect(r.stdout).toContain('== Pictures');
-    expect(r.stderr).toMatch(/wrote .*out\/gateway\.svg \(\d+x\d+: 9 policy attachments, 0 matrix cells\)/);
-    expect(r.stderr).toMatch(/wrote .*out\/netpol\.svg \(\d+x\d+: 0 policy attachments, 25 matrix cells\)/);
+    expect(r.stderr).toMatch(
+      /wrote .*out\/gateway\.svg \(\d+x\d+: 9 policy attachments, 14 effective rules and refused unsets\)/,
+    );
+    expect(r.stderr).toMatch(/wrote .*out\/netpol\.svg \(\d+x\d+: 25 grid cells\)/);
     expect(readFileSync(join(copy, 'out/gateway.svg'), 'utf8')).toMatch(/^<svg /);
     expect(r.stdout).toMatch(/demo finished in \d+\.\d s/);
   }, 150_000);
