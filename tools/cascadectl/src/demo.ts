@@ -98,8 +98,11 @@ export async function demo(): Promise<number> {
     worst,
     await main(['graph', gw, '-o', join(root, 'out', 'gateway.svg')]),
     await main(['graph', np, '-o', join(root, 'out', 'netpol.svg')]),
+    await main(['report', gw, np, '-o', join(root, 'out', 'report')]),
   );
-  process.stdout.write('open out/gateway.svg and out/netpol.svg in a browser\n');
+  process.stdout.write(
+    'open out/gateway.svg, out/netpol.svg and out/report/index.html (everything in one page, with search) in a browser\n',
+  );
 
   process.stdout.write(`\ndemo finished in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   return worst;

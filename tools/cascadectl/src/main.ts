@@ -1,7 +1,4 @@
 // cascadectl: the offline CLI. It runs the same library code as the controllers on YAML files.
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type Command, err, out, parse, UsageError } from './cli.ts';
 import { readCluster, setLiveOptions } from './cluster.ts';
 import { completionCommand } from './commands/completion.ts';
@@ -17,8 +14,10 @@ import { simulateCommand } from './commands/netpol.ts';
 import { explainNetpolCommand } from './commands/netpol-explain.ts';
 import { mapsCommand } from './commands/netpol-maps.ts';
 import { renderCommand } from './commands/render.ts';
+import { reportCommand } from './commands/report.ts';
 import { statusCommand } from './commands/status.ts';
 import { useClusterObjects } from './load.ts';
+import { version } from './version.ts';
 
 export const COMMANDS: Command[] = [
   effectiveCommand,
@@ -30,6 +29,7 @@ export const COMMANDS: Command[] = [
   lintCommand,
   diffCommand,
   graphCommand,
+  reportCommand,
   renderCommand,
   manifestsCommand,
   getEffectiveCommand,
@@ -47,14 +47,6 @@ function usage(): string {
     "Run `cascadectl COMMAND -h` for a command's usage. Every command that reads objects reads them from",
     'FILES, or from a live cluster with --kubeconfig PATH and/or --context NAME (then FILES are added).',
   ].join('\n');
-}
-
-/** The version of the checkout (the root package.json). */
-export function version(): string {
-  const pkg = JSON.parse(
-    readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../../../package.json'), 'utf8'),
-  ) as { version: string };
-  return pkg.version;
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -57,6 +57,29 @@ export function screenshot(svgPath: string, width: number, height: number): Imag
   }
 }
 
+/** The DOM of a page after its scripts ran (chromium --dump-dom). */
+export function dumpDom(url: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'cascade-dom-'));
+  try {
+    const r = spawnSync(
+      findChromium()!,
+      [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        `--user-data-dir=${join(dir, 'profile')}`,
+        '--dump-dom',
+        url,
+      ],
+      { encoding: 'utf8', timeout: 90_000, maxBuffer: 1 << 28 },
+    );
+    if (r.status !== 0) throw new Error(`chromium exited ${r.status}: ${r.stderr.slice(-500)}`);
+    return r.stdout;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export function decodePng(buf: Buffer): Image {
   if (buf.readUInt32BE(0) !== 0x89504e47) throw new Error('not a PNG');
   let off = 8;

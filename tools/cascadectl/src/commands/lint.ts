@@ -1,7 +1,8 @@
 import { policyConditions, policyName } from '@cascade/core';
-import { lintNetpol } from '@cascade/netpolicy';
+import { lintNetpol, type NetpolEngine } from '@cascade/netpolicy';
 import { type Command, oneOf, out } from '../cli.ts';
 import { GATEWAY_KINDS, NETPOL_KINDS, resolveKind } from '../kinds.ts';
+import type { GatewayWorld } from '../world.ts';
 import { loadBothWorlds } from './gateway-common.ts';
 
 export interface Finding {
@@ -24,48 +25,7 @@ export const lintCommand: Command = {
       gateway: { world, problems: p1 },
       netpol: { engine: np, problems: p2 },
     } = loadBothWorlds(files);
-    const findings: Finding[] = [];
-    for (const [, engine] of world.engines) {
-      const refused = new Set<string>();
-      for (const [, r] of engine.results()) {
-        for (const u of r.refusedUnsets) {
-          const k = `${policyName(u.by)} ${u.key}`;
-          if (refused.has(k)) continue;
-          refused.add(k);
-          findings.push({
-            severity: 'warning',
-            kind: engine.kind.kind,
-            object: `${engine.kind.kind} ${policyName(u.by)}`,
-            message: `unset of ${u.key} has no effect: it is an override of ${policyName(u.override)}`,
-          });
-        }
-      }
-      for (const id of [...engine.policyIds()].sort()) {
-        const conds = policyConditions(engine, id);
-        const accepted = conds.find((c) => c.type === 'Accepted');
-        const enforced = conds.find((c) => c.type === 'Enforced');
-        const obj = `${engine.kind.kind} ${id.split(':')[1]}`;
-        const kind = engine.kind.kind;
-        if (accepted?.status === 'False' && accepted.reason === 'Invalid')
-          findings.push({ severity: 'error', kind, object: obj, message: accepted.message });
-        else if (accepted?.reason === 'TargetNotFound')
-          findings.push({ severity: 'warning', kind, object: obj, message: accepted.message });
-        else if (accepted?.status === 'True' && enforced?.status === 'False')
-          findings.push({
-            severity: 'warning',
-            kind,
-            object: obj,
-            message: `applies nowhere: ${enforced.message}`,
-          });
-      }
-    }
-    for (const f of lintNetpol(np))
-      findings.push({
-        severity: f.severity,
-        kind: f.policy.split('/')[0]!,
-        object: f.policy,
-        message: f.message,
-      });
+    const findings = lintFindings(world, np);
     const only = resolveKind(values.kind, [...GATEWAY_KINDS, ...NETPOL_KINDS]);
     const shown = only ? findings.filter((f) => f.kind === only) : findings;
     if (format === 'json') out(JSON.stringify(shown, null, 2));
@@ -80,3 +40,50 @@ export const lintCommand: Command = {
     return values.strict && shown.length > 0 ? 1 : 0;
   },
 };
+
+/** Every finding of both worlds: gateway policies (refused unsets, invalid, not found, applies nowhere) and network policy. */
+export function lintFindings(world: GatewayWorld, np: NetpolEngine): Finding[] {
+  const findings: Finding[] = [];
+  for (const [, engine] of world.engines) {
+    const refused = new Set<string>();
+    for (const [, r] of engine.results()) {
+      for (const u of r.refusedUnsets) {
+        const k = `${policyName(u.by)} ${u.key}`;
+        if (refused.has(k)) continue;
+        refused.add(k);
+        findings.push({
+          severity: 'warning',
+          kind: engine.kind.kind,
+          object: `${engine.kind.kind} ${policyName(u.by)}`,
+          message: `unset of ${u.key} has no effect: it is an override of ${policyName(u.override)}`,
+        });
+      }
+    }
+    for (const id of [...engine.policyIds()].sort()) {
+      const conds = policyConditions(engine, id);
+      const accepted = conds.find((c) => c.type === 'Accepted');
+      const enforced = conds.find((c) => c.type === 'Enforced');
+      const obj = `${engine.kind.kind} ${id.split(':')[1]}`;
+      const kind = engine.kind.kind;
+      if (accepted?.status === 'False' && accepted.reason === 'Invalid')
+        findings.push({ severity: 'error', kind, object: obj, message: accepted.message });
+      else if (accepted?.reason === 'TargetNotFound')
+        findings.push({ severity: 'warning', kind, object: obj, message: accepted.message });
+      else if (accepted?.status === 'True' && enforced?.status === 'False')
+        findings.push({
+          severity: 'warning',
+          kind,
+          object: obj,
+          message: `applies nowhere: ${enforced.message}`,
+        });
+    }
+  }
+  for (const f of lintNetpol(np))
+    findings.push({
+      severity: f.severity,
+      kind: f.policy.split('/')[0]!,
+      object: f.policy,
+      message: f.message,
+    });
+  return findings;
+}
