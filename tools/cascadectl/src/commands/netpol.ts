@@ -157,44 +157,118 @@ export function simulateProbes(
   }));
 }
 
-/** A probes file: a YAML list of {from, to, protocol, port}. */
+/** A plain scalar the fast path reads as YAML would: a name, an address, a port number. */
+const PLAIN = /^[A-Za-z0-9][A-Za-z0-9_./:-]*$/;
+const YAML_SPECIAL =
+  /^(?:true|false|yes|no|on|off|null|~|\.inf|\.nan|0x.*|0o.*|[-+]?\d*\.\d*(?:e[-+]?\d+)?|\d+e[-+]?\d+)$/i;
+const PROBE_KEYS = new Set(['from', 'to', 'protocol', 'port']);
+
 /**
- * A probes list written one flow-style item per line (`- {from: a, to: b, port: 80}`, what generators
- * write) is read line by line: no syntax tree of the whole list is built, so memory per probe is the
- * probe itself. Any other YAML is parsed whole.
+ * One `{from: a, to: b, protocol: TCP, port: 80}` line read without the YAML library when every
+ * value is a plain name or number (what generators write); undefined for anything else (quotes,
+ * nesting, other keys, scalars YAML would read as booleans or floats), which the YAML library reads.
  */
-function parseProbeList(text: string): unknown {
-  const lines = text.split('\n');
-  const items: unknown[] = [];
-  for (const raw of lines) {
-    const l = raw.trim();
-    if (l === '' || l.startsWith('#')) continue;
-    if (!l.startsWith('- {') || !l.endsWith('}')) return parseYaml(text);
-    items.push(parseYaml(l.slice(2)));
+function fastProbe(flow: string): Record<string, unknown> | undefined {
+  const o: Record<string, unknown> = {};
+  for (const part of flow.slice(1, -1).split(',')) {
+    const i = part.indexOf(':');
+    if (i < 0) return undefined;
+    const k = part.slice(0, i).trim();
+    const v = part.slice(i + 1).trim();
+    if (!PROBE_KEYS.has(k) || k in o || !PLAIN.test(v) || YAML_SPECIAL.test(v)) return undefined;
+    // a colon inside a value is YAML's business (`a:b` is a scalar, `a: b` a pair)
+    if (v.includes(': ') || v.endsWith(':')) return undefined;
+    o[k] = /^\d+$/.test(v) && v.length < 16 ? Number(v) : v;
   }
-  return items;
+  return o;
+}
+
+/** The flow-style items of a one-item-per-line probes list, lazily; undefined when it is other YAML. */
+function flowItems(text: string): Iterable<unknown> | undefined {
+  // check the form first (no allocation per line): then items are parsed as they are consumed
+  for (let at = 0; at < text.length; ) {
+    let end = text.indexOf('\n', at);
+    if (end < 0) end = text.length;
+    let a = at;
+    let b = end;
+    while (a < b && (text[a] === ' ' || text[a] === '\t' || text[a] === '\r')) a++;
+    while (b > a && (text[b - 1] === ' ' || text[b - 1] === '\t' || text[b - 1] === '\r')) b--;
+    if (a < b && text[a] !== '#' && !(text.startsWith('- {', a) && text[b - 1] === '}')) return undefined;
+    at = end + 1;
+  }
+  return {
+    *[Symbol.iterator]() {
+      for (let at = 0; at < text.length; ) {
+        let end = text.indexOf('\n', at);
+        if (end < 0) end = text.length;
+        const l = text.slice(at, end).trim();
+        at = end + 1;
+        if (l === '' || l.startsWith('#')) continue;
+        const flow = l.slice(2);
+        yield fastProbe(flow) ?? parseYaml(flow);
+      }
+    },
+  };
+}
+
+function toProbe(p: unknown, i: number): Probe {
+  const o = p as Record<string, unknown>;
+  if (typeof o?.from !== 'string' || typeof o.to !== 'string')
+    throw new UsageError(`--probes item ${i + 1}: from and to are required`);
+  if (typeof o.port === 'string' && !/^\d+$/.test(o.port))
+    return { from: o.from, to: o.to, proto: protoNumber(o.protocol), port: o.port };
+  const port = Number(o.port ?? 0);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UsageError(`--probes item ${i + 1}: port must be 0..65535 or a port name`);
+  return { from: o.from, to: o.to, proto: protoNumber(o.protocol), port };
+}
+
+/** The items of a probes file: streamed when it is one flow-style item per line, else parsed whole. */
+function probeItems(path: string): Iterable<unknown> {
+  let text: string;
+  let items: Iterable<unknown> | undefined;
+  try {
+    text = readFileSync(path, 'utf8');
+    items = flowItems(text);
+    if (!items) {
+      const list = parseYaml(text) as unknown;
+      if (!Array.isArray(list))
+        throw new UsageError(`--probes ${path}: must be a YAML list of {from, to, protocol, port}`);
+      items = list;
+    }
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    throw new UsageError(`--probes ${path}: ${(e as Error).message.split('\n')[0]}`);
+  }
+  return {
+    *[Symbol.iterator]() {
+      try {
+        yield* items;
+      } catch (e) {
+        if (e instanceof UsageError) throw e;
+        throw new UsageError(`--probes ${path}: ${(e as Error).message.split('\n')[0]}`);
+      }
+    },
+  };
+}
+
+/**
+ * Calls `f` for each probe, streamed: every item is checked first (so nothing is written before a
+ * bad item is reported), then read again as it is simulated. Memory is the file's text, not a list
+ * of probes; plain `- {from: a, to: b, protocol: TCP, port: 80}` lines skip the YAML library.
+ */
+export function forEachProbe(path: string, f: (p: Probe) => void): void {
+  const items = probeItems(path);
+  let i = 0;
+  for (const p of items) toProbe(p, i++);
+  i = 0;
+  for (const p of items) f(toProbe(p, i++));
 }
 
 export function readProbes(path: string): Probe[] {
-  let list: unknown;
-  try {
-    list = parseProbeList(readFileSync(path, 'utf8'));
-  } catch (e) {
-    throw new UsageError(`--probes ${path}: ${(e as Error).message.split('\n')[0]}`);
-  }
-  if (!Array.isArray(list))
-    throw new UsageError(`--probes ${path}: must be a YAML list of {from, to, protocol, port}`);
-  return list.map((p, i) => {
-    const o = p as Record<string, unknown>;
-    if (typeof o?.from !== 'string' || typeof o.to !== 'string')
-      throw new UsageError(`--probes item ${i + 1}: from and to are required`);
-    if (typeof o.port === 'string' && !/^\d+$/.test(o.port))
-      return { from: o.from, to: o.to, proto: protoNumber(o.protocol), port: o.port };
-    const port = Number(o.port ?? 0);
-    if (!Number.isInteger(port) || port < 0 || port > 65535)
-      throw new UsageError(`--probes item ${i + 1}: port must be 0..65535 or a port name`);
-    return { from: o.from, to: o.to, proto: protoNumber(o.protocol), port };
-  });
+  const out: Probe[] = [];
+  forEachProbe(path, (p) => out.push(p));
+  return out;
 }
 
 /**
@@ -268,10 +342,10 @@ export const simulateCommand: Command = {
     if (values.probes !== undefined) {
       // Each probe's result is turned into its output at once and dropped: memory per probe is its
       // output line (JSON items are written one by one), not its full decision.
-      const probes = readProbes(String(values.probes));
+      const probes = { forEach: (f: (p: Probe) => void) => forEachProbe(String(values.probes), f) };
       if (format === 'json') {
-        let chunk: string[] = [];
-        process.stdout.write('[');
+        // '[' goes out with the first result: every item is checked before (forEachProbe)
+        let chunk: string[] = ['['];
         let n = 0;
         probes.forEach((p) => {
           for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port))
@@ -287,16 +361,18 @@ export const simulateCommand: Command = {
           d
             ? `${d.verdict} (${d.decidedBy.tier}${d.decidedBy.policy ? ` ${d.decidedBy.policy}` : ''}${d.decidedBy.rule ? ` ${d.decidedBy.rule}` : ''})`
             : '-';
-        const rows = probes.flatMap((p) =>
-          simulateProbes(engine, services, p.from, p.to, p.proto, p.port).map((r) => [
-            r.from,
-            r.service ? `${r.to} (svc ${r.service.name} ${r.service.frontend})` : r.to,
-            `${r.protocol}/${r.port}`,
-            r.verdict.toUpperCase(),
-            r.service?.note ?? by(r.egress),
-            r.service?.note ? '-' : by(r.ingress),
-          ]),
-        );
+        const rows: string[][] = [];
+        probes.forEach((p) => {
+          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port))
+            rows.push([
+              r.from,
+              r.service ? `${r.to} (svc ${r.service.name} ${r.service.frontend})` : r.to,
+              `${r.protocol}/${r.port}`,
+              r.verdict.toUpperCase(),
+              r.service?.note ?? by(r.egress),
+              r.service?.note ? '-' : by(r.ingress),
+            ]);
+        });
         out(table([['FROM', 'TO', 'PROTO/PORT', 'VERDICT', 'EGRESS', 'INGRESS'], ...rows]));
       }
       return problems > 0 ? 2 : 0;
