@@ -1,5 +1,5 @@
 // cascadectl: the offline CLI. It runs the same library code as the controllers on YAML files.
-import { type Command, err, out, parse, UsageError } from './cli.ts';
+import { type Command, err, out, parse, setTerminal, UsageError } from './cli.ts';
 import { readCluster, setLiveOptions } from './cluster.ts';
 import { completionCommand } from './commands/completion.ts';
 import { diffCommand } from './commands/diff.ts';
@@ -46,6 +46,8 @@ function usage(): string {
     '',
     "Run `cascadectl COMMAND -h` for a command's usage. Every command that reads objects reads them from",
     'FILES, or from a live cluster with --kubeconfig PATH and/or --context NAME (then FILES are added).',
+    'Everywhere: -f FILE|DIR|- (repeatable), -R, --no-color (or NO_COLOR=1). On a terminal tables fit its',
+    'width and verdicts are coloured; piped, output is plain ASCII and uncut.',
   ].join('\n');
 }
 
@@ -72,8 +74,13 @@ export async function main(argv: string[]): Promise<number> {
   // --kubeconfig / --context (anywhere): read the objects from a live cluster instead of files
   const live: { kubeconfig?: string; context?: string } = {};
   const plain: string[] = [];
+  let noColor = process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== '';
   for (let i = 0; i < rest.length; i++) {
     const a = rest[i]!;
+    if (a === '--no-color') {
+      noColor = true;
+      continue;
+    }
     // kubectl habits: -f FILE|DIR|- (repeatable) is a FILES argument; folders are always read
     // recursively, so -R is accepted and changes nothing
     if (a === '-R' || a === '--recursive') continue;
@@ -99,6 +106,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     live[m[1] as 'kubeconfig' | 'context'] = v;
   }
+  setTerminal({ tty: process.stdout.isTTY === true, noColor, width: process.stdout.columns });
   const isLive = live.kubeconfig !== undefined || live.context !== undefined;
   setLiveOptions(isLive ? live : undefined);
   // `get` reads what it needs itself; every other command reads the cluster's objects once

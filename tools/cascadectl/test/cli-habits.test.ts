@@ -49,6 +49,35 @@ describe('cascadectl habits and exit codes', () => {
     expect((await run('lint', join(EX, 'netpol'), '--strict')).code).toBe(1); // it has warnings
   });
 
+  it('on a terminal tables fit its width and verdicts are coloured; NO_COLOR and --no-color turn colour off; piped output is plain ASCII', () => {
+    // a real pseudo-terminal (util-linux script), 80 columns
+    const inPty = (cmd: string, env: Record<string, string> = {}) =>
+      spawnSync('script', ['-q', '-c', `stty cols 80; ${cmd}`, '/dev/null'], {
+        encoding: 'utf8',
+        env: { ...process.env, ...env, NO_COLOR: env.NO_COLOR ?? '' },
+      }).stdout;
+    const sim = `node ${BIN} netpol simulate ${join(EX, 'netpol')} --probes ${join(EX, 'probes/netpol.yaml')}`;
+    const ESC = String.fromCharCode(27);
+    const ansi = new RegExp(`${ESC}\\[[0-9;]*m`, 'g');
+    const coloured = inPty(sim);
+    expect(coloured).toContain(`${ESC}[31mDENY${ESC}[0m`);
+    const lines = coloured.replace(ansi, '').split(/\r?\n/).filter(Boolean);
+    expect(lines.length).toBeGreaterThan(5);
+    for (const l of lines) expect(l.length, l).toBeLessThanOrEqual(80);
+    expect(inPty(sim, { NO_COLOR: '1' })).not.toMatch(ansi);
+    expect(inPty(`${sim} --no-color`)).not.toMatch(ansi);
+    // -o wide on a terminal: values uncut
+    const wide = inPty(`node ${BIN} effective ${join(EX, 'gateway')} --kind ap -o wide`).replace(ansi, '');
+    expect(wide).toMatch(
+      /"predicate":"!has\(auth\.identity\.anonymous\) \|\| auth\.identity\.anonymous != true"/,
+    );
+    // piped: ASCII only, nothing cut to a width
+    const piped = spawnSync('node', [BIN, 'effective', join(EX, 'gateway')], { encoding: 'utf8' }).stdout;
+    expect(piped).toMatch(/\.\.\./); // compact values end in ... not …
+    expect([...piped].every((c) => c.charCodeAt(0) < 128)).toBe(true);
+    expect(piped).not.toMatch(ansi);
+  });
+
   it('a closed pipe ends quietly (no EPIPE trace)', () => {
     const r = spawnSync(
       'bash',

@@ -26,7 +26,7 @@ export function formatPathResults(results: PathResult[], wide = false): string {
     ]);
     blocks.push(
       rows.length
-        ? `${head}\n${table([['RULE', 'SOURCE', 'AS', 'VALUE'], ...rows], '  ')}`
+        ? `${head}\n${table([['RULE', 'SOURCE', 'AS', 'VALUE'], ...rows], '  ', wide)}`
         : `${head}\n  (no rules)`,
     );
   }
