@@ -247,6 +247,17 @@ describe('cascadectl graph usage', () => {
     expect(picture!.svg).toContain('Not attached');
   });
 
+  it('-o creates the folder; a path that cannot be written is one clear line and exit 2', async () => {
+    const deep = join(tmp, 'new', 'folder', 'g.svg');
+    expect((await run('graph', GW, '-o', deep)).code).toBe(0);
+    expect(readFileSync(deep, 'utf8')).toMatch(/^<svg /);
+    writeFileSync(join(tmp, 'afile'), '');
+    const r = await run('graph', GW, '-o', join(tmp, 'afile', 'g.svg'));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/cascadectl graph: cannot write .*afile\/g\.svg: /);
+    expect(r.stderr).not.toMatch(/internal error/);
+  });
+
   it('escapes names in the SVG and rejects bad flags with exit 2', async () => {
     expect((await run('graph')).code).toBe(2);
     expect((await run('graph', GW, '-o', join(tmp, 'x.png'))).code).toBe(2);

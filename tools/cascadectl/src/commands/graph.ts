@@ -1,6 +1,7 @@
 // cascadectl graph FILES... -o out.svg: the pictures (hierarchy with attached policies and effective
 // results; network policy connectivity grid), with kubectl-style filters for large clusters.
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { type Command, err, oneOf, out, UsageError } from '../cli.ts';
 import { gridPicture } from '../graph/grid.ts';
 import { gatewayPicture } from '../graph/hierarchy.ts';
@@ -98,7 +99,14 @@ export const graphCommand: Command = {
     }
     if (values.output === undefined) out(picture.svg);
     else {
-      writeFileSync(String(values.output), picture.svg);
+      const file = String(values.output);
+      try {
+        mkdirSync(dirname(file), { recursive: true });
+        writeFileSync(file, picture.svg);
+      } catch (e) {
+        err(`cascadectl graph: cannot write ${file}: ${(e as Error).message}`);
+        return 2;
+      }
       const collapsed = picture.collapsed.reduce((a, c) => a + c.routes.length, 0);
       const what = [
         picture.pills.length || picture.marks.length ? `${picture.pills.length} policy attachments` : '',

@@ -183,9 +183,14 @@ export const reportCommand: Command = {
       throw new UsageError('-o DIR is required (the folder to write the page to)');
     const dir = String(values.output);
     const { html, svgs, problems } = buildReport(files);
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'index.html'), html);
-    for (const [name, svg] of Object.entries(svgs)) writeFileSync(join(dir, name), svg);
+    try {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'index.html'), html);
+      for (const [name, svg] of Object.entries(svgs)) writeFileSync(join(dir, name), svg);
+    } catch (e) {
+      err(`cascadectl report: cannot write to ${dir}: ${(e as Error).message}`);
+      return 2;
+    }
     err(
       `wrote ${join(dir, 'index.html')}${Object.keys(svgs)
         .map((n) => `, ${join(dir, n)}`)
