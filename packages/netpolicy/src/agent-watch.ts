@@ -22,7 +22,8 @@ export const POLICY_PATHS: [NetPolicyObject['kind'], string, boolean][] = [
 export interface WatchContext {
   client: KubeClient;
   engine: NetpolEngine;
-  services: ServiceCatalog;
+  /** Absent: Services and EndpointSlices are not watched (the netpolicy-controller). */
+  services?: ServiceCatalog;
   owners: AddressOwners;
   refusedPolicies: Map<string, Refusal>;
   log: Logger;
@@ -117,6 +118,8 @@ export function agentInformers(ctx: WatchContext): Informer[] {
       ),
     );
   }
+  const services = ctx.services;
+  if (!services) return informers;
   for (const [kind, path] of [
     ['Service', '/api/v1/services'],
     ['EndpointSlice', '/apis/discovery.k8s.io/v1/endpointslices'],
@@ -126,11 +129,7 @@ export function agentInformers(ctx: WatchContext): Informer[] {
         c,
         path,
         on((t, o) => {
-          const error = ctx.services.apply(
-            kind,
-            o as Parameters<ServiceCatalog['apply']>[1],
-            t === 'DELETED',
-          );
+          const error = services.apply(kind, o as Parameters<ServiceCatalog['apply']>[1], t === 'DELETED');
           if (error) ctx.log('warn', 'ignoring object: its Service frontends are not translated', { error });
         }),
       ),

@@ -17,7 +17,13 @@ import {
   policyCrd,
   viewClusterRole,
 } from '@cascade/core';
-import { AGENT_NAME, agentClusterRole } from '@cascade/netpolicy';
+import {
+  AGENT_NAME,
+  agentClusterRole,
+  CONTROLLER_NAME,
+  controllerLeaseRole,
+  netpolControllerClusterRole,
+} from '@cascade/netpolicy';
 import { stringify } from 'yaml';
 
 export const CHART = resolve(import.meta.dirname, '../../../charts/cascade');
@@ -52,6 +58,15 @@ export function chartFiles(): Map<string, string> {
       ]),
     );
   }
+  files.set(
+    `files/rbac/${CONTROLLER_NAME}.yaml`,
+    docs([
+      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: CONTROLLER_NAME, namespace: NAMESPACE } },
+      netpolControllerClusterRole(),
+      controllerBinding(CONTROLLER_NAME, NAMESPACE),
+      ...controllerLeaseRole(NAMESPACE),
+    ]),
+  );
   files.set(
     `files/rbac/${AGENT_NAME}.yaml`,
     docs([

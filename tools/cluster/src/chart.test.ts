@@ -102,8 +102,16 @@ describe('charts/cascade', () => {
     });
 
     it('every component can be switched off, and the namespaces follow the values', () => {
-      const none = render('authpolicy.enabled=false', 'ratelimitpolicy.enabled=false', 'agent.enabled=false');
+      const none = render(
+        'authpolicy.enabled=false',
+        'ratelimitpolicy.enabled=false',
+        'netpolicy.enabled=false',
+        'agent.enabled=false',
+      );
       expect(names(none).filter((n) => !n.startsWith('ClusterRole/cascade-'))).toEqual([]);
+      const noController = render('netpolicy.enabled=false');
+      expect(names(noController).some((n) => n.includes('netpolicy-controller'))).toBe(false);
+      expect(names(noController)).toContain('DaemonSet/netpolicy-agent');
       const noAgent = render('agent.enabled=false');
       expect(names(noAgent).some((n) => n.includes('netpolicy-agent'))).toBe(false);
       const moved = render('ratelimitpolicy.limitadorNamespace=limitador');

@@ -208,6 +208,11 @@ export function recipes(clusterBin?: string, conformanceBin?: string): Recipe[] 
       '@cascade/ratelimitpolicy',
       '/app/packages/ratelimitpolicy/src/main.ts',
     ),
+    controller(
+      'netpolicy-controller',
+      '@cascade/netpolicy',
+      '/app/packages/netpolicy/src/controller-main.ts',
+    ),
     {
       name: 'netpolicy-agent',
       needs: agentBins,

@@ -214,7 +214,13 @@ export class Envtest {
   }
 
   /** A raw API call with the admin token (for tests and set-up; controllers use client-node). */
-  call(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<ApiCall> {
+  call(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType = 'application/json',
+    headers: Record<string, string> = {},
+  ): Promise<ApiCall> {
     return new Promise((resolve, reject) => {
       const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
       const req = request(
@@ -225,6 +231,7 @@ export class Envtest {
           method,
           rejectUnauthorized: false,
           headers: {
+            ...headers,
             authorization: `Bearer ${this.token}`,
             ...(data ? { 'content-type': contentType, 'content-length': data.length } : {}),
           },

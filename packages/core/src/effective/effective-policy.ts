@@ -11,6 +11,16 @@ import { labelValue, objectName } from './names.ts';
 import { type PathResult, toPathResult } from './path-result.ts';
 
 const ref = z.object({ kind: z.string(), namespace: z.string(), name: z.string() });
+/** A network rule as the netpolicy-controller publishes it (policyKind Network). */
+const networkRule = z.object({
+  tier: z.enum(['admin', 'networkpolicy', 'baseline']),
+  policy: z.string(),
+  rule: z.string(),
+  action: z.enum(['Allow', 'Deny', 'Pass']),
+  priority: z.number().int().optional(),
+  peers: z.array(z.object({ peer: z.string(), labelSets: z.string().optional() })),
+  ports: z.array(z.string()).optional(),
+});
 export const effectivePolicySpecSchema = z.object({
   policyKind: z.string(),
   targetRef: z.object({ group: z.string(), kind: z.string(), name: z.string() }),
@@ -42,6 +52,18 @@ export const effectivePolicySpecSchema = z.object({
       ),
     }),
   ),
+  /**
+   * policyKind Network: what applies to the pods of one label set in this namespace, per direction,
+   * in the order it is decided (admin, NetworkPolicy with its isolation, baseline).
+   */
+  network: z
+    .object({
+      podSelector: z.object({ matchLabels: z.record(z.string(), z.string()) }),
+      ingress: z.array(networkRule),
+      egress: z.array(networkRule),
+      truncated: z.array(z.enum(['ingress', 'egress'])).optional(),
+    })
+    .optional(),
 });
 export type EffectivePolicySpec = z.infer<typeof effectivePolicySpecSchema>;
 

@@ -1,0 +1,316 @@
+// netpolicy-controller: the cluster-level view of network policy. It watches what the node agents
+// watch (Namespaces, Nodes, Pods, NetworkPolicy, ANP/BANP v1alpha1, CNP v1alpha2), runs the same
+// engine, and, while it holds the lease, publishes:
+// - one EffectivePolicy (policyKind Network) per (namespace, pod label set), so a tenant with `view`
+//   on the namespace reads the admin rules that affect their pods (published.ts);
+// - status conditions on every AdminNetworkPolicy, BaselineAdminNetworkPolicy and
+//   ClusterNetworkPolicy (NetworkPolicy has no status in the API: a Warning Event on it instead).
+// Writes are skipped when the live object already says the same, so a restart writes nothing.
+
+import type { Server } from 'node:http';
+import { hostname } from 'node:os';
+import {
+  type BindAddress,
+  EFFECTIVE_GROUP,
+  Informer,
+  jsonLogger,
+  type KubeClient,
+  type KubeObject,
+  LeaderElector,
+  type Logger,
+  MANAGED_BY,
+  Metrics,
+  postWarningEvent,
+  startInformers,
+  WorkQueue,
+} from '@cascade/core';
+import { isEqual } from 'lodash-es';
+import { agentInformers, POLICY_PATHS } from './agent-watch.ts';
+import { NetpolEngine } from './engine.ts';
+import { AddressOwners } from './owners.ts';
+import {
+  type NetworkEffective,
+  networkEffectiveSpec,
+  networkEffectives,
+  networkPolicyConditions,
+  type PolicyCondition,
+} from './published.ts';
+
+export interface NetpolControllerOptions {
+  client: KubeClient;
+  /** Field manager, lease and label value (default netpolicy-controller). */
+  name?: string;
+  leaseNamespace?: string;
+  leaseDurationSeconds?: number;
+  identity?: string;
+  log?: Logger;
+  /** /metrics, /healthz, /readyz on 127.0.0.1 at this port (0 picks one; tests). */
+  metricsPort?: number;
+  /** controller-runtime's --metrics-bind-address: /metrics there. */
+  metricsBindAddress?: BindAddress;
+  /** controller-runtime's --health-probe-bind-address: /healthz and /readyz there. */
+  healthProbeBindAddress?: BindAddress;
+  /** Full reconcile at least this often (default 600 s): informers relist, the queue runs. */
+  resyncSeconds?: number;
+}
+
+const EP_PATH = `/apis/${EFFECTIVE_GROUP}/v1alpha1`;
+const STATUS_KINDS = new Map<string, string>(
+  POLICY_PATHS.filter(([, , cluster]) => cluster).map(([k, p]) => [k as string, p]),
+);
+const API_VERSION: Record<string, string> = {
+  NetworkPolicy: 'networking.k8s.io/v1',
+  AdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
+  BaselineAdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
+  ClusterNetworkPolicy: 'policy.networking.k8s.io/v1alpha2',
+};
+
+export class NetpolController {
+  readonly engine = new NetpolEngine();
+  readonly metrics = new Metrics();
+  readonly writes = this.metrics.counter(
+    'cascade_writes_issued_total',
+    'API writes issued (apply, status, delete, event)',
+  );
+  readonly skipped = this.metrics.counter(
+    'cascade_writes_skipped_total',
+    'Writes skipped because the live object already matched',
+  );
+  private readonly errors = this.metrics.counter('cascade_reconcile_errors_total', 'Failed reconciles');
+  private readonly name: string;
+  private readonly client: KubeClient;
+  private readonly log: Logger;
+  private readonly informers: Informer[];
+  private readonly effective: Informer;
+  private readonly policyInformers = new Map<string, Informer>();
+  private readonly queue: WorkQueue;
+  private readonly elector: LeaderElector;
+  private readonly opts: NetpolControllerOptions;
+  /** NetworkPolicy problems already reported as Events (policy key -> message), seeded at start. */
+  private readonly reported = new Map<string, string>();
+  private readonly servers: Server[] = [];
+  private resync?: NodeJS.Timeout;
+  private started = false;
+  /** The last published set, for figures and tests. */
+  lastEffectives: NetworkEffective[] = [];
+
+  constructor(opts: NetpolControllerOptions) {
+    this.opts = opts;
+    this.name = opts.name ?? 'netpolicy-controller';
+    this.client = opts.client;
+    this.log = opts.log ?? jsonLogger(this.name);
+    this.queue = new WorkQueue(() => this.reconcile(), 1, { registry: this.metrics, name: this.name });
+    this.queue.onError = (_k, e) => {
+      this.errors.inc();
+      this.log('warn', 'reconcile failed, retrying', { error: String(e) });
+    };
+    const changed = () => this.queue.add('sync');
+    this.informers = agentInformers({
+      client: this.client,
+      engine: this.engine,
+      owners: new AddressOwners(),
+      refusedPolicies: new Map(),
+      log: this.log,
+      changed,
+      ownersChanged: () => {},
+    });
+    for (const inf of this.informers)
+      for (const [kind, path] of POLICY_PATHS) if (inf.path === path) this.policyInformers.set(kind, inf);
+    this.effective = new Informer(
+      this.client,
+      `${EP_PATH}/effectivepolicies?labelSelector=${encodeURIComponent(`${MANAGED_BY}=${this.name}`)}`,
+      changed,
+    );
+    this.informers.push(this.effective);
+    this.metrics.processMetrics();
+    this.metrics.gauge(
+      'cascade_netpol_effective_policies',
+      'EffectivePolicies of kind Network published',
+      () => this.lastEffectives.length,
+    );
+    this.elector = new LeaderElector(
+      this.client,
+      opts.leaseNamespace ?? 'default',
+      `${this.name}-leader`,
+      opts.identity ?? `${hostname()}-${process.pid}`,
+      opts.leaseDurationSeconds ?? 15,
+      (leader) => {
+        this.log('info', leader ? 'became leader' : 'lost leadership');
+        if (leader) this.queue.add('sync');
+      },
+    );
+    this.metrics.gauge('cascade_leader', '1 while this replica holds the lease', () =>
+      this.elector.leader ? 1 : 0,
+    );
+  }
+
+  get leader(): boolean {
+    return this.elector.leader;
+  }
+
+  get ready(): boolean {
+    return this.started && this.informers.every((i) => i.synced && i.failing === undefined);
+  }
+
+  async start(): Promise<void> {
+    const ready = () => this.ready;
+    if (this.opts.metricsPort !== undefined)
+      this.servers.push(await this.metrics.serve(this.opts.metricsPort, ready));
+    if (this.opts.metricsBindAddress)
+      this.servers.push(await this.metrics.serveOn(this.opts.metricsBindAddress, ready, 'metrics'));
+    if (this.opts.healthProbeBindAddress)
+      this.servers.push(await this.metrics.serveOn(this.opts.healthProbeBindAddress, ready, 'probes'));
+    await this.seedReported();
+    await startInformers(this.informers);
+    this.started = true;
+    this.elector.start();
+    this.queue.add('sync');
+    this.resync = setInterval(() => this.queue.add('sync'), (this.opts.resyncSeconds ?? 600) * 1000);
+    this.resync.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.resync);
+    for (const i of this.informers) i.stop();
+    this.queue.stop();
+    await this.queue.drain();
+    await this.elector.release();
+    await Promise.all(this.servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
+  }
+
+  /** Resolves when no reconcile is pending or running. */
+  async idle(): Promise<void> {
+    await this.queue.drain();
+  }
+
+  /** The Events this controller posted before (a restart does not post them again). */
+  private async seedReported(): Promise<void> {
+    try {
+      const r = await this.client.request<{ items: KubeObject[] }>(
+        'GET',
+        `/api/v1/events?fieldSelector=${encodeURIComponent(`source=${this.name}`)}`,
+      );
+      for (const e of r.items) {
+        const o = e as unknown as { involvedObject: { namespace: string; name: string }; message: string };
+        this.reported.set(`NetworkPolicy/${o.involvedObject.namespace}/${o.involvedObject.name}`, o.message);
+      }
+    } catch (e) {
+      this.log('warn', 'cannot list earlier Events: problems may be reported again', { error: String(e) });
+    }
+  }
+
+  private async reconcile(): Promise<void> {
+    if (!this.started || !this.elector.leader || !this.informers.every((i) => i.synced)) return;
+    this.engine.flush();
+    await this.publishEffective();
+    await this.publishStatus();
+  }
+
+  private async publishEffective(): Promise<void> {
+    const desired = networkEffectives(this.engine);
+    this.lastEffectives = desired;
+    const want = new Set<string>();
+    for (const e of desired) {
+      const key = `${e.namespace}/${e.name}`;
+      want.add(key);
+      const spec = networkEffectiveSpec(e);
+      const labels = { [MANAGED_BY]: this.name, 'cascade.dev/policy-kind': 'network' };
+      const live = this.effective.cache.get(key);
+      if (live && isEqual(live.spec, spec) && isEqual(live.metadata.labels ?? {}, labels)) {
+        this.skipped.inc();
+        continue;
+      }
+      const obj = {
+        apiVersion: `${EFFECTIVE_GROUP}/v1alpha1`,
+        kind: 'EffectivePolicy',
+        metadata: { name: e.name, namespace: e.namespace, labels },
+        spec,
+      };
+      this.writes.inc();
+      const applied = await this.client.apply(
+        `${EP_PATH}/namespaces/${encodeURIComponent(e.namespace)}/effectivepolicies/${e.name}`,
+        obj,
+        this.name,
+      );
+      this.effective.cache.set(key, applied);
+    }
+    for (const [key, live] of [...this.effective.cache]) {
+      if (want.has(key)) continue;
+      this.writes.inc();
+      await this.client
+        .request(
+          'DELETE',
+          `${EP_PATH}/namespaces/${encodeURIComponent(live.metadata.namespace ?? '')}/effectivepolicies/${live.metadata.name}`,
+        )
+        .catch((e: { status?: number }) => {
+          if (e.status !== 404) throw e;
+        });
+      this.effective.cache.delete(key);
+    }
+  }
+
+  private async publishStatus(): Promise<void> {
+    const conditions = networkPolicyConditions(this.engine);
+    for (const [key, conds] of conditions) {
+      const [kind, ...rest] = key.split('/');
+      const name = rest.pop()!;
+      const namespace = rest[0];
+      if (kind === 'NetworkPolicy') {
+        const bad = conds.filter(
+          (c) => (c.type === 'Accepted' || c.type === 'RulesEffective') && c.status === 'False',
+        );
+        const message = bad.map((c) => `${c.reason}: ${c.message}`).join('; ');
+        if (!message || this.reported.get(key) === message) continue;
+        this.reported.set(key, message);
+        this.writes.inc();
+        await postWarningEvent(
+          this.client,
+          { apiVersion: API_VERSION[kind]!, kind, namespace: namespace!, name },
+          bad[0]!.reason,
+          message,
+          { component: this.name },
+        ).catch((e) => this.log('warn', 'cannot post an Event', { policy: key, error: String(e) }));
+        continue;
+      }
+      const inf = this.policyInformers.get(kind!);
+      const live = inf?.cache.get(name);
+      if (!live || !STATUS_KINDS.has(kind!)) continue;
+      const old =
+        (live.status as { conditions?: (PolicyCondition & { lastTransitionTime?: string })[] })?.conditions ??
+        [];
+      const now = new Date().toISOString();
+      const next = conds.map((c) => {
+        const prev = old.find((o) => o.type === c.type);
+        return {
+          ...c,
+          lastTransitionTime:
+            prev && prev.status === c.status && prev.lastTransitionTime ? prev.lastTransitionTime : now,
+          observedGeneration: live.metadata.generation ?? 0,
+        };
+      });
+      const same =
+        old.length === next.length &&
+        next.every((c) => {
+          const o = old.find((x) => x.type === c.type) as (typeof next)[number] | undefined;
+          return (
+            o &&
+            o.status === c.status &&
+            o.reason === c.reason &&
+            o.message === c.message &&
+            (o as { observedGeneration?: number }).observedGeneration === c.observedGeneration
+          );
+        });
+      if (same) {
+        this.skipped.inc();
+        continue;
+      }
+      this.writes.inc();
+      const applied = await this.client.apply(
+        `${STATUS_KINDS.get(kind!)!}/${encodeURIComponent(name)}/status`,
+        { apiVersion: API_VERSION[kind!], kind, metadata: { name }, status: { conditions: next } },
+        this.name,
+      );
+      inf!.cache.set(name, applied);
+    }
+  }
+}
