@@ -16,6 +16,7 @@ export * from './merge/order.ts';
 export * from './merge/patch.ts';
 export * from './merge/policy.ts';
 export * from './predicates.ts';
+export * from './runtime/binary.ts';
 export * from './runtime/client.ts';
 export * from './runtime/controller.ts';
 export * from './runtime/events.ts';

@@ -57,3 +57,36 @@ describe('cascade-netpol-agent flags', () => {
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 });
+
+describe('netpolicy-controller flags', () => {
+  const ctl = join(import.meta.dirname, 'controller-main.ts');
+  const runCtl = (args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(process.execPath, [ctl, ...args], { timeout: 20_000 }, (err, stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      );
+    });
+  it('--help names controller-runtime flags; --version; bad values are one line and exit 2', async () => {
+    const h = await runCtl(['--help']);
+    expect(h.code).toBe(0);
+    for (const f of [
+      '--metrics-bind-address',
+      '--health-probe-bind-address',
+      '--leader-elect-lease-duration',
+      '--resync-period',
+      '--zap-log-level',
+    ])
+      expect(h.stdout).toContain(f);
+    expect((await runCtl(['--version'])).stdout).toMatch(/^netpolicy-controller \d+\.\d+\.\d+\n$/);
+    for (const [args, msg] of [
+      [['--resync-period', '0'], /--resync-period: "0" is not a whole number of seconds/],
+      [['--kubeconfig', '/nonexistent'], /cannot load the kubeconfig \(\/nonexistent\)/],
+      [['--health-probe-bind-address', 'x'], /--health-probe-bind-address: "x" is not a bind address/],
+    ] as const) {
+      const r = await runCtl([...args]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(msg);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
+  });
+});

@@ -3,10 +3,8 @@
 // under --pin-dir so a restarted agent adopts them and reconciles without a window of wrong verdicts.
 // SIGTERM stops cleanly (programs stay attached, maps pinned). Every flag's default can also come
 // from the environment variable it names, which is how the chart configures it.
-import { parseArgs } from 'node:util';
 import { ARTIFACTS, Datapath } from '@cascade/bpf-datapath';
-import { jsonLogger, KubeClient, LOG_LEVELS, type LogLevel, parseBindAddress } from '@cascade/core';
-import { KubeConfig } from '@kubernetes/client-node';
+import { binary, jsonLogger, KubeClient } from '@cascade/core';
 import { NetpolAgent } from './agent.ts';
 
 const NAME = 'cascade-netpol-agent';
@@ -27,67 +25,27 @@ Flags (defaults from the environment variable named, then the value shown):
   -h, --help                        this text
 `;
 
-const fail = (msg: string): never => {
-  process.stderr.write(`${NAME}: ${msg}\n`);
-  process.exit(2);
-};
-let values: Record<string, string | boolean | undefined> = {};
-try {
-  ({ values } = parseArgs({
-    options: {
-      'node-name': { type: 'string', default: env.NODE_NAME ?? '' },
-      'pin-dir': { type: 'string', default: env.CASCADE_PIN_DIR ?? '/sys/fs/bpf/cascade' },
-      'metrics-bind-address': {
-        type: 'string',
-        default: `127.0.0.1:${env.METRICS_PORT ?? 9090}`,
-      },
-      'cni-record-dir': { type: 'string', default: env.CASCADE_CNI_RECORD_DIR ?? '/run/cascade/cni' },
-      'namespace-entry-budget': { type: 'string', default: env.CASCADE_NAMESPACE_ENTRY_BUDGET ?? '100000' },
-      'zap-log-level': { type: 'string', default: env.CASCADE_LOG_LEVEL ?? 'info' },
-      kubeconfig: { type: 'string' },
-      version: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  }));
-} catch (e) {
-  fail(`${(e as Error).message}\n\n${USAGE}`);
-}
-if (values.help) {
-  process.stdout.write(USAGE);
-  process.exit(0);
-}
-if (values.version) {
-  const { readFileSync } = await import('node:fs');
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
-  process.stdout.write(`${NAME} ${pkg.version}\n`);
-  process.exit(0);
-}
+const b = binary(
+  NAME,
+  USAGE,
+  {
+    'node-name': { type: 'string', default: env.NODE_NAME ?? '' },
+    'pin-dir': { type: 'string', default: env.CASCADE_PIN_DIR ?? '/sys/fs/bpf/cascade' },
+    'metrics-bind-address': { type: 'string', default: `127.0.0.1:${env.METRICS_PORT ?? 9090}` },
+    'cni-record-dir': { type: 'string', default: env.CASCADE_CNI_RECORD_DIR ?? '/run/cascade/cni' },
+    'namespace-entry-budget': { type: 'string', default: env.CASCADE_NAMESPACE_ENTRY_BUDGET ?? '100000' },
+    'zap-log-level': { type: 'string', default: env.CASCADE_LOG_LEVEL ?? 'info' },
+    kubeconfig: { type: 'string' },
+  },
+  new URL('../package.json', import.meta.url),
+);
+const { values, fail } = b;
 const node = String(values['node-name']);
 if (!node) fail('--node-name (or NODE_NAME from the downward API: spec.nodeName) is required');
-const budget = Number(values['namespace-entry-budget']);
-if (!Number.isInteger(budget) || budget < 1 || budget > 1_048_576)
-  fail(
-    `--namespace-entry-budget: "${values['namespace-entry-budget']}" is not a whole number from 1 to 1048576`,
-  );
-const level = String(values['zap-log-level']) as LogLevel;
-if (!LOG_LEVELS.includes(level)) fail(`--zap-log-level: "${level}" is not one of ${LOG_LEVELS.join(', ')}`);
-let metricsBindAddress: ReturnType<typeof parseBindAddress>;
-try {
-  metricsBindAddress = parseBindAddress(String(values['metrics-bind-address']), '--metrics-bind-address');
-} catch (e) {
-  fail((e as Error).message);
-}
-const log = jsonLogger(NAME, undefined, level);
-const kc = new KubeConfig();
-try {
-  if (values.kubeconfig) kc.loadFromFile(String(values.kubeconfig));
-  else kc.loadFromDefault();
-  if (!kc.getCurrentCluster()) throw new Error('no current cluster in it');
-} catch (e) {
-  fail(`cannot load the kubeconfig: ${(e as Error).message.split('\n')[0]}`);
-}
+const budget = b.whole('namespace-entry-budget', 'entries', 1_048_576);
+const metricsBindAddress = b.bindAddress('metrics-bind-address');
+const log = jsonLogger(NAME, undefined, b.logLevel());
+const kc = b.kubeConfig();
 const datapath = await Datapath.open({
   bpfctl: ARTIFACTS.bpfctl,
   object: ARTIFACTS.object,

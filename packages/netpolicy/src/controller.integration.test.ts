@@ -24,7 +24,7 @@ interface Ep {
         policy: string;
         rule: string;
         action: string;
-        peers: { peer: string; labelSets?: string }[];
+        peers: { peer: string; selectsNone?: boolean }[];
       }[];
       egress: unknown[];
     };
@@ -199,10 +199,8 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
       'networkpolicy NetworkPolicy/shop/cart-from-sandbox ingress isolation Deny',
       'networkpolicy NetworkPolicy/shop/cart-from-web ingress isolation Deny',
     ]);
-    // peers with how many label sets they select now: web-1 and web-2 are one label set
-    expect(cart.spec.network.ingress[3]!.peers).toEqual([
-      { peer: 'namespaces shop pods {app=web}', labelSets: '1' },
-    ]);
+    // web-1 and web-2 are one label set: one object; the peer selects pods (no selectsNone)
+    expect(cart.spec.network.ingress[3]!.peers).toEqual([{ peer: 'namespaces shop pods {app=web}' }]);
   });
 
   it('a tenant with only `view` on its namespace reads the admin rules that affect its pods', async () => {

@@ -24,12 +24,12 @@ export interface PublishedPeer {
   /** The peer as written: `namespaces {team=a} pods {app=web}`, `10.0.0.0/8 except 10.1.0.0/16`, ... */
   peer: string;
   /**
-   * How many pod label sets (namespace, labels) the peer selects now, in powers of ten: `0`, `1`,
-   * `2-9`, `10-99`, `100-999`, `1000+`; absent for addresses and nodes. Exact counts would rewrite
-   * every object a broad peer appears in whenever a label set appears (2,001 writes measured at
-   * 10,000 pods); a bucket changes only at a boundary, and `0` still shows a selector matching nothing.
+   * true when the peer selects no pod now (a selector that matches nothing, often a typo). No count:
+   * counts change whenever a label set appears or goes anywhere in the cluster, and every object
+   * naming a broad peer would be rewritten with them (2,001 writes for one new label set at 10,000
+   * pods with exact counts; power-of-ten buckets still flapped when a rollout crossed a boundary).
    */
-  labelSets?: string;
+  selectsNone?: true;
 }
 
 export interface PublishedRule {
@@ -113,14 +113,6 @@ function policyOf(r: Rule): string {
     : `${r.source.kind}/${r.source.name}`;
 }
 
-export function bucket(n: number): string {
-  if (n <= 1) return String(n);
-  if (n < 10) return '2-9';
-  if (n < 100) return '10-99';
-  if (n < 1000) return '100-999';
-  return '1000+';
-}
-
 export function effectiveName(namespace: string, labels: Record<string, string>): string {
   const h = createHash('sha256')
     .update(JSON.stringify([namespace, sorted(labels)]))
@@ -128,13 +120,15 @@ export function effectiveName(namespace: string, labels: Record<string, string>)
   return `network-${h.slice(0, 20)}`;
 }
 
-/** Every (namespace, label set) with at least one pod: its published rules. */
-export function networkEffectives(engine: NetpolEngine): NetworkEffective[] {
-  // label sets of live pods, with their namespace labels
-  const sets = new Map<
-    string,
-    { namespace: string; nsLabels: Record<string, string>; labels: Record<string, string> }
-  >();
+interface LabelSet {
+  namespace: string;
+  nsLabels: Record<string, string>;
+  labels: Record<string, string>;
+}
+
+/** The (namespace, label set) pairs of live pods, with their namespace's labels. */
+function liveLabelSets(engine: NetpolEngine): LabelSet[] {
+  const sets = new Map<string, LabelSet>();
   for (const p of engine.pods.values()) {
     const key = JSON.stringify([p.namespace, sorted(p.labels)]);
     if (!sets.has(key))
@@ -144,18 +138,23 @@ export function networkEffectives(engine: NetpolEngine): NetworkEffective[] {
         labels: p.labels,
       });
   }
-  const all = [...sets.values()];
-  const peerCounts = new Map<Peer, string>();
-  const count = (p: Peer): string | undefined => {
-    if (p.kind !== 'pods') return undefined;
-    let c = peerCounts.get(p);
-    if (c === undefined) {
-      let n = 0;
-      for (const s of all)
-        if (namespaceMatches(p.namespaces, s.namespace, s.nsLabels) && matchesSelector(p.pods, s.labels)) n++;
-      peerCounts.set(p, (c = bucket(n)));
+  return [...sets.values()];
+}
+
+/** Every (namespace, label set) with at least one pod: its published rules. */
+export function networkEffectives(engine: NetpolEngine): NetworkEffective[] {
+  const all = liveLabelSets(engine);
+  const peerSelectsNone = new Map<Peer, boolean>();
+  const none = (p: Peer): boolean => {
+    if (p.kind !== 'pods') return false;
+    let v = peerSelectsNone.get(p);
+    if (v === undefined) {
+      v = !all.some(
+        (s) => namespaceMatches(p.namespaces, s.namespace, s.nsLabels) && matchesSelector(p.pods, s.labels),
+      );
+      peerSelectsNone.set(p, v);
     }
-    return c;
+    return v;
   };
   const publish = (r: Rule): PublishedRule => {
     const out: PublishedRule = {
@@ -163,10 +162,9 @@ export function networkEffectives(engine: NetpolEngine): NetworkEffective[] {
       policy: policyOf(r),
       rule: r.source.ruleName ?? `${r.direction}[${r.source.index}]`,
       action: ACTION[r.action],
-      peers: r.peers.map((p) => {
-        const n = count(p);
-        return n === undefined ? { peer: peerText(p) } : { peer: peerText(p), labelSets: n };
-      }),
+      peers: r.peers.map((p) =>
+        none(p) ? { peer: peerText(p), selectsNone: true as const } : { peer: peerText(p) },
+      ),
     };
     if (r.priority !== undefined && r.tier === 'admin') out.priority = r.priority;
     if (r.ports) out.ports = r.ports.map(portText);
@@ -288,20 +286,7 @@ export function networkPolicyConditions(engine: NetpolEngine): Map<string, Polic
     else if (pair?.[1] && pair[1] !== f.policy) note(pair[1], f.message);
   }
   const problems = new Map(engine.problems().map((p) => [p.policy, p]));
-  // label sets of live pods, per namespace, for "what it selects"
-  const sets = new Map<
-    string,
-    { namespace: string; nsLabels: Record<string, string>; labels: Record<string, string> }
-  >();
-  for (const p of engine.pods.values()) {
-    const key = JSON.stringify([p.namespace, sorted(p.labels)]);
-    if (!sets.has(key))
-      sets.set(key, {
-        namespace: p.namespace,
-        nsLabels: engine.namespaces.get(p.namespace)?.labels ?? {},
-        labels: p.labels,
-      });
-  }
+  const sets = liveLabelSets(engine);
   const out = new Map<string, PolicyCondition[]>();
   for (const [key, { built }] of engine.policies) {
     const prob = problems.get(key);
@@ -321,7 +306,7 @@ export function networkPolicyConditions(engine: NetpolEngine): Map<string, Polic
       const subjects = built.rules.map((r) => r.subject);
       if (built.isolation)
         subjects.push({ namespaces: { name: built.isolation.namespace }, pods: built.isolation.subject });
-      const selected = [...sets.values()].filter((s) =>
+      const selected = sets.filter((s) =>
         subjects.some(
           (sub) =>
             namespaceMatches(sub.namespaces, s.namespace, s.nsLabels) && matchesSelector(sub.pods, s.labels),

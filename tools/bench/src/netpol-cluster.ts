@@ -22,6 +22,8 @@ export interface NetpolScale {
   rulesPerAnp: number;
   networkPolicies: number;
   ipBlockPolicies: number;
+  /** Nodes the pods are spread over (default 50). */
+  nodes?: number;
 }
 
 const ip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
@@ -39,7 +41,7 @@ export function generateNetpolCluster(s: NetpolScale, seed = 7): Cluster {
     },
   }));
   const appsPerNs = Math.max(1, Math.round(s.labelSets / s.namespaces));
-  const nodes = Array.from({ length: 50 }, (_, i) => ({
+  const nodes = Array.from({ length: s.nodes ?? 50 }, (_, i) => ({
     name: `node-${i}`,
     labels: { zone: `z${i % 3}`, role: i < 5 ? 'infra' : 'worker' },
     ips: [`192.168.${i >> 8}.${i & 255}`],

@@ -18,7 +18,7 @@ const networkRule = z.object({
   rule: z.string(),
   action: z.enum(['Allow', 'Deny', 'Pass']),
   priority: z.number().int().optional(),
-  peers: z.array(z.object({ peer: z.string(), labelSets: z.string().optional() })),
+  peers: z.array(z.object({ peer: z.string(), selectsNone: z.boolean().optional() })),
   ports: z.array(z.string()).optional(),
 });
 export const effectivePolicySpecSchema = z.object({
