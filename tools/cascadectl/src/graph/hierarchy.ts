@@ -192,22 +192,27 @@ function signature(route: TreeNode): string {
 }
 
 /** Rules of one route whose drawing is identical share one box (`rules read, write`). */
-function collapseRules(route: TreeNode): void {
+/**
+ * Children of `parent` whose drawing is identical (same key), two or more: the first stays and is
+ * told the whole group (`keep`), the others are removed.
+ */
+function collapseChildren(
+  parent: TreeNode,
+  key: (n: TreeNode) => string,
+  keep: (first: TreeNode, group: TreeNode[]) => void,
+): void {
   const groups = new Map<string, TreeNode[]>();
-  for (const r of route.children.values()) {
-    const s = JSON.stringify([
-      r.pills.map((p) => `${p.style}:${p.state}:${p.text}`),
-      r.marks.map((m) => m.text),
-    ]);
-    const g = groups.get(s);
-    if (g) g.push(r);
-    else groups.set(s, [r]);
+  for (const c of parent.children.values()) {
+    const k = key(c);
+    const g = groups.get(k);
+    if (g) g.push(c);
+    else groups.set(k, [c]);
   }
   for (const g of groups.values()) {
     if (g.length < 2) continue;
     const [first, ...rest] = g as [TreeNode, ...TreeNode[]];
-    first.label = `rules ${g.map((r) => r.label.slice('rule '.length)).join(', ')}`;
-    for (const r of rest) route.children.delete(r.key);
+    keep(first, g);
+    for (const r of rest) parent.children.delete(r.key);
   }
 }
 
@@ -217,22 +222,21 @@ function collapseRoutes(n: TreeNode, out: Picture['collapsed']): void {
     return;
   }
   if (n.level !== 2) return;
-  for (const r of n.children.values()) collapseRules(r);
-  const groups = new Map<string, TreeNode[]>();
-  for (const r of n.children.values()) {
-    const s = signature(r);
-    const g = groups.get(s);
-    if (g) g.push(r);
-    else groups.set(s, [r]);
-  }
-  for (const g of groups.values()) {
-    if (g.length < 2) continue;
-    const [first, ...rest] = g as [TreeNode, ...TreeNode[]];
+  // rules of one route whose drawing is identical share one box (`rules read, write`)
+  for (const route of n.children.values())
+    collapseChildren(
+      route,
+      (r) =>
+        JSON.stringify([r.pills.map((p) => `${p.style}:${p.state}:${p.text}`), r.marks.map((m) => m.text)]),
+      (first, g) => {
+        first.label = `rules ${g.map((r) => r.label.slice('rule '.length)).join(', ')}`;
+      },
+    );
+  collapseChildren(n, signature, (first, g) => {
     const names = g.map((r) => r.label.slice(r.label.indexOf(' ') + 1));
     first.members = names;
-    for (const r of rest) n.children.delete(r.key);
     out.push({ route: first.key, routes: names });
-  }
+  });
 }
 
 interface Header {
