@@ -26,7 +26,11 @@ export async function run(): Promise<Figure[]> {
   const engine = NetpolEngine.fromCluster(cluster);
   engine.flush();
   fig('agent today: full computation (every pod of the cluster)', ms(t0), 'ms');
-  fig('agent today: engine heap (every pod of the cluster)', heapMiB() - base, 'MiB');
+  fig(
+    "agent today: engine heap for every pod of the cluster (the informers' Pod objects come on top)",
+    heapMiB() - base,
+    'MiB',
+  );
   t0 = process.hrtime.bigint();
   const mine = datapathState(engine, 'node-0');
   fig("agent today: one node's datapath state", ms(t0), 'ms');
