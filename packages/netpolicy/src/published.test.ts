@@ -158,6 +158,26 @@ describe('networkEffectives', () => {
   });
 });
 
+describe('the same objects whatever order the policies arrived in', () => {
+  it('a controller that listed them in another order (a restart, a new leader) publishes identical specs', () => {
+    const more: NetPolicyObject[] = ['a', 'c', 'b'].map((n) => ({
+      kind: 'NetworkPolicy',
+      namespace: 'shop',
+      name: `cart-${n}`,
+      spec: {
+        podSelector: { matchLabels: { app: 'cart' } },
+        ingress: [{ from: [{ podSelector: { matchLabels: { app: n } } }] }],
+      },
+    }));
+    const policies = [ANP('dev-out', 20), NP, BANP, ...more];
+    const spec = (ps: NetPolicyObject[]) =>
+      networkEffectives(cluster(ps)).map((e) => JSON.stringify(networkEffectiveSpec(e)));
+    const forward = spec(policies);
+    expect(spec([...policies].reverse())).toEqual(forward);
+    expect(spec([more[2]!, NP, more[0]!, BANP, more[1]!, ANP('dev-out', 20)])).toEqual(forward);
+  });
+});
+
 describe('networkPolicyConditions', () => {
   it('Accepted or Invalid, what it selects, equal-priority overlaps on both policies', () => {
     const e = cluster([

@@ -178,8 +178,21 @@ export function networkEffectives(engine: NetpolEngine): NetworkEffective[] {
     peers: [{ peer: 'everything no NetworkPolicy rule above allows' }],
   });
   const result: NetworkEffective[] = [];
+  // NetworkPolicy rules have no order among themselves (their allows add up), and the engine keeps
+  // them in the order the policies arrived: sorted here by policy and rule, so that a controller that
+  // listed them in another order (a restart, a new leader) publishes the same objects.
+  const byPolicy = (a: Rule, b: Rule) => {
+    const [pa, pb] = [policyOf(a), policyOf(b)];
+    if (pa !== pb) return pa < pb ? -1 : 1;
+    if (a.direction !== b.direction) return a.direction < b.direction ? -1 : 1;
+    return a.source.index - b.source.index;
+  };
+  const npSorted = [...engine.rules.np].sort(byPolicy);
+  const isolations = [...engine.rules.isolation].sort((a, b) =>
+    a.policy < b.policy ? -1 : a.policy > b.policy ? 1 : 0,
+  );
   const npByNs = new Map<string, Rule[]>();
-  for (const r of engine.rules.np) {
+  for (const r of npSorted) {
     const ns = 'name' in r.subject.namespaces ? r.subject.namespaces.name : '*';
     let l = npByNs.get(ns);
     if (!l) npByNs.set(ns, (l = []));
@@ -218,7 +231,7 @@ export function networkEffectives(engine: NetpolEngine): NetworkEffective[] {
       const list: PublishedRule[] = [];
       for (const r of engine.rules.admin) if (r.direction === d && subject(r)) list.push(publishOnce(r));
       for (const r of npRules) if (r.direction === d && subject(r)) list.push(publishOnce(r));
-      for (const i of engine.rules.isolation)
+      for (const i of isolations)
         if (i.namespace === s.namespace && i.directions.includes(d) && matchesSelector(i.subject, s.labels))
           list.push(isolation(i, d));
       for (const r of engine.rules.baseline) if (r.direction === d && subject(r)) list.push(publishOnce(r));
