@@ -73,7 +73,10 @@ export function renderWalkthrough(): string {
     const r = spawnSync(process.execPath, [join(ROOT, 'tools/cascadectl/bin/cascadectl.js'), ...s.args], {
       cwd: ROOT,
       encoding: 'utf8',
-      env: { ...process.env, NO_COLOR: '1' },
+      // the same output wherever it runs: no colour, and no FORCE_COLOR (node warns when both are set)
+      env: Object.fromEntries(
+        Object.entries({ ...process.env, NO_COLOR: '1' }).filter(([k]) => k !== 'FORCE_COLOR'),
+      ),
     });
     if (r.status !== 0) throw new Error(`cascadectl ${s.args.join(' ')} exited ${r.status}: ${r.stderr}`);
     const text = `${r.stdout}${r.stderr}`.trimEnd();
