@@ -75,7 +75,9 @@ export function renderWalkthrough(): string {
       encoding: 'utf8',
       // the same output wherever it runs: no colour, and no FORCE_COLOR (node warns when both are set)
       env: Object.fromEntries(
-        Object.entries({ ...process.env, NO_COLOR: '1' }).filter(([k]) => k !== 'FORCE_COLOR'),
+        Object.entries({ ...process.env, NO_COLOR: '1', NODE_NO_WARNINGS: '1' }).filter(
+          ([k]) => k !== 'FORCE_COLOR',
+        ),
       ),
     });
     if (r.status !== 0) throw new Error(`cascadectl ${s.args.join(' ')} exited ${r.status}: ${r.stderr}`);
