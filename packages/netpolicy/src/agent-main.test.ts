@@ -27,6 +27,7 @@ describe('cascade-netpol-agent flags', () => {
       '--metrics-bind-address',
       '--cni-record-dir',
       '--namespace-entry-budget',
+      '--pod-source',
       '--zap-log-level',
       '--kubeconfig',
     ])
@@ -49,6 +50,8 @@ describe('cascade-netpol-agent flags', () => {
       /--metrics-bind-address: "anywhere" is not a bind address/,
     ],
     [[], { NODE_NAME: 'n1', CASCADE_LOG_LEVEL: 'loud' }, /--zap-log-level: "loud"/],
+    [['--node-name', 'n1', '--pod-source', 'all'], {}, /--pod-source: "all" is not one of pods, slices/],
+    [[], { NODE_NAME: 'n1', CASCADE_POD_SOURCE: 'x' }, /--pod-source: "x"/],
     [['--no-such-flag'], {}, /Unknown option '--no-such-flag'/],
   ])('%j %j exits 2 with one clear line', async (args, env, msg) => {
     const r = await run(args, env);

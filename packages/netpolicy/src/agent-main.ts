@@ -19,6 +19,9 @@ Flags (defaults from the environment variable named, then the value shown):
   --cni-record-dir DIR              cascade-cni's interface records ($CASCADE_CNI_RECORD_DIR, /run/cascade/cni)
   --namespace-entry-budget N        policy map entries one namespace's NetworkPolicies may use on this
                                     node ($CASCADE_NAMESPACE_ENTRY_BUDGET, 100000)
+  --pod-source pods|slices          where other nodes' pods are learnt: every Pod of the cluster, or this
+                                    node's Pods and the netpolicy-controller's PodAddressSlices
+                                    ($CASCADE_POD_SOURCE, pods)
   --zap-log-level LEVEL             debug|info|warn|error ($CASCADE_LOG_LEVEL, info)
   --kubeconfig PATH                 kubeconfig (default: in-cluster, then $KUBECONFIG, ~/.kube/config)
   --version                         the version
@@ -34,6 +37,7 @@ const b = binary(
     'metrics-bind-address': { type: 'string', default: `127.0.0.1:${env.METRICS_PORT ?? 9090}` },
     'cni-record-dir': { type: 'string', default: env.CASCADE_CNI_RECORD_DIR ?? '/run/cascade/cni' },
     'namespace-entry-budget': { type: 'string', default: env.CASCADE_NAMESPACE_ENTRY_BUDGET ?? '100000' },
+    'pod-source': { type: 'string', default: env.CASCADE_POD_SOURCE ?? 'pods' },
     'zap-log-level': { type: 'string', default: env.CASCADE_LOG_LEVEL ?? 'info' },
     kubeconfig: { type: 'string' },
   },
@@ -42,6 +46,10 @@ const b = binary(
 const { values, fail } = b;
 const node = String(values['node-name']);
 if (!node) fail('--node-name (or NODE_NAME from the downward API: spec.nodeName) is required');
+const podSourceText = String(values['pod-source']);
+if (podSourceText !== 'pods' && podSourceText !== 'slices')
+  fail(`--pod-source: "${podSourceText.slice(0, 40)}" is not one of pods, slices`);
+const podSource = podSourceText as 'pods' | 'slices';
 const budget = b.whole('namespace-entry-budget', 'entries', 1_048_576);
 const metricsBindAddress = b.bindAddress('metrics-bind-address');
 const log = jsonLogger(NAME, undefined, b.logLevel());
@@ -63,6 +71,7 @@ const agent = new NetpolAgent({
   ...(metricsBindAddress ? { metricsBindAddress } : {}),
   cniRecordDir: String(values['cni-record-dir']),
   namespaceEntryBudget: budget,
+  podSource,
 });
 await agent.start();
 process.on(

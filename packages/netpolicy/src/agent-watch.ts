@@ -1,12 +1,21 @@
 // The agent's watches: Namespaces, Nodes, Pods (through the address owners), the policy kinds, and
 // Services with their EndpointSlices; each event updates the engine or the service catalog and asks
-// for one coalesced sync.
+// for one coalesced sync. Pods come either from every Pod of the cluster, or (podSource) from this
+// node's Pods (fieldSelector spec.nodeName) and the PodAddressSlices the netpolicy-controller
+// publishes for the others; a pod the Pod API shows wins over what a slice says of it.
 import { Informer, type InformerEvent, type KubeClient, type KubeObject, type Logger } from '@cascade/core';
 import { isolationOnly, type Refusal } from './budget.ts';
 import type { NetpolEngine } from './engine.ts';
-import { type NetPolicyObject, namespaceFromObject, nodeFromObject, podFromObject } from './model.ts';
+import {
+  type NetPolicyObject,
+  namespaceFromObject,
+  nodeFromObject,
+  type Pod,
+  podFromObject,
+} from './model.ts';
 import type { AddressOwners } from './owners.ts';
 import type { ServiceCatalog } from './services.ts';
+import { addressSliceFromObject, SLICE_PATH, type SliceIndex } from './slices.ts';
 
 export const POLICY_PATHS: [NetPolicyObject['kind'], string, boolean][] = [
   ['NetworkPolicy', '/apis/networking.k8s.io/v1/networkpolicies', false],
@@ -31,6 +40,8 @@ export interface WatchContext {
   changed: () => void;
   /** pod address ownership changed: report conflicts */
   ownersChanged: () => void;
+  /** Absent: every Pod is watched. Present: this node's Pods, and the slices for the others. */
+  podSource?: { node: string; slices: SliceIndex };
 }
 
 export function agentInformers(ctx: WatchContext): Informer[] {
@@ -40,6 +51,21 @@ export function agentInformers(ctx: WatchContext): Informer[] {
   const on = (f: (t: InformerEvent, o: KubeObject) => void) => (t: InformerEvent, o: KubeObject) => {
     f(t, o);
     ctx.changed();
+  };
+  const source = ctx.podSource;
+  /** Pods as the Pod API shows them (all of them, or this node's with a podSource). */
+  const local = new Map<string, Pod>();
+  // A pod without an address (yet, or any more: finished, hostNetwork) has no identity to enforce;
+  // an address two live pods claim belongs to the newest.
+  const claim = (key: string) => {
+    for (const [k, owned] of ctx.owners.claim(key, local.get(key) ?? source?.slices.get(key))) {
+      if (owned) ctx.engine.upsertPod(owned);
+      else {
+        const slash = k.indexOf('/');
+        ctx.engine.removePod(k.slice(0, slash), k.slice(slash + 1));
+      }
+    }
+    ctx.ownersChanged();
   };
   informers.push(
     new Informer(
@@ -64,7 +90,9 @@ export function agentInformers(ctx: WatchContext): Informer[] {
     ),
     new Informer(
       c,
-      '/api/v1/pods',
+      source
+        ? `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${source.node}`)}`
+        : '/api/v1/pods',
       on((t, o) => {
         const ns = o.metadata.namespace ?? 'default';
         const key = `${ns}/${o.metadata.name}`;
@@ -73,19 +101,30 @@ export function agentInformers(ctx: WatchContext): Informer[] {
           ctx.log('warn', 'ignoring pod', { pod: key, error: p.error });
           return;
         }
-        // A pod without an address (yet, or any more: finished, hostNetwork) has no identity to
-        // enforce; an address two live pods claim belongs to the newest.
-        for (const [k, owned] of ctx.owners.claim(key, p)) {
-          if (owned) ctx.engine.upsertPod(owned);
-          else {
-            const slash = k.indexOf('/');
-            ctx.engine.removePod(k.slice(0, slash), k.slice(slash + 1));
-          }
-        }
-        ctx.ownersChanged();
+        if (p) local.set(key, p);
+        else local.delete(key);
+        claim(key);
       }),
     ),
   );
+  if (source)
+    informers.push(
+      new Informer(
+        c,
+        SLICE_PATH,
+        on((t, o) => {
+          const spec = t === 'DELETED' ? undefined : addressSliceFromObject(o);
+          if (spec && 'error' in spec) {
+            ctx.log('warn', 'ignoring PodAddressSlice (its last good version stays)', {
+              slice: o.metadata.name,
+              error: spec.error,
+            });
+            return;
+          }
+          for (const key of source.slices.apply(o.metadata.name, spec)) claim(key);
+        }),
+      ),
+    );
   for (const [kind, path, optional] of POLICY_PATHS) {
     informers.push(
       new Informer(

@@ -36,6 +36,7 @@ import { NetpolEngine } from './engine.ts';
 import { FlowLog } from './flows.ts';
 import { AddressOwners } from './owners.ts';
 import { ServiceCatalog } from './services.ts';
+import { SLICES_PUBLISHED, SliceIndex } from './slices.ts';
 
 export interface AgentOptions {
   client: KubeClient;
@@ -62,6 +63,12 @@ export interface AgentOptions {
    * kept).
    */
   namespaceEntryBudget?: number;
+  /**
+   * Where the pods come from (default 'pods'): every Pod of the cluster, or 'slices': this node's Pods
+   * (fieldSelector spec.nodeName) and the PodAddressSlices the netpolicy-controller publishes for the
+   * others (slices.ts), which drops every other node's Pod objects and status-only Pod updates.
+   */
+  podSource?: 'pods' | 'slices';
 }
 
 export class NetpolAgent {
@@ -93,6 +100,8 @@ export class NetpolAgent {
   private readonly opts: AgentOptions;
   private readonly log: Logger;
   private readonly owners = new AddressOwners();
+  /** Other nodes' pods from the PodAddressSlices (podSource 'slices'). */
+  readonly slices: SliceIndex;
   /** Services and EndpointSlices: the frontends translated to their backends in the datapath. */
   readonly services = new ServiceCatalog();
   /** Denied (and audited) flows from the kernel, named: GET /flows, and one JSON log line each. */
@@ -123,10 +132,12 @@ export class NetpolAgent {
   );
   private server?: Server;
   private started = false;
+  private waitingLogged = false;
   private lastProblems = '';
 
   constructor(opts: AgentOptions) {
     this.opts = opts;
+    this.slices = new SliceIndex(opts.node);
     this.log = opts.log ?? jsonLogger('cascade-netpol-agent');
     this.interfaces =
       opts.interfaces ?? new KernelInterfaces({ recordDir: opts.cniRecordDir ?? '/run/cascade/cni' });
@@ -145,7 +156,13 @@ export class NetpolAgent {
         log: this.log,
         changed: () => this.queue.add('sync'),
         ownersChanged: () => this.reportConflicts(),
+        ...(opts.podSource === 'slices' ? { podSource: { node: opts.node, slices: this.slices } } : {}),
       }),
+    );
+    this.metrics.gauge(
+      'cascade_agent_slice_pods',
+      'Pods of other nodes known from PodAddressSlices (0 when every Pod is watched)',
+      () => this.slices.size,
     );
     this.metrics.gauge('cascade_datapath_endpoints', 'Local endpoints enforced', () =>
       this.lastReport ? this.localPods().length : 0,
@@ -176,6 +193,22 @@ export class NetpolAgent {
 
   get ready(): boolean {
     return this.started && this.informers.every((i) => i.synced) && this.lastReport !== undefined;
+  }
+
+  /** With podSource 'slices': the controller has published a complete set (else nothing is synced). */
+  private get slicesComplete(): boolean {
+    if (this.opts.podSource !== 'slices' || this.slices.published) return true;
+    if (!this.waitingLogged) {
+      this.waitingLogged = true;
+      this.log(
+        'warn',
+        'waiting for the netpolicy-controller to publish PodAddressSlices; the datapath keeps its current state',
+        {
+          marker: `PodAddressSlice/${SLICES_PUBLISHED}`,
+        },
+      );
+    }
+    return false;
   }
 
   async start(): Promise<void> {
@@ -268,7 +301,7 @@ export class NetpolAgent {
   }
 
   private async sync(): Promise<void> {
-    if (!this.started) return;
+    if (!this.started || !this.slicesComplete) return;
     const t0 = process.hrtime.bigint();
     this.engine.flush();
     const budget = this.opts.namespaceEntryBudget ?? DEFAULT_NAMESPACE_ENTRY_BUDGET;

@@ -8,6 +8,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NetpolController } from './controller.ts';
 import { CONTROLLER_NAME, controllerLeaseRole, netpolControllerClusterRole } from './rbac.ts';
+import { podAddressSliceCrd, SLICES_PUBLISHED, type SliceSpec } from './slices.ts';
 
 const ANP = '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies';
 const EP = (ns: string) => `/apis/cascade.dev/v1alpha1/namespaces/${ns}/effectivepolicies`;
@@ -47,6 +48,13 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
     await c.start();
     return c;
   };
+  const SLICES = '/apis/cascade.dev/v1alpha1/podaddressslices';
+  const slices = async () =>
+    (
+      (await env.call('GET', SLICES)).body as { items: { metadata: { name: string }; spec: SliceSpec }[] }
+    ).items
+      .filter((x) => x.metadata.name !== SLICES_PUBLISHED)
+      .map((x) => x.spec);
   const list = async (ns: string) => ((await env.call('GET', EP(ns))).body as { items: Ep[] }).items;
   let ip = 10;
   const pod = async (ns: string, name: string, labels: Record<string, string>) => {
@@ -80,7 +88,7 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
   };
 
   beforeAll(async () => {
-    env = await Envtest.start({ crdObjects: [effectivePolicyCrd] });
+    env = await Envtest.start({ crdObjects: [effectivePolicyCrd, podAddressSliceCrd] });
     for (const [name, labels] of [
       ['shop', { team: 'shop' }],
       ['sandbox', { env: 'dev' }],
@@ -123,55 +131,16 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
     // The controller runs as its ServiceAccount with exactly the chart's RBAC: a missing grant fails
     // these tests, not only a review of the role.
     const SYS = 'cascade-system';
-    await env.call('POST', '/api/v1/namespaces', {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: SYS },
-    });
-    await env.call('POST', `/api/v1/namespaces/${SYS}/serviceaccounts`, {
-      apiVersion: 'v1',
-      kind: 'ServiceAccount',
-      metadata: { name: CONTROLLER_NAME, namespace: SYS },
-    });
-    const rbac = [
-      netpolControllerClusterRole(),
-      controllerBinding(CONTROLLER_NAME, SYS),
-      ...controllerLeaseRole(SYS),
-    ];
-    for (const o of rbac as { kind: string }[]) {
-      const path =
-        o.kind === 'ClusterRole'
-          ? '/apis/rbac.authorization.k8s.io/v1/clusterroles'
-          : o.kind === 'ClusterRoleBinding'
-            ? '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings'
-            : `/apis/rbac.authorization.k8s.io/v1/namespaces/${SYS}/${o.kind === 'Role' ? 'roles' : 'rolebindings'}`;
-      expect((await env.call('POST', path, o)).status).toBe(201);
-    }
-    const tr = await env.call('POST', `/api/v1/namespaces/${SYS}/serviceaccounts/${CONTROLLER_NAME}/token`, {
-      apiVersion: 'authentication.k8s.io/v1',
-      kind: 'TokenRequest',
-      spec: { expirationSeconds: 3600 },
-    });
-    expect(tr.status).toBe(201);
-    const admin = new KubeConfig();
-    admin.loadFromFile(env.kubeconfig);
     const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [admin.getCurrentCluster()!],
-      users: [{ name: 'sa', token: (tr.body as { status: { token: string } }).status.token }],
-      contexts: [{ name: 'sa', cluster: admin.getCurrentCluster()!.name, user: 'sa' }],
-      currentContext: 'sa',
-    });
-    client = new KubeClient(kc);
-    // the authorizer sees the new bindings a moment after the POSTs returned
-    await waitFor(
-      'the controller role reaches the authorizer',
-      async () =>
-        (await client.request('GET', '/api/v1/pods?limit=1').then(
-          () => true,
-          () => undefined,
-        )) ?? undefined,
+    kc.loadFromFile(
+      await env.serviceAccount(
+        SYS,
+        CONTROLLER_NAME,
+        [netpolControllerClusterRole(), controllerBinding(CONTROLLER_NAME, SYS), ...controllerLeaseRole(SYS)],
+        '/api/v1/pods?limit=1',
+      ),
     );
+    client = new KubeClient(kc);
   }, 120_000);
 
   afterAll(async () => {
@@ -201,6 +170,30 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
     ]);
     // web-1 and web-2 are one label set: one object; the peer selects pods (no selectsNone)
     expect(cart.spec.network.ingress[3]!.peers).toEqual([{ peer: 'namespaces shop pods {app=web}' }]);
+  });
+
+  it('publishes PodAddressSlices: every pod with an address, by namespace and label set, named ports once', async () => {
+    const all = await waitFor('slices', async () => ((await slices()).length === 3 ? slices() : undefined));
+    const byLabels = Object.fromEntries(all.map((x) => [`${x.namespace} ${JSON.stringify(x.labels)}`, x]));
+    expect(Object.keys(byLabels).sort()).toEqual([
+      'sandbox {"app":"toy"}',
+      'shop {"app":"cart"}',
+      'shop {"app":"web"}',
+    ]);
+    const web = byLabels['shop {"app":"web"}']!;
+    expect(web.ports).toEqual([{ name: 'http', port: 80, protocol: 'TCP' }]);
+    expect(web.pods.map((p) => p.name).sort()).toEqual(['web-1', 'web-2']);
+    expect(web.pods[0]).toMatchObject({ node: 'n1', ips: [expect.stringMatching(/^10\.70\.0\./)] });
+    // the marker agents wait for: a complete set has been published
+    const marker = await env.call('GET', `${SLICES}/${SLICES_PUBLISHED}`);
+    expect((marker.body as { spec: SliceSpec }).spec).toEqual({
+      namespace: 'cascade-system',
+      labels: {},
+      pods: [],
+    });
+    // cluster-scoped and the controller's: a namespace tenant cannot read (or write) them
+    const r = await env.call('GET', SLICES, undefined, 'application/json', { 'Impersonate-User': 'tenant' });
+    expect(r.status).toBe(403);
   });
 
   it('a tenant with only `view` on its namespace reads the admin rules that affect its pods', async () => {
@@ -274,11 +267,26 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
     const c = controllers[0]!;
     await settle(c);
     const before = c.writes.get();
+    const slicesBefore = c.sliceWrites.get();
     await pod('shop', 'web-3', { app: 'web' });
     await env.call('DELETE', '/api/v1/namespaces/shop/pods/web-1?gracePeriodSeconds=0');
     await settle(c);
     await settle(c);
     expect(c.writes.get() - before).toBe(0);
+    // the PodAddressSlice of app=web changed: web-3 in, web-1 out (one write, or two if not coalesced)
+    expect(c.sliceWrites.get() - slicesBefore).toBeGreaterThanOrEqual(1);
+    expect(c.sliceWrites.get() - slicesBefore).toBeLessThanOrEqual(2);
+    const web = (await slices()).find((x) => x.labels.app === 'web')!;
+    expect(web.pods.map((p) => p.name).sort()).toEqual(['web-2', 'web-3']);
+    const statusOnly = c.sliceWrites.get();
+    await env.call(
+      'PATCH',
+      '/api/v1/namespaces/shop/pods/web-3/status',
+      { status: { conditions: [{ type: 'Ready', status: 'True' }] } },
+      'application/strategic-merge-patch+json',
+    );
+    await settle(c);
+    expect(c.sliceWrites.get() - statusOnly).toBe(0); // a status-only update: no slice write
     await pod('shop', 'admin', { app: 'admin' });
     await waitFor('a new label set', async () => ((await list('shop')).length === 3 ? true : undefined));
     await settle(c);
@@ -303,6 +311,7 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
     await waitFor('standby leads', async () => (standby.leader ? true : undefined), 20_000);
     await settle(standby);
     expect(standby.writes.get()).toBe(0);
+    expect(standby.sliceWrites.get()).toBe(0);
     expect(standby.skipped.get()).toBeGreaterThan(0);
     // and it acts: a new NetworkPolicy shows in the EffectivePolicy of the pods it selects
     await env.call('POST', '/apis/networking.k8s.io/v1/namespaces/shop/networkpolicies', {

@@ -4,7 +4,10 @@
 // - one EffectivePolicy (policyKind Network) per (namespace, pod label set), so a tenant with `view`
 //   on the namespace reads the admin rules that affect their pods (published.ts);
 // - status conditions on every AdminNetworkPolicy, BaselineAdminNetworkPolicy and
-//   ClusterNetworkPolicy (NetworkPolicy has no status in the API: a Warning Event on it instead).
+//   ClusterNetworkPolicy (NetworkPolicy has no status in the API: a Warning Event on it instead);
+// - PodAddressSlices (slices.ts, slice-publisher.ts): every pod's addresses by label set, so node
+//   agents can watch those and their own node's Pods instead of every Pod of the cluster. They are
+//   planned on their own queue key, never behind the EffectivePolicy computation.
 // Writes are skipped when the live object already says the same, so a restart writes nothing.
 
 import type { Server } from 'node:http';
@@ -35,6 +38,7 @@ import {
   networkPolicyConditions,
   type PolicyCondition,
 } from './published.ts';
+import { SlicePublisher } from './slice-publisher.ts';
 
 export interface NetpolControllerOptions {
   client: KubeClient;
@@ -52,6 +56,8 @@ export interface NetpolControllerOptions {
   healthProbeBindAddress?: BindAddress;
   /** Full reconcile at least this often (default 600 s): informers relist, the queue runs. */
   resyncSeconds?: number;
+  /** Publish PodAddressSlices (default true; the agents' --pod-source=slices reads them). */
+  publishSlices?: boolean;
 }
 
 const EP_PATH = `/apis/${EFFECTIVE_GROUP}/v1alpha1`;
@@ -76,12 +82,18 @@ export class NetpolController {
     'cascade_writes_skipped_total',
     'Writes skipped because the live object already matched',
   );
+  readonly sliceWrites = this.metrics.counter(
+    'cascade_netpol_slice_writes_total',
+    'PodAddressSlice writes issued (apply, delete); the other writes are in cascade_writes_issued_total',
+  );
   private readonly errors = this.metrics.counter('cascade_reconcile_errors_total', 'Failed reconciles');
   private readonly name: string;
   private readonly client: KubeClient;
   private readonly log: Logger;
   private readonly informers: Informer[];
   private readonly effective: Informer;
+  private readonly owners = new AddressOwners();
+  readonly slices?: SlicePublisher;
   private readonly policyInformers = new Map<string, Informer>();
   private readonly queue: WorkQueue;
   private readonly elector: LeaderElector;
@@ -99,7 +111,11 @@ export class NetpolController {
     this.name = opts.name ?? 'netpolicy-controller';
     this.client = opts.client;
     this.log = opts.log ?? jsonLogger(this.name);
-    this.queue = new WorkQueue(() => this.reconcile(), 1, { registry: this.metrics, name: this.name });
+    // two keys: 'slices' (cheap, latency matters to enforcement) and 'sync' (EffectivePolicies, status)
+    this.queue = new WorkQueue((k) => (k === 'slices' ? this.reconcileSlices() : this.reconcile()), 2, {
+      registry: this.metrics,
+      name: this.name,
+    });
     this.queue.onError = (_k, e) => {
       this.errors.inc();
       this.log('warn', 'reconcile failed, retrying', { error: String(e) });
@@ -108,12 +124,29 @@ export class NetpolController {
     this.informers = agentInformers({
       client: this.client,
       engine: this.engine,
-      owners: new AddressOwners(),
+      owners: this.owners,
       refusedPolicies: new Map(),
       log: this.log,
       changed,
-      ownersChanged: () => {},
+      ownersChanged: () => this.slices && this.queue.add('slices'),
     });
+    if (opts.publishSlices !== false) {
+      this.slices = new SlicePublisher({
+        client: this.client,
+        name: this.name,
+        namespace: opts.leaseNamespace ?? 'default',
+        owners: this.owners,
+        changed: () => this.queue.add('slices'),
+        writes: this.sliceWrites,
+        skipped: this.skipped,
+      });
+      this.informers.push(this.slices.informer);
+      this.metrics.gauge(
+        'cascade_netpol_pod_address_slices',
+        'PodAddressSlices published',
+        () => this.slices?.lastPlan.size ?? 0,
+      );
+    }
     for (const inf of this.informers)
       for (const [kind, path] of POLICY_PATHS) if (inf.path === path) this.policyInformers.set(kind, inf);
     this.effective = new Informer(
@@ -136,7 +169,10 @@ export class NetpolController {
       opts.leaseDurationSeconds ?? 15,
       (leader) => {
         this.log('info', leader ? 'became leader' : 'lost leadership');
-        if (leader) this.queue.add('sync');
+        if (leader) {
+          this.queue.add('slices');
+          this.queue.add('sync');
+        }
       },
     );
     this.metrics.gauge('cascade_leader', '1 while this replica holds the lease', () =>
@@ -164,8 +200,15 @@ export class NetpolController {
     await startInformers(this.informers);
     this.started = true;
     this.elector.start();
+    this.queue.add('slices');
     this.queue.add('sync');
-    this.resync = setInterval(() => this.queue.add('sync'), (this.opts.resyncSeconds ?? 600) * 1000);
+    this.resync = setInterval(
+      () => {
+        this.queue.add('slices');
+        this.queue.add('sync');
+      },
+      (this.opts.resyncSeconds ?? 600) * 1000,
+    );
     this.resync.unref();
   }
 
@@ -197,6 +240,12 @@ export class NetpolController {
     } catch (e) {
       this.log('warn', 'cannot list earlier Events: problems may be reported again', { error: String(e) });
     }
+  }
+
+  private async reconcileSlices(): Promise<void> {
+    if (!this.slices || !this.started || !this.elector.leader || !this.informers.every((i) => i.synced))
+      return;
+    await this.slices.publish();
   }
 
   private async reconcile(): Promise<void> {

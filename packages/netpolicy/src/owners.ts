@@ -51,6 +51,11 @@ export class AddressOwners {
     return out;
   }
 
+  /** Every pod claiming an address, with all it claims (what the controller publishes in slices). */
+  claimed(): IterableIterator<Pod> {
+    return this.claims.values();
+  }
+
   /** The pod with only the addresses it owns, or undefined when it owns none (or is unknown). */
   owned(key: string): Pod | undefined {
     const p = this.claims.get(key);

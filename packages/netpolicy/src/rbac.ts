@@ -1,5 +1,6 @@
 // RBAC of the node agent: it reads what its engine resolves (pods, namespaces, nodes and the four
-// policy kinds), the Services and EndpointSlices it translates in the datapath, and posts Warning Events (address conflicts, refusals). It writes nothing else: no
+// policy kinds, or with --pod-source=slices its node's pods and the PodAddressSlices), the Services
+// and EndpointSlices it translates in the datapath, and posts Warning Events (address conflicts, refusals). It writes nothing else: no
 // status, no EffectivePolicies, no Leases (every agent works for its own node; none leads).
 const READ = ['get', 'list', 'watch'];
 
@@ -19,6 +20,8 @@ export function agentClusterRole(name = AGENT_NAME): Record<string, unknown> {
         resources: ['adminnetworkpolicies', 'baselineadminnetworkpolicies', 'clusternetworkpolicies'],
         verbs: READ,
       },
+      // the netpolicy-controller's PodAddressSlices (--pod-source=slices)
+      { apiGroups: ['cascade.dev'], resources: ['podaddressslices'], verbs: READ },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ],
   };
@@ -28,7 +31,7 @@ export const CONTROLLER_NAME = 'netpolicy-controller';
 
 /**
  * RBAC of the netpolicy-controller: it reads what the agents read (no Services), writes the status of
- * the admin policy kinds and the EffectivePolicies of kind Network, and posts (and lists, to not
+ * the admin policy kinds, the EffectivePolicies of kind Network and the PodAddressSlices, and posts (and lists, to not
  * repeat them after a restart) Events. Its Lease is granted by a Role in its own namespace
  * (controllerLeaseRole).
  */
@@ -49,7 +52,7 @@ export function netpolControllerClusterRole(name = CONTROLLER_NAME): Record<stri
       },
       {
         apiGroups: ['cascade.dev'],
-        resources: ['effectivepolicies'],
+        resources: ['effectivepolicies', 'podaddressslices'],
         verbs: [...READ, 'create', 'patch', 'update', 'delete'],
       },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list'] },

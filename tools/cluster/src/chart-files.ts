@@ -23,6 +23,7 @@ import {
   CONTROLLER_NAME,
   controllerLeaseRole,
   netpolControllerClusterRole,
+  podAddressSliceCrd,
 } from '@cascade/netpolicy';
 import { stringify } from 'yaml';
 
@@ -38,7 +39,10 @@ const docs = (objects: unknown[]) =>
 /** The chart's generated files: path relative to the chart -> content. */
 export function chartFiles(): Map<string, string> {
   const files = new Map<string, string>();
-  files.set('crds/cascade.dev.yaml', docs([effectivePolicyCrd, ...POLICY_KINDS.map((k) => policyCrd(k))]));
+  files.set(
+    'crds/cascade.dev.yaml',
+    docs([effectivePolicyCrd, podAddressSliceCrd, ...POLICY_KINDS.map((k) => policyCrd(k))]),
+  );
   files.set(
     'files/rbac/aggregate.yaml',
     docs([viewClusterRole(POLICY_KINDS), editClusterRole(POLICY_KINDS)]),

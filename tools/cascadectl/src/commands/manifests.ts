@@ -10,6 +10,7 @@ import {
   policyCrd,
   viewClusterRole,
 } from '@cascade/core';
+import { podAddressSliceCrd } from '@cascade/netpolicy';
 import { stringify } from 'yaml';
 import { type Command, out } from '../cli.ts';
 import { POLICY_KINDS } from '../world.ts';
@@ -28,6 +29,7 @@ export function manifests(namespace = 'cascade-system'): Record<string, unknown>
   return [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } },
     effectivePolicyCrd as Record<string, unknown>,
+    podAddressSliceCrd as Record<string, unknown>,
     ...POLICY_KINDS.map((k) => policyCrd(k)),
     viewClusterRole(POLICY_KINDS),
     editClusterRole(POLICY_KINDS),
