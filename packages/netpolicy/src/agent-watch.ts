@@ -40,6 +40,8 @@ export interface WatchContext {
   changed: () => void;
   /** pod address ownership changed: report conflicts */
   ownersChanged: () => void;
+  /** this pod's claim changed (the controller's slices follow it) */
+  podChanged?: (key: string) => void;
   /** Absent: every Pod is watched. Present: this node's Pods, and the slices for the others. */
   podSource?: { node: string; slices: SliceIndex };
 }
@@ -65,6 +67,7 @@ export function agentInformers(ctx: WatchContext): Informer[] {
         ctx.engine.removePod(k.slice(0, slash), k.slice(slash + 1));
       }
     }
+    ctx.podChanged?.(key);
     ctx.ownersChanged();
   };
   informers.push(

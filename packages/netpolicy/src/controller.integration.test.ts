@@ -191,6 +191,14 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
       labels: {},
       pods: [],
     });
+    // a slice deleted by someone else comes back
+    const toy = (
+      (await env.call('GET', SLICES)).body as { items: { metadata: { name: string }; spec: SliceSpec }[] }
+    ).items.find((x) => x.spec.namespace === 'sandbox')!;
+    expect((await env.call('DELETE', `${SLICES}/${toy.metadata.name}`)).status).toBe(200);
+    await waitFor('the deleted slice is published again', async () =>
+      (await env.call('GET', `${SLICES}/${toy.metadata.name}`)).status === 200 ? true : undefined,
+    );
     // cluster-scoped and the controller's: a namespace tenant cannot read (or write) them
     const r = await env.call('GET', SLICES, undefined, 'application/json', { 'Impersonate-User': 'tenant' });
     expect(r.status).toBe(403);

@@ -128,7 +128,12 @@ export class NetpolController {
       refusedPolicies: new Map(),
       log: this.log,
       changed,
-      ownersChanged: () => this.slices && this.queue.add('slices'),
+      ownersChanged: () => {},
+      podChanged: (key) => {
+        if (!this.slices) return;
+        this.slices.touch(key);
+        this.queue.add('slices');
+      },
     });
     if (opts.publishSlices !== false) {
       this.slices = new SlicePublisher({
@@ -144,7 +149,7 @@ export class NetpolController {
       this.metrics.gauge(
         'cascade_netpol_pod_address_slices',
         'PodAddressSlices published',
-        () => this.slices?.lastPlan.size ?? 0,
+        () => this.slices?.size ?? 0,
       );
     }
     for (const inf of this.informers)
@@ -170,6 +175,7 @@ export class NetpolController {
       (leader) => {
         this.log('info', leader ? 'became leader' : 'lost leadership');
         if (leader) {
+          this.slices?.resync(); // another leader may have written since
           this.queue.add('slices');
           this.queue.add('sync');
         }
@@ -204,6 +210,7 @@ export class NetpolController {
     this.queue.add('sync');
     this.resync = setInterval(
       () => {
+        this.slices?.resync();
         this.queue.add('slices');
         this.queue.add('sync');
       },

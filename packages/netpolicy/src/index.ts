@@ -21,6 +21,7 @@ export * from './rbac.ts';
 export * from './rules.ts';
 export * from './selection.ts';
 export * from './services.ts';
+export * from './slice-plan.ts';
 export * from './slice-publisher.ts';
 export * from './slices.ts';
 export * from './tiers.ts';

@@ -56,6 +56,11 @@ export class AddressOwners {
     return this.claims.values();
   }
 
+  /** The pod as it claims (all its addresses), or undefined when it claims none. */
+  claimOf(key: string): Pod | undefined {
+    return this.claims.get(key);
+  }
+
   /** The pod with only the addresses it owns, or undefined when it owns none (or is unknown). */
   owned(key: string): Pod | undefined {
     const p = this.claims.get(key);

@@ -6,10 +6,10 @@ import { describe, expect, it } from 'vitest';
 import { NetpolEngine } from './engine.ts';
 import type { Pod } from './model.ts';
 import { AddressOwners } from './owners.ts';
+import { planSlices, SlicePlanner } from './slice-plan.ts';
 import {
   addressSliceFromObject,
   MAX_PODS_PER_SLICE,
-  planSlices,
   SLICES_PUBLISHED,
   SliceIndex,
   type SliceSpec,
@@ -256,6 +256,53 @@ describe('an agent fed by slices', () => {
         expect(canonical(sliced)).toEqual(canonical(full));
       }),
       { numRuns: 60 },
+    );
+  });
+});
+
+describe('SlicePlanner (incremental)', () => {
+  type Step = { pod: number; op: 'set' | 'delete'; app: string; ip: number; node: string };
+  const step: fc.Arbitrary<Step> = fc.record({
+    pod: fc.nat(40),
+    op: fc.constantFrom('set' as const, 'set' as const, 'delete' as const),
+    app: fc.constantFrom('web', 'db', 'api'),
+    ip: fc.nat(3),
+    node: fc.constantFrom('n1', 'n2', 'n3'),
+  });
+  it('after every change: equals a full pass from the previous slices, its changes turn the old slices into the new, every pod once', () => {
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 80 }), fc.integer({ min: 1, max: 5 }), (steps, max) => {
+        const planner = new SlicePlanner(max);
+        const pods = new Map<string, Pod>();
+        let live = new Map<string, SliceSpec>();
+        for (const s of steps) {
+          const name = `p${s.pod}`;
+          const key = `shop/${name}`;
+          if (s.op === 'delete') pods.delete(key);
+          else pods.set(key, pod('shop', name, { app: s.app }, `10.0.${s.pod}.${s.ip}`, { node: s.node }));
+          planner.update(key, pods.get(key));
+          const changes = planner.flush();
+          const full = planSlices(live, pods.values(), max);
+          const next = new Map(live);
+          for (const [n, spec] of changes) spec ? next.set(n, spec) : next.delete(n);
+          expect(JSON.stringify([...next].sort())).toBe(JSON.stringify([...planner.specs()].sort()));
+          expect(JSON.stringify([...full].sort())).toBe(JSON.stringify([...planner.specs()].sort()));
+          const seen = new Set<string>();
+          for (const spec of next.values()) {
+            expect(spec.pods.length).toBeGreaterThan(0);
+            expect(spec.pods.length).toBeLessThanOrEqual(max);
+            for (const e of spec.pods) {
+              const p = pods.get(`shop/${e.name}`)!;
+              expect(p.labels).toEqual(spec.labels);
+              expect(seen.has(e.name)).toBe(false);
+              seen.add(e.name);
+            }
+          }
+          expect(seen.size).toBe(pods.size);
+          live = next;
+        }
+      }),
+      { numRuns: 150 },
     );
   });
 });

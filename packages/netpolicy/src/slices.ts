@@ -5,16 +5,13 @@
 // addresses and creation time (the newest of two pods claiming an address owns it, as owners.ts
 // decides on every agent). Slices are cluster-scoped: only the controller writes them.
 //
-// planSlices is the controller's side, pure: a pod stays in the slice it was put in (so a change
-// writes one slice, never a reshuffle), new pods fill their group's slices with room before new ones
-// are made, and a slice a quarter full or less is merged into its group's others when they have room
-// (scale-down). SliceIndex is the agent's side: pod key -> pod from the slices seen, whatever order
-// their events come in (a pod moving between slices is never lost in between).
-import { createHash } from 'node:crypto';
+// The controller's side is slice-plan.ts. SliceIndex here is the agent's side: pod key -> pod from
+// the slices seen, whatever order their events come in (a pod moving between slices is never lost in
+// between).
 import { crdFor, EFFECTIVE_GROUP } from '@cascade/core';
 import { z } from 'zod';
 import { hostPrefix } from './cidr.ts';
-import type { ContainerPort, Pod } from './model.ts';
+import type { Pod } from './model.ts';
 
 export const MAX_PODS_PER_SLICE = 100;
 /**
@@ -71,131 +68,6 @@ export const podAddressSliceCrd = crdFor({
     { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   ],
 });
-
-const sortedEntries = (o: Record<string, string>) => Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1));
-const namedPorts = (ports: ContainerPort[]) =>
-  ports
-    .filter((p) => p.name)
-    .map((p) => ({ name: p.name!, port: p.port, protocol: p.protocol }))
-    .sort((a, b) => (a.name !== b.name ? (a.name < b.name ? -1 : 1) : a.port - b.port));
-
-/** The group of a pod: what its identity is made of, so one group's pods share a slice. */
-function groupKey(namespace: string, labels: Record<string, string>, ports: SliceSpec['ports']): string {
-  return JSON.stringify([namespace, sortedEntries(labels), ports ?? []]);
-}
-const specGroup = (s: SliceSpec) => groupKey(s.namespace, s.labels, s.ports);
-
-/** pas-<hash of the group>-<n>: no tenant text in the name. */
-function sliceName(group: string, n: number): string {
-  return `pas-${createHash('sha256').update(group).digest('hex').slice(0, 16)}-${n}`;
-}
-
-const entryOf = (p: Pod): SlicePod => ({
-  name: p.name,
-  ...(p.node ? { node: p.node } : {}),
-  ips: [...p.ips],
-  ...(p.created ? { created: p.created } : {}),
-});
-
-/**
- * The slices that should exist, from the live ones (name -> spec) and every pod with an address.
- * Deterministic: a restarted controller that lists the same slices and pods plans the same.
- */
-export function planSlices(
-  current: ReadonlyMap<string, SliceSpec>,
-  pods: Iterable<Pod>,
-  max = MAX_PODS_PER_SLICE,
-): Map<string, SliceSpec> {
-  const byKey = new Map<string, { pod: Pod; group: string; ports: SliceSpec['ports'] }>();
-  for (const p of pods) {
-    if (!p.ips.length) continue;
-    const ports = namedPorts(p.ports);
-    byKey.set(`${p.namespace}/${p.name}`, {
-      pod: p,
-      group: groupKey(p.namespace, p.labels, ports.length ? ports : undefined),
-      ports: ports.length ? ports : undefined,
-    });
-  }
-  const out = new Map<string, SliceSpec>();
-  const groupOf = new Map<string, string>(); // slice name -> group
-  const placed = new Set<string>();
-  // 1. every pod stays where it is while its group is the same
-  for (const [n, spec] of [...current].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const g = specGroup(spec);
-    const kept: SlicePod[] = [];
-    for (const e of spec.pods) {
-      const key = `${spec.namespace}/${e.name}`;
-      const p = byKey.get(key);
-      if (!p || p.group !== g || placed.has(key) || kept.length >= max) continue;
-      placed.add(key);
-      kept.push(entryOf(p.pod));
-    }
-    if (!kept.length) continue;
-    out.set(n, { ...spec, pods: kept });
-    groupOf.set(n, g);
-  }
-  // 2. new pods (and moved ones) fill their group's slices, then new ones
-  const waiting = new Map<string, { pods: Pod[]; sample: SliceSpec }>();
-  for (const [key, p] of [...byKey].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (placed.has(key)) continue;
-    let w = waiting.get(p.group);
-    if (!w)
-      waiting.set(
-        p.group,
-        (w = {
-          pods: [],
-          sample: {
-            namespace: p.pod.namespace,
-            labels: { ...p.pod.labels },
-            ...(p.ports ? { ports: p.ports } : {}),
-            pods: [],
-          },
-        }),
-      );
-    w.pods.push(p.pod);
-  }
-  const slicesOf = (g: string) =>
-    [...groupOf]
-      .filter(([, x]) => x === g)
-      .map(([n]) => n)
-      .sort();
-  for (const [g, w] of [...waiting].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const queue = [...w.pods];
-    for (const n of slicesOf(g)) {
-      const s = out.get(n)!;
-      while (queue.length && s.pods.length < max) s.pods.push(entryOf(queue.shift()!));
-    }
-    for (let i = 0; queue.length; i++) {
-      const n = sliceName(g, i);
-      if (out.has(n)) continue;
-      out.set(n, { ...w.sample, pods: queue.splice(0, max).map(entryOf) });
-      groupOf.set(n, g);
-    }
-  }
-  // 3. scale-down: a slice a quarter full or less goes into its group's others when they have room
-  for (const g of new Set(groupOf.values())) {
-    const names = slicesOf(g);
-    if (names.length < 2) continue;
-    const bySize = names.sort(
-      (a, b) => out.get(a)!.pods.length - out.get(b)!.pods.length || (a < b ? -1 : 1),
-    );
-    for (const small of bySize) {
-      const s = out.get(small)!;
-      if (s.pods.length > max / 4) break;
-      const others = bySize.filter((n) => n !== small && out.has(n));
-      const room = others.reduce((sum, n) => sum + max - out.get(n)!.pods.length, 0);
-      if (!others.length || room < s.pods.length) continue;
-      // the fullest first: fewer slices touched
-      others.sort((a, b) => out.get(b)!.pods.length - out.get(a)!.pods.length || (a < b ? -1 : 1));
-      for (const n of others) {
-        const o = out.get(n)!;
-        while (s.pods.length && o.pods.length < max) o.pods.push(s.pods.shift()!);
-      }
-      out.delete(small);
-    }
-  }
-  return out;
-}
 
 /** A slice object as read (informer, list): its spec checked, or why it is ignored. */
 export function addressSliceFromObject(o: {

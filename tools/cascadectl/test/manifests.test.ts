@@ -20,6 +20,7 @@ describe('cascadectl manifests', () => {
     expect(names).toEqual([
       'Namespace/cascade-system',
       'CustomResourceDefinition/effectivepolicies.cascade.dev',
+      'CustomResourceDefinition/podaddressslices.cascade.dev',
       'CustomResourceDefinition/authpolicies.cascade.dev',
       'CustomResourceDefinition/ratelimitpolicies.cascade.dev',
       'ClusterRole/cascade-view',

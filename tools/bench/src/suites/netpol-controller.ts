@@ -1,6 +1,7 @@
 // netpolicy-controller figures on the network-policy scenario (10,000 pods): what it publishes
 // (EffectivePolicy count and bytes), the time of a full computation, and the writes one event
-// causes: a pod joining or leaving an existing label set, and a pod with a new label set. Writes are
+// causes: a pod joining or leaving an existing label set, and a pod with a new label set, for the
+// EffectivePolicies, the policies' status and the PodAddressSlices the agents read. Writes are
 // counted as the controller makes them: objects whose spec or conditions differ after the event.
 import {
   NetpolEngine,
@@ -8,6 +9,7 @@ import {
   networkEffectives,
   networkPolicyConditions,
   type Pod,
+  SlicePlanner,
 } from '@cascade/netpolicy';
 import { generateNetpolCluster, ISSUE_SCALE } from '../netpol-cluster.ts';
 import { type Figure, ms } from '../report.ts';
@@ -73,6 +75,16 @@ export async function run(): Promise<Figure[]> {
   fig('full computation: policy conditions (with the exact dead-rule lint)', first.msConditions, 'ms');
 
   const pods = [...engine.pods.values()];
+  // the PodAddressSlices the agents read, through the controller's incremental planner
+  const planner = new SlicePlanner();
+  for (const p of pods) planner.update(`${p.namespace}/${p.name}`, p);
+  planner.flush();
+  fig('PodAddressSlices', planner.size, 'objects');
+  const sliceWrites = (p: Pod, gone = false) => {
+    planner.update(`${p.namespace}/${p.name}`, gone ? undefined : p);
+    return planner.flush().size;
+  };
+  const sliceChurn: number[] = [];
   // a pod joining an existing label set, then leaving it: 20 of each
   let prev = first.s;
   const churn: number[] = [];
@@ -81,6 +93,7 @@ export async function run(): Promise<Figure[]> {
     const like = pods[(i * 499) % pods.length]!;
     const p: Pod = { ...like, name: `${like.name}-twin`, ips: [`10.250.${i}.1`] };
     engine.upsertPod(p);
+    sliceChurn.push(sliceWrites(p));
     const t0 = process.hrtime.bigint();
     const next = state(engine).s;
     churnMs.push(ms(t0));
@@ -88,6 +101,7 @@ export async function run(): Promise<Figure[]> {
     churn.push(w.effective + w.status);
     prev = next;
     engine.removePod(p.namespace, p.name);
+    sliceChurn.push(sliceWrites(p, true));
     const back = state(engine).s;
     const w2 = writes(prev, back);
     churn.push(w2.effective + w2.status);
@@ -99,6 +113,7 @@ export async function run(): Promise<Figure[]> {
     'writes',
     '0',
   );
+  fig('PodAddressSlice writes per pod churn event (max of 40)', Math.max(...sliceChurn), 'writes', '1');
   fig(
     'recompute per event (EffectivePolicies and conditions, median of 20)',
     churnMs.sort((a, b) => a - b)[10]!,
@@ -106,6 +121,7 @@ export async function run(): Promise<Figure[]> {
   );
   // a pod with a label set nobody had
   const newSet: { effective: number; status: number }[] = [];
+  const newSliceSet: number[] = [];
   for (let i = 0; i < 10; i++) {
     const like = pods[(i * 997) % pods.length]!;
     const p: Pod = {
@@ -115,10 +131,12 @@ export async function run(): Promise<Figure[]> {
       ips: [`10.251.${i}.1`],
     };
     engine.upsertPod(p);
+    newSliceSet.push(sliceWrites(p));
     const next = state(engine).s;
     newSet.push(writes(prev, next));
     prev = next;
     engine.removePod(p.namespace, p.name);
+    sliceWrites(p, true);
     prev = state(engine).s;
   }
   const med = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -128,5 +146,6 @@ export async function run(): Promise<Figure[]> {
     'writes',
   );
   fig('writes per new label set: policy status (median of 10)', med(newSet.map((w) => w.status)), 'writes');
+  fig('writes per new label set: PodAddressSlices (median of 10)', med(newSliceSet), 'writes');
   return figures;
 }

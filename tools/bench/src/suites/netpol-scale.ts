@@ -1,10 +1,21 @@
 // A simulated 1,000-node cluster (100 pods per node, the netpolicy suite's policies): what one node
-// agent holds and does today, when every agent watches every Pod. Measured: the engine's memory and
-// full computation at 100,000 pods, one node's datapath state, and the work one remote pod change
-// costs an agent. Derived (marked so in the input): watch events per agent and for the API server
-// under 10 pod changes per second.
-import { datapathState, NetpolEngine, type Pod } from '@cascade/netpolicy';
+// agent holds and does when it watches every Pod, and when it watches its node's Pods and the
+// netpolicy-controller's PodAddressSlices. Measured: the engine's memory and full computation at
+// 100,000 pods, one node's datapath state, the work one remote pod change costs an agent, the slices
+// (count, bytes, planning), the informer caches of both ways, and a minute of pod churn at 10 Pod
+// watch events per second run through the controller's planner (slice writes are what every agent
+// receives). Derived figures say so in their input.
+import {
+  AddressOwners,
+  datapathState,
+  NetpolEngine,
+  type Pod,
+  planSlices,
+  SlicePlanner,
+  type SliceSpec,
+} from '@cascade/netpolicy';
 import { generateNetpolCluster, ISSUE_SCALE } from '../netpol-cluster.ts';
+import { podObject } from '../pod-object.ts';
 import { type Figure, ms, summarize } from '../report.ts';
 
 const SCALE = { ...ISSUE_SCALE, pods: 100_000, nodes: 1000 };
@@ -54,19 +65,137 @@ export async function run(): Promise<Figure[]> {
     'ms',
   );
   fig('agent today: one remote pod change (p99 of 200)', summarize(times).p99, 'ms');
-  const derived = `${INPUT}; derived: 10 pod changes/s, counting one watch event per change (a pod's life has several)`;
-  fig('agent today: Pod watch events per agent', 10 * 60, 'events/min', derived);
-  fig(
-    'agent today: Pod watch events the API server sends (1,000 agents)',
-    10 * 60 * 1000,
-    'events/min',
-    derived,
-  );
-  fig(
-    'own-node Pod watch (fieldSelector spec.nodeName): events per agent',
-    (10 * 60) / 1000,
-    'events/min',
-    derived,
-  );
+  slices(fig, [...engine.pods.values()]);
   return figures;
+}
+
+type Fig = (name: string, value: number, unit: string, input?: string) => void;
+const MiB = (b: number) => b / 1024 / 1024;
+
+/** Heap held by what `make` builds (kept alive until measured). */
+function heldMiB<T>(make: () => T): { value: T; mib: number } {
+  const base = heapMiB();
+  const value = make();
+  return { value, mib: heapMiB() - base };
+}
+
+const sliceObject = (name: string, spec: SliceSpec) => ({
+  apiVersion: 'cascade.dev/v1alpha1',
+  kind: 'PodAddressSlice',
+  metadata: {
+    name,
+    uid: '7c1d2e3f-0000-4000-8000-000000000000',
+    resourceVersion: '123456',
+    creationTimestamp: '2026-11-24T08:00:00Z',
+    labels: { 'app.kubernetes.io/managed-by': 'netpolicy-controller' },
+  },
+  spec,
+});
+
+function slices(fig: Fig, pods: Pod[]): void {
+  let t0 = process.hrtime.bigint();
+  const plan = planSlices(new Map(), pods);
+  fig('controller: PodAddressSlices planned from nothing', ms(t0), 'ms');
+  fig('PodAddressSlices', plan.size, 'objects');
+  const sizes = [...plan].map(([n, s]) => JSON.stringify(sliceObject(n, s)).length);
+  fig('PodAddressSlices: total size', MiB(sizes.reduce((a, b) => a + b, 0)), 'MiB');
+  fig('PodAddressSlices: largest', Math.max(...sizes) / 1024, 'KiB');
+  const podBytes = JSON.stringify(podObject(pods[0]!, 0)).length;
+  fig('one Pod object as served (a Deployment pod: managedFields, probes, status)', podBytes / 1024, 'KiB');
+  // informer caches: every Pod (measured on 10,000 and scaled to 100,000), or the node's and the slices
+  const sample = heldMiB(
+    () => new Map(pods.slice(0, 10_000).map((p, i) => [p.name, JSON.parse(JSON.stringify(podObject(p, i)))])),
+  );
+  const allPodsMiB = sample.mib * (pods.length / 10_000);
+  sample.value.clear();
+  fig(
+    "agent watching every Pod: informer cache of the cluster's Pod objects",
+    allPodsMiB,
+    'MiB',
+    `${INPUT}; measured on 10,000 Pod objects, scaled to 100,000`,
+  );
+  const mine = pods.filter((p) => p.node === 'node-0');
+  const sliced = heldMiB(() => ({
+    slices: new Map([...plan].map(([n, s]) => [n, JSON.parse(JSON.stringify(sliceObject(n, s)))])),
+    pods: new Map(mine.map((p, i) => [p.name, JSON.parse(JSON.stringify(podObject(p, i)))])),
+  }));
+  fig("agent with slices: informer cache (its node's 100 Pods and every slice)", sliced.mib, 'MiB');
+  sliced.value.slices.clear();
+  // a minute of churn: rolling replacements, each pod's life as its watch events (created, scheduled,
+  // address, ready; deleting, not ready, deleted), 10 events per second, one planning pass per event
+  // (no coalescing: the most writes the controller can issue), through the controller's incremental
+  // planner as the publisher drives it
+  const owners = new AddressOwners();
+  for (const p of pods) owners.claim(`${p.namespace}/${p.name}`, p);
+  const planner = new SlicePlanner();
+  planner.load(plan);
+  const events: (() => string)[] = [];
+  for (let k = 0; events.length < 600; k++) {
+    const old = pods[(k * 7919) % pods.length]!;
+    const fresh: Pod = { ...old, name: `${old.name}-r${k}`, node: `node-${(k * 31) % 1000}` };
+    const key = (p: Pod) => `${p.namespace}/${p.name}`;
+    const claim = (p: Pod, ips: string[] | undefined) => () => {
+      owners.claim(key(p), ips ? { ...p, ips } : undefined);
+      return key(p);
+    };
+    events.push(
+      claim(fresh, []), // ADDED: pending
+      claim(fresh, []), // scheduled
+      claim(fresh, [`10.250.${k >> 8}.${k & 255}`]), // address assigned, running
+      claim(fresh, [`10.250.${k >> 8}.${k & 255}`]), // ready
+      claim(old, old.ips), // deletionTimestamp set
+      claim(old, old.ips), // not ready
+      claim(old, undefined), // DELETED
+    );
+  }
+  let writes = 0;
+  const passes: number[] = [];
+  for (const e of events.slice(0, 600)) {
+    const k = e();
+    t0 = process.hrtime.bigint();
+    planner.update(k, owners.claimOf(k));
+    writes += planner.flush().size;
+    passes.push(ms(t0));
+  }
+  fig('controller: one planning pass after a pod event (median of 600)', summarize(passes).median, 'ms');
+  fig('controller: one planning pass after a pod event (p99 of 600)', summarize(passes).p99, 'ms');
+  const churn = `${INPUT}; one minute of rolling replacements at 10 Pod watch events/s (7 per replacement), a planning pass per event`;
+  fig('agent with slices: PodAddressSlice watch events per agent', writes, 'events/min', churn);
+  fig(
+    "agent with slices: its own node's Pod watch events",
+    600 / 1000,
+    'events/min',
+    `${churn}; derived: 1/1,000 of the pods`,
+  );
+  fig('agent watching every Pod: Pod watch events per agent', 600, 'events/min', churn);
+  const meanSlice = sizes.reduce((a, b) => a + b, 0) / sizes.length;
+  fig(
+    'agent with slices: watch bytes per agent',
+    (writes * meanSlice + 0.6 * podBytes) / 1024,
+    'KiB/min',
+    `${churn}; derived: mean slice size`,
+  );
+  fig(
+    'agent watching every Pod: watch bytes per agent',
+    (600 * podBytes) / 1024,
+    'KiB/min',
+    `${churn}; derived: one Pod object per event`,
+  );
+  fig(
+    'API server with slices: watch events sent (1,000 agents + the controller)',
+    writes * 1000 + 600 + 600,
+    'events/min',
+    `${churn}; derived`,
+  );
+  fig(
+    'API server, every agent watching every Pod: watch events sent',
+    600 * 1000,
+    'events/min',
+    `${churn}; derived`,
+  );
+  fig(
+    'API server objects for pod addresses: Pods + PodAddressSlices',
+    pods.length + plan.size + 1,
+    'objects',
+  );
 }
