@@ -1,7 +1,8 @@
 // An agent that does not watch every Pod (--pod-source=slices) end to end: a real kube-apiserver, the
 // netpolicy-controller publishing PodAddressSlices, the agent of node n1 watching its own node's Pods
 // and the slices, each component as its ServiceAccount with exactly the chart's RBAC, and the real BPF
-// program judging packets from a pod on another node, which the agent knows only from a slice.
+// program judging packets from a pod on another node, which the agent knows only from a slice (after
+// watching every Pod while no slices were published).
 import { FixedInterface, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled, kernelVerdict } from '@cascade/bpf-datapath/testing';
 import { controllerBinding, effectivePolicyCrd, KubeClient } from '@cascade/core';
@@ -117,10 +118,12 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       await env?.stop();
     });
 
-    it('touches nothing before the controller has published a complete set, then syncs', async () => {
-      await new Promise((r) => setTimeout(r, 1000));
-      expect(agent.ready).toBe(false);
-      expect(agent.syncs.get()).toBe(0);
+    it('watches every Pod until the controller has published its slices, then only its own and the slices', async () => {
+      // no controller yet (a new install): the agent enforces from every Pod, so no pod waits on it
+      await waitFor('agent ready', async () => (agent.ready ? true : undefined));
+      expect(agent.bootstrapping).toBe(true);
+      await becomes('client from the Pod API', CLIENT, 80, 'allow');
+      expect(agent.slices.size).toBe(0);
       controller = new NetpolController({
         client: kubeconfig(controllerKc),
         identity: 'c1',
@@ -129,8 +132,10 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
         log: () => {},
       });
       await controller.start();
-      await waitFor('agent ready', async () => (agent.ready ? true : undefined));
-      expect(agent.slices.published).toBe(true);
+      await waitFor('the marker', async () => (agent.slices.published ? true : undefined));
+      expect(agent.bootstrapping).toBe(false);
+      expect(agent.slices.size).toBe(1);
+      expect(await verdict(CLIENT, 80)).toBe('allow'); // the same verdict across the switch
     });
 
     it('judges a pod of another node it knows only from a slice (named port resolved on its own pod)', async () => {

@@ -8,7 +8,8 @@
 // everything: default deny for unknown endpoints). Only running pods with their own network own pod
 // addresses; two live owners of one address: the newest wins, reported (log, metric). A rule set
 // that does not fit is refused by the datapath (last good kept; a new endpoint fails closed) and
-// reported here (log, metrics).
+// reported here (log, metrics). With podSource 'slices' other nodes' pods come from the
+// netpolicy-controller's PodAddressSlices (every Pod is watched only until they are published).
 import type { Server } from 'node:http';
 import {
   type COUNTERS,
@@ -102,6 +103,7 @@ export class NetpolAgent {
   private readonly owners = new AddressOwners();
   /** Other nodes' pods from the PodAddressSlices (podSource 'slices'). */
   readonly slices: SliceIndex;
+  private readonly podSource?: { node: string; slices: SliceIndex; bootstrap?: Informer };
   /** Services and EndpointSlices: the frontends translated to their backends in the datapath. */
   readonly services = new ServiceCatalog();
   /** Denied (and audited) flows from the kernel, named: GET /flows, and one JSON log line each. */
@@ -132,12 +134,12 @@ export class NetpolAgent {
   );
   private server?: Server;
   private started = false;
-  private waitingLogged = false;
   private lastProblems = '';
 
   constructor(opts: AgentOptions) {
     this.opts = opts;
     this.slices = new SliceIndex(opts.node);
+    if (opts.podSource === 'slices') this.podSource = { node: opts.node, slices: this.slices };
     this.log = opts.log ?? jsonLogger('cascade-netpol-agent');
     this.interfaces =
       opts.interfaces ?? new KernelInterfaces({ recordDir: opts.cniRecordDir ?? '/run/cascade/cni' });
@@ -156,7 +158,7 @@ export class NetpolAgent {
         log: this.log,
         changed: () => this.queue.add('sync'),
         ownersChanged: () => this.reportConflicts(),
-        ...(opts.podSource === 'slices' ? { podSource: { node: opts.node, slices: this.slices } } : {}),
+        ...(this.podSource ? { podSource: this.podSource } : {}),
       }),
     );
     this.metrics.gauge(
@@ -195,20 +197,9 @@ export class NetpolAgent {
     return this.started && this.informers.every((i) => i.synced) && this.lastReport !== undefined;
   }
 
-  /** With podSource 'slices': the controller has published a complete set (else nothing is synced). */
-  private get slicesComplete(): boolean {
-    if (this.opts.podSource !== 'slices' || this.slices.published) return true;
-    if (!this.waitingLogged) {
-      this.waitingLogged = true;
-      this.log(
-        'warn',
-        'waiting for the netpolicy-controller to publish PodAddressSlices; the datapath keeps its current state',
-        {
-          marker: `PodAddressSlice/${SLICES_PUBLISHED}`,
-        },
-      );
-    }
-    return false;
+  /** With podSource 'slices': every Pod is watched until the controller has published its slices. */
+  get bootstrapping(): boolean {
+    return !this.slices.published && this.podSource?.bootstrap?.synced === true;
   }
 
   async start(): Promise<void> {
@@ -255,6 +246,18 @@ export class NetpolAgent {
     this.flowTimer = setInterval(() => void this.drainFlows(), 1000);
     this.flowTimer.unref();
     await synced;
+    // Slices but no marker yet (a new install, the controller not leading yet): every Pod is watched
+    // until the controller's slices are complete, so this node enforces with every pod known (its
+    // pods' CNI attachment fails closed until then, the controller's own pods included).
+    const bootstrap = this.podSource?.bootstrap;
+    if (bootstrap && !this.slices.published) {
+      this.log('info', 'no PodAddressSlices published yet: watching every Pod until they are', {
+        marker: `PodAddressSlice/${SLICES_PUBLISHED}`,
+      });
+      bootstrap.start();
+      // until it has listed, or the marker came meanwhile (then it was stopped, unlisted)
+      while (!bootstrap.synced && !this.slices.published) await new Promise((r) => setTimeout(r, 50));
+    }
     this.started = true;
     this.queue.add('sync');
     this.log('info', 'caches synced', { node: this.opts.node });
@@ -264,6 +267,7 @@ export class NetpolAgent {
     clearInterval(this.housekeepingTimer);
     clearInterval(this.flowTimer);
     for (const i of this.informers) i.stop();
+    this.podSource?.bootstrap?.stop();
     this.queue.stop();
     await this.queue.drain();
     await new Promise((r) => (this.server ? this.server.close(r) : r(undefined)));
@@ -301,7 +305,7 @@ export class NetpolAgent {
   }
 
   private async sync(): Promise<void> {
-    if (!this.started || !this.slicesComplete) return;
+    if (!this.started) return;
     const t0 = process.hrtime.bigint();
     this.engine.flush();
     const budget = this.opts.namespaceEntryBudget ?? DEFAULT_NAMESPACE_ENTRY_BUDGET;
