@@ -170,6 +170,16 @@ const rows: [string, Panel[]][] = [
         ],
         description: 'Endpoints held at deny-all, policies refused for size, addresses claimed by two pods.',
       },
+      {
+        title: 'PodAddressSlices',
+        expr: [
+          'max(cascade_netpol_pod_address_slices)',
+          'sum(rate(cascade_netpol_slice_writes_total[5m]))',
+          'sum by (instance) (cascade_agent_slice_pods)',
+        ],
+        description:
+          "Slices the netpolicy-controller publishes, its slice writes, and the other nodes' pods each agent knows from them.",
+      },
     ],
   ],
 ];

@@ -469,6 +469,23 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
     ).status.conditions;
     expect(conds.find((c) => c.type === 'Accepted')?.status).toBe('True');
     expect(conds.find((c) => c.type === 'Selecting')?.status).toBe('True');
+    // the agents read other nodes' pods from the PodAddressSlices (the chart's default with the
+    // controller): the marker is out, and shop's pods are there with their node and addresses
+    const slices = kubectlJson<{
+      items: {
+        metadata: { name: string };
+        spec: { namespace: string; pods: { node?: string; ips: string[] }[] };
+      }[];
+    }>('get', 'podaddressslices').items;
+    expect(slices.map((x) => x.metadata.name)).toContain('pas-published');
+    const shop = slices.filter((x) => x.spec.namespace === 'shop').flatMap((x) => x.spec.pods);
+    expect(shop.length).toBeGreaterThan(0);
+    for (const p of shop) expect(p).toMatchObject({ node: expect.any(String), ips: [expect.any(String)] });
+    const agent = kubectlJson<{
+      spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
+    }>('get', 'daemonset', 'netpolicy-agent', '-n', NS);
+    const env = agent.spec.template.spec.containers[0]!.env;
+    expect(env.find((e) => e.name === 'CASCADE_POD_SOURCE')?.value).toBe('slices');
   }, 120_000);
 
   it('Services and DNS under an egress policy: a pod reaches exactly the Services (ClusterIP, NodePort) and DNS its policy allows', async () => {
