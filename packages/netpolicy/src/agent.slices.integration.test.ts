@@ -40,20 +40,8 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
         await dp.dp.clearConntrack();
         return (await verdict(src, dport)) === want ? true : undefined;
       });
-    const pod = async (ns: string, name: string, node: string, ip: string, ports: unknown[] = []) => {
-      const r = await env.call('POST', `/api/v1/namespaces/${ns}/pods`, {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name, namespace: ns, labels: { app: name } },
-        spec: { nodeName: node, containers: [{ name: 'c', image: 'example/c', ports }] },
-      });
-      expect(r.status).toBe(201);
-      const s = await env.call('PUT', `/api/v1/namespaces/${ns}/pods/${name}/status`, {
-        ...(r.body as object),
-        status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
-      });
-      expect(s.status).toBe(200);
-    };
+    const pod = (ns: string, name: string, node: string, ip: string, ports: unknown[] = []) =>
+      env.runningPod(ns, name, { node, ip, ports });
     const kubeconfig = (path: string) => {
       const kc = new KubeConfig();
       kc.loadFromFile(path);

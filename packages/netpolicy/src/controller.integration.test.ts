@@ -57,24 +57,13 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
       .map((x) => x.spec);
   const list = async (ns: string) => ((await env.call('GET', EP(ns))).body as { items: Ep[] }).items;
   let ip = 10;
-  const pod = async (ns: string, name: string, labels: Record<string, string>) => {
-    const r = await env.call('POST', `/api/v1/namespaces/${ns}/pods`, {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name, namespace: ns, labels },
-      spec: {
-        nodeName: 'n1',
-        containers: [{ name: 'c', image: 'example/c', ports: [{ name: 'http', containerPort: 80 }] }],
-      },
+  const pod = (ns: string, name: string, labels: Record<string, string>) =>
+    env.runningPod(ns, name, {
+      node: 'n1',
+      ip: `10.70.0.${ip++}`,
+      labels,
+      ports: [{ name: 'http', containerPort: 80 }],
     });
-    expect(r.status).toBe(201);
-    const a = `10.70.0.${ip++}`;
-    const s = await env.call('PUT', `/api/v1/namespaces/${ns}/pods/${name}/status`, {
-      ...(r.body as object),
-      status: { phase: 'Running', podIP: a, podIPs: [{ ip: a }] },
-    });
-    expect(s.status).toBe(200);
-  };
   const anp = (name: string, priority: number, subjectNs: Record<string, string>, rules: unknown[]) =>
     env.call('POST', ANP, {
       apiVersion: 'policy.networking.k8s.io/v1alpha1',

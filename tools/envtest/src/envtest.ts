@@ -294,6 +294,30 @@ export class Envtest {
   }
 
   /**
+   * A Pod as a kubelet would leave it running (envtest has no kubelet): created on `node`, then its
+   * status set to Running with `ip`. Fails the caller on any refusal.
+   */
+  async runningPod(
+    namespace: string,
+    name: string,
+    o: { node: string; ip: string; labels?: Record<string, string>; ports?: unknown[] },
+  ): Promise<void> {
+    const r = await this.call('POST', `/api/v1/namespaces/${namespace}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace, labels: o.labels ?? { app: name } },
+      spec: { nodeName: o.node, containers: [{ name: 'c', image: 'example/c', ports: o.ports ?? [] }] },
+    });
+    if (r.status !== 201)
+      throw new Error(`pod ${namespace}/${name}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+    const s = await this.call('PUT', `/api/v1/namespaces/${namespace}/pods/${name}/status`, {
+      ...(r.body as object),
+      status: { phase: 'Running', podIP: o.ip, podIPs: [{ ip: o.ip }] },
+    });
+    if (s.status !== 200) throw new Error(`pod ${namespace}/${name} status: ${s.status}`);
+  }
+
+  /**
    * A ServiceAccount with exactly these RBAC objects (ClusterRoles, ClusterRoleBindings, Roles,
    * RoleBindings; its namespace is created when missing), and the path of a kubeconfig that acts as
    * it, once the authorizer has the bindings (checked with `probe`, a path the account may GET). A
