@@ -1,12 +1,14 @@
 // `<Kind>Affected` conditions on the Gateways and routes policies target: merged into their status
 // without touching other writers' conditions (Gateways: server-side apply of our one condition;
 // routes: read-modify-write of our entry in status.parents, with optimistic concurrency).
+import type { PolicyKind } from '../kind.ts';
 import type { PolicyEngine } from '../merge/engine.ts';
 import { affectedCondition } from '../status/conditions.ts';
 import { gatewayKey, ruleName } from '../topology/types.ts';
 import { ApiError, type KubeClient, type KubeObject } from './client.ts';
 import type { Informer } from './informer.ts';
 import type { Metrics } from './metrics.ts';
+import type { PublishFailure, PublishLedger } from './publish.ts';
 import {
   mergeCondition,
   mergeRouteAffected,
@@ -25,17 +27,57 @@ const sameStatusCondition = (a: StatusCondition, b: StatusCondition) =>
 export interface AffectedDeps {
   engine: PolicyEngine;
   client: KubeClient;
+  kind: PolicyKind;
   /** The controller's field manager name. */
   name: string;
   informers: readonly Informer[];
+  ledger: PublishLedger;
   writes: ReturnType<Metrics['counter']>;
   skipped: ReturnType<Metrics['counter']>;
+  writeConcurrency: number;
 }
 
 export class AffectedWriter {
   private readonly deps: AffectedDeps;
+  /** Policy id -> the object keys (without section) it targeted when last published. */
+  private readonly policyTargets = new Map<string, string[]>();
   constructor(deps: AffectedDeps) {
     this.deps = deps;
+  }
+
+  /**
+   * `<Kind>Affected` on the Gateways and routes that the `ids` policies target or targeted (all
+   * targets when undefined): merged into their status without touching other writers' conditions;
+   * removed where no policy of the kind is attached any more. Returns the targets whose write failed.
+   */
+  async publish(ids: string[] | undefined): Promise<{ item: string; failure: PublishFailure }[]> {
+    const { engine, kind: k } = this.deps;
+    const targets = new Set<string>();
+    const base = (key: string) => key.split('#')[0]!;
+    const list = ids ?? [...new Set([...engine.policyIds(), ...this.policyTargets.keys()])];
+    for (const id of list) {
+      if (!id.startsWith(`${k.kind}:`)) continue;
+      for (const t of this.policyTargets.get(id) ?? []) targets.add(t);
+      const direct = (engine.policy(id)?.policy?.targets ?? []).map((t) => base(t.key));
+      // routes below a gateway (or listener, or class) target inherit its policy: they are targets too
+      const now = [...new Set(direct)];
+      for (const t of direct)
+        if (!/^(HTTPRoute|GRPCRoute):/.test(t)) for (const r of engine.topology.routesThrough(t)) now.push(r);
+      if (now.length) this.policyTargets.set(id, [...new Set(now)]);
+      else this.policyTargets.delete(id);
+      for (const t of now) targets.add(t);
+    }
+    const type = `${k.kind}Affected`;
+    const nowTime = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const what = (key: string) => ({ object: `${type} on ${key}`, policies: () => [] });
+    return this.deps.ledger.each(targets, this.deps.writeConcurrency, what, async (key) => {
+      const colon = key.indexOf(':');
+      const kind = key.slice(0, colon);
+      const [ns, name] = key.slice(colon + 1).split('/') as [string, string];
+      if (kind === 'Gateway') await this.gateway(key, ns, name, type, nowTime);
+      else if (kind === 'HTTPRoute' || kind === 'GRPCRoute')
+        await this.route(key, kind, ns, name, type, nowTime);
+    });
   }
 
   private conditionFor(
@@ -52,7 +94,7 @@ export class AffectedWriter {
     return { ...cond, observedGeneration: generation ?? 0 };
   }
 
-  async gateway(key: string, ns: string, name: string, type: string, now: string): Promise<void> {
+  private async gateway(key: string, ns: string, name: string, type: string, now: string): Promise<void> {
     const informer = this.deps.informers.find((i) => i.path.endsWith('/gateways'))!;
     const live = informer.cache.get(`${ns}/${name}`);
     if (!live) return;
@@ -82,7 +124,14 @@ export class AffectedWriter {
     this.deps.writes.inc();
   }
 
-  async route(key: string, kind: string, ns: string, name: string, type: string, now: string): Promise<void> {
+  private async route(
+    key: string,
+    kind: string,
+    ns: string,
+    name: string,
+    type: string,
+    now: string,
+  ): Promise<void> {
     const plural = kind === 'HTTPRoute' ? 'httproutes' : 'grpcroutes';
     const informer = this.deps.informers.find((i) => i.path.endsWith(`/${plural}`))!;
     let live = informer.cache.get(`${ns}/${name}`);

@@ -13,23 +13,23 @@
 import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import { SpanStatusCode } from '@opentelemetry/api';
-import { isEqual } from 'lodash-es';
 import { EFFECTIVE_GROUP, MANAGED_BY } from '../effective/effective-policy.ts';
 import type { PolicyKind } from '../kind.ts';
 import { PolicyEngine } from '../merge/engine.ts';
-import { type Condition, policyConditions } from '../status/conditions.ts';
-import { convertTopology } from '../topology/from-k8s.ts';
 import { routeKey } from '../topology/types.ts';
 import { AffectedWriter } from './affected.ts';
-import type { KubeClient, KubeObject } from './client.ts';
+import type { KubeClient } from './client.ts';
+import { leaderMetrics, policiesByCondition } from './controller-metrics.ts';
 import { EffectivePublisher } from './effective-writer.ts';
 import { postWarningEvent } from './events.ts';
-import { Informer, type InformerEvent, startInformers } from './informer.ts';
+import { Informer, startInformers } from './informer.ts';
 import { LeaderElector } from './leader.ts';
 import { type BindAddress, jsonLogger, type Logger, Metrics } from './metrics.ts';
-import { type PublishFailure, PublishLedger, withConsumerReadiness, withPublishFailures } from './publish.ts';
+import { PolicyStatusWriter } from './policy-status.ts';
+import { type PublishFailure, PublishLedger } from './publish.ts';
 import { WorkQueue } from './queue.ts';
-import { RenderedPublisher } from './rendered.ts';
+import { RenderedPublisher, type RenderInformer, renderInformers } from './rendered.ts';
+import { TOPOLOGY_RESOURCES, TopologyFeed } from './topology-feed.ts';
 import { tracer } from './tracing.ts';
 
 export interface ControllerOptions {
@@ -54,25 +54,6 @@ export interface ControllerOptions {
   /** Settings for the kind (e.g. limitadorNamespace): see RenderedResource.namespaceSetting. */
   settings?: Readonly<Record<string, string>>;
 }
-
-/** Runs `f` over `items` with at most `n` in flight; the first failure stops new work and is thrown. */
-export async function eachLimit<T>(items: Iterable<T>, n: number, f: (x: T) => Promise<void>): Promise<void> {
-  const it = items[Symbol.iterator]();
-  let failed: { e: unknown } | undefined;
-  const worker = async () => {
-    for (let next = it.next(); !next.done && !failed; next = it.next()) {
-      try {
-        await f(next.value);
-      } catch (e) {
-        failed ??= { e };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, n) }, worker));
-  if (failed) throw failed.e;
-}
-
-const GW = '/apis/gateway.networking.k8s.io/v1';
 
 /** A lane's pending work for this pass, emptied (undefined for a full pass: everything is looked at). */
 function take<T>(pending: Set<T>, full: boolean): T[] | undefined {
@@ -129,23 +110,12 @@ export class PolicyController {
   private readonly pendingRendered = new Set<string>();
   private readonly grants: Informer;
   /** apiVersion/kind -> informer of the rendered objects we manage of that resource. */
-  private readonly renderInformers = new Map<
-    string,
-    {
-      informer: Informer;
-      base: string;
-      plural: string;
-      ready?: (live: { status?: unknown }) => boolean | undefined;
-    }
-  >();
-  /** Policy id -> the object keys (without section) it targeted when last reconciled. */
-  private readonly policyTargets = new Map<string, string[]>();
-  /** Topology object -> uid|generation|labels last applied to the engine. */
-  private readonly topologySeen = new Map<string, string>();
+  private readonly renderInformers: Map<string, RenderInformer>;
   readonly reconcileStats = { full: 0, incremental: 0, lastRoutes: 0, lastPolicies: 0 };
   private readonly affected: AffectedWriter;
   private readonly renderer: RenderedPublisher;
   private readonly effectivePublisher: EffectivePublisher;
+  private readonly status: PolicyStatusWriter;
   /** Objects whose last write failed, with the policies they carry (their status says so). */
   readonly ledger = new PublishLedger(this.metrics);
   private get writeConcurrency(): number {
@@ -164,51 +134,23 @@ export class PolicyController {
       this.log('warn', 'reconcile failed, retrying', { error: String(e) });
     };
     const c = opts.client;
-    const topo = (type: InformerEvent, o: KubeObject, kind: string) => {
-      // Status-only updates (ours: <Kind>Affected; the gateway's own) change neither the spec
-      // (generation) nor labels nor uid: nothing to recompute.
-      const id = `${kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-      const sig = `${o.metadata.uid}|${o.metadata.generation ?? ''}|${JSON.stringify(o.metadata.labels ?? {})}`;
-      if (type === 'DELETED') this.topologySeen.delete(id);
-      else if (this.topologySeen.get(id) === sig) return;
-      else this.topologySeen.set(id, sig);
-      const m = { kind, metadata: o.metadata, spec: o.spec };
-      const conv = convertTopology(m);
-      if (type === 'DELETED') {
-        if (kind === 'Gateway') this.engine.removeGateway(o.metadata.namespace ?? 'default', o.metadata.name);
-        else if (kind === 'GatewayClass') this.engine.removeGatewayClass(o.metadata.name);
-        else if (kind === 'HTTPRoute' || kind === 'GRPCRoute')
-          this.engine.removeRoute(kind, o.metadata.namespace ?? 'default', o.metadata.name);
-      } else if (conv && !('error' in conv)) {
-        if (conv.kind === 'Gateway') this.engine.upsertGateway(conv.value);
-        else if (conv.kind === 'GatewayClass') this.engine.upsertGatewayClass(conv.value);
-        else if (conv.kind === 'Route') this.engine.upsertRoute(conv.value);
-        else this.engine.upsertNamespace(conv.value);
-      } else if (conv)
-        this.log('warn', 'ignoring invalid object', {
-          kind,
-          name: o.metadata.name,
-          error: (conv as { error: string }).error,
-        });
-      // A route event always re-checks its EffectivePolicy (a new uid must reach the owner reference)
-      // and the rendering of its gateways (hostnames); a gateway event its rendering.
-      if (kind === 'HTTPRoute' || kind === 'GRPCRoute') {
-        const rk = routeKey(kind, o.metadata.namespace ?? 'default', o.metadata.name);
-        this.pendingRoutes.add(rk);
-        for (const pk of this.engine.topology.routePathKeys(rk)) this.pendingGateways.add(gatewayOfPath(pk));
-      } else if (kind === 'Gateway')
-        this.pendingGateways.add(`${o.metadata.namespace ?? 'default'}/${o.metadata.name}`);
-      this.queue.add('sync');
-    };
-    for (const [path, kind] of [
-      [`${GW}/gatewayclasses`, 'GatewayClass'],
-      [`${GW}/gateways`, 'Gateway'],
-      [`${GW}/httproutes`, 'HTTPRoute'],
-      [`${GW}/grpcroutes`, 'GRPCRoute'],
-      ['/api/v1/namespaces', 'Namespace'],
-    ] as const) {
-      this.informers.push(new Informer(c, path, (t, o) => topo(t, o, kind)));
-    }
+    const feed = new TopologyFeed(this.engine, this.log);
+    for (const [path, kind] of TOPOLOGY_RESOURCES)
+      this.informers.push(
+        new Informer(c, path, (type, o) => {
+          if (!feed.apply(type, o, kind)) return;
+          // A route event always re-checks its EffectivePolicy (a new uid must reach the owner
+          // reference) and the rendering of its gateways (hostnames); a gateway event its rendering.
+          if (kind === 'HTTPRoute' || kind === 'GRPCRoute') {
+            const rk = routeKey(kind, o.metadata.namespace ?? 'default', o.metadata.name);
+            this.pendingRoutes.add(rk);
+            for (const pk of this.engine.topology.routePathKeys(rk))
+              this.pendingGateways.add(gatewayOfPath(pk));
+          } else if (kind === 'Gateway')
+            this.pendingGateways.add(`${o.metadata.namespace ?? 'default'}/${o.metadata.name}`);
+          this.queue.add('sync');
+        }),
+      );
     const k = opts.kind;
     this.policies = new Informer(c, `/apis/${k.group}/${k.version}/${k.plural}`, (type, o) => {
       if (type === 'DELETED')
@@ -237,29 +179,11 @@ export class PolicyController {
       true,
     );
     this.informers.push(this.grants);
-    for (const r of opts.kind.renders ?? []) {
-      const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
-      const apiVersion = r.group === '' ? r.version : `${r.group}/${r.version}`;
-      // confined to one namespace by a setting: listed and watched there only (a Role there suffices)
-      const confined = r.namespaceSetting ? opts.settings?.[r.namespaceSetting] : undefined;
-      const informer = new Informer(
-        c,
-        `${base}/${confined ? `namespaces/${confined}/` : ''}${r.plural}?labelSelector=${encodeURIComponent(`${MANAGED_BY}=${opts.name}`)}`,
-        (_t, o) => {
-          this.pendingRendered.add(`${apiVersion}/${r.kind}/${o.metadata.namespace}/${o.metadata.name}`);
-          this.queue.add('sync');
-        },
-        undefined,
-        true,
-      );
-      this.renderInformers.set(`${apiVersion}/${r.kind}`, {
-        informer,
-        base,
-        plural: r.plural,
-        ...(r.ready ? { ready: r.ready } : {}),
-      });
-      this.informers.push(informer);
-    }
+    this.renderInformers = renderInformers(c, opts.kind, opts.name, opts.settings ?? {}, (key) => {
+      this.pendingRendered.add(key);
+      this.queue.add('sync');
+    });
+    for (const { informer } of this.renderInformers.values()) this.informers.push(informer);
     this.effective = new Informer(
       c,
       `/apis/${EFFECTIVE_GROUP}/v1alpha1/effectivepolicies?labelSelector=${encodeURIComponent(`${MANAGED_BY}=${opts.name}`)}`,
@@ -284,70 +208,37 @@ export class PolicyController {
       for (const id of policies) this.pendingPolicies.add(id);
       if (policies.length) this.queue.add('sync');
     };
-    this.effectivePublisher = new EffectivePublisher({
+    // what every writer of the controller shares
+    const common = {
       engine: this.engine,
       client: c,
       kind: opts.kind,
       name: opts.name,
-      effective: this.effective,
       ledger: this.ledger,
       writes: this.writes,
       skipped: this.skipped,
       writeConcurrency: this.writeConcurrency,
-      uidOf: (path, ns, name) => this.uidOf(path, ns, name),
-    });
+    };
+    const uidOf = (path: string, ns: string, name: string) => this.uidOf(path, ns, name);
+    this.effectivePublisher = new EffectivePublisher({ ...common, effective: this.effective, uidOf });
     this.renderer = new RenderedPublisher({
-      engine: this.engine,
-      client: c,
-      kind: opts.kind,
-      name: opts.name,
+      ...common,
       renderInformers: this.renderInformers,
       grants: this.grants,
-      ledger: this.ledger,
-      writes: this.writes,
-      skipped: this.skipped,
       log: this.log,
-      writeConcurrency: this.writeConcurrency,
-      uidOf: (path, ns, name) => this.uidOf(path, ns, name),
+      uidOf,
       settings: opts.settings ?? {},
     });
     this.renderer.onStatusMoved = (policies) => {
       for (const id of policies) this.pendingPolicies.add(id);
       this.queue.add('sync');
     };
-    this.affected = new AffectedWriter({
-      engine: this.engine,
-      client: c,
-      name: opts.name,
-      informers: this.informers,
-      writes: this.writes,
-      skipped: this.skipped,
-    });
+    this.affected = new AffectedWriter({ ...common, informers: this.informers });
+    this.status = new PolicyStatusWriter({ ...common, policies: this.policies, renderer: this.renderer });
     this.metrics.gauge('cascade_queue_depth', 'Keys waiting for a reconcile', () => this.queue.depth);
     this.metrics.processMetrics();
-    // policies by condition, as alerts want them: cascade_policies{kind,condition,status,reason}
-    this.metrics.family(
-      'cascade_policies',
-      'Policies of the kind by status condition',
-      ['kind', 'condition', 'status', 'reason'],
-      () => {
-        const counts = new Map<string, [Record<string, string>, number]>();
-        for (const o of this.policies.cache.values())
-          for (const cnd of (o.status as { conditions?: Condition[] } | undefined)?.conditions ?? []) {
-            const labels = {
-              kind: opts.kind.kind,
-              condition: cnd.type,
-              status: cnd.status,
-              reason: cnd.reason,
-            };
-            const k = JSON.stringify(labels);
-            const v = counts.get(k);
-            if (v) v[1]++;
-            else counts.set(k, [labels, 1]);
-          }
-        return [...counts.values()];
-      },
-    );
+    // policies by condition, as alerts want them
+    policiesByCondition(this.metrics, opts.kind.kind, this.policies);
     const watchErrors = this.metrics.counter(
       'cascade_watch_errors_total',
       'List and watch errors (the informer retries with backoff)',
@@ -368,20 +259,8 @@ export class PolicyController {
         this.queue.add('downstream');
       };
     }
-    const leaseErrors = this.metrics.counter('cascade_lease_errors_total', 'Lease acquire/renew errors');
-    const transitions = this.metrics.counter(
-      'cascade_leader_transitions_total',
-      'Times this replica became or stopped being the leader',
-    );
-    this.metrics.gauge('cascade_leader', '1 while this replica holds the lease', () =>
-      this.elector?.leader ? 1 : 0,
-    );
-    // client-go's name for the same, which leader-election alerts use
-    this.metrics.family(
-      'leader_election_master_status',
-      '1 while this replica is the leader of the lease',
-      ['name'],
-      () => [[{ name: `${opts.name}-leader` }, this.elector?.leader ? 1 : 0]],
+    const { leaseErrors, transitions } = leaderMetrics(this.metrics, `${opts.name}-leader`, () =>
+      Boolean(this.elector?.leader),
     );
     this.elector = new LeaderElector(
       c,
@@ -617,43 +496,11 @@ export class PolicyController {
     ).catch(() => undefined);
   }
 
-  /**
-   * `<Kind>Affected` on the Gateways and routes that the `ids` policies target or targeted (all
-   * targets when undefined): merged into their status without touching other writers' conditions;
-   * removed where no policy of the kind is attached any more.
-   */
+  /** `<Kind>Affected` on the targets of the `ids` policies (all when undefined); failures retried. */
   private async publishAffected(ids: string[] | undefined): Promise<void> {
-    const k = this.opts.kind;
-    const targets = new Set<string>();
-    const base = (key: string) => key.split('#')[0]!;
-    const list = ids ?? [...new Set([...this.engine.policyIds(), ...this.policyTargets.keys()])];
-    for (const id of list) {
-      if (!id.startsWith(`${k.kind}:`)) continue;
-      for (const t of this.policyTargets.get(id) ?? []) targets.add(t);
-      const direct = (this.engine.policy(id)?.policy?.targets ?? []).map((t) => base(t.key));
-      // routes below a gateway (or listener, or class) target inherit its policy: they are targets too
-      const now = [...new Set(direct)];
-      for (const t of direct)
-        if (!/^(HTTPRoute|GRPCRoute):/.test(t))
-          for (const r of this.engine.topology.routesThrough(t)) now.push(r);
-      if (now.length) this.policyTargets.set(id, [...new Set(now)]);
-      else this.policyTargets.delete(id);
-      for (const t of now) targets.add(t);
-    }
-    const type = `${k.kind}Affected`;
-    const nowTime = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    const what = (key: string) => ({ object: `${type} on ${key}`, policies: () => [] });
-    const failed = await this.ledger.each(targets, this.writeConcurrency, what, async (key) => {
-      const colon = key.indexOf(':');
-      const kind = key.slice(0, colon);
-      const [ns, name] = key.slice(colon + 1).split('/') as [string, string];
-      if (kind === 'Gateway') await this.affected.gateway(key, ns, name, type, nowTime);
-      else if (kind === 'HTTPRoute' || kind === 'GRPCRoute')
-        await this.affected.route(key, kind, ns, name, type, nowTime);
-    });
-    // the targets' policies are checked again (their other targets compare equal: no write)
     this.retry(
-      failed,
+      await this.affected.publish(ids),
+      // the targets' policies are checked again (their other targets compare equal: no write)
       (key) => {
         for (const id of this.engine.attachedAt(key)) this.pendingAffected.add(id);
       },
@@ -661,58 +508,10 @@ export class PolicyController {
     );
   }
 
-  /** Status of `ids` (policy ids; all when undefined), written only where the conditions differ. */
+  /** Status of `ids` (policy ids; all when undefined), written where it differs; failures retried. */
   private async publishStatus(ids: string[] | undefined): Promise<void> {
-    const k = this.opts.kind;
-    const keys =
-      ids === undefined
-        ? [...this.policies.cache.keys()]
-        : ids.filter((id) => id.startsWith(`${k.kind}:`)).map((id) => id.slice(k.kind.length + 1));
-    const what = (key: string) => ({ object: `${k.kind} ${key} status`, policies: () => [] });
-    const failed = await this.ledger.each(keys, this.writeConcurrency, what, async (key) => {
-      const live = this.policies.cache.get(key);
-      if (!live) return; // deleted meanwhile: nothing to write
-      const [ns, name] = key.split('/') as [string, string];
-      const id = `${k.kind}:${ns}/${name}`;
-      const liveConds =
-        (live.status as { conditions?: (Condition & { lastTransitionTime?: string })[] } | undefined)
-          ?.conditions ?? [];
-      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-      const conds = withConsumerReadiness(
-        withPublishFailures(policyConditions(this.engine, id), [
-          ...this.renderer.refusalsFor(id),
-          ...this.ledger.forPolicy(id),
-        ]),
-        this.renderer.waitingFor(id),
-      ).map((cnd) => {
-        const prev = liveConds.find((x) => x.type === cnd.type);
-        const same = prev && prev.status === cnd.status && prev.reason === cnd.reason;
-        return {
-          ...cnd,
-          observedGeneration: live.metadata.generation ?? 0,
-          lastTransitionTime: same && prev.lastTransitionTime ? prev.lastTransitionTime : now,
-        };
-      });
-      const strip = (cs: unknown[]) =>
-        (cs as Record<string, unknown>[]).map(({ lastTransitionTime: _t, ...rest }) => rest);
-      if (isEqual(strip(liveConds), strip(conds))) {
-        this.skipped.inc();
-        return;
-      }
-      const applied = await this.opts.client.apply(
-        `/apis/${k.group}/${k.version}/namespaces/${ns}/${k.plural}/${name}/status`,
-        {
-          apiVersion: `${k.group}/${k.version}`,
-          kind: k.kind,
-          metadata: { name, namespace: ns },
-          status: { conditions: conds },
-        },
-        this.opts.name,
-      );
-      this.policies.cache.set(key, applied);
-      this.writes.inc();
-    });
-    this.retry(failed, (key) => this.pendingPolicies.add(`${k.kind}:${key}`), 'sync');
+    const k = this.opts.kind.kind;
+    this.retry(await this.status.publish(ids), (key) => this.pendingPolicies.add(`${k}:${key}`), 'sync');
   }
 }
 

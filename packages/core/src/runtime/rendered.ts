@@ -4,6 +4,7 @@
 // serve (e.g. the AuthConfig CRD is not installed) are skipped and logged once. Each object is
 // written on its own (see publish.ts): a failure names the policies the gateway's objects carry.
 import { isEqual } from 'lodash-es';
+import { MANAGED_BY } from '../effective/effective-policy.ts';
 import { renderGateway } from '../effective/render.ts';
 import {
   type PolicyKind,
@@ -15,9 +16,51 @@ import type { PolicyEngine } from '../merge/engine.ts';
 import { referenceGrantFromObject } from '../topology/from-k8s.ts';
 import { gatewayKey } from '../topology/types.ts';
 import type { KubeClient, KubeObject } from './client.ts';
-import type { Informer } from './informer.ts';
+import { Informer } from './informer.ts';
 import type { Logger, Metrics } from './metrics.ts';
 import { checkSize, type PublishFailure, type PublishLedger } from './publish.ts';
+
+/** An informer of the rendered objects of one resource that a controller manages. */
+export interface RenderInformer {
+  informer: Informer;
+  base: string;
+  plural: string;
+  ready?: (live: { status?: unknown }) => boolean | undefined;
+}
+
+/**
+ * apiVersion/kind -> an informer of the kind's rendered objects of that resource labelled as managed
+ * by `name`; a resource confined to one namespace by a setting is listed and watched there only (a
+ * Role there suffices). `onEvent` gets each changed object's renderedKey.
+ */
+export function renderInformers(
+  client: KubeClient,
+  kind: PolicyKind,
+  name: string,
+  settings: Readonly<Record<string, string>>,
+  onEvent: (renderedKey: string) => void,
+): Map<string, RenderInformer> {
+  const out = new Map<string, RenderInformer>();
+  for (const r of kind.renders ?? []) {
+    const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
+    const apiVersion = r.group === '' ? r.version : `${r.group}/${r.version}`;
+    const confined = r.namespaceSetting ? settings[r.namespaceSetting] : undefined;
+    const informer = new Informer(
+      client,
+      `${base}/${confined ? `namespaces/${confined}/` : ''}${r.plural}?labelSelector=${encodeURIComponent(`${MANAGED_BY}=${name}`)}`,
+      (_t, o) => onEvent(`${apiVersion}/${r.kind}/${o.metadata.namespace}/${o.metadata.name}`),
+      undefined,
+      true,
+    );
+    out.set(`${apiVersion}/${r.kind}`, {
+      informer,
+      base,
+      plural: r.plural,
+      ...(r.ready ? { ready: r.ready } : {}),
+    });
+  }
+  return out;
+}
 
 export interface RendererDeps {
   engine: PolicyEngine;
@@ -25,15 +68,7 @@ export interface RendererDeps {
   kind: PolicyKind;
   name: string;
   /** apiVersion/kind -> informer of the rendered objects of that resource. */
-  renderInformers: Map<
-    string,
-    {
-      informer: Informer;
-      base: string;
-      plural: string;
-      ready?: (live: { status?: unknown }) => boolean | undefined;
-    }
-  >;
+  renderInformers: Map<string, RenderInformer>;
   grants: Informer;
   ledger: PublishLedger;
   writes: ReturnType<Metrics['counter']>;

@@ -1,0 +1,43 @@
+// The families operators alert on that a policy controller adds to its registry: policies by status
+// condition, watch errors, leadership (ours and client-go's leader_election_master_status).
+import type { Condition } from '../status/conditions.ts';
+import type { Informer } from './informer.ts';
+import type { Metrics } from './metrics.ts';
+
+/** cascade_policies{kind,condition,status,reason}: counted from the policies' live status. */
+export function policiesByCondition(metrics: Metrics, kind: string, policies: Informer): void {
+  metrics.family(
+    'cascade_policies',
+    'Policies of the kind by status condition',
+    ['kind', 'condition', 'status', 'reason'],
+    () => {
+      const counts = new Map<string, [Record<string, string>, number]>();
+      for (const o of policies.cache.values())
+        for (const cnd of (o.status as { conditions?: Condition[] } | undefined)?.conditions ?? []) {
+          const labels = { kind, condition: cnd.type, status: cnd.status, reason: cnd.reason };
+          const k = JSON.stringify(labels);
+          const v = counts.get(k);
+          if (v) v[1]++;
+          else counts.set(k, [labels, 1]);
+        }
+      return [...counts.values()];
+    },
+  );
+}
+
+/** Lease errors, transitions, and the leader gauges (cascade_leader and client-go's family). */
+export function leaderMetrics(metrics: Metrics, leaseName: string, isLeader: () => boolean) {
+  const leaseErrors = metrics.counter('cascade_lease_errors_total', 'Lease acquire/renew errors');
+  const transitions = metrics.counter(
+    'cascade_leader_transitions_total',
+    'Times this replica became or stopped being the leader',
+  );
+  metrics.gauge('cascade_leader', '1 while this replica holds the lease', () => (isLeader() ? 1 : 0));
+  metrics.family(
+    'leader_election_master_status',
+    '1 while this replica is the leader of the lease',
+    ['name'],
+    () => [[{ name: leaseName }, isLeader() ? 1 : 0]],
+  );
+  return { leaseErrors, transitions };
+}

@@ -1,0 +1,97 @@
+// Status conditions on the policies of a kind: computed from the engine, the publish ledger and the
+// consumers' readiness; written by server-side apply only where they differ from the live ones
+// (lastTransitionTime kept while status and reason stay).
+import { isEqual } from 'lodash-es';
+import type { PolicyKind } from '../kind.ts';
+import type { PolicyEngine } from '../merge/engine.ts';
+import { type Condition, policyConditions } from '../status/conditions.ts';
+import type { KubeClient } from './client.ts';
+import type { Informer } from './informer.ts';
+import type { Metrics } from './metrics.ts';
+import {
+  type PublishFailure,
+  type PublishLedger,
+  withConsumerReadiness,
+  withPublishFailures,
+} from './publish.ts';
+import type { RenderedPublisher } from './rendered.ts';
+
+export interface PolicyStatusDeps {
+  engine: PolicyEngine;
+  client: KubeClient;
+  kind: PolicyKind;
+  /** Field manager. */
+  name: string;
+  policies: Informer;
+  renderer: RenderedPublisher;
+  ledger: PublishLedger;
+  writes: ReturnType<Metrics['counter']>;
+  skipped: ReturnType<Metrics['counter']>;
+  writeConcurrency: number;
+}
+
+type LiveCondition = Condition & { lastTransitionTime?: string };
+
+export class PolicyStatusWriter {
+  private readonly deps: PolicyStatusDeps;
+  constructor(deps: PolicyStatusDeps) {
+    this.deps = deps;
+  }
+
+  /**
+   * Status of `ids` (policy ids; all when undefined), written only where the conditions differ.
+   * Returns the policies (`ns/name`) whose write failed.
+   */
+  async publish(ids: string[] | undefined): Promise<{ item: string; failure: PublishFailure }[]> {
+    const { kind: k, policies, ledger } = this.deps;
+    const keys =
+      ids === undefined
+        ? [...policies.cache.keys()]
+        : ids.filter((id) => id.startsWith(`${k.kind}:`)).map((id) => id.slice(k.kind.length + 1));
+    const what = (key: string) => ({ object: `${k.kind} ${key} status`, policies: () => [] });
+    return ledger.each(keys, this.deps.writeConcurrency, what, (key) => this.one(key));
+  }
+
+  private async one(key: string): Promise<void> {
+    const { kind: k, policies, renderer, ledger } = this.deps;
+    const live = policies.cache.get(key);
+    if (!live) return; // deleted meanwhile: nothing to write
+    const [ns, name] = key.split('/') as [string, string];
+    const id = `${k.kind}:${ns}/${name}`;
+    const liveConds = (live.status as { conditions?: LiveCondition[] } | undefined)?.conditions ?? [];
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const conds = withConsumerReadiness(
+      withPublishFailures(policyConditions(this.deps.engine, id), [
+        ...renderer.refusalsFor(id),
+        ...ledger.forPolicy(id),
+      ]),
+      renderer.waitingFor(id),
+    ).map((cnd) => {
+      const prev = liveConds.find((x) => x.type === cnd.type);
+      const same = prev && prev.status === cnd.status && prev.reason === cnd.reason;
+      return {
+        ...cnd,
+        observedGeneration: live.metadata.generation ?? 0,
+        lastTransitionTime: same && prev.lastTransitionTime ? prev.lastTransitionTime : now,
+      };
+    });
+    const strip = (cs: unknown[]) =>
+      (cs as Record<string, unknown>[]).map(({ lastTransitionTime: _t, ...rest }) => rest);
+    if (isEqual(strip(liveConds), strip(conds))) {
+      this.deps.skipped.inc();
+      return;
+    }
+    const applied = await this.deps.client.apply(
+      `/apis/${k.group}/${k.version}/namespaces/${ns}/${k.plural}/${name}/status`,
+      {
+        apiVersion: `${k.group}/${k.version}`,
+        kind: k.kind,
+        metadata: { name, namespace: ns },
+        status: { conditions: conds },
+      },
+      this.deps.name,
+    );
+    policies.cache.set(key, applied);
+    this.deps.writes.inc();
+  }
+}
