@@ -1,14 +1,8 @@
-// `<Kind>Affected` conditions on the Gateways and routes policies target: merged into their status
-// without touching other writers' conditions (Gateways: server-side apply of our one condition;
-// routes: read-modify-write of our entry in status.parents, with optimistic concurrency).
-import type { PolicyKind } from '../kind.ts';
-import type { PolicyEngine } from '../merge/engine.ts';
 import { affectedCondition } from '../status/conditions.ts';
 import { gatewayKey, ruleName } from '../topology/types.ts';
-import { ApiError, type KubeClient, type KubeObject } from './client.ts';
+import { ApiError, type KubeObject } from './client.ts';
 import type { Informer } from './informer.ts';
-import type { Metrics } from './metrics.ts';
-import type { PublishFailure, PublishLedger } from './publish.ts';
+import type { PublishFailure, WriterDeps } from './publish.ts';
 import {
   mergeCondition,
   mergeRouteAffected,
@@ -24,17 +18,8 @@ const sameStatusCondition = (a: StatusCondition, b: StatusCondition) =>
   a.message === b.message &&
   (a.observedGeneration ?? 0) === (b.observedGeneration ?? 0);
 
-export interface AffectedDeps {
-  engine: PolicyEngine;
-  client: KubeClient;
-  kind: PolicyKind;
-  /** The controller's field manager name. */
-  name: string;
+export interface AffectedDeps extends WriterDeps {
   informers: readonly Informer[];
-  ledger: PublishLedger;
-  writes: ReturnType<Metrics['counter']>;
-  skipped: ReturnType<Metrics['counter']>;
-  writeConcurrency: number;
 }
 
 export class AffectedWriter {

@@ -4,27 +4,15 @@
 // where the live object differs. Each object is written on its own (see publish.ts).
 import { isEqual } from 'lodash-es';
 import { buildEffectivePolicy, EFFECTIVE_GROUP } from '../effective/effective-policy.ts';
-import type { PolicyKind } from '../kind.ts';
-import type { PolicyEngine } from '../merge/engine.ts';
 import { type ChainResult, resolveChain } from '../merge/fold.ts';
 import { type PathRef, pathKey } from '../topology/types.ts';
-import type { KubeClient } from './client.ts';
 import type { Informer } from './informer.ts';
-import type { Metrics } from './metrics.ts';
-import { checkSize, type PublishFailure, type PublishLedger } from './publish.ts';
+import { checkSize, type PublishFailure, type WriterDeps } from './publish.ts';
 
 type EffectivePolicyObject = ReturnType<typeof buildEffectivePolicy>;
 
-export interface EffectiveDeps {
-  engine: PolicyEngine;
-  client: KubeClient;
-  kind: PolicyKind;
-  name: string;
+export interface EffectiveDeps extends WriterDeps {
   effective: Informer;
-  ledger: PublishLedger;
-  writes: ReturnType<Metrics['counter']>;
-  skipped: ReturnType<Metrics['counter']>;
-  writeConcurrency: number;
   uidOf: (path: string, ns: string, name: string) => string | undefined;
 }
 

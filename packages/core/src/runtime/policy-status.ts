@@ -2,32 +2,19 @@
 // consumers' readiness; written by server-side apply only where they differ from the live ones
 // (lastTransitionTime kept while status and reason stay).
 import { isEqual } from 'lodash-es';
-import type { PolicyKind } from '../kind.ts';
-import type { PolicyEngine } from '../merge/engine.ts';
 import { type Condition, policyConditions } from '../status/conditions.ts';
-import type { KubeClient } from './client.ts';
 import type { Informer } from './informer.ts';
-import type { Metrics } from './metrics.ts';
 import {
   type PublishFailure,
-  type PublishLedger,
+  type WriterDeps,
   withConsumerReadiness,
   withPublishFailures,
 } from './publish.ts';
 import type { RenderedPublisher } from './rendered.ts';
 
-export interface PolicyStatusDeps {
-  engine: PolicyEngine;
-  client: KubeClient;
-  kind: PolicyKind;
-  /** Field manager. */
-  name: string;
+export interface PolicyStatusDeps extends WriterDeps {
   policies: Informer;
   renderer: RenderedPublisher;
-  ledger: PublishLedger;
-  writes: ReturnType<Metrics['counter']>;
-  skipped: ReturnType<Metrics['counter']>;
-  writeConcurrency: number;
 }
 
 type LiveCondition = Condition & { lastTransitionTime?: string };

@@ -6,7 +6,9 @@
 // changes (or at the next full resync) when the API server refused it (4xx: invalid, too large,
 // forbidden): never in a hot loop. Objects larger than the API server takes are refused before
 // they are sent.
-import { ApiError } from './client.ts';
+import type { PolicyKind } from '../kind.ts';
+import type { PolicyEngine } from '../merge/engine.ts';
+import { ApiError, type KubeClient } from './client.ts';
 import type { Metrics } from './metrics.ts';
 
 /** Serialized bytes an object may have (etcd takes ~1.5 MB requests; a ConfigMap's data 1 MiB). */
@@ -23,6 +25,21 @@ export interface PublishFailure {
   attempts: number;
   /** Refused by the API server (or here): retried when its input changes, not on a timer. */
   permanent: boolean;
+}
+
+/** What every writer of a policy controller shares. */
+export interface WriterDeps {
+  engine: PolicyEngine;
+  client: KubeClient;
+  kind: PolicyKind;
+  /** The controller's name: field manager and EffectivePolicy owner label. */
+  name: string;
+  ledger: PublishLedger;
+  /** Writes issued, and skipped because the live object already matched. */
+  writes: ReturnType<Metrics['counter']>;
+  skipped: ReturnType<Metrics['counter']>;
+  /** API writes in flight at once. */
+  writeConcurrency: number;
 }
 
 export class ObjectTooLarge extends Error {}

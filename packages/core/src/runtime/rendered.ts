@@ -12,13 +12,12 @@ import {
   type ReferenceGrant,
   type RenderedObject,
 } from '../kind.ts';
-import type { PolicyEngine } from '../merge/engine.ts';
 import { referenceGrantFromObject } from '../topology/from-k8s.ts';
 import { gatewayKey } from '../topology/types.ts';
 import type { KubeClient, KubeObject } from './client.ts';
 import { Informer } from './informer.ts';
-import type { Logger, Metrics } from './metrics.ts';
-import { checkSize, type PublishFailure, type PublishLedger } from './publish.ts';
+import type { Logger } from './metrics.ts';
+import { checkSize, type PublishFailure, type WriterDeps } from './publish.ts';
 
 /** An informer of the rendered objects of one resource that a controller manages. */
 export interface RenderInformer {
@@ -62,19 +61,11 @@ export function renderInformers(
   return out;
 }
 
-export interface RendererDeps {
-  engine: PolicyEngine;
-  client: KubeClient;
-  kind: PolicyKind;
-  name: string;
+export interface RendererDeps extends WriterDeps {
   /** apiVersion/kind -> informer of the rendered objects of that resource. */
   renderInformers: Map<string, RenderInformer>;
   grants: Informer;
-  ledger: PublishLedger;
-  writes: ReturnType<Metrics['counter']>;
-  skipped: ReturnType<Metrics['counter']>;
   log: Logger;
-  writeConcurrency: number;
   uidOf: (path: string, ns: string, name: string) => string | undefined;
   settings: Readonly<Record<string, string>>;
 }
