@@ -1,23 +1,11 @@
-// The network-policy engine: cluster objects in, identities, ipcache and per-endpoint MapState tables
-// out, kept incrementally. Endpoints with the same effective rule set (in practice: the same identity,
-// i.e. replicas) share one table. A change is applied to every affected selector and table before
-// flush() returns its diff, so no intermediate state is ever emitted.
-import { createHash } from 'node:crypto';
-import { matchesSelector } from '@cascade/core';
-import { contains, hostPrefix, type Prefix, parseCidr, prefixKey, WORLD4, WORLD6 } from './cidr.ts';
-import {
-  cidrIdentityKey,
-  ID,
-  IdentityAllocator,
-  type IdentityInfo,
-  isPodIdentity,
-  nodeIdentityKey,
-  podIdentityKey,
-} from './identities.ts';
+import { contains, hostPrefix, type Prefix, parseCidr, WORLD4, WORLD6 } from './cidr.ts';
+import { ID, type IdentityInfo, isPodIdentity } from './identities.ts';
+import { IdentityBook } from './identity-book.ts';
 import { type Layer, lowerLayer } from './lower.ts';
 import { keyString, type MapState, type MapStateEntry, type MapStateKey } from './mapstate.ts';
 import type { Namespace, NetPolicyObject, Node, Pod } from './model.ts';
 import { MAX_ADMIN_RANK } from './precedence.ts';
+import { RuleGroups, subjectTests } from './rule-groups.ts';
 import {
   type BuiltPolicy,
   buildPolicy,
@@ -26,8 +14,10 @@ import {
   type Isolation,
   type Rule,
 } from './rules.ts';
-import { IdentityIndex, peerSelects, type Selection, subjectSelects } from './selection.ts';
-import { composeTiers, type TieredRules } from './tiers.ts';
+import { IdentityIndex } from './selection.ts';
+import { SelectionCache } from './selection-cache.ts';
+import { layerRules, TableIds } from './table-ids.ts';
+import type { TieredRules } from './tiers.ts';
 
 export const DIRECTIONS: readonly Direction[] = ['ingress', 'egress'];
 export const LAYERS: readonly Layer[] = ['admin', 'lower'];
@@ -76,11 +66,10 @@ export class NetpolEngine {
   readonly nodes = new Map<string, Node>();
   readonly policies = new Map<string, { obj: NetPolicyObject; built: BuiltPolicy; revision: number }>();
 
-  readonly allocator = new IdentityAllocator();
-  readonly identities = new Map<number, IdentityInfo>();
-  readonly podIdentity = new Map<string, number>();
-  readonly nodeIdentity = new Map<string, number>();
-  private readonly members = new Map<number, Set<string>>();
+  private readonly book = new IdentityBook((ns) => this.nsLabels(ns));
+  readonly identities = this.book.identities;
+  readonly podIdentity = this.book.podIdentity;
+  readonly nodeIdentity = this.book.nodeIdentity;
 
   rules: { admin: Rule[]; np: Rule[]; isolation: Isolation[]; baseline: Rule[] } = {
     admin: [],
@@ -88,18 +77,17 @@ export class NetpolEngine {
     isolation: [],
     baseline: [],
   };
-  private readonly selections = new Map<string, Selection>();
   /** Subject identity -> table id per direction. */
   readonly endpointTables = new Map<number, Record<Direction, Record<Layer, string>>>();
   readonly tables = new Map<string, Table>();
   private byPortName = new Map<string, number[]>();
   private index = new IdentityIndex([]);
-  /** Rules grouped by the subject they share (one ANP / CNP / BANP / NetworkPolicy). */
-  private groups: Group[] = [];
-  private isolationByNs = new Map<string, Isolation[]>();
-  private clusterGroups: NetpolEngine['groups'] = [];
-  private groupsByNs = new Map<string, NetpolEngine['groups']>();
-  private networks: Prefix[] = [];
+  private readonly selections = new SelectionCache(() => this.index);
+  private readonly groups = new RuleGroups((key) => this.policies.get(key)?.revision ?? 0);
+  private readonly tableIds = new TableIds(
+    (r) => this.groups.rev(r),
+    (r, i) => this.selections.get(r, i),
+  );
   private revision = 0;
 
   private dirtyPods = new Set<string>();
@@ -153,23 +141,8 @@ export class NetpolEngine {
   /** Pod identities whose applicable rules a policy change can alter: its old and new subjects. */
   private affectedSubjects(): Set<number> {
     const out = new Set<number>();
-    const subjectsOf = (b: BuiltPolicy | null | undefined) => {
-      if (!b) return [];
-      const list: ((i: IdentityInfo) => boolean)[] = [];
-      const seen = new Set<Rule['subject']>();
-      for (const r of b.rules) {
-        if (seen.has(r.subject)) continue;
-        seen.add(r.subject);
-        list.push((i) => subjectSelects(r.subject, i));
-      }
-      if (b.isolation) {
-        const iso = b.isolation;
-        list.push((i) => i.namespace === iso.namespace && matchesSelector(iso.subject, i.labels!));
-      }
-      return list;
-    };
     for (const [key, prev] of this.changedPolicies) {
-      const tests = [...subjectsOf(prev), ...subjectsOf(this.policies.get(key)?.built)];
+      const tests = [...subjectTests(prev), ...subjectTests(this.policies.get(key)?.built)];
       if (tests.length === 0) continue;
       for (const info of this.identities.values())
         if (info.kind === 'pod' && tests.some((t) => t(info))) out.add(info.id);
@@ -182,7 +155,8 @@ export class NetpolEngine {
 
   // ---- derived ----------------------------------------------------------------------------------
 
-  private rebuildRules(): void {
+  /** Rebuilds the tiers' rule lists; returns whether the pod-matching network prefixes changed. */
+  private rebuildRules(): boolean {
     const all = [...this.policies.values()].map((p) => p.built);
     const admin = all.flatMap((b) => b.rules.filter((r) => r.tier === 'admin')).sort(compareRules);
     this.rules = {
@@ -194,296 +168,18 @@ export class NetpolEngine {
     this.egressNamedRules = [...admin, ...this.rules.np, ...this.rules.baseline].filter(
       (r) => r.direction === 'egress' && r.ports?.some((p) => p.kind === 'named'),
     );
-    // Every prefix a pod-matching CIDR peer names (NetworkPolicy ipBlocks and their excepts too):
-    // a pod's netparts are the most specific of these holding its address.
-    const nets = new Map<string, Prefix>();
-    for (const r of [...admin, ...this.rules.np, ...this.rules.baseline])
-      for (const p of r.peers)
-        if (p.kind === 'cidr' && p.pods) {
-          nets.set(prefixKey(p.cidr), p.cidr);
-          for (const e of p.except) nets.set(prefixKey(e), e);
-        }
-    this.networks = [...nets.values()];
+    return this.book.setNetworks([...admin, ...this.rules.np, ...this.rules.baseline]);
   }
 
-  private netparts(pod: Pod): string[] {
-    const out: string[] = [];
-    for (const ip of pod.ips) {
-      const h = hostPrefix(ip);
-      if (!h) continue;
-      let best: Prefix | undefined;
-      for (const n of this.networks) if (contains(n, h) && (!best || n.len > best.len)) best = n;
-      if (best) out.push(prefixKey(best));
-    }
-    return out;
-  }
-
-  private podIdentityInfo(p: Pod): IdentityInfo {
-    const nsLabels = this.nsLabels(p.namespace);
-    const netparts = this.netparts(p);
-    const key = podIdentityKey(p.namespace, nsLabels, p.labels, p.ports, netparts);
-    return {
-      id: this.allocator.allocate('pod', key),
-      kind: 'pod',
-      key,
-      namespace: p.namespace,
-      nsLabels,
-      labels: p.labels,
-      ports: p.ports.filter((x) => x.name),
-      netparts,
-    };
-  }
-
-  private addMember(info: IdentityInfo, member: string, added: number[]): void {
-    let m = this.members.get(info.id);
-    if (!m) {
-      this.members.set(info.id, (m = new Set()));
-      this.identities.set(info.id, info);
-      added.push(info.id);
-    }
-    m.add(member);
-  }
-
-  private dropMember(id: number, member: string, removed: number[]): void {
-    const m = this.members.get(id);
-    if (!m) return;
-    m.delete(member);
-    if (m.size === 0) {
-      this.members.delete(id);
-      this.identities.delete(id);
-      removed.push(id);
-    }
-  }
-
-  /** CIDR identities for every prefix a rule names, and world. */
-  private syncCidrIdentities(added: number[], removed: number[]): void {
-    const want = new Map<string, Prefix>();
-    for (const r of [...this.rules.admin, ...this.rules.np, ...this.rules.baseline]) {
-      for (const p of r.peers) {
-        if (p.kind !== 'cidr') continue;
-        for (const c of [p.cidr, ...p.except]) if (c.len > 0) want.set(cidrIdentityKey(c), c);
-      }
-    }
-    if (!this.identities.has(ID.WORLD)) {
-      this.identities.set(ID.WORLD, { id: ID.WORLD, kind: 'world', key: 'world', prefix: WORLD4 });
-      this.identities.set(ID.WORLD6, { id: ID.WORLD6, kind: 'world', key: 'world6', prefix: WORLD6 });
-    }
-    for (const [id, info] of [...this.identities]) {
-      if (info.kind === 'cidr' && !want.has(info.key)) {
-        this.identities.delete(id);
-        removed.push(id);
-      }
-    }
-    for (const [key, prefix] of [...want].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      const id = this.allocator.allocate('cidr', key);
-      if (!this.identities.has(id)) {
-        this.identities.set(id, { id, kind: 'cidr', key, prefix });
-        added.push(id);
-      }
-    }
-  }
-
-  /** The rule and peer index behind each cached selection key. */
   /** Egress rules with named ports: they expand wildcard peers per destination identity. */
   private egressNamedRules: Rule[] = [];
-  private readonly selectionRules = new Map<string, SelectionEntry>();
-  /** Cached selections of pod peers bound to one namespace, by it; and all the others. */
-  private readonly selectionsByNs = new Map<string, Set<SelectionEntry>>();
-  private readonly selectionsUnbound = new Set<SelectionEntry>();
-
-  private forgetSelection(k: string): void {
-    const e = this.selectionRules.get(k);
-    this.selections.delete(k);
-    this.selectionRules.delete(k);
-    if (!e) return;
-    const peer = e.rule.peers[e.index]!;
-    if (peer.kind === 'pods' && 'name' in peer.namespaces)
-      this.selectionsByNs.get(peer.namespaces.name)?.delete(e);
-    else this.selectionsUnbound.delete(e);
-  }
-
-  private forgetAllSelections(): void {
-    this.selections.clear();
-    this.selectionRules.clear();
-    this.selectionsByPolicy.clear();
-    this.selectionsByNs.clear();
-    this.selectionsUnbound.clear();
-  }
-
-  /** Policy key -> its cached selection keys (what a change of that policy invalidates). */
-  private readonly selectionsByPolicy = new Map<string, Set<string>>();
-
-  /** Selection cache keys per rule, built once (a key built per call costs more than the lookup). */
-  private readonly selectionKeys = new WeakMap<Rule, string[]>();
-
-  private selection(rule: Rule, i: number): Selection {
-    let keys = this.selectionKeys.get(rule);
-    if (!keys) this.selectionKeys.set(rule, (keys = rule.peers.map((_, j) => `${rule.id}@${j}`)));
-    const k = keys[i]!;
-    let s = this.selections.get(k);
-    if (!s) {
-      const pk = policyKeyOf(rule);
-      let set = this.selectionsByPolicy.get(pk);
-      if (!set) this.selectionsByPolicy.set(pk, (set = new Set()));
-      set.add(k);
-      s = this.index.select(rule.peers[i]!, rule.action);
-      this.selections.set(k, s);
-      const entry: SelectionEntry = { rule, index: i, s };
-      this.selectionRules.set(k, entry);
-      const peer = rule.peers[i]!;
-      if (peer.kind === 'pods' && 'name' in peer.namespaces) {
-        let b = this.selectionsByNs.get(peer.namespaces.name);
-        if (!b) this.selectionsByNs.set(peer.namespaces.name, (b = new Set()));
-        b.add(entry);
-      } else this.selectionsUnbound.add(entry);
-    }
-    return s;
-  }
-
-  private rebuildGroups(): void {
-    const byPolicy = new Map<string, Group>();
-    // Group ids are only meaningful within one build: the tiers cached by them go with it.
-    this.tiersByGroups = new Map();
-    for (const r of [...this.rules.admin, ...this.rules.np, ...this.rules.baseline]) {
-      const k = policyKeyOf(r);
-      let g = byPolicy.get(k);
-      if (!g) {
-        g = { id: byPolicy.size, subject: r.subject, rules: [] };
-        if ('name' in r.subject.namespaces) g.namespace = r.subject.namespaces.name;
-        byPolicy.set(k, g);
-      }
-      g.rules.push(r);
-    }
-    this.groups = [...byPolicy.values()];
-    // NetworkPolicy groups apply in their own namespace only: index them by it.
-    this.clusterGroups = this.groups.filter((g) => g.namespace === undefined);
-    this.groupsByNs = new Map();
-    for (const g of this.groups) {
-      if (g.namespace === undefined) continue;
-      let l = this.groupsByNs.get(g.namespace);
-      if (!l) this.groupsByNs.set(g.namespace, (l = []));
-      l.push(g);
-    }
-    this.isolationByNs = new Map();
-    for (const i of this.rules.isolation) {
-      let l = this.isolationByNs.get(i.namespace);
-      if (!l) this.isolationByNs.set(i.namespace, (l = []));
-      l.push(i);
-    }
-  }
-
-  /** `id@revision` per rule object: a rule object belongs to one build of its policy, so it never changes. */
-  private readonly ruleRevs = new WeakMap<Rule, string>();
-  private rev(r: Rule): string {
-    let s = this.ruleRevs.get(r);
-    if (s === undefined)
-      this.ruleRevs.set(r, (s = `${r.id}@${this.policies.get(policyKeyOf(r))?.revision ?? 0}`));
-    return s;
-  }
-
-  /** Tiered rules of an identity and direction; identities with the same rule lists share the fold. */
-  private readonly tierCache = new Map<string, TieredRules>();
-  /** Tiers by (direction, matched groups, matched isolations): identities matching the same share them. */
-  private tiersByGroups = new Map<string, TieredRules>();
-  private tiers(info: IdentityInfo, d: Direction, groups: Group[]): TieredRules {
-    const iso = (this.isolationByNs.get(info.namespace!) ?? []).filter(
-      (i) => i.directions.includes(d) && matchesSelector(i.subject, info.labels!),
-    );
-    const gkey = `${d}|${groups.map((g) => g.id).join(',')}|${iso.map((i) => i.policy).join(',')}`;
-    let t = this.tiersByGroups.get(gkey);
-    if (!t) this.tiersByGroups.set(gkey, (t = this.tiersOf(info, d, groups)));
-    return t;
-  }
-
-  private tiersOf(info: IdentityInfo, d: Direction, groups: Group[]): TieredRules {
-    const input = this.tierInput(info, d, groups);
-    const rev = (r: Rule) => this.rev(r);
-    const key = `${d}|${input.admin.map(rev).join(',')}|${input.isolation.map((i) => i.policy).join(',')}|${input.np.map(rev).join(',')}|${input.baseline.map(rev).join(',')}`;
-    let t = this.tierCache.get(key);
-    if (!t) {
-      if (this.tierCache.size > 50_000) this.tierCache.clear();
-      t = composeTiers(input);
-      this.tierCache.set(key, t);
-    }
-    return t;
-  }
-
-  /** The policy groups whose subject selects an identity (the same for both directions). */
-  private groupsOf(info: IdentityInfo): Group[] {
-    const out: Group[] = [];
-    for (const g of this.clusterGroups) if (subjectSelects(g.subject, info)) out.push(g);
-    for (const g of this.groupsByNs.get(info.namespace!) ?? [])
-      if (subjectSelects(g.subject, info)) out.push(g);
-    return out;
-  }
-
-  /** The rules whose subject selects an identity, per direction, in tier order. */
-  private tierInput(info: IdentityInfo, d: Direction, groups: Group[]) {
-    const admin: Rule[] = [];
-    const np: Rule[] = [];
-    const baseline: Rule[] = [];
-    for (const g of groups) {
-      for (const r of g.rules) {
-        if (r.direction !== d) continue;
-        (r.tier === 'admin' ? admin : r.tier === 'np' ? np : baseline).push(r);
-      }
-    }
-    return {
-      admin: admin.sort(compareRules),
-      isolation: (this.isolationByNs.get(info.namespace!) ?? []).filter(
-        (i) => i.directions.includes(d) && matchesSelector(i.subject, info.labels!),
-      ),
-      np,
-      baseline: baseline.sort(compareRules),
-    };
-  }
-
-  /** tableId per tiers object, direction, layer and own named ports (tiers objects are shared). */
-  private tableIds = new WeakMap<TieredRules, Map<string, string>>();
-
-  /** Same rules in a layer (and, for ingress named ports, same own ports) = same table. */
-  private tableId(info: IdentityInfo, d: Direction, t: TieredRules, layer: Layer): string {
-    const rules = layer === 'admin' ? t.admin : t.isolation.length > 0 ? t.np : t.baseline;
-    const named = d === 'ingress' && rules.some((r) => r.ports?.some((p) => p.kind === 'named'));
-    let byKey = this.tableIds.get(t);
-    if (!byKey) this.tableIds.set(t, (byKey = new Map()));
-    const k = `${d}|${layer}|${named ? JSON.stringify(info.ports) : ''}`;
-    let id = byKey.get(k);
-    if (id === undefined) byKey.set(k, (id = this.computeTableId(info, d, t, layer)));
-    return id;
-  }
-
-  private computeTableId(info: IdentityInfo, d: Direction, t: TieredRules, layer: Layer): string {
-    // A networks peer lowered as "all pods" is part of the table's identity: if that flips, re-lower.
-    const allPods = (r: Rule) =>
-      r.peers
-        .map((p, i) =>
-          p.kind === 'cidr' && p.pods && (this.selection(r, i) as { allPods?: boolean }).allPods ? '*' : '',
-        )
-        .join('');
-    const rev = (r: Rule) => `${this.rev(r)}${allPods(r)}`;
-    const rules = layer === 'admin' ? t.admin : t.isolation.length > 0 ? t.np : t.baseline;
-    const named = d === 'ingress' && rules.some((r) => r.ports?.some((p) => p.kind === 'named'));
-    const sig = JSON.stringify([
-      d,
-      layer,
-      layer === 'admin' ? [] : t.isolation.map((i) => i.policy),
-      rules.map(rev),
-      named ? info.ports : null,
-    ]);
-    return createHash('sha1').update(sig).digest('hex').slice(0, 16);
-  }
 
   private keyCache = new WeakMap<Rule, MapStateKey[]>();
   /** Rule -> ids of the tables (layers) holding it: where a newly selected identity needs entries. */
   private readonly ruleTables = new Map<Rule, Set<string>>();
 
-  private layerRules(t: Table): Rule[] {
-    return t.layer === 'admin' ? t.tiers.admin : t.tiers.isolation.length > 0 ? t.tiers.np : t.tiers.baseline;
-  }
-
   private indexTable(t: Table, add: boolean): void {
-    for (const r of this.layerRules(t)) {
+    for (const r of layerRules(t.tiers, t.layer)) {
       let s = this.ruleTables.get(r);
       if (add) {
         if (!s) this.ruleTables.set(r, (s = new Set()));
@@ -495,13 +191,14 @@ export class NetpolEngine {
     }
   }
 
-  private lowerCtx(info: IdentityInfo, d: Direction) {
+  /** What lowering a layer for `info` in direction `d` reads (the engine's own; benches lower with it). */
+  lowerCtx(info: IdentityInfo, d: Direction) {
     return {
       direction: d,
       local: info,
       identities: this.identities,
       byPortName: this.byPortName,
-      select: (r: Rule, i: number) => this.selection(r, i),
+      select: (r: Rule, i: number) => this.selections.get(r, i),
       keyCache: this.keyCache,
     };
   }
@@ -536,13 +233,12 @@ export class NetpolEngine {
     const before = new Map([...this.tables].map(([id, t]) => [id, t.state.size]));
     const full = this.everything;
     const rulesChanged = full || this.changedPolicies.size > 0;
-    const netsBefore = this.networks.map(prefixKey).sort().join();
+    // A new set of network prefixes can move pods between identities (their network part).
+    let netsChanged = false;
     if (rulesChanged) {
-      this.rebuildRules();
-      this.rebuildGroups();
+      netsChanged = this.rebuildRules();
+      this.groups.rebuild(this.rules);
     }
-    // A new set of ANP network prefixes can move pods between identities (their network part).
-    const netsChanged = this.networks.map(prefixKey).sort().join() !== netsBefore;
     if (this.rules.admin.length > MAX_ADMIN_RANK)
       throw new RangeError(`${this.rules.admin.length} admin rules exceed ${MAX_ADMIN_RANK}`);
 
@@ -551,37 +247,13 @@ export class NetpolEngine {
     for (const k of this.dirtyPods) podsToCheck.add(k);
     const added: number[] = [];
     const removed: number[] = [];
-    for (const k of podsToCheck) {
-      const p = this.pods.get(k);
-      const old = this.podIdentity.get(k);
-      const info = p ? this.podIdentityInfo(p) : undefined;
-      if (old !== undefined && old === info?.id) continue;
-      if (old !== undefined) {
-        this.podIdentity.delete(k);
-        this.dropMember(old, k, removed);
-      }
-      if (info) {
-        this.podIdentity.set(k, info.id);
-        this.addMember(info, k, added);
-      }
-    }
-    for (const name of this.dirtyNodes) {
-      const n = this.nodes.get(name);
-      const old = this.nodeIdentity.get(name);
-      const key = n ? nodeIdentityKey(n.labels) : undefined;
-      const id = key ? this.allocator.allocate('node', key) : undefined;
-      if (old === id) continue;
-      if (old !== undefined) this.dropMember(old, `node:${name}`, removed);
-      if (n && id !== undefined) {
-        this.nodeIdentity.set(name, id);
-        this.addMember({ id, kind: 'node', key: key!, labels: n.labels }, `node:${name}`, added);
-      } else this.nodeIdentity.delete(name);
-    }
+    for (const k of podsToCheck) this.book.syncPod(k, this.pods.get(k), added, removed);
+    for (const name of this.dirtyNodes) this.book.syncNode(name, this.nodes.get(name), added, removed);
     if (
       full ||
       [...this.changedPolicies].some(([k, prev]) => hasCidr(prev) || hasCidr(this.policies.get(k)?.built))
     )
-      this.syncCidrIdentities(added, removed);
+      this.book.syncCidrs([...this.rules.admin, ...this.rules.np, ...this.rules.baseline], added, removed);
     const addedSet = new Set(added.filter((id) => !removed.includes(id)));
     const removedSet = new Set(removed.filter((id) => !added.includes(id)));
     diff.identitiesAdded = [...addedSet];
@@ -602,78 +274,24 @@ export class NetpolEngine {
     // 2. Selections: recompute all when rules changed; else patch the cached ones.
     let allPodsBroken = false;
     /** Rules that select an identity that appeared: only their tables need a new bucket. */
-    const selecting = new Set<Rule>();
+    let selecting = new Set<Rule>();
     // Keys derive from selections: any identity or rule change invalidates them.
     if (full || addedSet.size || removedSet.size) this.keyCache = new WeakMap();
     if (full) {
-      this.forgetAllSelections();
-      this.tableIds = new WeakMap();
+      this.selections.clear();
+      this.tableIds.reset();
     } else {
-      // Rules of changed policies are new objects with new selections.
-      for (const key of this.changedPolicies.keys()) {
-        for (const k of this.selectionsByPolicy.get(key) ?? []) this.forgetSelection(k);
-        this.selectionsByPolicy.delete(key);
-      }
-      const podRemoved = [...removedSet].some(isPodIdentity);
-      // Without identity changes the cached selections of unchanged rules still hold.
-      if (removedSet.size)
-        for (const { s } of this.selectionRules.values())
-          if (s.kind === 'set') {
-            for (const id of removedSet) s.ids.delete(id);
-            s.dense = undefined;
-          }
-      const addedInfos = [...addedSet].map((id) => this.identities.get(id)!);
-      // New pods can only be selected by peers of their namespace or peers not bound to one.
-      const candidates: Iterable<SelectionEntry>[] = [];
-      if (addedInfos.length && addedInfos.every((i) => i.kind === 'pod')) {
-        for (const ns of new Set(addedInfos.map((i) => i.namespace!)))
-          candidates.push(this.selectionsByNs.get(ns) ?? []);
-        candidates.push(this.selectionsUnbound);
-      } else if (addedInfos.length || podRemoved) candidates.push(this.selectionRules.values());
-      for (const list of candidates) {
-        for (const { rule, index, s } of list) {
-          if (s.kind !== 'set') continue;
-          const peer = rule.peers[index]!;
-          if (peer.kind === 'cidr' && peer.pods) {
-            // Whether a networks peer covers every pod can flip either way: an added pod outside it
-            // breaks "all"; only a removed pod can make an uncovered peer cover all (then count).
-            let all = Boolean(s.allPods);
-            if (all) {
-              for (const info of addedInfos)
-                if (info.kind === 'pod' && !IdentityIndex.podInside(info, peer)) all = false;
-            } else if (podRemoved) all = this.index.coversAllPods(peer);
-            if (all !== Boolean(s.allPods)) {
-              allPodsBroken = true;
-              continue;
-            }
-            for (const info of addedInfos) {
-              const selects =
-                info.kind === 'pod'
-                  ? !all && IdentityIndex.podInside(info, peer)
-                  : info.id !== ID.HOST && peerSelects(peer, info);
-              if (selects) {
-                s.ids.add(info.id);
-                s.dense = undefined;
-                selecting.add(rule);
-              }
-            }
-            continue;
-          }
-          for (const info of addedInfos) {
-            if (info.id !== ID.HOST && peerSelects(peer, info)) {
-              s.ids.add(info.id);
-              s.dense = undefined;
-              selecting.add(rule);
-            }
-          }
-        }
-      }
+      for (const key of this.changedPolicies.keys()) this.selections.forgetPolicy(key);
+      ({ selecting, allPodsBroken } = this.selections.patch(
+        [...addedSet].map((id) => this.identities.get(id)!),
+        removedSet,
+      ));
     }
 
     if (allPodsBroken) {
       // Rare (e.g. an IPv6-only pod beside an IPv4 0.0.0.0/0 rule): lower everything again.
-      this.forgetAllSelections();
-      this.tableIds = new WeakMap();
+      this.selections.clear();
+      this.tableIds.reset();
       this.tables.clear();
       this.endpointTables.clear();
     }
@@ -687,12 +305,12 @@ export class NetpolEngine {
     for (const id of removedSet) this.detachSubject(id);
     for (const info of subjects) {
       const ids = {} as Record<Direction, Record<Layer, string>>;
-      const groups = this.groupsOf(info);
+      const groups = this.groups.groupsOf(info);
       for (const d of DIRECTIONS) {
-        const tiers = this.tiers(info, d, groups);
+        const tiers = this.groups.tiers(info, d, groups);
         ids[d] = { admin: '', lower: '' };
         for (const layer of LAYERS) {
-          const tid = this.tableId(info, d, tiers, layer);
+          const tid = this.tableIds.get(info, d, tiers, layer);
           ids[d][layer] = tid;
           if (!this.tables.has(tid)) {
             const state = lowerLayer(layer, tiers, this.lowerCtx(info, d));
@@ -709,7 +327,7 @@ export class NetpolEngine {
       for (const d of DIRECTIONS)
         for (const layer of LAYERS) this.tables.get(ids[d][layer])!.subjects.add(info.id);
       this.endpointTables.set(info.id, ids);
-      if (prev) diff.switched += this.members.get(info.id)?.size ?? 0;
+      if (prev) diff.switched += this.book.memberCount(info.id);
     }
     for (const [id, t] of [...this.tables]) {
       if (t.subjects.size > 0) continue;
@@ -859,16 +477,8 @@ export class NetpolEngine {
   }
 }
 
-type SelectionEntry = { rule: Rule; index: number; s: Selection };
-
-type Group = { id: number; subject: Rule['subject']; namespace?: string; rules: Rule[] };
-
 const hasCidr = (b: BuiltPolicy | null | undefined) =>
   Boolean(b?.rules.some((r) => r.peers.some((p) => p.kind === 'cidr')));
-
-function policyKeyOf(r: Rule): string {
-  return r.id.slice(0, r.id.indexOf('#'));
-}
 
 export function entrySignature(e: MapStateEntry): string {
   return `${keyString(e)}=${e.precedence}`;

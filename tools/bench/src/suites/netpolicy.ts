@@ -158,14 +158,7 @@ async function referenceRulesXIdentities(): Promise<Figure[]> {
   const e = NetpolEngine.fromCluster({ namespaces, nodes: [], pods, policies });
   const t = e.tableOf('ref', 'subject', 'ingress')!.admin;
   const local = e.identities.get(e.podIdentity.get('ref/subject')!)!;
-  const ctx = {
-    direction: 'ingress' as const,
-    local,
-    identities: e.identities,
-    byPortName: new Map(),
-    select: (r: never, i: number) =>
-      (e as unknown as { selection(r: unknown, i: number): never }).selection(r, i),
-  };
+  const ctx = e.lowerCtx(local, 'ingress');
   const times: number[] = [];
   // This VM's CPU speed changes up to 4x in phases of seconds: 20 bursts of 5 back-to-back runs
   // spread over about 10 s; the fastest run is the cost at full speed (warm, like a benchmark loop),
