@@ -55,7 +55,8 @@ try {
     figures: (Figure & { date?: string })[];
   };
   kept = prev.figures
-    .filter((f) => !suites.includes(f.suite))
+    // a suite that failed keeps its previous figures (with their date): a crash loses no history
+    .filter((f) => !suites.includes(f.suite) || failures.includes(f.suite))
     .map((f) => ({ ...f, date: f.date ?? prev.date }));
 } catch {}
 const now = new Date().toISOString();
