@@ -78,6 +78,8 @@ describe('netpolicy-controller flags', () => {
       '--leader-elect-lease-duration',
       '--resync-period',
       '--zap-log-level',
+      '--rules-analysis-interval',
+      '--namespace-entry-budget',
     ])
       expect(h.stdout).toContain(f);
     expect((await runCtl(['--version'])).stdout).toMatch(/^netpolicy-controller \d+\.\d+\.\d+\n$/);
@@ -85,6 +87,8 @@ describe('netpolicy-controller flags', () => {
       [['--resync-period', '0'], /--resync-period: "0" is not a whole number of seconds/],
       [['--kubeconfig', '/nonexistent'], /cannot load the kubeconfig \(\/nonexistent\)/],
       [['--health-probe-bind-address', 'x'], /--health-probe-bind-address: "x" is not a bind address/],
+      [['--rules-analysis-interval', '0'], /--rules-analysis-interval: "0" is not a whole number of seconds/],
+      [['--namespace-entry-budget=-5'], /--namespace-entry-budget: "-5" is not a whole number of entries/],
     ] as const) {
       const r = await runCtl([...args]);
       expect(r.code).toBe(2);

@@ -114,7 +114,8 @@ export function agentInformers(ctx: WatchContext): Informer[] {
       c,
       '/api/v1/nodes',
       on((t, o) => {
-        if (t === 'DELETED') return;
+        // a deleted node's addresses leave the ipcache: they may be reused by anyone
+        if (t === 'DELETED') return ctx.engine.removeNode(o.metadata.name);
         const n = nodeFromObject(raw(o));
         if ('error' in n) ctx.log('warn', 'ignoring node', { name: o.metadata.name, error: n.error });
         else ctx.engine.upsertNode(n);

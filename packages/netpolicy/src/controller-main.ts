@@ -17,15 +17,31 @@ Publishes an EffectivePolicy (policyKind Network) per namespace and pod label se
 conditions on AdminNetworkPolicies, BaselineAdminNetworkPolicies and ClusterNetworkPolicies.
 
 Flags (controller-runtime's names):
-${CONTROLLER_USAGE}  --version                          the version
+${CONTROLLER_USAGE}  --rules-analysis-interval S        on pod churn, the exact dead-rule and entry-budget analysis
+                                     runs at most this often (default 30; a policy change runs it
+                                     at once)
+  --namespace-entry-budget N         the agents' --namespace-entry-budget, for the budget findings
+                                     (default 100000)
+  --version                          the version
   -h, --help                         this text
 `;
 
-const b = binary(CONTROLLER_NAME, USAGE, CONTROLLER_FLAGS, new URL('../package.json', import.meta.url));
+const b = binary(
+  CONTROLLER_NAME,
+  USAGE,
+  {
+    ...CONTROLLER_FLAGS,
+    'rules-analysis-interval': { type: 'string', default: '30' },
+    'namespace-entry-budget': { type: 'string', default: '100000' },
+  },
+  new URL('../package.json', import.meta.url),
+);
 const { logLevel, ...settings } = controllerSettings(b);
 const controller = new NetpolController({
   client: new KubeClient(b.kubeConfig()),
   ...settings,
+  analysisIntervalSeconds: b.seconds('rules-analysis-interval'),
+  entryBudget: b.whole('namespace-entry-budget', 'entries', 1_048_576),
   log: jsonLogger(CONTROLLER_NAME, undefined, logLevel),
 });
 try {

@@ -5,6 +5,7 @@
 import { controllerBinding, effectivePolicyCrd, KubeClient, viewClusterRole } from '@cascade/core';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { KubeConfig } from '@kubernetes/client-node';
+import { isEqual } from 'lodash-es';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NetpolController } from './controller.ts';
 import { CONTROLLER_NAME, controllerLeaseRole, netpolControllerClusterRole } from './rbac.ts';
@@ -270,6 +271,8 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
     await settle(c);
     await settle(c);
     expect(c.writes.get() - before).toBe(0);
+    // and computes nothing: the pod identities did not move
+    expect(c.lastUpdate).toMatchObject({ effectives: false, conditions: false });
     // the PodAddressSlice of app=web changed: web-3 in, web-1 out (one write, or two if not coalesced)
     expect(c.sliceWrites.get() - slicesBefore).toBeGreaterThanOrEqual(1);
     expect(c.sliceWrites.get() - slicesBefore).toBeLessThanOrEqual(2);
@@ -295,6 +298,28 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
     await waitFor('gone with its last pod', async () =>
       (await list('shop')).length === 2 ? true : undefined,
     );
+  });
+
+  it('an EffectivePolicy deleted or edited by someone else is put back (only it is compared)', async () => {
+    const c = controllers[0]!;
+    await settle(c);
+    const [a, b] = await list('shop');
+    expect((await env.call('DELETE', `${EP('shop')}/${a!.metadata.name}`)).status).toBe(200);
+    await env.call(
+      'PATCH',
+      `${EP('shop')}/${b!.metadata.name}`,
+      { spec: { network: { ingress: [] } } },
+      'application/merge-patch+json',
+    );
+    await waitFor('both put back', async () => {
+      const now = await list('shop');
+      const x = now.find((e) => e.metadata.name === a!.metadata.name);
+      const y = now.find((e) => e.metadata.name === b!.metadata.name);
+      return x && y && isEqual(x.spec, a!.spec) && isEqual(y.spec, b!.spec) ? true : undefined;
+    });
+    await settle(c);
+    // put back from what was computed before: nothing recomputed for it
+    expect(c.lastUpdate?.effectives).toBe(false);
   });
 
   it('a restart writes nothing; the lease moves to a standby when the leader stops', async () => {

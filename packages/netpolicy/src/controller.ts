@@ -9,6 +9,8 @@
 //   agents can watch those and their own node's Pods instead of every Pod of the cluster. They are
 //   planned on their own queue key, never behind the EffectivePolicy computation.
 // Writes are skipped when the live object already says the same, so a restart writes nothing.
+// What to publish is kept by PublishedState (published-state.ts): pod churn inside existing pod
+// identities recomputes nothing, and only the EffectivePolicies whose live object moved are compared.
 
 import type { Server } from 'node:http';
 import { hostname } from 'node:os';
@@ -31,13 +33,8 @@ import { isEqual } from 'lodash-es';
 import { agentInformers, POLICY_PATHS } from './agent-watch.ts';
 import { NetpolEngine } from './engine.ts';
 import { AddressOwners } from './owners.ts';
-import {
-  type NetworkEffective,
-  networkEffectiveSpec,
-  networkEffectives,
-  networkPolicyConditions,
-  type PolicyCondition,
-} from './published.ts';
+import { type NetworkEffective, networkEffectiveSpec, type PolicyCondition } from './published.ts';
+import { DEFAULT_ANALYSIS_INTERVAL_MS, PublishedState, type PublishedUpdate } from './published-state.ts';
 import { SlicePublisher } from './slice-publisher.ts';
 
 export interface NetpolControllerOptions {
@@ -58,6 +55,13 @@ export interface NetpolControllerOptions {
   resyncSeconds?: number;
   /** Publish PodAddressSlices (default true; the agents' --pod-source=slices reads them). */
   publishSlices?: boolean;
+  /**
+   * On pod churn, the exact analyses of the cluster (dead NetworkPolicy rules, entry budgets) run at
+   * most this often (default 30 s); a policy change runs them at once.
+   */
+  analysisIntervalSeconds?: number;
+  /** The agents' namespace entry budget, for the budget findings (default 100,000). */
+  entryBudget?: number;
 }
 
 const EP_PATH = `/apis/${EFFECTIVE_GROUP}/v1alpha1`;
@@ -103,14 +107,27 @@ export class NetpolController {
   private readonly servers: Server[] = [];
   private resync?: NodeJS.Timeout;
   private started = false;
-  /** The last published set, for figures and tests. */
-  lastEffectives: NetworkEffective[] = [];
+  /** What to publish, kept up to date with the engine. */
+  readonly state: PublishedState;
+  /** Next reconcile recomputes everything and compares every object (start, new leader, resync). */
+  private full = true;
+  /** Next reconcile compares every EffectivePolicy (a failed pass). */
+  private compareAll = false;
+  /** EffectivePolicies whose live object moved (ours echoed, or someone else's edit or delete). */
+  private readonly movedEffective = new Set<string>();
+  private analysisTimer?: NodeJS.Timeout;
+  /** The last update, for tests and figures. */
+  lastUpdate?: PublishedUpdate;
 
   constructor(opts: NetpolControllerOptions) {
     this.opts = opts;
     this.name = opts.name ?? 'netpolicy-controller';
     this.client = opts.client;
     this.log = opts.log ?? jsonLogger(this.name);
+    this.state = new PublishedState({
+      analysisIntervalMs: (opts.analysisIntervalSeconds ?? DEFAULT_ANALYSIS_INTERVAL_MS / 1000) * 1000,
+      ...(opts.entryBudget ? { entryBudget: opts.entryBudget } : {}),
+    });
     // two keys: 'slices' (cheap, latency matters to enforcement) and 'sync' (EffectivePolicies, status)
     this.queue = new WorkQueue((k) => (k === 'slices' ? this.reconcileSlices() : this.reconcile()), 2, {
       registry: this.metrics,
@@ -157,14 +174,17 @@ export class NetpolController {
     this.effective = new Informer(
       this.client,
       `${EP_PATH}/effectivepolicies?labelSelector=${encodeURIComponent(`${MANAGED_BY}=${this.name}`)}`,
-      changed,
+      (_t, o) => {
+        this.movedEffective.add(`${o.metadata.namespace}/${o.metadata.name}`);
+        this.queue.add('sync');
+      },
     );
     this.informers.push(this.effective);
     this.metrics.processMetrics();
     this.metrics.gauge(
       'cascade_netpol_effective_policies',
       'EffectivePolicies of kind Network published',
-      () => this.lastEffectives.length,
+      () => this.state.effectives.size,
     );
     this.elector = new LeaderElector(
       this.client,
@@ -176,6 +196,7 @@ export class NetpolController {
         this.log('info', leader ? 'became leader' : 'lost leadership');
         if (leader) {
           this.slices?.resync(); // another leader may have written since
+          this.full = true;
           this.queue.add('slices');
           this.queue.add('sync');
         }
@@ -211,6 +232,7 @@ export class NetpolController {
     this.resync = setInterval(
       () => {
         this.slices?.resync();
+        this.full = true;
         this.queue.add('slices');
         this.queue.add('sync');
       },
@@ -221,6 +243,7 @@ export class NetpolController {
 
   async stop(): Promise<void> {
     clearInterval(this.resync);
+    clearTimeout(this.analysisTimer);
     for (const i of this.informers) i.stop();
     this.queue.stop();
     await this.queue.drain();
@@ -255,22 +278,46 @@ export class NetpolController {
     await this.slices.publish();
   }
 
+  /** The published EffectivePolicies, for figures and tests. */
+  get lastEffectives(): NetworkEffective[] {
+    return [...this.state.effectives.values()];
+  }
+
   private async reconcile(): Promise<void> {
     if (!this.started || !this.elector.leader || !this.informers.every((i) => i.synced)) return;
     this.engine.flush();
-    await this.publishEffective();
-    await this.publishStatus();
+    const full = this.full;
+    this.full = false;
+    const u = this.state.update(this.engine, full);
+    this.lastUpdate = u;
+    if (u.analysisDueInMs !== undefined && !this.analysisTimer) {
+      this.analysisTimer = setTimeout(() => {
+        this.analysisTimer = undefined;
+        this.queue.add('sync');
+      }, u.analysisDueInMs);
+      this.analysisTimer.unref();
+    }
+    const all = full || u.effectives || this.compareAll;
+    const moved = all ? undefined : [...this.movedEffective];
+    this.movedEffective.clear();
+    this.compareAll = false;
+    try {
+      await this.publishEffective(moved);
+      await this.publishStatus();
+    } catch (e) {
+      this.compareAll = true; // the retry compares everything again
+      throw e;
+    }
   }
 
-  private async publishEffective(): Promise<void> {
-    const desired = networkEffectives(this.engine);
-    this.lastEffectives = desired;
-    const want = new Set<string>();
-    for (const e of desired) {
-      const key = `${e.namespace}/${e.name}`;
-      want.add(key);
+  /** Makes the live EffectivePolicies match the desired ones: `keys` only, or all (undefined). */
+  private async publishEffective(keys: string[] | undefined): Promise<void> {
+    const desired = this.state.effectives;
+    const labels = { [MANAGED_BY]: this.name, 'cascade.dev/policy-kind': 'network' };
+    for (const key of keys ?? desired.keys()) {
+      const e = desired.get(key);
+      if (!e) continue;
       const spec = networkEffectiveSpec(e);
-      const labels = { [MANAGED_BY]: this.name, 'cascade.dev/policy-kind': 'network' };
       const live = this.effective.cache.get(key);
       if (live && isEqual(live.spec, spec) && isEqual(live.metadata.labels ?? {}, labels)) {
         this.skipped.inc();
@@ -290,8 +337,14 @@ export class NetpolController {
       );
       this.effective.cache.set(key, applied);
     }
-    for (const [key, live] of [...this.effective.cache]) {
-      if (want.has(key)) continue;
+    const orphans = keys
+      ? keys.flatMap((k) => {
+          const live = this.effective.cache.get(k);
+          return live ? [[k, live] as const] : [];
+        })
+      : [...this.effective.cache];
+    for (const [key, live] of orphans) {
+      if (desired.has(key)) continue;
       this.writes.inc();
       await this.client
         .request(
@@ -305,9 +358,9 @@ export class NetpolController {
     }
   }
 
+  /** Conditions where they differ from the live ones (a compare per policy: cheap). */
   private async publishStatus(): Promise<void> {
-    const conditions = networkPolicyConditions(this.engine);
-    for (const [key, conds] of conditions) {
+    for (const [key, conds] of this.state.conditions) {
       const [kind, ...rest] = key.split('/');
       const name = rest.pop()!;
       const namespace = rest[0];

@@ -89,6 +89,7 @@ export class NetpolEngine {
     (r, i) => this.selections.get(r, i),
   );
   private revision = 0;
+  private podsRevision = 0;
 
   private dirtyPods = new Set<string>();
   private dirtyNodes = new Set<string>();
@@ -98,13 +99,25 @@ export class NetpolEngine {
 
   // ---- inputs -----------------------------------------------------------------------------------
 
+  /** Bumped by every policy change: what the published rules depend on changed. */
+  get policyRevision(): number {
+    return this.revision;
+  }
+
+  /** Bumped by every namespace, pod and node change: what exact analyses of the cluster read. */
+  get populationRevision(): number {
+    return this.podsRevision;
+  }
+
   upsertNamespace(ns: Namespace): void {
+    this.podsRevision++;
     this.ipcacheMemo.clear();
     this.namespaces.set(ns.name, ns);
     for (const [k, p] of this.pods) if (p.namespace === ns.name) this.dirtyPods.add(k);
   }
 
   upsertPod(p: Pod): void {
+    this.podsRevision++;
     this.ipcacheMemo.clear();
     this.pods.set(podKey(p), p);
     this.dirtyPods.add(podKey(p));
@@ -113,13 +126,24 @@ export class NetpolEngine {
   removePod(namespace: string, name: string): void {
     this.ipcacheMemo.clear();
     const k = `${namespace}/${name}`;
-    if (this.pods.delete(k)) this.dirtyPods.add(k);
+    if (!this.pods.delete(k)) return;
+    this.podsRevision++;
+    this.dirtyPods.add(k);
   }
 
   upsertNode(n: Node): void {
+    this.podsRevision++;
     this.ipcacheMemo.clear();
     this.nodes.set(n.name, n);
     this.dirtyNodes.add(n.name);
+  }
+
+  /** A deleted node: its addresses leave the ipcache (they may be reused by anyone). */
+  removeNode(name: string): void {
+    if (!this.nodes.delete(name)) return;
+    this.podsRevision++;
+    this.ipcacheMemo.clear();
+    this.dirtyNodes.add(name);
   }
 
   upsertPolicy(obj: NetPolicyObject): BuiltPolicy {
@@ -135,6 +159,7 @@ export class NetpolEngine {
     const prev = this.policies.get(key);
     if (!prev) return;
     this.policies.delete(key);
+    this.revision++;
     if (!this.changedPolicies.has(key)) this.changedPolicies.set(key, prev.built);
   }
 

@@ -24,6 +24,9 @@ function canonical(e: NetpolEngine): Record<string, string[]> {
         : ['none'];
     }
   }
+  // the ipcache too: a removed node's addresses must leave it
+  for (const x of e.ipcache('n1'))
+    out[`ipcache/${x.prefix.family}/${x.prefix.bits}/${x.prefix.len}`] = [name(x.identity)];
   return out;
 }
 
@@ -33,7 +36,8 @@ type Change =
   | { op: 'removePod'; pod: number }
   | { op: 'removePolicy'; policy: number }
   | { op: 'addPolicy'; from: number }
-  | { op: 'nsLabel'; ns: string; env: string };
+  | { op: 'nsLabel'; ns: string; env: string }
+  | { op: 'removeNode' };
 
 const change: fc.Arbitrary<Change> = fc.oneof(
   fc.record({
@@ -54,6 +58,7 @@ const change: fc.Arbitrary<Change> = fc.oneof(
     ns: fc.constantFrom('alpha', 'beta', 'gamma'),
     env: fc.constantFrom('prod', 'dev', 'qa'),
   }),
+  fc.record({ op: fc.constant('removeNode' as const) }),
 );
 
 function apply(state: Cluster, e: NetpolEngine, c: Change, extra: NetPolicyObject[], n: number): void {
@@ -90,6 +95,9 @@ function apply(state: Cluster, e: NetpolEngine, c: Change, extra: NetPolicyObjec
     const q = { ...ns, labels: { ...ns.labels, env: c.env } };
     state.namespaces = state.namespaces.map((x) => (x === ns ? q : x));
     e.upsertNamespace(q);
+  } else if (c.op === 'removeNode' && state.nodes.some((x) => x.name === 'n2')) {
+    state.nodes = state.nodes.filter((x) => x.name !== 'n2');
+    e.removeNode('n2');
   }
 }
 

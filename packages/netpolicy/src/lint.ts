@@ -17,6 +17,11 @@ export interface LintFinding {
   severity: 'warning';
   policy: string;
   message: string;
+  /**
+   * The message without the counts that move with every pod (connections, entries): what status
+   * conditions and Events say, so that pod churn does not rewrite them.
+   */
+  summary?: string;
 }
 
 const policyOf = (r: Rule) =>
@@ -28,6 +33,14 @@ export function lintNetpol(
   engine: NetpolEngine,
   entryBudget = DEFAULT_NAMESPACE_ENTRY_BUDGET,
 ): LintFinding[] {
+  return [...lintStructure(engine), ...lintPopulation(engine, entryBudget)];
+}
+
+/**
+ * What the rules and the pod identities decide: equal-priority admin policies selecting the same
+ * pods, and shadowed baseline rules. Pod churn inside existing identities changes none of it.
+ */
+export function lintStructure(engine: NetpolEngine): LintFinding[] {
   const out: LintFinding[] = [];
   const pods = [...engine.identities.values()].filter((i) => i.kind === 'pod');
   // Equal-priority admin policies whose subjects share a pod.
@@ -70,9 +83,19 @@ export function lintNetpol(
       });
     else seen.set(key, r);
   }
-  out.push(...lintDeadNetworkPolicyRules(engine));
-  out.push(...lintEntryBudget(engine, entryBudget));
   return out;
+}
+
+/**
+ * What every pod's addresses, ports and node decide (exact for the cluster as it is): NetworkPolicy
+ * rules made dead by admin rules, and NetworkPolicies over their namespace's entry budget. The costly
+ * part: the netpolicy-controller runs it at most every --rules-analysis-interval on pod churn.
+ */
+export function lintPopulation(
+  engine: NetpolEngine,
+  entryBudget = DEFAULT_NAMESPACE_ENTRY_BUDGET,
+): LintFinding[] {
+  return [...lintDeadNetworkPolicyRules(engine), ...lintEntryBudget(engine, entryBudget)];
 }
 
 /**
@@ -91,6 +114,7 @@ export function lintEntryBudget(engine: NetpolEngine, budget: number): LintFindi
         severity: 'warning',
         policy: o.refuse.policy,
         message: `namespace ${o.namespace} needs ${o.entries} policy map entries${node ? ` on node ${node}` : ''}, over its budget of ${o.budget}: the agent refuses ${o.refuse.policy} (${o.refuse.entries} entries, the largest) and keeps its pods isolated`,
+        summary: `namespace ${o.namespace} needs more policy map entries than its budget of ${o.budget}${node ? ` on a node` : ''}: the agent refuses ${o.refuse.policy} (the largest) and keeps its pods isolated`,
       });
     }
   }
@@ -271,6 +295,10 @@ export function lintDeadNetworkPolicyRules(engine: NetpolEngine): LintFinding[] 
       ...d.deciders,
     ]
       .map(([id, x]) => `${id} (${x.action}, ${x.count})`)
+      .join(', ')}`,
+    summary: `${d.rule.id} is dead: every connection it would allow is decided first by ${[...d.deciders]
+      .map(([id, x]) => `${id} (${x.action})`)
+      .sort()
       .join(', ')}`,
   }));
   if (skipped > 0)

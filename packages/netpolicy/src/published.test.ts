@@ -2,40 +2,27 @@
 // order, names that carry no tenant text, bounds, the bucketed peer counts, and the conditions.
 import { describe, expect, it } from 'vitest';
 import { NetpolEngine } from './engine.ts';
-import type { Cluster, NetPolicyObject, Pod } from './model.ts';
+import type { NetPolicyObject, Pod } from './model.ts';
 import {
   MAX_PUBLISHED_RULES,
   networkEffectiveSpec,
   networkEffectives,
   networkPolicyConditions,
 } from './published.ts';
+import { shopCluster, shopPod } from './testing.ts';
 
-const pod = (namespace: string, name: string, labels: Record<string, string>, ip: string): Pod => ({
-  namespace,
-  name,
-  labels,
-  ips: [ip],
-  node: 'n1',
-  ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
-});
+const pod = shopPod;
 
 function cluster(policies: NetPolicyObject[], pods: Pod[] = []): NetpolEngine {
-  const c: Cluster = {
-    namespaces: [
-      { name: 'shop', labels: { team: 'shop' } },
-      { name: 'dev', labels: { env: 'dev' } },
-    ],
-    nodes: [{ name: 'n1', labels: {}, ips: ['192.0.2.1'] }],
-    pods: [
+  const e = NetpolEngine.fromCluster(
+    shopCluster(policies, [
       pod('shop', 'web-1', { app: 'web' }, '10.0.0.1'),
       pod('shop', 'web-2', { app: 'web' }, '10.0.0.2'),
       pod('shop', 'cart', { app: 'cart' }, '10.0.0.3'),
       pod('dev', 'toy', { app: 'toy' }, '10.0.0.4'),
       ...pods,
-    ],
-    policies,
-  };
-  const e = NetpolEngine.fromCluster(c);
+    ]),
+  );
   e.flush();
   return e;
 }

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import type { LabelSelector } from '@cascade/core';
 import { matchesSelector } from '@cascade/core';
 import type { NetpolEngine } from './engine.ts';
-import { lintNetpol } from './lint.ts';
+import { type LintFinding, lintNetpol } from './lint.ts';
 import { PROTO_NAMES } from './ports.ts';
 import type { Isolation, NamespaceMatch, Peer, PortMatch, Rule } from './rules.ts';
 import { namespaceMatches } from './selection.ts';
@@ -283,16 +283,22 @@ export interface PolicyCondition {
   message: string;
 }
 
-/** Conditions of every policy the engine holds, by `Kind[/ns]/name`. */
-export function networkPolicyConditions(engine: NetpolEngine): Map<string, PolicyCondition[]> {
-  const findings = new Map<string, string[]>();
+/**
+ * Conditions of every policy the engine holds, by `Kind[/ns]/name`, with the lint's `findings`
+ * (computed here when not given).
+ */
+export function networkPolicyConditions(
+  engine: NetpolEngine,
+  findings: readonly LintFinding[] = lintNetpol(engine),
+): Map<string, PolicyCondition[]> {
+  const notes = new Map<string, string[]>();
   const note = (policy: string, message: string) => {
-    let l = findings.get(policy);
-    if (!l) findings.set(policy, (l = []));
+    let l = notes.get(policy);
+    if (!l) notes.set(policy, (l = []));
     l.push(message);
   };
-  for (const f of lintNetpol(engine)) {
-    note(f.policy, f.message);
+  for (const f of findings) {
+    note(f.policy, f.summary ?? f.message);
     // an equal-priority overlap is reported once, on the first of the pair: both say it in status
     const pair = /^(\S+) and (\S+) have the same priority/.exec(f.message);
     if (pair?.[2] && pair[2] !== f.policy) note(pair[2], f.message);
@@ -341,9 +347,9 @@ export function networkPolicyConditions(engine: NetpolEngine): Map<string, Polic
               message: 'selects no pod: it has no effect now',
             },
       );
-      const notes = findings.get(key) ?? [];
-      const overlap = notes.filter((m) => m.includes('have the same priority'));
-      const dead = notes.filter((m) => !m.includes('have the same priority'));
+      const mine = notes.get(key) ?? [];
+      const overlap = mine.filter((m) => m.includes('have the same priority'));
+      const dead = mine.filter((m) => !m.includes('have the same priority'));
       conds.push(
         overlap.length
           ? { type: 'Overlapping', status: 'True', reason: 'SamePriority', message: overlap.join('; ') }

@@ -238,3 +238,29 @@ export function probesFor(c: Cluster): fc.Arbitrary<Probe[]> {
     { minLength: 1, maxLength: 30 },
   );
 }
+
+/** A running pod with one address and a named port `http` (80/TCP), on node n1. */
+export const shopPod = (
+  namespace: string,
+  name: string,
+  labels: Record<string, string>,
+  ip: string,
+): Pod => ({
+  namespace,
+  name,
+  labels,
+  ips: [ip],
+  node: 'n1',
+  ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
+});
+
+/** Namespaces `shop` {team: shop} and `dev` {env: dev}, node n1, and `pods`. */
+export const shopCluster = (policies: NetPolicyObject[], pods: Pod[]): Cluster => ({
+  namespaces: [
+    { name: 'shop', labels: { team: 'shop' } },
+    { name: 'dev', labels: { env: 'dev' } },
+  ],
+  nodes: [{ name: 'n1', labels: {}, ips: ['192.0.2.1'] }],
+  pods,
+  policies,
+});

@@ -1,0 +1,147 @@
+// PublishedState: what the netpolicy-controller publishes, recomputed only when its inputs move.
+// Pod churn inside existing identities recomputes nothing; the exact analysis waits for its interval
+// on pod churn and runs at once on a policy change; whatever it skipped, the result equals a fresh
+// computation.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { NetpolEngine } from './engine.ts';
+import type { NetPolicyObject } from './model.ts';
+import { networkEffectives, networkPolicyConditions } from './published.ts';
+import { PublishedState } from './published-state.ts';
+import { clusterArb, shopCluster, shopPod } from './testing.ts';
+
+const pod = shopPod;
+
+// An admin rule denies shop's ingress from dev; a NetworkPolicy allows shop's cart from dev: dead
+// as soon as dev has a pod (every connection it allows is decided by the admin rule first).
+const ANP: NetPolicyObject = {
+  kind: 'AdminNetworkPolicy',
+  name: 'dev-never-reaches-shop',
+  spec: {
+    priority: 10,
+    subject: { namespaces: { matchLabels: { team: 'shop' } } },
+    ingress: [{ name: 'deny-dev', action: 'Deny', from: [{ namespaces: { matchLabels: { env: 'dev' } } }] }],
+  },
+};
+const NP: NetPolicyObject = {
+  kind: 'NetworkPolicy',
+  namespace: 'shop',
+  name: 'cart-from-dev',
+  spec: {
+    podSelector: { matchLabels: { app: 'cart' } },
+    policyTypes: ['Ingress'],
+    ingress: [{ from: [{ namespaceSelector: { matchLabels: { env: 'dev' } } }] }],
+  },
+};
+
+function setup() {
+  const c = shopCluster(
+    [ANP, NP],
+    [pod('shop', 'web-1', { app: 'web' }, '10.0.0.1'), pod('shop', 'cart', { app: 'cart' }, '10.0.0.3')],
+  );
+  const engine = NetpolEngine.fromCluster(c);
+  let now = 1_000_000;
+  const state = new PublishedState({ analysisIntervalMs: 30_000, now: () => now });
+  return { engine, state, tick: (ms: number) => (now += ms) };
+}
+
+const npCondition = (s: PublishedState) =>
+  s.conditions.get('NetworkPolicy/shop/cart-from-dev')!.find((c) => c.type === 'RulesEffective')!;
+
+describe('PublishedState', () => {
+  it('recomputes nothing for pod churn inside an existing identity', () => {
+    const { engine, state } = setup();
+    const first = state.update(engine);
+    expect(first.effectives).toBe(true);
+    expect(first.conditions).toBe(true);
+    const before = state.effectives;
+    engine.upsertPod(pod('shop', 'web-2', { app: 'web' }, '10.0.0.2'));
+    engine.flush();
+    const u = state.update(engine);
+    expect(u.effectives).toBe(false);
+    expect(u.conditions).toBe(false);
+    expect(u.ms.effectives + u.ms.structure + u.ms.conditions).toBe(0);
+    expect(state.effectives).toBe(before);
+    // the exact analysis is put off, not dropped
+    expect(u.analysisDueInMs).toBe(30_000);
+  });
+
+  it('recomputes the EffectivePolicies for a new label set', () => {
+    const { engine, state } = setup();
+    state.update(engine);
+    engine.upsertPod(pod('shop', 'api', { app: 'api' }, '10.0.0.9'));
+    engine.flush();
+    const u = state.update(engine);
+    expect(u.effectives).toBe(true);
+    expect([...state.effectives.values()].map((e) => e.labels.app).sort()).toEqual(['api', 'cart', 'web']);
+  });
+
+  it('runs the exact analysis after its interval on pod churn, at once on a policy change', () => {
+    const { engine, state, tick } = setup();
+    state.update(engine);
+    expect(npCondition(state).status).toBe('True'); // no dev pod: nothing to decide, not dead
+    engine.upsertPod(pod('dev', 'toy', { app: 'toy' }, '10.0.0.4'));
+    engine.flush();
+    tick(10_000);
+    const early = state.update(engine);
+    expect(early.analysisDueInMs).toBe(20_000);
+    expect(npCondition(state).status).toBe('True'); // stale until the interval is over
+    tick(20_000);
+    const due = state.update(engine);
+    expect(due.analysisDueInMs).toBeUndefined();
+    expect(due.conditions).toBe(true);
+    expect(npCondition(state)).toMatchObject({ status: 'False', reason: 'DeadRules' });
+    // no counts in the condition: another dev pod changes nothing
+    expect(npCondition(state).message).not.toMatch(/\d+ connection/);
+    engine.upsertPod(pod('dev', 'toy-2', { app: 'toy' }, '10.0.0.5'));
+    engine.flush();
+    tick(60_000);
+    expect(state.update(engine).conditions).toBe(false);
+    // a policy change: analysed at once, no waiting
+    engine.removePolicy('AdminNetworkPolicy/dev-never-reaches-shop');
+    engine.flush();
+    const u = state.update(engine);
+    expect(u.analysisDueInMs).toBeUndefined();
+    expect(npCondition(state).status).toBe('True');
+  });
+
+  it('equals a fresh computation after any changes (analysis due)', () => {
+    fc.assert(
+      fc.property(
+        clusterArb,
+        fc.array(
+          fc.record({
+            pod: fc.nat(20),
+            op: fc.constantFrom('twin', 'relabel', 'remove', 'dropPolicy'),
+          }),
+          { maxLength: 6 },
+        ),
+        (c, changes) => {
+          const engine = NetpolEngine.fromCluster(c);
+          let now = 0;
+          const state = new PublishedState({ analysisIntervalMs: 1_000, now: () => now });
+          state.update(engine);
+          changes.forEach((ch, i) => {
+            const p = c.pods[ch.pod % Math.max(1, c.pods.length)];
+            if (ch.op === 'dropPolicy' && c.policies.length) {
+              const x = c.policies[ch.pod % c.policies.length]!;
+              engine.removePolicy(x.namespace ? `${x.kind}/${x.namespace}/${x.name}` : `${x.kind}/${x.name}`);
+            } else if (p && ch.op === 'twin')
+              engine.upsertPod({ ...p, name: `${p.name}-t${i}`, ips: [`10.9.${i}.1`] });
+            else if (p && ch.op === 'relabel') engine.upsertPod({ ...p, labels: { ...p.labels, v: `${i}` } });
+            else if (p && ch.op === 'remove') engine.removePod(p.namespace, p.name);
+            engine.flush();
+            now += 500; // half the interval: some updates skip the analysis
+            state.update(engine);
+          });
+          now += 1_000;
+          state.update(engine);
+          const fresh = new Map(networkEffectives(engine).map((e) => [`${e.namespace}/${e.name}`, e]));
+          expect(state.effectives).toEqual(fresh);
+          expect(state.conditions).toEqual(networkPolicyConditions(engine));
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});
