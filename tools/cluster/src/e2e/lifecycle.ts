@@ -1,0 +1,266 @@
+// The release's life: install to Ready, an agent restart and a helm upgrade without a wrong
+// verdict, the agent's capabilities, the upstream suites' subsets, uninstall and `cluster down`.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { prepare, runSuite, SUITES, writeResults } from '@cascade/conformance';
+import { expect } from 'vitest';
+import { CLUSTER_SH, canon, kubectl, kubectlJson, ROOT, sh, until } from '../harness.ts';
+import { measured, mismatches, predicted, probesFor } from './probes.ts';
+import { attachedPrograms, figures, helm, install, NS, net, work } from './shared.ts';
+
+/** helm install: every Cascade pod becomes Ready */
+export function installUntilReady(): void {
+  const t0 = Date.now();
+  install('0.1.0');
+  figures.installToReadySeconds = (Date.now() - t0) / 1000;
+  const pods = kubectlJson<{
+    items: {
+      metadata: { name: string; labels: Record<string, string> };
+      status: { conditions?: { type: string; status: string }[] };
+    }[];
+  }>('get', 'pods', '-n', NS).items;
+  const ready = pods.filter((p) =>
+    p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+  );
+  expect(pods.map((p) => p.metadata.labels['app.kubernetes.io/name']).sort()).toEqual([
+    'authpolicy-controller',
+    'authpolicy-controller',
+    'netpolicy-agent',
+    'netpolicy-controller',
+    'netpolicy-controller',
+    'ratelimitpolicy-controller',
+    'ratelimitpolicy-controller',
+  ]);
+  expect(ready.length).toBe(pods.length);
+  // CoreDNS could start only once the agent pinned its programs (cascade-cni fails closed)
+  kubectl('-n', 'kube-system', 'rollout', 'status', 'deploy/coredns', '--timeout=120s');
+}
+
+/** agent restart and helm upgrade to a rebuilt image: no wrong verdict throughout, no EffectivePolicy rewritten */
+export async function restartAndUpgrade(): Promise<void> {
+  // a small table, so a round takes a few seconds and many rounds cover the restart and the upgrade
+  const sources = net.pods.slice(0, 3);
+  const probes = probesFor(sources, false).filter((p) => p.port === net.ports[1] || p.port === net.ports[2]);
+  const want = predicted(probes);
+  // Gateway EffectivePolicies, and the Network ones of the example namespaces (their pods stay).
+  // Cascade's own pods are replaced by the upgrade (a new pod-template-hash: a new label set), and
+  // the Services test's namespace may still be going away: their Network objects change, rightly.
+  const versions = () =>
+    canon(
+      kubectlJson<{
+        items: {
+          metadata: { namespace: string; name: string; resourceVersion: string };
+          spec: { policyKind: string };
+        }[];
+      }>('get', 'effectivepolicies', '-A')
+        .items.filter(
+          (e) => e.spec.policyKind !== 'Network' || net.exampleNamespaces.includes(e.metadata.namespace),
+        )
+        .map((e) => [e.metadata.namespace, e.metadata.name, e.metadata.resourceVersion]),
+    );
+  const rvBefore = versions();
+  let stop = false;
+  let rounds = 0;
+  const wrong: string[] = [];
+  const loop = (async () => {
+    while (!stop) {
+      wrong.push(
+        ...mismatches(probes, want, await measured(probes, 400)).map((w) => `round ${rounds}: ${w}`),
+      );
+      rounds++;
+    }
+  })();
+  try {
+    const agent = kubectl(
+      'get',
+      'pods',
+      '-n',
+      NS,
+      '-l',
+      'app.kubernetes.io/name=netpolicy-agent',
+      '-o',
+      'name',
+    ).trim();
+    kubectl('delete', '-n', NS, agent, '--wait=true');
+    kubectl('rollout', 'status', '-n', NS, 'ds/netpolicy-agent', '--timeout=120s');
+    // a rebuilt image: the same inputs built again under a new tag (reproducible, so the same digest)
+    sh(
+      join(ROOT, 'node_modules/.bin/node'),
+      [
+        join(ROOT, 'tools/cluster/src/images.ts'),
+        '--tag',
+        '0.1.0-rebuilt',
+        '--out',
+        join(work, 'images'),
+        'authpolicy-controller',
+        'ratelimitpolicy-controller',
+        'netpolicy-controller',
+        'netpolicy-agent',
+      ],
+      { timeoutMs: 300_000 },
+    );
+    for (const img of [
+      'authpolicy-controller',
+      'ratelimitpolicy-controller',
+      'netpolicy-controller',
+      'netpolicy-agent',
+    ])
+      sh(
+        'ctr',
+        [
+          '-a',
+          '/run/cascade-cluster/containerd.sock',
+          '-n',
+          'k8s.io',
+          'images',
+          'import',
+          join(work, 'images', `${img}.tar`),
+        ],
+        { timeoutMs: 120_000 },
+      );
+    const t0 = Date.now();
+    install('0.1.0-rebuilt');
+    figures.upgradeSeconds = (Date.now() - t0) / 1000;
+    await new Promise((r) => setTimeout(r, 10_000)); // the new leaders settle and resync
+  } finally {
+    stop = true;
+    await loop;
+  }
+  figures.probeRoundsDuringRestartAndUpgrade = rounds;
+  expect(rounds).toBeGreaterThanOrEqual(3);
+  expect(wrong).toEqual([]);
+  expect(versions()).toBe(rvBefore);
+}
+
+/** the agent needs each of CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON: without any one its program load is refused */
+export async function agentCapabilities(): Promise<void> {
+  const caps = ['BPF', 'NET_ADMIN', 'PERFMON'];
+  const setCaps = (add: string[]) =>
+    kubectl(
+      'patch',
+      'ds',
+      '-n',
+      NS,
+      'netpolicy-agent',
+      '--type=json',
+      '-p',
+      JSON.stringify([
+        {
+          op: 'replace',
+          path: '/spec/template/spec/containers/0/securityContext/capabilities/add',
+          value: add,
+        },
+      ]),
+    );
+  const agentPod = () =>
+    kubectlJson<{
+      items: { metadata: { name: string; creationTimestamp: string; deletionTimestamp?: string } }[];
+    }>('get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/name=netpolicy-agent').items.find(
+      (p) => !p.metadata.deletionTimestamp,
+    )?.metadata.name;
+  try {
+    for (const without of caps) {
+      const before = agentPod();
+      setCaps(caps.filter((c) => c !== without));
+      const refused = await until(`the agent without CAP_${without} refused`, 90, () => {
+        const pod = agentPod();
+        if (!pod || pod === before) return undefined;
+        let log = '';
+        try {
+          log = kubectl('logs', '-n', NS, pod, '-c', 'agent', '--tail=20');
+        } catch {}
+        return /bpfctl load .*(Operation not permitted|Permission denied)/.exec(log)?.[0];
+      });
+      expect(refused).toMatch(/load/);
+    }
+  } finally {
+    setCaps(caps);
+    kubectl('rollout', 'status', '-n', NS, 'ds/netpolicy-agent', '--timeout=120s');
+  }
+}
+
+/** the upstream suites, a representative subset of each (npm run conformance runs them in full): every test passes */
+export async function upstreamSubsets(): Promise<void> {
+  // the example's cluster-scoped policies would change the suites' expectations (the suites own the
+  // singleton BaselineAdminNetworkPolicy "default"): taken out first, with the example's namespaces
+  kubectl(
+    'delete',
+    'adminnetworkpolicies,baselineadminnetworkpolicies,clusternetworkpolicies',
+    '--all',
+    '--wait=true',
+  );
+  sh('kubectl', ['delete', 'namespace', ...net.exampleNamespaces, '--wait=true', '--ignore-not-found'], {
+    timeoutMs: 180_000,
+  });
+  const bin = prepare();
+  const failed: string[] = [];
+  for (const suite of SUITES) {
+    const r = await runSuite(suite, bin, { subset: true });
+    writeResults(r, join(ROOT, 'tools/conformance/.local'));
+    figures[`conformance ${suite} (subset)`] = `${r.passed} passed, ${r.failed} failed in ${r.seconds} s`;
+    expect(r.passed, `${suite}: no test ran`).toBeGreaterThan(0);
+    for (const t of r.tests)
+      if (t.result === 'failed' && !t.environment) failed.push(`${suite} ${t.name}: ${t.reason ?? ''}`);
+  }
+  expect(failed).toEqual([]);
+  // the suites (and the Services test) delete their namespaces without waiting: gone first
+  await until("the suites' namespaces gone", 240, () =>
+    /namespace\/(network-policy-conformance-|svc-e2e|netpol-)/.test(
+      kubectl('get', 'namespaces', '-o', 'name'),
+    )
+      ? undefined
+      : true,
+  );
+}
+
+/** helm uninstall removes every object; the programs and pins stay (fail closed) until `cluster down` */
+export async function uninstall(): Promise<void> {
+  helm('uninstall', 'cascade', '-n', NS, '--wait');
+  await until('every Cascade pod gone', 60, () =>
+    kubectl('get', 'all', '-n', NS, '-o', 'name').trim() === '' ? true : undefined,
+  );
+  expect(kubectl('get', 'clusterroles', '-o', 'name')).not.toMatch(/authpolicy-controller|netpolicy-agent/);
+  // what stays, on purpose: the agent cannot tell an uninstall from a restart, and a pod whose
+  // program went away would run unenforced; pins and programs go with `npm run cluster -- down`
+  // (or, on a real node, `rm -r /sys/fs/bpf/cascade` and a pod restart), as the README says
+  const running = kubectlJson<{ items: { spec: { hostNetwork?: boolean }; status: { phase: string } }[] }>(
+    'get',
+    'pods',
+    '-A',
+  ).items.filter((p) => !p.spec.hostNetwork && p.status.phase === 'Running').length;
+  const attachedAfter = attachedPrograms();
+  figures.programsLeftAfterUninstall = attachedAfter;
+  expect(attachedAfter).toBe(running);
+  expect(existsSync('/sys/fs/bpf/cascade/progs/from_endpoint')).toBe(true);
+  net.nodeServer?.kill();
+}
+
+/** npm run cluster -- down leaves nothing behind: processes, mounts, interfaces, routes, chains, pins, state */
+export function clusterDownLeavesNothing(): void {
+  const t0 = Date.now();
+  sh('bash', [CLUSTER_SH, 'down'], { timeoutMs: 300_000 });
+  figures.downSeconds = (Date.now() - t0) / 1000;
+  const left: string[] = [];
+  let procs = '';
+  try {
+    procs = sh('pgrep', ['-af', 'cascade-cluster|containerd-shim']).trim();
+  } catch {} // pgrep exits 1 when nothing matches
+  if (procs) left.push(`processes: ${procs}`);
+  const mounts = sh('bash', [
+    '-c',
+    'findmnt -rn -o TARGET | grep -E "cascade-cluster|/run/netns/cni-" || true',
+  ]).trim();
+  if (mounts) left.push(`mounts: ${mounts}`);
+  if (sh('ip', ['-o', 'link', 'show']).match(/cascade0|veth/)) left.push('interfaces: cascade0 or veths');
+  if (sh('ip', ['route', 'show']).match(/10\.244\.|10\.96\./))
+    left.push('routes to the pod or Service range');
+  if (sh('iptables-save', []).includes('KUBE-')) left.push('iptables KUBE-* chains');
+  for (const path of [
+    '/sys/fs/bpf/cascade',
+    '/var/lib/cascade-cluster',
+    '/run/cascade-cluster',
+    '/run/cascade/cni',
+  ])
+    if (existsSync(path)) left.push(path);
+  expect(left).toEqual([]);
+}
