@@ -288,24 +288,26 @@ export class NetpolController {
     this.engine.flush();
     const full = this.full;
     this.full = false;
-    const u = this.state.update(this.engine, full);
-    this.lastUpdate = u;
-    if (u.analysisDueInMs !== undefined && !this.analysisTimer) {
-      this.analysisTimer = setTimeout(() => {
-        this.analysisTimer = undefined;
-        this.queue.add('sync');
-      }, u.analysisDueInMs);
-      this.analysisTimer.unref();
-    }
-    const all = full || u.effectives || this.compareAll;
-    const moved = all ? undefined : [...this.movedEffective];
+    const all = full || this.compareAll;
+    const moved = [...this.movedEffective];
     this.movedEffective.clear();
     this.compareAll = false;
     try {
-      await this.publishEffective(moved);
+      const u = this.state.update(this.engine, full);
+      this.lastUpdate = u;
+      if (u.analysisDueInMs !== undefined && !this.analysisTimer) {
+        this.analysisTimer = setTimeout(() => {
+          this.analysisTimer = undefined;
+          this.queue.add('sync');
+        }, u.analysisDueInMs);
+        this.analysisTimer.unref();
+      }
+      await this.publishEffective(all || u.effectives ? undefined : moved);
       await this.publishStatus();
     } catch (e) {
-      this.compareAll = true; // the retry compares everything again
+      // the retry does it all again: a full pass if this one was, and every object compared
+      if (full) this.full = true;
+      this.compareAll = true;
       throw e;
     }
   }
