@@ -19,6 +19,7 @@ export * from './predicates.ts';
 export * from './runtime/binary.ts';
 export * from './runtime/client.ts';
 export * from './runtime/controller.ts';
+export * from './runtime/controller-metrics.ts';
 export * from './runtime/events.ts';
 export * from './runtime/informer.ts';
 export * from './runtime/leader.ts';

@@ -29,6 +29,7 @@ import {
   postWarningEvent,
   startInformers,
   WorkQueue,
+  watchHealth,
 } from '@cascade/core';
 import { agentInformers } from './agent-watch.ts';
 import { DEFAULT_NAMESPACE_ENTRY_BUDGET, enforceNamespaceBudget, type Refusal } from './budget.ts';
@@ -170,6 +171,15 @@ export class NetpolAgent {
       this.lastReport ? this.localPods().length : 0,
     );
     this.metrics.processMetrics();
+    // the datapath keeps enforcing what it has while a watch fails: logged once and counted, and
+    // the sync after recovery catches up
+    watchHealth(
+      [...this.informers, ...(this.podSource?.bootstrap ? [this.podSource.bootstrap] : [])],
+      this.metrics,
+      this.log,
+      'the datapath keeps what it enforces',
+      () => this.queue.add('sync'),
+    );
     this.metrics.gauge(
       'cascade_netpol_policies_refused',
       'NetworkPolicies refused now for their namespace policy-map budget',

@@ -23,11 +23,14 @@ import {
   type KubeObject,
   LeaderElector,
   type Logger,
+  leaderMetrics,
+  leaseHealth,
   MANAGED_BY,
   Metrics,
   postWarningEvent,
   startInformers,
   WorkQueue,
+  watchHealth,
 } from '@cascade/core';
 import { isEqual } from 'lodash-es';
 import { agentInformers, POLICY_PATHS } from './agent-watch.ts';
@@ -186,6 +189,14 @@ export class NetpolController {
       'EffectivePolicies of kind Network published',
       () => this.state.effectives.size,
     );
+    // a list/watch failing is logged once and counted; /readyz fails meanwhile; pending work runs after
+    watchHealth(this.informers, this.metrics, this.log, '/readyz fails meanwhile', () => {
+      this.queue.add('slices');
+      this.queue.add('sync');
+    });
+    const { leaseErrors, transitions } = leaderMetrics(this.metrics, `${this.name}-leader`, () =>
+      Boolean(this.elector?.leader),
+    );
     this.elector = new LeaderElector(
       this.client,
       opts.leaseNamespace ?? 'default',
@@ -193,6 +204,7 @@ export class NetpolController {
       opts.identity ?? `${hostname()}-${process.pid}`,
       opts.leaseDurationSeconds ?? 15,
       (leader) => {
+        transitions.inc();
         this.log('info', leader ? 'became leader' : 'lost leadership');
         if (leader) {
           this.slices?.resync(); // another leader may have written since
@@ -202,9 +214,7 @@ export class NetpolController {
         }
       },
     );
-    this.metrics.gauge('cascade_leader', '1 while this replica holds the lease', () =>
-      this.elector.leader ? 1 : 0,
-    );
+    leaseHealth(this.elector, leaseErrors, this.log);
   }
 
   get leader(): boolean {

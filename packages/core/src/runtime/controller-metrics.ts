@@ -1,8 +1,11 @@
-// The families operators alert on that a policy controller adds to its registry: policies by status
-// condition, watch errors, leadership (ours and client-go's leader_election_master_status).
+// The families operators alert on that a controller or agent adds to its registry: policies by
+// status condition, watch errors, leadership (ours and client-go's leader_election_master_status);
+// and the log lines that go with them: once when a watch or the lease starts failing, once when it
+// recovers, never per retry.
 import type { Condition } from '../status/conditions.ts';
 import type { Informer } from './informer.ts';
-import type { Metrics } from './metrics.ts';
+import type { LeaderElector } from './leader.ts';
+import type { Logger, Metrics } from './metrics.ts';
 
 /** cascade_policies{kind,condition,status,reason}: counted from the policies' live status. */
 export function policiesByCondition(metrics: Metrics, kind: string, policies: Informer): void {
@@ -40,4 +43,47 @@ export function leaderMetrics(metrics: Metrics, leaseName: string, isLeader: () 
     () => [[{ name: leaseName }, isLeader() ? 1 : 0]],
   );
   return { leaseErrors, transitions };
+}
+
+/**
+ * cascade_watch_errors_total over `informers`, and a log line when one starts failing (`meanwhile`
+ * says what that means for this process) and when it recovers; then `recovered` runs (work left
+ * pending while not ready).
+ */
+export function watchHealth(
+  informers: readonly Informer[],
+  metrics: Metrics,
+  log: Logger,
+  meanwhile: string,
+  recovered: () => void = () => {},
+): void {
+  const watchErrors = metrics.counter(
+    'cascade_watch_errors_total',
+    'List and watch errors (the informer retries with backoff)',
+  );
+  for (const inf of informers) {
+    inf.onError = () => watchErrors.inc();
+    inf.onHealth = (path, error) => {
+      if (error) {
+        log('warn', `list/watch failing: retrying with backoff; ${meanwhile}`, { path, error });
+        return;
+      }
+      log('info', 'list/watch recovered', { path });
+      recovered();
+    };
+  }
+}
+
+/** Lease errors counted and logged once when acquiring or renewing starts failing and when it recovers. */
+export function leaseHealth(
+  elector: LeaderElector,
+  leaseErrors: ReturnType<Metrics['counter']>,
+  log: Logger,
+): void {
+  elector.onError = (error) => {
+    if (error) {
+      leaseErrors.inc();
+      log('warn', 'lease acquire/renew failing: not leading until it succeeds', { error });
+    } else log('info', 'lease acquire/renew recovered');
+  };
 }

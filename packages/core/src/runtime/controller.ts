@@ -12,14 +12,13 @@
 
 import type { Server } from 'node:http';
 import { hostname } from 'node:os';
-import { SpanStatusCode } from '@opentelemetry/api';
 import { EFFECTIVE_GROUP, MANAGED_BY } from '../effective/effective-policy.ts';
 import type { PolicyKind } from '../kind.ts';
 import { PolicyEngine } from '../merge/engine.ts';
 import { routeKey } from '../topology/types.ts';
 import { AffectedWriter } from './affected.ts';
 import type { KubeClient } from './client.ts';
-import { leaderMetrics, policiesByCondition } from './controller-metrics.ts';
+import { leaderMetrics, leaseHealth, policiesByCondition, watchHealth } from './controller-metrics.ts';
 import { EffectivePublisher } from './effective-writer.ts';
 import { postWarningEvent } from './events.ts';
 import { Informer, startInformers } from './informer.ts';
@@ -30,7 +29,7 @@ import { type PublishFailure, PublishLedger } from './publish.ts';
 import { WorkQueue } from './queue.ts';
 import { RenderedPublisher, type RenderInformer, renderInformers } from './rendered.ts';
 import { TOPOLOGY_RESOURCES, TopologyFeed } from './topology-feed.ts';
-import { tracer } from './tracing.ts';
+import { inSpan } from './tracing.ts';
 
 export interface ControllerOptions {
   client: KubeClient;
@@ -239,26 +238,11 @@ export class PolicyController {
     this.metrics.processMetrics();
     // policies by condition, as alerts want them
     policiesByCondition(this.metrics, opts.kind.kind, this.policies);
-    const watchErrors = this.metrics.counter(
-      'cascade_watch_errors_total',
-      'List and watch errors (the informer retries with backoff)',
-    );
-    for (const inf of this.informers) {
-      inf.onError = () => watchErrors.inc();
-      inf.onHealth = (path, error) => {
-        if (error) {
-          this.log('warn', 'list/watch failing: retrying with backoff; /readyz fails meanwhile', {
-            path,
-            error,
-          });
-          return;
-        }
-        this.log('info', 'list/watch recovered', { path });
-        // reconciles found the controller not ready meanwhile and left their work pending: run it
-        this.queue.add('sync');
-        this.queue.add('downstream');
-      };
-    }
+    // reconciles found the controller not ready meanwhile and left their work pending: run it
+    watchHealth(this.informers, this.metrics, this.log, '/readyz fails meanwhile', () => {
+      this.queue.add('sync');
+      this.queue.add('downstream');
+    });
     const { leaseErrors, transitions } = leaderMetrics(this.metrics, `${opts.name}-leader`, () =>
       Boolean(this.elector?.leader),
     );
@@ -278,12 +262,7 @@ export class PolicyController {
         }
       },
     );
-    this.elector.onError = (error) => {
-      if (error) {
-        leaseErrors.inc();
-        this.log('warn', 'lease acquire/renew failing: not leading until it succeeds', { error });
-      } else this.log('info', 'lease acquire/renew recovered');
-    };
+    leaseHealth(this.elector, leaseErrors, this.log);
   }
 
   /** Ready: every informer has listed and none is failing (an unreachable API server fails it). */
@@ -348,39 +327,31 @@ export class PolicyController {
 
   /** One span per reconcile: kind, key, full or incremental, what it looked at, what it wrote, outcome. */
   private reconcile(key: string): Promise<void> {
-    return tracer().startActiveSpan(
+    const writes = this.writes.get();
+    const skipped = this.skipped.get();
+    const attributes = {
+      'cascade.kind': this.opts.kind.kind,
+      'cascade.key': key,
+      'cascade.controller': this.opts.name,
+    };
+    return inSpan(
       'reconcile',
-      {
-        attributes: {
-          'cascade.kind': this.opts.kind.kind,
-          'cascade.key': key,
-          'cascade.controller': this.opts.name,
-        },
+      attributes,
+      async () => {
+        const outcome = key === 'downstream' ? await this.reconcileDownstream() : await this.reconcileOnce();
+        this.reconciles.inc({ lane: key, outcome });
+        return {
+          'cascade.outcome': outcome,
+          'cascade.full': outcome === 'full',
+          'cascade.routes': this.reconcileStats.lastRoutes,
+          'cascade.policies': this.reconcileStats.lastPolicies,
+          'cascade.writes': this.writes.get() - writes,
+          'cascade.writes_skipped': this.skipped.get() - skipped,
+        };
       },
-      async (span) => {
-        const writes = this.writes.get();
-        const skipped = this.skipped.get();
-        try {
-          const outcome =
-            key === 'downstream' ? await this.reconcileDownstream() : await this.reconcileOnce();
-          this.reconciles.inc({ lane: key, outcome });
-          span.setAttributes({
-            'cascade.outcome': outcome,
-            'cascade.full': outcome === 'full',
-            'cascade.routes': this.reconcileStats.lastRoutes,
-            'cascade.policies': this.reconcileStats.lastPolicies,
-            'cascade.writes': this.writes.get() - writes,
-            'cascade.writes_skipped': this.skipped.get() - skipped,
-          });
-        } catch (e) {
-          this.reconciles.inc({ lane: key, outcome: 'error' });
-          span.setAttributes({ 'cascade.outcome': 'error', 'cascade.writes': this.writes.get() - writes });
-          span.recordException(e as Error);
-          span.setStatus({ code: SpanStatusCode.ERROR, message: String(e) });
-          throw e;
-        } finally {
-          span.end();
-        }
+      () => {
+        this.reconciles.inc({ lane: key, outcome: 'error' });
+        return { 'cascade.outcome': 'error', 'cascade.writes': this.writes.get() - writes };
       },
     );
   }

@@ -83,3 +83,35 @@ describe('jsonLogger', () => {
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn', component: 't', msg: 'loud', k: 1 });
   });
 });
+
+describe('watchHealth and leaseHealth', () => {
+  it('count errors, log once when failing and once on recovery, then run the pending work', async () => {
+    const { watchHealth, leaseHealth, leaderMetrics } = await import('./controller-metrics.ts');
+    const m = new Metrics();
+    const lines: [string, string, Record<string, unknown> | undefined][] = [];
+    const log = (level: string, msg: string, fields?: Record<string, unknown>) => {
+      lines.push([level, msg, fields]);
+    };
+    const inf = { onError: () => {}, onHealth: () => {} } as unknown as import('./informer.ts').Informer;
+    let recovered = 0;
+    watchHealth([inf], m, log as never, 'the datapath keeps what it enforces', () => recovered++);
+    inf.onError('refused');
+    inf.onError('refused');
+    inf.onHealth('/api/v1/pods', 'connect ECONNREFUSED');
+    inf.onHealth('/api/v1/pods', undefined);
+    expect(await m.render()).toMatch(/\ncascade_watch_errors_total 2\n/);
+    expect(lines.map(([l, msg]) => `${l} ${msg}`)).toEqual([
+      'warn list/watch failing: retrying with backoff; the datapath keeps what it enforces',
+      'info list/watch recovered',
+    ]);
+    expect(lines[0]![2]).toEqual({ path: '/api/v1/pods', error: 'connect ECONNREFUSED' });
+    expect(recovered).toBe(1);
+    const elector = { onError: (_e?: string) => {} } as unknown as import('./leader.ts').LeaderElector;
+    const { leaseErrors } = leaderMetrics(m, 'x-leader', () => false);
+    leaseHealth(elector, leaseErrors, log as never);
+    elector.onError('forbidden');
+    elector.onError(undefined);
+    expect(leaseErrors.get()).toBe(1);
+    expect(lines.slice(2).map(([l]) => l)).toEqual(['warn', 'info']);
+  });
+});

@@ -6,7 +6,7 @@
 // no protobuf dependency with install scripts comes in.
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { trace } from '@opentelemetry/api';
+import { type Attributes, SpanStatusCode, trace } from '@opentelemetry/api';
 import {
   BasicTracerProvider,
   BatchSpanProcessor,
@@ -16,6 +16,30 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 
 export const tracer = () => trace.getTracer('cascade');
+
+/**
+ * Runs `run` in an active span with `attributes`; the attributes `run` returns are added at the end.
+ * A failure is recorded on the span, with the attributes `failed` gives, and thrown again.
+ */
+export function inSpan(
+  name: string,
+  attributes: Attributes,
+  run: () => Promise<Attributes>,
+  failed: () => Attributes,
+): Promise<void> {
+  return tracer().startActiveSpan(name, { attributes }, async (span) => {
+    try {
+      span.setAttributes(await run());
+    } catch (e) {
+      span.setAttributes(failed());
+      span.recordException(e as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: String(e) });
+      throw e;
+    } finally {
+      span.end();
+    }
+  });
+}
 
 type AnyValue =
   | { stringValue: string }
