@@ -25,6 +25,7 @@ export * from './runtime/informer.ts';
 export * from './runtime/leader.ts';
 export * from './runtime/main.ts';
 export * from './runtime/metrics.ts';
+export * from './runtime/publish.ts';
 export * from './runtime/queue.ts';
 export * from './runtime/tracing.ts';
 export * from './status/conditions.ts';

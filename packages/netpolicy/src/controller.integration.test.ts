@@ -322,6 +322,63 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
     expect(c.lastUpdate?.effectives).toBe(false);
   });
 
+  it("one EffectivePolicy refused (a namespace's ResourceQuota) holds back nothing else, and is published once the quota allows", async () => {
+    const c = controllers[0]!;
+    await env.call('POST', '/api/v1/namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'quota', labels: { team: 'quota' } },
+    });
+    const RQ = '/api/v1/namespaces/quota/resourcequotas';
+    const hard = (n: string) => ({ 'count/effectivepolicies.cascade.dev': n });
+    await env.call('POST', RQ, {
+      apiVersion: 'v1',
+      kind: 'ResourceQuota',
+      metadata: { name: 'eps', namespace: 'quota' },
+      spec: { hard: hard('1') },
+    });
+    // no kube-controller-manager here: the quota's usage is set as its controller would
+    const setStatus = async (n: string) => {
+      const q = (await env.call('GET', `${RQ}/eps`)).body as { metadata: object; spec: object };
+      const used = (await list('quota')).length;
+      expect(
+        (
+          await env.call('PUT', `${RQ}/eps/status`, {
+            ...q,
+            spec: { hard: hard(n) },
+            status: { hard: hard(n), used: { 'count/effectivepolicies.cascade.dev': String(used) } },
+          })
+        ).status,
+      ).toBe(200);
+    };
+    await setStatus('1');
+    await pod('quota', 'a', { app: 'a' });
+    await pod('quota', 'b', { app: 'b' });
+    await waitFor('one refused by the quota', async () => (c.ledger.failures.size === 1 ? true : undefined));
+    const [failure] = [...c.ledger.failures.values()];
+    expect(failure).toMatchObject({ status: 403, permanent: false });
+    expect(failure!.message).toMatch(/exceeded quota/);
+    expect(await list('quota')).toHaveLength(1);
+    // the others go on: a new label set elsewhere is published meanwhile
+    await pod('shop', 'quota-time', { app: 'meanwhile' });
+    await waitFor('shop published meanwhile', async () =>
+      (await list('shop')).some((e) => e.spec.network.podSelector.matchLabels.app === 'meanwhile')
+        ? true
+        : undefined,
+    );
+    // the quota raised: the refused object is tried again on its own (backoff), no event needed
+    await setStatus('5');
+    await waitFor(
+      'both published',
+      async () => ((await list('quota')).length === 2 ? true : undefined),
+      90_000,
+    );
+    await waitFor('nothing failing', async () => (c.ledger.failures.size === 0 ? true : undefined));
+    await env.call('DELETE', '/api/v1/namespaces/shop/pods/quota-time?gracePeriodSeconds=0');
+    await env.call('DELETE', '/api/v1/namespaces/quota/pods/a?gracePeriodSeconds=0');
+    await env.call('DELETE', '/api/v1/namespaces/quota/pods/b?gracePeriodSeconds=0');
+  }, 120_000);
+
   it('a restart writes nothing; the lease moves to a standby when the leader stops', async () => {
     const first = controllers[0]!;
     await settle(first);

@@ -20,23 +20,22 @@ import {
   Informer,
   jsonLogger,
   type KubeClient,
-  type KubeObject,
   LeaderElector,
   type Logger,
   leaderMetrics,
   leaseHealth,
   MANAGED_BY,
   Metrics,
-  postWarningEvent,
+  PublishLedger,
   startInformers,
   WorkQueue,
   watchHealth,
 } from '@cascade/core';
-import { isEqual } from 'lodash-es';
 import { agentInformers, POLICY_PATHS } from './agent-watch.ts';
 import { NetpolEngine } from './engine.ts';
+import { type Failed, NetworkPublisher } from './network-publisher.ts';
 import { AddressOwners } from './owners.ts';
-import { type NetworkEffective, networkEffectiveSpec, type PolicyCondition } from './published.ts';
+import type { NetworkEffective } from './published.ts';
 import { DEFAULT_ANALYSIS_INTERVAL_MS, PublishedState, type PublishedUpdate } from './published-state.ts';
 import { SlicePublisher } from './slice-publisher.ts';
 
@@ -68,16 +67,6 @@ export interface NetpolControllerOptions {
 }
 
 const EP_PATH = `/apis/${EFFECTIVE_GROUP}/v1alpha1`;
-const STATUS_KINDS = new Map<string, string>(
-  POLICY_PATHS.filter(([, , cluster]) => cluster).map(([k, p]) => [k as string, p]),
-);
-const API_VERSION: Record<string, string> = {
-  NetworkPolicy: 'networking.k8s.io/v1',
-  AdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
-  BaselineAdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
-  ClusterNetworkPolicy: 'policy.networking.k8s.io/v1alpha2',
-};
-
 export class NetpolController {
   readonly engine = new NetpolEngine();
   readonly metrics = new Metrics();
@@ -105,8 +94,9 @@ export class NetpolController {
   private readonly queue: WorkQueue;
   private readonly elector: LeaderElector;
   private readonly opts: NetpolControllerOptions;
-  /** NetworkPolicy problems already reported as Events (policy key -> message), seeded at start. */
-  private readonly reported = new Map<string, string>();
+  /** Objects whose last write failed (logged, counted, each retried on its own). */
+  readonly ledger = new PublishLedger(this.metrics);
+  private readonly publisher: NetworkPublisher;
   private readonly servers: Server[] = [];
   private resync?: NodeJS.Timeout;
   private started = false;
@@ -118,6 +108,8 @@ export class NetpolController {
   private compareAll = false;
   /** EffectivePolicies whose live object moved (ours echoed, or someone else's edit or delete). */
   private readonly movedEffective = new Set<string>();
+  /** EffectivePolicies whose write failed for a passing reason: compared again after a backoff. */
+  private readonly retryEffective = new Set<string>();
   private analysisTimer?: NodeJS.Timeout;
   /** The last update, for tests and figures. */
   lastUpdate?: PublishedUpdate;
@@ -183,6 +175,25 @@ export class NetpolController {
       },
     );
     this.informers.push(this.effective);
+    this.publisher = new NetworkPublisher({
+      client: this.client,
+      name: this.name,
+      effective: this.effective,
+      policyInformers: this.policyInformers,
+      ledger: this.ledger,
+      writes: this.writes,
+      skipped: this.skipped,
+      log: this.log,
+    });
+    this.ledger.onChange = (object, failure) => {
+      if (failure)
+        this.log('warn', 'publish failed: the object is retried on its own, the others go on', {
+          object,
+          status: failure.status,
+          error: failure.message,
+        });
+      else this.log('info', 'published after failing', { object });
+    };
     this.metrics.processMetrics();
     this.metrics.gauge(
       'cascade_netpol_effective_policies',
@@ -233,7 +244,7 @@ export class NetpolController {
       this.servers.push(await this.metrics.serveOn(this.opts.metricsBindAddress, ready, 'metrics'));
     if (this.opts.healthProbeBindAddress)
       this.servers.push(await this.metrics.serveOn(this.opts.healthProbeBindAddress, ready, 'probes'));
-    await this.seedReported();
+    await this.publisher.seedReported();
     await startInformers(this.informers);
     this.started = true;
     this.elector.start();
@@ -266,22 +277,6 @@ export class NetpolController {
     await this.queue.drain();
   }
 
-  /** The Events this controller posted before (a restart does not post them again). */
-  private async seedReported(): Promise<void> {
-    try {
-      const r = await this.client.request<{ items: KubeObject[] }>(
-        'GET',
-        `/api/v1/events?fieldSelector=${encodeURIComponent(`source=${this.name}`)}`,
-      );
-      for (const e of r.items) {
-        const o = e as unknown as { involvedObject: { namespace: string; name: string }; message: string };
-        this.reported.set(`NetworkPolicy/${o.involvedObject.namespace}/${o.involvedObject.name}`, o.message);
-      }
-    } catch (e) {
-      this.log('warn', 'cannot list earlier Events: problems may be reported again', { error: String(e) });
-    }
-  }
-
   private async reconcileSlices(): Promise<void> {
     if (!this.slices || !this.started || !this.elector.leader || !this.informers.every((i) => i.synced))
       return;
@@ -312,8 +307,9 @@ export class NetpolController {
         }, u.analysisDueInMs);
         this.analysisTimer.unref();
       }
-      await this.publishEffective(all || u.effectives ? undefined : moved);
-      await this.publishStatus();
+      const desired = this.state.effectives;
+      this.retry(await this.publisher.effectives(desired, all || u.effectives ? undefined : moved), true);
+      this.retry(await this.publisher.conditions(this.state.conditions), false);
     } catch (e) {
       // the retry does it all again: a full pass if this one was, and every object compared
       if (full) this.full = true;
@@ -322,116 +318,22 @@ export class NetpolController {
     }
   }
 
-  /** Makes the live EffectivePolicies match the desired ones: `keys` only, or all (undefined). */
-  private async publishEffective(keys: string[] | undefined): Promise<void> {
-    const desired = this.state.effectives;
-    const labels = { [MANAGED_BY]: this.name, 'cascade.dev/policy-kind': 'network' };
-    for (const key of keys ?? desired.keys()) {
-      const e = desired.get(key);
-      if (!e) continue;
-      const spec = networkEffectiveSpec(e);
-      const live = this.effective.cache.get(key);
-      if (live && isEqual(live.spec, spec) && isEqual(live.metadata.labels ?? {}, labels)) {
-        this.skipped.inc();
-        continue;
-      }
-      const obj = {
-        apiVersion: `${EFFECTIVE_GROUP}/v1alpha1`,
-        kind: 'EffectivePolicy',
-        metadata: { name: e.name, namespace: e.namespace, labels },
-        spec,
-      };
-      this.writes.inc();
-      const applied = await this.client.apply(
-        `${EP_PATH}/namespaces/${encodeURIComponent(e.namespace)}/effectivepolicies/${e.name}`,
-        obj,
-        this.name,
-      );
-      this.effective.cache.set(key, applied);
+  /**
+   * Transient failures are tried again after their backoff (EffectivePolicies by key; conditions
+   * are compared on every pass); refusals wait for their input to change or the next resync.
+   */
+  private retry(failed: Failed, effective: boolean): void {
+    let delay = Number.POSITIVE_INFINITY;
+    for (const { item, failure } of failed) {
+      if (failure.permanent) continue;
+      if (effective) this.retryEffective.add(item);
+      delay = Math.min(delay, PublishLedger.backoffMs(failure));
     }
-    const orphans = keys
-      ? keys.flatMap((k) => {
-          const live = this.effective.cache.get(k);
-          return live ? [[k, live] as const] : [];
-        })
-      : [...this.effective.cache];
-    for (const [key, live] of orphans) {
-      if (desired.has(key)) continue;
-      this.writes.inc();
-      await this.client
-        .request(
-          'DELETE',
-          `${EP_PATH}/namespaces/${encodeURIComponent(live.metadata.namespace ?? '')}/effectivepolicies/${live.metadata.name}`,
-        )
-        .catch((e: { status?: number }) => {
-          if (e.status !== 404) throw e;
-        });
-      this.effective.cache.delete(key);
-    }
-  }
-
-  /** Conditions where they differ from the live ones (a compare per policy: cheap). */
-  private async publishStatus(): Promise<void> {
-    for (const [key, conds] of this.state.conditions) {
-      const [kind, ...rest] = key.split('/');
-      const name = rest.pop()!;
-      const namespace = rest[0];
-      if (kind === 'NetworkPolicy') {
-        const bad = conds.filter(
-          (c) => (c.type === 'Accepted' || c.type === 'RulesEffective') && c.status === 'False',
-        );
-        const message = bad.map((c) => `${c.reason}: ${c.message}`).join('; ');
-        if (!message || this.reported.get(key) === message) continue;
-        this.reported.set(key, message);
-        this.writes.inc();
-        await postWarningEvent(
-          this.client,
-          { apiVersion: API_VERSION[kind]!, kind, namespace: namespace!, name },
-          bad[0]!.reason,
-          message,
-          { component: this.name },
-        ).catch((e) => this.log('warn', 'cannot post an Event', { policy: key, error: String(e) }));
-        continue;
-      }
-      const inf = this.policyInformers.get(kind!);
-      const live = inf?.cache.get(name);
-      if (!live || !STATUS_KINDS.has(kind!)) continue;
-      const old =
-        (live.status as { conditions?: (PolicyCondition & { lastTransitionTime?: string })[] })?.conditions ??
-        [];
-      const now = new Date().toISOString();
-      const next = conds.map((c) => {
-        const prev = old.find((o) => o.type === c.type);
-        return {
-          ...c,
-          lastTransitionTime:
-            prev && prev.status === c.status && prev.lastTransitionTime ? prev.lastTransitionTime : now,
-          observedGeneration: live.metadata.generation ?? 0,
-        };
-      });
-      const same =
-        old.length === next.length &&
-        next.every((c) => {
-          const o = old.find((x) => x.type === c.type) as (typeof next)[number] | undefined;
-          return (
-            o &&
-            o.status === c.status &&
-            o.reason === c.reason &&
-            o.message === c.message &&
-            (o as { observedGeneration?: number }).observedGeneration === c.observedGeneration
-          );
-        });
-      if (same) {
-        this.skipped.inc();
-        continue;
-      }
-      this.writes.inc();
-      const applied = await this.client.apply(
-        `${STATUS_KINDS.get(kind!)!}/${encodeURIComponent(name)}/status`,
-        { apiVersion: API_VERSION[kind!], kind, metadata: { name }, status: { conditions: next } },
-        this.name,
-      );
-      inf!.cache.set(name, applied);
-    }
+    if (delay === Number.POSITIVE_INFINITY) return;
+    setTimeout(() => {
+      for (const k of this.retryEffective) this.movedEffective.add(k);
+      this.retryEffective.clear();
+      this.queue.add('sync');
+    }, delay).unref();
   }
 }

@@ -62,7 +62,17 @@ function describe(e: unknown): { status: number; message: string } {
   return { status: 0, message: String(e instanceof Error ? e.message : e).slice(0, 500) };
 }
 
-const transient = (status: number) => status === 0 || status === 409 || status === 429 || status >= 500;
+/**
+ * Worth retrying on a timer: no answer, conflicts, throttling, server errors, and a namespace's
+ * ResourceQuota (403 "exceeded quota": freed or raised by someone, as Kubernetes' own controllers
+ * retry it). Other refusals wait for their input to change.
+ */
+const transient = (status: number, message: string) =>
+  status === 0 ||
+  status === 409 ||
+  status === 429 ||
+  status >= 500 ||
+  (status === 403 && message.includes('exceeded quota'));
 
 export class PublishLedger {
   readonly failures = new Map<string, PublishFailure>();
@@ -118,7 +128,7 @@ export class PublishLedger {
       status,
       policies,
       attempts: (prev?.attempts ?? 0) + 1,
-      permanent: !transient(status),
+      permanent: !transient(status, message),
     };
     this.failures.set(object, failure);
     this.failed.inc();
