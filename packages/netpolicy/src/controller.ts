@@ -308,7 +308,9 @@ export class NetpolController {
         this.analysisTimer.unref();
       }
       const desired = this.state.effectives;
-      this.retry(await this.publisher.effectives(desired, all || u.effectives ? undefined : moved), true);
+      // every object when the whole was recomputed; else those that moved or changed
+      const keys = all || (u.effectives && !u.changed) ? undefined : [...moved, ...(u.changed ?? [])];
+      this.retry(await this.publisher.effectives(desired, keys), true);
       this.retry(await this.publisher.conditions(this.state.conditions), false);
     } catch (e) {
       // the retry does it all again: a full pass if this one was, and every object compared

@@ -17,6 +17,7 @@ export * from './owners.ts';
 export * from './ports.ts';
 export * from './precedence.ts';
 export * from './published.ts';
+export * from './published-conditions.ts';
 export * from './published-state.ts';
 export * from './rbac.ts';
 export * from './rules.ts';

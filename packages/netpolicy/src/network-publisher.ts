@@ -18,7 +18,8 @@ import {
 } from '@cascade/core';
 import { isEqual } from 'lodash-es';
 import { POLICY_PATHS } from './agent-watch.ts';
-import { type NetworkEffective, networkEffectiveSpec, type PolicyCondition } from './published.ts';
+import { type NetworkEffective, networkEffectiveSpec } from './published.ts';
+import type { PolicyCondition } from './published-conditions.ts';
 
 const EP_PATH = `/apis/${EFFECTIVE_GROUP}/v1alpha1`;
 /** Kinds with a status subresource -> their cluster-scoped path. */

@@ -6,7 +6,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { NetpolEngine } from './engine.ts';
 import type { NetPolicyObject } from './model.ts';
-import { networkEffectives, networkPolicyConditions } from './published.ts';
+import { networkEffectives } from './published.ts';
+import { networkPolicyConditions } from './published-conditions.ts';
 import { PublishedState } from './published-state.ts';
 import { clusterArb, shopCluster, shopPod } from './testing.ts';
 
@@ -74,6 +75,15 @@ describe('PublishedState', () => {
     const u = state.update(engine);
     expect(u.effectives).toBe(true);
     expect([...state.effectives.values()].map((e) => e.labels.app).sort()).toEqual(['api', 'cart', 'web']);
+    // only its own object is built and compared; the others are left as they were
+    const api = [...state.effectives].find(([, e]) => e.labels.app === 'api')![0];
+    expect(u.changed).toEqual([api]);
+    // its last pod gone: its object goes, nothing else
+    engine.removePod('shop', 'api');
+    engine.flush();
+    const gone = state.update(engine);
+    expect(gone.changed).toEqual([api]);
+    expect(state.effectives.has(api)).toBe(false);
   });
 
   it('runs the exact analysis after its interval on pod churn, at once on a policy change', () => {
@@ -112,7 +122,7 @@ describe('PublishedState', () => {
         fc.array(
           fc.record({
             pod: fc.nat(20),
-            op: fc.constantFrom('twin', 'relabel', 'remove', 'dropPolicy'),
+            op: fc.constantFrom('twin', 'relabel', 'remove', 'dropPolicy', 'nsLabel'),
           }),
           { maxLength: 6 },
         ),
@@ -123,7 +133,10 @@ describe('PublishedState', () => {
           state.update(engine);
           changes.forEach((ch, i) => {
             const p = c.pods[ch.pod % Math.max(1, c.pods.length)];
-            if (ch.op === 'dropPolicy' && c.policies.length) {
+            if (ch.op === 'nsLabel') {
+              const ns = c.namespaces[ch.pod % c.namespaces.length]!;
+              engine.upsertNamespace({ ...ns, labels: { ...ns.labels, env: `e${i % 2}` } });
+            } else if (ch.op === 'dropPolicy' && c.policies.length) {
               const x = c.policies[ch.pod % c.policies.length]!;
               engine.removePolicy(x.namespace ? `${x.kind}/${x.namespace}/${x.name}` : `${x.kind}/${x.name}`);
             } else if (p && ch.op === 'twin')

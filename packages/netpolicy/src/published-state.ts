@@ -2,20 +2,26 @@
 // in, the desired EffectivePolicies and policy conditions out, plus what moved (so the controller
 // compares only that with the live objects).
 //
-// The EffectivePolicies and most conditions depend on the rules and on the pod identities only
-// (namespace, namespace labels, pod labels, named ports): pod churn inside existing identities, the
-// common event, recomputes nothing. The exact analyses of the cluster as it is (NetworkPolicy rules
-// made dead by admin rules, entry budgets per node) read every pod's addresses: they run at once when
-// a policy changes, and at most once per `analysisIntervalMs` when only pods, nodes or namespaces do.
+// The EffectivePolicies and most conditions depend on the rules and on the pod label sets only
+// (namespace, namespace labels, pod labels): pod churn inside existing pod identities, the common
+// event, recomputes nothing. A label set that appears or goes (a rollout) builds or drops its own
+// object and moves the counts of the policies selecting it; the others are rebuilt only when a peer
+// starts or stops selecting any pod. A policy change rebuilds everything. The exact analyses of the
+// cluster as it is (NetworkPolicy rules made dead by admin rules, entry budgets per node) read every
+// pod's addresses: they run at once when a policy changes, and at most once per `analysisIntervalMs`
+// when only pods, nodes or namespaces do.
 import { DEFAULT_NAMESPACE_ENTRY_BUDGET } from './budget.ts';
 import type { NetpolEngine } from './engine.ts';
 import { type LintFinding, lintPopulation, lintStructure } from './lint.ts';
 import {
+  EffectiveBuilder,
+  effectiveKey,
+  type LabelSet,
+  liveLabelSets,
   type NetworkEffective,
-  networkEffectives,
-  networkPolicyConditions,
-  type PolicyCondition,
+  PeerWitnesses,
 } from './published.ts';
+import { networkPolicyConditions, type PolicyCondition, SelectingCounts } from './published-conditions.ts';
 
 /** Default pause between two exact analyses when only pods change. */
 export const DEFAULT_ANALYSIS_INTERVAL_MS = 30_000;
@@ -30,8 +36,10 @@ export interface PublishedStateOptions {
 }
 
 export interface PublishedUpdate {
-  /** The desired EffectivePolicies were recomputed: every one must be compared with the live ones. */
+  /** The desired EffectivePolicies changed (or were recomputed). */
   effectives: boolean;
+  /** Which of them to compare with the live ones (`namespace/name`); undefined: every one. */
+  changed?: string[];
   /** The desired conditions changed or were recomputed. */
   conditions: boolean;
   /** Pods changed since the last exact analysis, which was put off: update again after this. */
@@ -47,12 +55,58 @@ export class PublishedState {
   conditions = new Map<string, PolicyCondition[]>();
   private readonly opts: PublishedStateOptions;
   private inputs?: string;
+  private policyRevision = -1;
+  private sets = new Map<string, LabelSet>();
+  private witnesses?: PeerWitnesses;
+  private builder?: EffectiveBuilder;
+  private selecting?: SelectingCounts;
   private structure: LintFinding[] = [];
   private population: LintFinding[] = [];
   private analysed?: { policies: number; population: number; at: number };
 
   constructor(opts: PublishedStateOptions = {}) {
     this.opts = opts;
+  }
+
+  /** Everything from the engine: a policy changed (or a full pass). */
+  private rebuild(engine: NetpolEngine): void {
+    this.policyRevision = engine.policyRevision;
+    this.sets = liveLabelSets(engine);
+    const witnesses = new PeerWitnesses(engine, this.sets);
+    this.witnesses = witnesses;
+    this.builder = new EffectiveBuilder(engine, (p) => witnesses.selectsNone(p));
+    this.selecting = new SelectingCounts(engine, this.sets.values());
+    this.effectives = new Map([...this.sets.values()].map((s) => [effectiveKey(s), this.builder!.build(s)]));
+  }
+
+  /** Label sets appeared or went, the rules are the same: returns the objects that changed. */
+  private patch(engine: NetpolEngine): string[] | undefined {
+    const next = liveLabelSets(engine);
+    const added = [...next.keys()].filter((k) => !this.sets.has(k));
+    const removed = [...this.sets.keys()].filter((k) => !next.has(k));
+    const before = this.sets;
+    this.sets = next;
+    for (const k of removed) this.selecting!.add(before.get(k)!, -1);
+    for (const k of added) this.selecting!.add(next.get(k)!, 1);
+    if (this.witnesses!.update(next, added, removed)) {
+      // a peer started or stopped selecting any pod: every object naming it says so (rare)
+      const witnesses = this.witnesses!;
+      this.builder = new EffectiveBuilder(engine, (p) => witnesses.selectsNone(p));
+      this.effectives = new Map([...next.values()].map((s) => [effectiveKey(s), this.builder!.build(s)]));
+      return undefined;
+    }
+    const changed = new Set<string>();
+    for (const k of removed) {
+      const key = effectiveKey(before.get(k)!);
+      this.effectives.delete(key);
+      changed.add(key);
+    }
+    for (const k of added) {
+      const s = next.get(k)!;
+      this.effectives.set(effectiveKey(s), this.builder!.build(s));
+      changed.add(effectiveKey(s));
+    }
+    return [...changed];
   }
 
   /** Brings the desired state up to date with a flushed engine; `full` recomputes everything. */
@@ -66,12 +120,13 @@ export class PublishedState {
     if (full || inputs !== this.inputs) {
       this.inputs = inputs;
       let t = performance.now();
-      this.effectives = new Map(networkEffectives(engine).map((e) => [`${e.namespace}/${e.name}`, e]));
+      if (full || engine.policyRevision !== this.policyRevision || !this.builder) this.rebuild(engine);
+      else out.changed = this.patch(engine);
       out.ms.effectives = performance.now() - t;
       t = performance.now();
       this.structure = lintStructure(engine);
       out.ms.structure = performance.now() - t;
-      out.effectives = true;
+      out.effectives = out.changed === undefined || out.changed.length > 0;
       out.conditions = true;
     }
     const now = this.opts.now?.() ?? Date.now();
@@ -94,7 +149,11 @@ export class PublishedState {
     }
     if (out.conditions) {
       const t = performance.now();
-      this.conditions = networkPolicyConditions(engine, [...this.structure, ...this.population]);
+      this.conditions = networkPolicyConditions(
+        engine,
+        [...this.structure, ...this.population],
+        this.selecting,
+      );
       out.ms.conditions = performance.now() - t;
     }
     return out;

@@ -3,12 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { NetpolEngine } from './engine.ts';
 import type { NetPolicyObject, Pod } from './model.ts';
-import {
-  MAX_PUBLISHED_RULES,
-  networkEffectiveSpec,
-  networkEffectives,
-  networkPolicyConditions,
-} from './published.ts';
+import { MAX_PUBLISHED_RULES, networkEffectiveSpec, networkEffectives } from './published.ts';
+import { networkPolicyConditions } from './published-conditions.ts';
 import { shopCluster, shopPod } from './testing.ts';
 
 const pod = shopPod;

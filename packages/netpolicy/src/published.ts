@@ -10,7 +10,6 @@ import { createHash } from 'node:crypto';
 import type { LabelSelector } from '@cascade/core';
 import { matchesSelector } from '@cascade/core';
 import type { NetpolEngine } from './engine.ts';
-import { type LintFinding, lintNetpol } from './lint.ts';
 import { PROTO_NAMES } from './ports.ts';
 import type { Isolation, NamespaceMatch, Peer, PortMatch, Rule } from './rules.ts';
 import { namespaceMatches } from './selection.ts';
@@ -120,91 +119,132 @@ export function effectiveName(namespace: string, labels: Record<string, string>)
   return `network-${h.slice(0, 20)}`;
 }
 
-interface LabelSet {
+export interface LabelSet {
   namespace: string;
   nsLabels: Record<string, string>;
   labels: Record<string, string>;
 }
 
-/** The (namespace, label set) pairs of live pods, with their namespace's labels. */
-function liveLabelSets(engine: NetpolEngine): LabelSet[] {
-  const sets = new Map<string, LabelSet>();
+/** A label set's key: namespace, labels and the namespace's labels (a namespace relabelled is new). */
+export const labelSetKey = (s: LabelSet): string =>
+  JSON.stringify([s.namespace, sorted(s.labels), sorted(s.nsLabels)]);
+
+/** `namespace/name` of a label set's EffectivePolicy. */
+export const effectiveKey = (s: LabelSet): string => `${s.namespace}/${effectiveName(s.namespace, s.labels)}`;
+
+/** The (namespace, label set) pairs of live pods, with their namespace's labels, by labelSetKey. */
+export function liveLabelSets(engine: NetpolEngine): Map<string, LabelSet> {
+  const byPod = new Map<string, LabelSet>();
   for (const p of engine.pods.values()) {
     const key = JSON.stringify([p.namespace, sorted(p.labels)]);
-    if (!sets.has(key))
-      sets.set(key, {
+    if (!byPod.has(key))
+      byPod.set(key, {
         namespace: p.namespace,
         nsLabels: engine.namespaces.get(p.namespace)?.labels ?? {},
         labels: p.labels,
       });
   }
-  return [...sets.values()];
+  return new Map([...byPod.values()].map((s) => [labelSetKey(s), s]));
 }
 
-/** Every (namespace, label set) with at least one pod: its published rules. */
-export function networkEffectives(engine: NetpolEngine): NetworkEffective[] {
-  const all = liveLabelSets(engine);
-  const peerSelectsNone = new Map<Peer, boolean>();
-  const none = (p: Peer): boolean => {
-    if (p.kind !== 'pods') return false;
-    let v = peerSelectsNone.get(p);
-    if (v === undefined) {
-      v = !all.some(
-        (s) => namespaceMatches(p.namespaces, s.namespace, s.nsLabels) && matchesSelector(p.pods, s.labels),
-      );
-      peerSelectsNone.set(p, v);
+const selectsSet = (p: Extract<Peer, { kind: 'pods' }>, s: LabelSet) =>
+  namespaceMatches(p.namespaces, s.namespace, s.nsLabels) && matchesSelector(p.pods, s.labels);
+
+/**
+ * Whether each pod peer of the rules selects some label set, kept with one witness per peer: a set
+ * that appears can only turn "none" into "some", and only the removal of its witness can turn a peer
+ * back to "none" (then the others are searched).
+ */
+export class PeerWitnesses {
+  private readonly witness = new Map<Peer, string | undefined>();
+
+  constructor(engine: NetpolEngine, sets: ReadonlyMap<string, LabelSet>) {
+    for (const r of [...engine.rules.admin, ...engine.rules.np, ...engine.rules.baseline])
+      for (const p of r.peers)
+        if (p.kind === 'pods' && !this.witness.has(p)) this.witness.set(p, find(p, sets));
+  }
+
+  /** A pod peer that selects no pod now (other peers: false). */
+  selectsNone(p: Peer): boolean {
+    return p.kind === 'pods' && this.witness.get(p) === undefined;
+  }
+
+  /** After `added` sets appeared and `removed` went (`sets` is the new whole): whether any peer flipped. */
+  update(sets: ReadonlyMap<string, LabelSet>, added: readonly string[], removed: readonly string[]): boolean {
+    let flipped = false;
+    const gone = new Set(removed);
+    for (const [p, w] of this.witness) {
+      if (p.kind !== 'pods') continue;
+      if (w !== undefined && !gone.has(w)) continue;
+      let next: string | undefined;
+      if (w === undefined) next = added.find((k) => selectsSet(p, sets.get(k)!));
+      else next = find(p, sets);
+      if ((w === undefined) !== (next === undefined)) flipped = true;
+      this.witness.set(p, next);
     }
-    return v;
-  };
-  const publish = (r: Rule): PublishedRule => {
-    const out: PublishedRule = {
+    return flipped;
+  }
+}
+
+function find(p: Peer, sets: ReadonlyMap<string, LabelSet>): string | undefined {
+  if (p.kind !== 'pods') return undefined;
+  for (const [k, s] of sets) if (selectsSet(p, s)) return k;
+  return undefined;
+}
+
+/**
+ * Builds the EffectivePolicy of one label set from the rules (fixed for one build: a policy change
+ * makes a new builder). A rule is published once and shared by every object that lists it.
+ */
+export class EffectiveBuilder {
+  private readonly engine: NetpolEngine;
+  private readonly none: (p: Peer) => boolean;
+  private readonly npByNs = new Map<string, Rule[]>();
+  private readonly isolations: Isolation[];
+  private readonly published = new Map<Rule, PublishedRule>();
+
+  constructor(engine: NetpolEngine, none: (p: Peer) => boolean) {
+    this.engine = engine;
+    this.none = none;
+    // NetworkPolicy rules have no order among themselves (their allows add up), and the engine keeps
+    // them in the order the policies arrived: sorted here by policy and rule, so that a controller
+    // that listed them in another order (a restart, a new leader) publishes the same objects.
+    const byPolicy = (a: Rule, b: Rule) => {
+      const [pa, pb] = [policyOf(a), policyOf(b)];
+      if (pa !== pb) return pa < pb ? -1 : 1;
+      if (a.direction !== b.direction) return a.direction < b.direction ? -1 : 1;
+      return a.source.index - b.source.index;
+    };
+    for (const r of [...engine.rules.np].sort(byPolicy)) {
+      const ns = 'name' in r.subject.namespaces ? r.subject.namespaces.name : '*';
+      let l = this.npByNs.get(ns);
+      if (!l) this.npByNs.set(ns, (l = []));
+      l.push(r);
+    }
+    this.isolations = [...engine.rules.isolation].sort((a, b) =>
+      a.policy < b.policy ? -1 : a.policy > b.policy ? 1 : 0,
+    );
+  }
+
+  private publish(r: Rule): PublishedRule {
+    let out = this.published.get(r);
+    if (out) return out;
+    out = {
       tier: TIER[r.tier],
       policy: policyOf(r),
       rule: r.source.ruleName ?? `${r.direction}[${r.source.index}]`,
       action: ACTION[r.action],
       peers: r.peers.map((p) =>
-        none(p) ? { peer: peerText(p), selectsNone: true as const } : { peer: peerText(p) },
+        this.none(p) ? { peer: peerText(p), selectsNone: true as const } : { peer: peerText(p) },
       ),
     };
     if (r.priority !== undefined && r.tier === 'admin') out.priority = r.priority;
     if (r.ports) out.ports = r.ports.map(portText);
+    this.published.set(r, out);
     return out;
-  };
-  const isolation = (i: Isolation, d: 'ingress' | 'egress'): PublishedRule => ({
-    tier: 'networkpolicy',
-    policy: i.policy,
-    rule: `${d} isolation`,
-    action: 'Deny',
-    peers: [{ peer: 'everything no NetworkPolicy rule above allows' }],
-  });
-  const result: NetworkEffective[] = [];
-  // NetworkPolicy rules have no order among themselves (their allows add up), and the engine keeps
-  // them in the order the policies arrived: sorted here by policy and rule, so that a controller that
-  // listed them in another order (a restart, a new leader) publishes the same objects.
-  const byPolicy = (a: Rule, b: Rule) => {
-    const [pa, pb] = [policyOf(a), policyOf(b)];
-    if (pa !== pb) return pa < pb ? -1 : 1;
-    if (a.direction !== b.direction) return a.direction < b.direction ? -1 : 1;
-    return a.source.index - b.source.index;
-  };
-  const npSorted = [...engine.rules.np].sort(byPolicy);
-  const isolations = [...engine.rules.isolation].sort((a, b) =>
-    a.policy < b.policy ? -1 : a.policy > b.policy ? 1 : 0,
-  );
-  const npByNs = new Map<string, Rule[]>();
-  for (const r of npSorted) {
-    const ns = 'name' in r.subject.namespaces ? r.subject.namespaces.name : '*';
-    let l = npByNs.get(ns);
-    if (!l) npByNs.set(ns, (l = []));
-    l.push(r);
   }
-  const published = new Map<Rule, PublishedRule>();
-  const publishOnce = (r: Rule) => {
-    let p = published.get(r);
-    if (!p) published.set(r, (p = publish(r)));
-    return p;
-  };
-  for (const s of all) {
+
+  build(s: LabelSet): NetworkEffective {
     // rules of one policy share their subject: each distinct subject is matched once per label set
     const seen = new Map<unknown, boolean>();
     const subject = (r: Rule) => {
@@ -217,7 +257,8 @@ export function networkEffectives(engine: NetpolEngine): NetworkEffective[] {
       }
       return v;
     };
-    const npRules = [...(npByNs.get(s.namespace) ?? []), ...(npByNs.get('*') ?? [])];
+    const { rules } = this.engine;
+    const npRules = [...(this.npByNs.get(s.namespace) ?? []), ...(this.npByNs.get('*') ?? [])];
     const e: NetworkEffective = {
       namespace: s.namespace,
       labels: s.labels,
@@ -229,12 +270,12 @@ export function networkEffectives(engine: NetpolEngine): NetworkEffective[] {
     const sources = new Map<string, { kind: string; namespace: string; name: string }>();
     for (const d of ['ingress', 'egress'] as const) {
       const list: PublishedRule[] = [];
-      for (const r of engine.rules.admin) if (r.direction === d && subject(r)) list.push(publishOnce(r));
-      for (const r of npRules) if (r.direction === d && subject(r)) list.push(publishOnce(r));
-      for (const i of isolations)
+      for (const r of rules.admin) if (r.direction === d && subject(r)) list.push(this.publish(r));
+      for (const r of npRules) if (r.direction === d && subject(r)) list.push(this.publish(r));
+      for (const i of this.isolations)
         if (i.namespace === s.namespace && i.directions.includes(d) && matchesSelector(i.subject, s.labels))
-          list.push(isolation(i, d));
-      for (const r of engine.rules.baseline) if (r.direction === d && subject(r)) list.push(publishOnce(r));
+          list.push(isolationRule(i, d));
+      for (const r of rules.baseline) if (r.direction === d && subject(r)) list.push(this.publish(r));
       for (const r of list) {
         const [kind, ...rest] = r.policy.split('/');
         const name = rest.pop()!;
@@ -249,9 +290,24 @@ export function networkEffectives(engine: NetpolEngine): NetworkEffective[] {
     e.sources = [...sources.values()].sort((a, b) =>
       `${a.kind}/${a.namespace}/${a.name}` < `${b.kind}/${b.namespace}/${b.name}` ? -1 : 1,
     );
-    result.push(e);
+    return e;
   }
-  return result.sort((a, b) => (a.name < b.name ? -1 : 1));
+}
+
+const isolationRule = (i: Isolation, d: 'ingress' | 'egress'): PublishedRule => ({
+  tier: 'networkpolicy',
+  policy: i.policy,
+  rule: `${d} isolation`,
+  action: 'Deny',
+  peers: [{ peer: 'everything no NetworkPolicy rule above allows' }],
+});
+
+/** Every (namespace, label set) with at least one pod: its published rules, by name. */
+export function networkEffectives(engine: NetpolEngine): NetworkEffective[] {
+  const sets = liveLabelSets(engine);
+  const witnesses = new PeerWitnesses(engine, sets);
+  const builder = new EffectiveBuilder(engine, (p) => witnesses.selectsNone(p));
+  return [...sets.values()].map((s) => builder.build(s)).sort((a, b) => (a.name < b.name ? -1 : 1));
 }
 
 /** The EffectivePolicy spec of one label set (the CRD's shape: policyKind Network, spec.network). */
@@ -274,102 +330,4 @@ export function networkEffectiveSpec(e: NetworkEffective): Record<string, unknow
       ...(e.truncated ? { truncated: e.truncated } : {}),
     },
   };
-}
-
-export interface PolicyCondition {
-  type: string;
-  status: 'True' | 'False';
-  reason: string;
-  message: string;
-}
-
-/**
- * Conditions of every policy the engine holds, by `Kind[/ns]/name`, with the lint's `findings`
- * (computed here when not given).
- */
-export function networkPolicyConditions(
-  engine: NetpolEngine,
-  findings: readonly LintFinding[] = lintNetpol(engine),
-): Map<string, PolicyCondition[]> {
-  const notes = new Map<string, string[]>();
-  const note = (policy: string, message: string) => {
-    let l = notes.get(policy);
-    if (!l) notes.set(policy, (l = []));
-    l.push(message);
-  };
-  for (const f of findings) {
-    note(f.policy, f.summary ?? f.message);
-    // an equal-priority overlap is reported once, on the first of the pair: both say it in status
-    const pair = /^(\S+) and (\S+) have the same priority/.exec(f.message);
-    if (pair?.[2] && pair[2] !== f.policy) note(pair[2], f.message);
-    else if (pair?.[1] && pair[1] !== f.policy) note(pair[1], f.message);
-  }
-  const problems = new Map(engine.problems().map((p) => [p.policy, p]));
-  const sets = liveLabelSets(engine);
-  const out = new Map<string, PolicyCondition[]>();
-  for (const [key, { built }] of engine.policies) {
-    const prob = problems.get(key);
-    const conds: PolicyCondition[] = [];
-    if (built.errors.length)
-      conds.push({ type: 'Accepted', status: 'False', reason: 'Invalid', message: built.errors.join('; ') });
-    else
-      conds.push({
-        type: 'Accepted',
-        status: 'True',
-        reason: 'Accepted',
-        message: prob?.warnings.length
-          ? `accepted with warnings: ${prob.warnings.join('; ')}`
-          : 'the policy is valid',
-      });
-    if (!built.errors.length) {
-      const subjects = built.rules.map((r) => r.subject);
-      if (built.isolation)
-        subjects.push({ namespaces: { name: built.isolation.namespace }, pods: built.isolation.subject });
-      const selected = sets.filter((s) =>
-        subjects.some(
-          (sub) =>
-            namespaceMatches(sub.namespaces, s.namespace, s.nsLabels) && matchesSelector(sub.pods, s.labels),
-        ),
-      );
-      const namespaces = new Set(selected.map((s) => s.namespace)).size;
-      conds.push(
-        selected.length
-          ? {
-              type: 'Selecting',
-              status: 'True',
-              reason: 'PodsSelected',
-              message: `selects pods of ${selected.length} label set${selected.length === 1 ? '' : 's'} in ${namespaces} namespace${namespaces === 1 ? '' : 's'}`,
-            }
-          : {
-              type: 'Selecting',
-              status: 'False',
-              reason: 'NoPods',
-              message: 'selects no pod: it has no effect now',
-            },
-      );
-      const mine = notes.get(key) ?? [];
-      const overlap = mine.filter((m) => m.includes('have the same priority'));
-      const dead = mine.filter((m) => !m.includes('have the same priority'));
-      conds.push(
-        overlap.length
-          ? { type: 'Overlapping', status: 'True', reason: 'SamePriority', message: overlap.join('; ') }
-          : {
-              type: 'Overlapping',
-              status: 'False',
-              reason: 'NoOverlap',
-              message: 'no policy at the same priority selects the same pods',
-            },
-        dead.length
-          ? { type: 'RulesEffective', status: 'False', reason: 'DeadRules', message: dead.join('; ') }
-          : {
-              type: 'RulesEffective',
-              status: 'True',
-              reason: 'AllRulesEffective',
-              message: 'no rule is dead or shadowed',
-            },
-      );
-    }
-    out.set(key, conds);
-  }
-  return out;
 }
