@@ -22,9 +22,22 @@ ${CONTROLLER_USAGE}  --rules-analysis-interval S        on pod churn, the exact 
                                      at once)
   --namespace-entry-budget N         the agents' --namespace-entry-budget, for the budget findings
                                      (default 100000)
+  --slice-updates-batch-period D     pod changes wait D (e.g. 500ms, 1s; at most 10s) to be written
+                                     to PodAddressSlices with those that follow: fewer writes and
+                                     agent watch events in rollouts, new addresses that much later
+                                     on other nodes (default 0: at once)
   --version                          the version
   -h, --help                         this text
 `;
+
+/** `0`, `500ms`, `1s`, `1.5s` (at most 10 s) in milliseconds; anything else is a usage error. */
+function batchPeriod(v: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s)$/.exec(v);
+  const ms = v === '0' ? 0 : m ? Number(m[1]) * (m[2] === 's' ? 1000 : 1) : Number.NaN;
+  if (!(ms >= 0 && ms <= 10_000))
+    return b.fail(`--slice-updates-batch-period: "${v}" is not a duration from 0 to 10s (like 500ms or 1s)`);
+  return Math.round(ms);
+}
 
 const b = binary(
   CONTROLLER_NAME,
@@ -33,15 +46,21 @@ const b = binary(
     ...CONTROLLER_FLAGS,
     'rules-analysis-interval': { type: 'string', default: '30' },
     'namespace-entry-budget': { type: 'string', default: '100000' },
+    'slice-updates-batch-period': { type: 'string', default: '0' },
   },
   new URL('../package.json', import.meta.url),
 );
 const { logLevel, ...settings } = controllerSettings(b);
+// every flag checked before the kubeconfig is read: a bad value is the error reported
+const own = {
+  analysisIntervalSeconds: b.seconds('rules-analysis-interval'),
+  entryBudget: b.whole('namespace-entry-budget', 'entries', 1_048_576),
+  sliceBatchMillis: batchPeriod(String(b.values['slice-updates-batch-period'])),
+};
 const controller = new NetpolController({
   client: new KubeClient(b.kubeConfig()),
   ...settings,
-  analysisIntervalSeconds: b.seconds('rules-analysis-interval'),
-  entryBudget: b.whole('namespace-entry-budget', 'entries', 1_048_576),
+  ...own,
   log: jsonLogger(CONTROLLER_NAME, undefined, logLevel),
 });
 try {

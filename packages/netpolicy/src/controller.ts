@@ -64,6 +64,13 @@ export interface NetpolControllerOptions {
   analysisIntervalSeconds?: number;
   /** The agents' namespace entry budget, for the budget findings (default 100,000). */
   entryBudget?: number;
+  /**
+   * Pod changes wait this long (ms) to be written to PodAddressSlices with the changes that follow
+   * (kube-controller-manager's --endpointslice-updates-batch-period): fewer slice writes, and watch
+   * events to every agent, in a rollout; remote agents learn a new pod's address that much later.
+   * Default 0: at once.
+   */
+  sliceBatchMillis?: number;
 }
 
 const EP_PATH = `/apis/${EFFECTIVE_GROUP}/v1alpha1`;
@@ -111,6 +118,7 @@ export class NetpolController {
   /** EffectivePolicies whose write failed for a passing reason: compared again after a backoff. */
   private readonly retryEffective = new Set<string>();
   private analysisTimer?: NodeJS.Timeout;
+  private sliceTimer?: NodeJS.Timeout;
   /** The last update, for tests and figures. */
   lastUpdate?: PublishedUpdate;
 
@@ -144,7 +152,7 @@ export class NetpolController {
       podChanged: (key) => {
         if (!this.slices) return;
         this.slices.touch(key);
-        this.queue.add('slices');
+        this.slicesSoon();
       },
     });
     if (opts.publishSlices !== false) {
@@ -265,6 +273,7 @@ export class NetpolController {
   async stop(): Promise<void> {
     clearInterval(this.resync);
     clearTimeout(this.analysisTimer);
+    clearTimeout(this.sliceTimer);
     for (const i of this.informers) i.stop();
     this.queue.stop();
     await this.queue.drain();
@@ -274,7 +283,24 @@ export class NetpolController {
 
   /** Resolves when no reconcile is pending or running. */
   async idle(): Promise<void> {
+    // a batch of pod changes waiting for its period is pending work too
+    while (this.sliceTimer) await new Promise((r) => setTimeout(r, 20));
     await this.queue.drain();
+  }
+
+  /** A slice pass for pod changes: at once, or after the batch period (one timer for a batch). */
+  private slicesSoon(): void {
+    const ms = this.opts.sliceBatchMillis ?? 0;
+    if (ms <= 0) {
+      this.queue.add('slices');
+      return;
+    }
+    if (this.sliceTimer) return;
+    this.sliceTimer = setTimeout(() => {
+      this.sliceTimer = undefined;
+      this.queue.add('slices');
+    }, ms);
+    this.sliceTimer.unref();
   }
 
   private async reconcileSlices(): Promise<void> {

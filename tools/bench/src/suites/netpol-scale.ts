@@ -93,7 +93,7 @@ const sliceObject = (name: string, spec: SliceSpec) => ({
 });
 
 function slices(fig: Fig, pods: Pod[]): void {
-  let t0 = process.hrtime.bigint();
+  const t0 = process.hrtime.bigint();
   const plan = planSlices(new Map(), pods);
   fig('controller: PodAddressSlices planned from nothing', ms(t0), 'ms');
   fig('PodAddressSlices', plan.size, 'objects');
@@ -125,42 +125,54 @@ function slices(fig: Fig, pods: Pod[]): void {
   // address, ready; deleting, not ready, deleted), 10 events per second, one planning pass per event
   // (no coalescing: the most writes the controller can issue), through the controller's incremental
   // planner as the publisher drives it
-  const owners = new AddressOwners();
-  for (const p of pods) owners.claim(`${p.namespace}/${p.name}`, p);
-  const planner = new SlicePlanner();
-  planner.load(plan);
-  const events: (() => string)[] = [];
+  // the pods' events as data (key, the pod as its watch shows it, or undefined when deleted)
+  const events: [string, Pod | undefined][] = [];
   for (let k = 0; events.length < 600; k++) {
     const old = pods[(k * 7919) % pods.length]!;
     const fresh: Pod = { ...old, name: `${old.name}-r${k}`, node: `node-${(k * 31) % 1000}` };
     const key = (p: Pod) => `${p.namespace}/${p.name}`;
-    const claim = (p: Pod, ips: string[] | undefined) => () => {
-      owners.claim(key(p), ips ? { ...p, ips } : undefined);
-      return key(p);
-    };
+    const ip = [`10.250.${k >> 8}.${k & 255}`];
     events.push(
-      claim(fresh, []), // ADDED: pending
-      claim(fresh, []), // scheduled
-      claim(fresh, [`10.250.${k >> 8}.${k & 255}`]), // address assigned, running
-      claim(fresh, [`10.250.${k >> 8}.${k & 255}`]), // ready
-      claim(old, old.ips), // deletionTimestamp set
-      claim(old, old.ips), // not ready
-      claim(old, undefined), // DELETED
+      [key(fresh), { ...fresh, ips: [] }], // ADDED: pending
+      [key(fresh), { ...fresh, ips: [] }], // scheduled
+      [key(fresh), { ...fresh, ips: ip }], // address assigned, running
+      [key(fresh), { ...fresh, ips: ip }], // ready
+      [key(old), old], // deletionTimestamp set
+      [key(old), old], // not ready
+      [key(old), undefined], // DELETED
     );
   }
-  let writes = 0;
+  /** Slice writes for the minute of events, with a planning pass every `batch` events. */
+  const simulate = (batch: number, passes?: number[]) => {
+    const owners = new AddressOwners();
+    for (const p of pods) owners.claim(`${p.namespace}/${p.name}`, p);
+    const planner = new SlicePlanner();
+    planner.load(plan);
+    let writes = 0;
+    events.slice(0, 600).forEach(([k, pod], i) => {
+      owners.claim(k, pod);
+      const t = process.hrtime.bigint();
+      planner.update(k, owners.claimOf(k));
+      if ((i + 1) % batch !== 0) return;
+      writes += planner.flush().size;
+      passes?.push(ms(t)); // with batch 1: the pass after one event
+    });
+    return writes;
+  };
   const passes: number[] = [];
-  for (const e of events.slice(0, 600)) {
-    const k = e();
-    t0 = process.hrtime.bigint();
-    planner.update(k, owners.claimOf(k));
-    writes += planner.flush().size;
-    passes.push(ms(t0));
-  }
+  const writes = simulate(1, passes);
+  // --slice-updates-batch-period=1s: the events of one second (10) in one pass
+  const batchedWrites = simulate(10);
   fig('controller: one planning pass after a pod event (median of 600)', summarize(passes).median, 'ms');
   fig('controller: one planning pass after a pod event (p99 of 600)', summarize(passes).p99, 'ms');
   const churn = `${INPUT}; one minute of rolling replacements at 10 Pod watch events/s (7 per replacement), a planning pass per event`;
   fig('agent with slices: PodAddressSlice watch events per agent', writes, 'events/min', churn);
+  fig(
+    'agent with slices, --slice-updates-batch-period=1s: PodAddressSlice watch events per agent',
+    batchedWrites,
+    'events/min',
+    `${churn.replace(', a planning pass per event', '')}, a planning pass per second`,
+  );
   fig(
     "agent with slices: its own node's Pod watch events",
     600 / 1000,
