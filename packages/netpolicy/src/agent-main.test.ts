@@ -90,7 +90,10 @@ describe('netpolicy-controller flags', () => {
       [['--health-probe-bind-address', 'x'], /--health-probe-bind-address: "x" is not a bind address/],
       [['--rules-analysis-interval', '0'], /--rules-analysis-interval: "0" is not a whole number of seconds/],
       [['--namespace-entry-budget=-5'], /--namespace-entry-budget: "-5" is not a whole number of entries/],
-      [['--slice-updates-batch-period=5'], /--slice-updates-batch-period: "5" is not a duration from 0 to 10s/],
+      [
+        ['--slice-updates-batch-period=5'],
+        /--slice-updates-batch-period: "5" is not a duration from 0 to 10s/,
+      ],
       [['--slice-updates-batch-period=1m'], /--slice-updates-batch-period: "1m" is not a duration/],
     ] as const) {
       const r = await runCtl([...args]);
