@@ -31,7 +31,8 @@ export interface RuleSet {
   nsLabels(ns: string): Record<string, string>;
 }
 
-function peerMatches(peer: Peer, remote: Remote, action: Rule['action'], rs: RuleSet): boolean {
+/** Whether `peer` (of a rule with `action`) matches `remote`, ports aside. */
+export function peerMatches(peer: Peer, remote: Remote, action: Rule['action'], rs: RuleSet): boolean {
   switch (peer.kind) {
     case 'all':
       return true;

@@ -5,6 +5,7 @@ export * from './budget.ts';
 export * from './cidr.ts';
 export * from './controller.ts';
 export * from './datapath.ts';
+export * from './dead-rules.ts';
 export * from './engine.ts';
 export * from './evaluate.ts';
 export * from './flows.ts';
