@@ -5,7 +5,7 @@ import { matchesSelector } from '@cascade/core';
 import type { NetpolEngine } from './engine.ts';
 import { type LintFinding, lintNetpol } from './lint.ts';
 import { type LabelSet, liveLabelSets } from './published.ts';
-import type { SubjectMatch } from './rules.ts';
+import type { BuiltPolicy, SubjectMatch } from './rules.ts';
 import { namespaceMatches } from './selection.ts';
 
 export interface PolicyCondition {
@@ -15,49 +15,61 @@ export interface PolicyCondition {
   message: string;
 }
 
-/** The subjects of every valid policy (its rules' and its isolation's), by policy key. */
-function policySubjects(engine: NetpolEngine): Map<string, SubjectMatch[]> {
-  const out = new Map<string, SubjectMatch[]>();
-  for (const [key, { built }] of engine.policies) {
-    if (built.errors.length) continue;
-    const subjects = [...new Set(built.rules.map((r) => r.subject))];
-    if (built.isolation)
-      subjects.push({ namespaces: { name: built.isolation.namespace }, pods: built.isolation.subject });
-    out.set(key, subjects);
-  }
-  return out;
+/** The subjects of a valid policy (its rules' and its isolation's); none for an invalid one. */
+function subjectsOf(built: BuiltPolicy): SubjectMatch[] | undefined {
+  if (built.errors.length) return undefined;
+  const subjects = [...new Set(built.rules.map((r) => r.subject))];
+  if (built.isolation)
+    subjects.push({ namespaces: { name: built.isolation.namespace }, pods: built.isolation.subject });
+  return subjects;
 }
+
+const selectsSet = (subjects: readonly SubjectMatch[], s: LabelSet) =>
+  subjects.some(
+    (sub) => namespaceMatches(sub.namespaces, s.namespace, s.nsLabels) && matchesSelector(sub.pods, s.labels),
+  );
 
 /**
  * How many label sets, in how many namespaces, each policy selects; kept as sets come and go (a
  * policy change makes a new one).
  */
 export class SelectingCounts {
-  private readonly subjects: Map<string, SubjectMatch[]>;
+  private readonly subjects = new Map<string, SubjectMatch[]>();
   /** policy key -> namespace -> label sets selected there */
   private readonly counts = new Map<string, Map<string, number>>();
 
   constructor(engine: NetpolEngine, sets: Iterable<LabelSet>) {
-    this.subjects = policySubjects(engine);
+    for (const [key, { built }] of engine.policies) {
+      const subjects = subjectsOf(built);
+      if (subjects) this.subjects.set(key, subjects);
+    }
     for (const s of sets) this.add(s, 1);
   }
 
   /** A label set appeared (1) or went (-1). */
   add(s: LabelSet, sign: 1 | -1): void {
-    for (const [key, subjects] of this.subjects) {
-      if (
-        !subjects.some(
-          (sub) =>
-            namespaceMatches(sub.namespaces, s.namespace, s.nsLabels) && matchesSelector(sub.pods, s.labels),
-        )
-      )
-        continue;
-      let byNs = this.counts.get(key);
-      if (!byNs) this.counts.set(key, (byNs = new Map()));
-      const n = (byNs.get(s.namespace) ?? 0) + sign;
-      if (n > 0) byNs.set(s.namespace, n);
-      else byNs.delete(s.namespace);
+    for (const [key, subjects] of this.subjects) if (selectsSet(subjects, s)) this.count(key, s, sign);
+  }
+
+  /** The policies `keys` changed (or went): counted again over `sets`, the live label sets. */
+  refresh(engine: NetpolEngine, keys: Iterable<string>, sets: readonly LabelSet[]): void {
+    for (const key of keys) {
+      this.counts.delete(key);
+      this.subjects.delete(key);
+      const built = engine.policies.get(key)?.built;
+      const subjects = built && subjectsOf(built);
+      if (!subjects) continue;
+      this.subjects.set(key, subjects);
+      for (const s of sets) if (selectsSet(subjects, s)) this.count(key, s, 1);
     }
+  }
+
+  private count(key: string, s: LabelSet, sign: 1 | -1): void {
+    let byNs = this.counts.get(key);
+    if (!byNs) this.counts.set(key, (byNs = new Map()));
+    const n = (byNs.get(s.namespace) ?? 0) + sign;
+    if (n > 0) byNs.set(s.namespace, n);
+    else byNs.delete(s.namespace);
   }
 
   of(key: string): { sets: number; namespaces: number } {

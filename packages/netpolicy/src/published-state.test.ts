@@ -115,6 +115,46 @@ describe('PublishedState', () => {
     expect(npCondition(state).status).toBe('True');
   });
 
+  it('a NetworkPolicy change rebuilds and analyses only its namespace', () => {
+    const { engine, state, tick } = setup();
+    engine.upsertPod(pod('dev', 'toy', { app: 'toy' }, '10.0.0.4'));
+    engine.flush();
+    state.update(engine);
+    expect(npCondition(state)).toMatchObject({ status: 'False', reason: 'DeadRules' });
+    const shop = [...state.effectives].filter(([, e]) => e.namespace === 'shop');
+    const dev = [...state.effectives].find(([, e]) => e.namespace === 'dev')!;
+    // a NetworkPolicy in dev: only dev's object is rebuilt; shop's dead rule is still reported
+    tick(1_000);
+    engine.upsertPolicy({
+      ...NP,
+      namespace: 'dev',
+      name: 'toys',
+      spec: { podSelector: {}, policyTypes: ['Egress'] },
+    });
+    engine.flush();
+    const u = state.update(engine);
+    expect(u.changed).toEqual([dev[0]]);
+    expect(state.effectives.get(dev[0])!.egress.map((r) => r.rule)).toEqual(['egress isolation']);
+    for (const [k, e] of shop) expect(state.effectives.get(k)).toBe(e); // not rebuilt
+    expect(u.analysisDueInMs).toBeUndefined();
+    expect(npCondition(state)).toMatchObject({ status: 'False', reason: 'DeadRules' });
+    // the tenant lets cart in from everywhere: shop's objects are rebuilt, the rule is live at once
+    // (shop's own pods reach cart), dev's object is left as it is
+    tick(1_000);
+    const devNow = state.effectives.get(dev[0]);
+    engine.upsertPolicy({ ...NP, spec: { ...(NP.spec as object), ingress: [{}] } });
+    engine.flush();
+    const v = state.update(engine);
+    expect(v.changed?.sort()).toEqual(shop.map(([k]) => k).sort());
+    expect(state.effectives.get(dev[0])).toBe(devNow);
+    expect(v.analysisDueInMs).toBeUndefined();
+    expect(npCondition(state).status).toBe('True');
+    // an admin policy change still rebuilds everything
+    engine.removePolicy('AdminNetworkPolicy/dev-never-reaches-shop');
+    engine.flush();
+    expect(state.update(engine).changed).toBeUndefined();
+  });
+
   it('equals a fresh computation after any changes (analysis due)', () => {
     fc.assert(
       fc.property(
@@ -122,7 +162,16 @@ describe('PublishedState', () => {
         fc.array(
           fc.record({
             pod: fc.nat(20),
-            op: fc.constantFrom('twin', 'relabel', 'remove', 'dropPolicy', 'nsLabel'),
+            op: fc.constantFrom(
+              'twin',
+              'relabel',
+              'remove',
+              'dropPolicy',
+              'nsLabel',
+              'editPolicy',
+              'copyPolicy',
+              'restorePolicy',
+            ),
           }),
           { maxLength: 6 },
         ),
@@ -139,6 +188,26 @@ describe('PublishedState', () => {
             } else if (ch.op === 'dropPolicy' && c.policies.length) {
               const x = c.policies[ch.pod % c.policies.length]!;
               engine.removePolicy(x.namespace ? `${x.kind}/${x.namespace}/${x.name}` : `${x.kind}/${x.name}`);
+            } else if (ch.op === 'editPolicy' && c.policies.length) {
+              // one rule fewer, or (none left) every pod of the namespace selected
+              const x = c.policies[ch.pod % c.policies.length]!;
+              const spec = x.spec as { ingress?: unknown[]; podSelector?: unknown };
+              engine.upsertPolicy({
+                ...x,
+                spec: spec.ingress?.length
+                  ? { ...spec, ingress: spec.ingress.slice(1) }
+                  : { ...spec, ...(x.kind === 'NetworkPolicy' ? { podSelector: {} } : {}) },
+              } as NetPolicyObject);
+            } else if (ch.op === 'copyPolicy' && c.policies.length) {
+              const x = c.policies[ch.pod % c.policies.length]!;
+              const ns = c.namespaces[i % c.namespaces.length]!.name;
+              engine.upsertPolicy({
+                ...x,
+                name: `${x.name}-c${i}`,
+                ...(x.namespace ? { namespace: ns } : {}),
+              });
+            } else if (ch.op === 'restorePolicy' && c.policies.length) {
+              engine.upsertPolicy(c.policies[ch.pod % c.policies.length]!);
             } else if (p && ch.op === 'twin')
               engine.upsertPod({ ...p, name: `${p.name}-t${i}`, ips: [`10.9.${i}.1`] });
             else if (p && ch.op === 'relabel') engine.upsertPod({ ...p, labels: { ...p.labels, v: `${i}` } });
@@ -154,7 +223,50 @@ describe('PublishedState', () => {
           expect(state.conditions).toEqual(networkPolicyConditions(engine));
         },
       ),
-      { numRuns: 150 },
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('PublishedState, tenant and admin edits around a dead rule', () => {
+  // the shop story with random edits: dev pods come and go (the NetworkPolicy rule is dead exactly
+  // while dev has a pod and the admin rule is there), tenants edit NetworkPolicies in shop and dev,
+  // the admin removes and restores the admin rule; the analysis is often put off in between
+  const ops = ['devPod', 'noDevPod', 'liveNP', 'deadNP', 'devNP', 'noDevNP', 'noANP', 'ANP', 'wait'] as const;
+  it('equals a fresh computation, whatever was analysed for one namespace only', () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...ops), { maxLength: 10 }), (steps) => {
+        const { engine, state, tick } = setup();
+        state.update(engine);
+        steps.forEach((op, i) => {
+          if (op === 'devPod') engine.upsertPod(pod('dev', `toy-${i}`, { app: 'toy' }, `10.0.1.${i + 1}`));
+          else if (op === 'noDevPod')
+            for (const p of [...engine.pods.values()])
+              if (p.namespace === 'dev') engine.removePod(p.namespace, p.name);
+          if (op === 'liveNP')
+            engine.upsertPolicy({ ...NP, spec: { ...(NP.spec as object), ingress: [{}] } });
+          if (op === 'deadNP') engine.upsertPolicy(NP);
+          if (op === 'devNP')
+            engine.upsertPolicy({
+              ...NP,
+              namespace: 'dev',
+              name: `toys-${i % 2}`,
+              spec: { podSelector: {} },
+            });
+          if (op === 'noDevNP') engine.removePolicy(`NetworkPolicy/dev/toys-${i % 2}`);
+          if (op === 'noANP') engine.removePolicy('AdminNetworkPolicy/dev-never-reaches-shop');
+          if (op === 'ANP') engine.upsertPolicy(ANP);
+          engine.flush();
+          tick(op === 'wait' ? 30_000 : 1_000);
+          state.update(engine);
+        });
+        tick(30_000);
+        state.update(engine);
+        const fresh = new Map(networkEffectives(engine).map((e) => [`${e.namespace}/${e.name}`, e]));
+        expect(state.effectives).toEqual(fresh);
+        expect(state.conditions).toEqual(networkPolicyConditions(engine));
+      }),
+      { numRuns: 300 },
     );
   });
 });

@@ -6,10 +6,13 @@
 // (namespace, namespace labels, pod labels): pod churn inside existing pod identities, the common
 // event, recomputes nothing. A label set that appears or goes (a rollout) builds or drops its own
 // object and moves the counts of the policies selecting it; the others are rebuilt only when a peer
-// starts or stops selecting any pod. A policy change rebuilds everything. The exact analyses of the
-// cluster as it is (NetworkPolicy rules made dead by admin rules, entry budgets per node) read every
-// pod's addresses: they run at once when a policy changes, and at most once per `analysisIntervalMs`
-// when only pods, nodes or namespaces do.
+// starts or stops selecting any pod. A change of policies whose rules apply only in their own
+// namespace (NetworkPolicies: a tenant's edit, the common policy change) rebuilds only the objects of
+// those namespaces; any other policy change rebuilds everything. The exact analyses of the cluster as
+// it is (NetworkPolicy rules made dead by admin rules, entry budgets per node) read every pod's
+// addresses: they run at once when a policy changes (for those namespaces only, after a NetworkPolicy
+// change with the pods as last analysed), and at most once per `analysisIntervalMs` when only pods,
+// nodes or namespaces change.
 import { DEFAULT_NAMESPACE_ENTRY_BUDGET } from './budget.ts';
 import type { NetpolEngine } from './engine.ts';
 import { type LintFinding, lintPopulation, lintStructure } from './lint.ts';
@@ -22,6 +25,7 @@ import {
   PeerWitnesses,
 } from './published.ts';
 import { networkPolicyConditions, type PolicyCondition, SelectingCounts } from './published-conditions.ts';
+import type { BuiltPolicy } from './rules.ts';
 
 /** Default pause between two exact analyses when only pods change. */
 export const DEFAULT_ANALYSIS_INTERVAL_MS = 30_000;
@@ -63,6 +67,11 @@ export class PublishedState {
   private structure: LintFinding[] = [];
   private population: LintFinding[] = [];
   private analysed?: { policies: number; population: number; at: number };
+  /** The policies as last seen (built objects are replaced, never changed, by the engine). */
+  private built = new Map<string, BuiltPolicy>();
+  /** Namespaces whose policies changed since the exact analysis ('all': more than those changed). */
+  private unanalysed: Set<string> | 'all' = 'all';
+  private podIds?: string;
 
   constructor(opts: PublishedStateOptions = {}) {
     this.opts = opts;
@@ -71,12 +80,77 @@ export class PublishedState {
   /** Everything from the engine: a policy changed (or a full pass). */
   private rebuild(engine: NetpolEngine): void {
     this.policyRevision = engine.policyRevision;
+    this.built = builtPolicies(engine);
+    this.unanalysed = 'all';
     this.sets = liveLabelSets(engine);
     const witnesses = new PeerWitnesses(engine, this.sets);
     this.witnesses = witnesses;
     this.builder = new EffectiveBuilder(engine, (p) => witnesses.selectsNone(p));
     this.selecting = new SelectingCounts(engine, this.sets.values());
     this.effectives = new Map([...this.sets.values()].map((s) => [effectiveKey(s), this.builder!.build(s)]));
+  }
+
+  /**
+   * The policies changed since the last build and the namespaces their rules apply in (old and new
+   * rules), or undefined when a changed policy applies beyond its own namespace (admin tiers).
+   */
+  private changedPolicies(engine: NetpolEngine): { keys: string[]; namespaces: Set<string> } | undefined {
+    const namespaces = new Set<string>();
+    const local = (b: BuiltPolicy | undefined) => {
+      if (b?.isolation) namespaces.add(b.isolation.namespace);
+      for (const r of b?.rules ?? []) {
+        if (r.tier !== 'np' || !('name' in r.subject.namespaces)) return false;
+        namespaces.add(r.subject.namespaces.name);
+      }
+      return true;
+    };
+    const keys: string[] = [];
+    for (const [k, { built }] of engine.policies) if (this.built.get(k) !== built) keys.push(k);
+    for (const k of this.built.keys()) if (!engine.policies.has(k)) keys.push(k);
+    for (const k of keys)
+      if (!local(this.built.get(k)) || !local(engine.policies.get(k)?.built)) return undefined;
+    return { keys, namespaces };
+  }
+
+  /** Only policies local to `namespaces` changed: rebuilds their objects; returns those objects. */
+  private rescope(engine: NetpolEngine, keys: string[], namespaces: Set<string>): string[] {
+    this.policyRevision = engine.policyRevision;
+    this.built = builtPolicies(engine);
+    if (this.unanalysed !== 'all') for (const ns of namespaces) this.unanalysed.add(ns);
+    const witnesses = this.witnesses!;
+    witnesses.sync(engine, this.sets);
+    this.builder = new EffectiveBuilder(engine, (p) => witnesses.selectsNone(p));
+    this.selecting!.refresh(engine, keys, [...this.sets.values()]);
+    const changed: string[] = [];
+    for (const s of this.sets.values())
+      if (namespaces.has(s.namespace)) {
+        const key = effectiveKey(s);
+        this.effectives.set(key, this.builder.build(s));
+        changed.push(key);
+      }
+    return changed;
+  }
+
+  /**
+   * The exact analysis of `namespaces` only, merged with the last findings of the others: exact when
+   * only policies local to them changed since (the pods are as analysed, and a NetworkPolicy's dead
+   * rules and entry budget read only its namespace's policies). Undefined when the last or this
+   * analysis stopped at its evaluation budget: then the whole analysis runs.
+   */
+  private reanalyse(
+    engine: NetpolEngine,
+    budget: number,
+    namespaces: Set<string>,
+  ): LintFinding[] | undefined {
+    const stopped = (l: LintFinding[]) => l.some((f) => f.policy === '-');
+    if (stopped(this.population)) return undefined;
+    const found = lintPopulation(engine, budget, namespaces);
+    if (stopped(found)) return undefined;
+    const inScope = (policy: string) => {
+      const parts = policy.split('/');
+      return parts.length === 3 && namespaces.has(parts[1]!);
+    };
+    return [...this.population.filter((f) => !inScope(f.policy)), ...found];
   }
 
   /** Label sets appeared or went, the rules are the same: returns the objects that changed. */
@@ -116,12 +190,23 @@ export class PublishedState {
       conditions: false,
       ms: { effectives: 0, structure: 0, population: 0, conditions: 0 },
     };
-    const inputs = `${engine.policyRevision}|${podIdentities(engine)}`;
+    const podIds = podIdentities(engine);
+    const inputs = `${engine.policyRevision}|${podIds}`;
     if (full || inputs !== this.inputs) {
       this.inputs = inputs;
       let t = performance.now();
-      if (full || engine.policyRevision !== this.policyRevision || !this.builder) this.rebuild(engine);
-      else out.changed = this.patch(engine);
+      const policies =
+        full || !this.builder || engine.policyRevision === this.policyRevision
+          ? undefined
+          : this.changedPolicies(engine);
+      if (full || !this.builder || (engine.policyRevision !== this.policyRevision && !policies)) {
+        this.rebuild(engine);
+      } else {
+        const changed = new Set(policies ? this.rescope(engine, policies.keys, policies.namespaces) : []);
+        const patched = podIds === this.podIds ? [] : this.patch(engine);
+        out.changed = patched && [...new Set([...changed, ...patched])];
+      }
+      this.podIds = podIds;
       out.ms.effectives = performance.now() - t;
       t = performance.now();
       this.structure = lintStructure(engine);
@@ -136,9 +221,20 @@ export class PublishedState {
       const due = a ? a.at + (this.opts.analysisIntervalMs ?? DEFAULT_ANALYSIS_INTERVAL_MS) : now;
       if (full || !a || a.policies !== engine.policyRevision || now >= due) {
         const t = performance.now();
-        const found = lintPopulation(engine, this.opts.entryBudget ?? DEFAULT_NAMESPACE_ENTRY_BUDGET);
+        const budget = this.opts.entryBudget ?? DEFAULT_NAMESPACE_ENTRY_BUDGET;
+        const scoped =
+          !full && a && a.population === engine.populationRevision && this.unanalysed !== 'all'
+            ? this.reanalyse(engine, budget, this.unanalysed)
+            : undefined;
+        const found = scoped ?? lintPopulation(engine, budget);
         out.ms.population = performance.now() - t;
-        this.analysed = { policies: engine.policyRevision, population: engine.populationRevision, at: now };
+        this.unanalysed = new Set();
+        // a scoped analysis keeps the time of the last whole one: pod churn waits as long as before
+        this.analysed = {
+          policies: engine.policyRevision,
+          population: engine.populationRevision,
+          at: scoped ? a!.at : now,
+        };
         // what the conditions say of them (counts that move with every pod are not part of it)
         const said = (l: LintFinding[]) => JSON.stringify(l.map((f) => [f.policy, f.summary ?? f.message]));
         if (said(found) !== said(this.population)) {
@@ -158,6 +254,11 @@ export class PublishedState {
     }
     return out;
   }
+}
+
+/** The policies' built rules by key (what `changedPolicies` compares). */
+function builtPolicies(engine: NetpolEngine): Map<string, BuiltPolicy> {
+  return new Map([...engine.policies].map(([k, p]) => [k, p.built]));
 }
 
 /** The live pod identities, in order: what the published rules read of the pods. */

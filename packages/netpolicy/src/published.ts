@@ -159,9 +159,19 @@ export class PeerWitnesses {
   private readonly witness = new Map<Peer, string | undefined>();
 
   constructor(engine: NetpolEngine, sets: ReadonlyMap<string, LabelSet>) {
+    this.sync(engine, sets);
+  }
+
+  /** After the rules changed: peers of new rules get a witness, peers of rules gone are forgotten. */
+  sync(engine: NetpolEngine, sets: ReadonlyMap<string, LabelSet>): void {
+    const live = new Set<Peer>();
     for (const r of [...engine.rules.admin, ...engine.rules.np, ...engine.rules.baseline])
-      for (const p of r.peers)
-        if (p.kind === 'pods' && !this.witness.has(p)) this.witness.set(p, find(p, sets));
+      for (const p of r.peers) {
+        if (p.kind !== 'pods') continue;
+        live.add(p);
+        if (!this.witness.has(p)) this.witness.set(p, find(p, sets));
+      }
+    for (const p of this.witness.keys()) if (!live.has(p)) this.witness.delete(p);
   }
 
   /** A pod peer that selects no pod now (other peers: false). */
