@@ -2,6 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { NetpolEngine } from './engine.ts';
 import type { NetPolicyObject } from './model.ts';
+import { networkEffectives } from './published.ts';
+import { networkPolicyConditions } from './published-conditions.ts';
 import { mapConnection } from './verdict.ts';
 
 const cluster = {
@@ -163,5 +165,79 @@ describe('network policy bad input', () => {
       spec: { podSelector: {}, ingress: [{ ports: [{ port: 'grpc' }] }] },
     });
     expect(p?.warnings).toEqual(['ingress[0]: named port "grpc" matches no container port']);
+  });
+});
+
+describe('a NetworkPolicy Cascade cannot read fails closed', () => {
+  const engine = (...policies: NetPolicyObject[]) => NetpolEngine.fromCluster({ ...cluster, policies });
+  const verdict = (e: NetpolEngine, from: string, to: string) => mapConnection(e, from, to, 6, 80).verdict;
+  const A = '10.0.0.1';
+  const B = '10.0.0.2';
+
+  it('the pods it selects stay isolated, nothing it allows is allowed, other pods and policies unaffected', () => {
+    const typo: NetPolicyObject = {
+      kind: 'NetworkPolicy',
+      namespace: 'x',
+      name: 'typo',
+      spec: { podSelector: { matchLabels: { app: 'a' } }, ingres: [{ from: [{ podSelector: {} }] }] },
+    };
+    const e = engine(typo);
+    expect(verdict(e, B, A)).toBe('deny'); // a is isolated for ingress, the misspelt rule allows nothing
+    expect(verdict(e, A, B)).toBe('allow'); // b is not selected; egress is not isolated
+    const p = e.problems().find((x) => x.policy === 'NetworkPolicy/x/typo')!;
+    expect(p.errors.join()).toMatch(/ingres/);
+    expect(p.warnings).toEqual([
+      'fail closed: the pods it selects stay isolated (ingress) and none of its rules allows anything until it is fixed',
+    ]);
+    const cond = networkPolicyConditions(e).get('NetworkPolicy/x/typo')![0]!;
+    expect(cond).toMatchObject({ type: 'Accepted', status: 'False', reason: 'Invalid' });
+    expect(cond.message).toMatch(/ingres.*; fail closed: the pods it selects stay isolated \(ingress\)/);
+    // a valid policy still allows what it allows (allows add up)
+    const allow: NetPolicyObject = {
+      kind: 'NetworkPolicy',
+      namespace: 'x',
+      name: 'allow-b',
+      spec: {
+        podSelector: { matchLabels: { app: 'a' } },
+        ingress: [{ from: [{ podSelector: { matchLabels: { app: 'b' } } }] }],
+      },
+    };
+    expect(verdict(engine(typo, allow), B, A)).toBe('allow');
+    // the EffectivePolicy says why: the invalid policy's isolation is listed
+    const ep = networkEffectives(e).find((x) => x.labels.app === 'a')!;
+    expect(ep.ingress.map((r) => `${r.policy} ${r.rule} ${r.action}`)).toEqual([
+      'NetworkPolicy/x/typo ingress isolation Deny',
+    ]);
+  });
+
+  it('reads what it can: an unreadable podSelector isolates the namespace, policyTypes decide the directions', () => {
+    const e = engine({
+      kind: 'NetworkPolicy',
+      namespace: 'x',
+      name: 'sel',
+      spec: { podSelector: 'everything', policyTypes: ['Egress'] },
+    } as unknown as NetPolicyObject);
+    expect(verdict(e, A, B)).toBe('deny'); // egress of every pod in x
+    expect(verdict(e, B, A)).toBe('deny');
+    expect(e.problems()[0]!.warnings[0]).toMatch(/isolated \(egress\)/);
+    const both = engine({
+      kind: 'NetworkPolicy',
+      namespace: 'x',
+      name: 'types',
+      spec: { podSelector: { matchLabels: { app: 'b' } }, policyTypes: ['Sideways'] },
+    } as unknown as NetPolicyObject);
+    expect(both.problems()[0]!.warnings[0]).toMatch(/isolated \(ingress, egress\)/);
+    expect(verdict(both, A, B)).toBe('deny'); // b's ingress
+    expect(verdict(both, B, A)).toBe('deny'); // b's egress
+  });
+
+  it('an invalid admin policy is not enforced: the cluster admin is trusted and sees Accepted=False', () => {
+    const e = engine({
+      kind: 'AdminNetworkPolicy',
+      name: 'prio',
+      spec: { priority: 1001, subject: { namespaces: {} } },
+    });
+    expect(verdict(e, A, B)).toBe('allow');
+    expect(e.problems()[0]!.warnings).toEqual([]);
   });
 });

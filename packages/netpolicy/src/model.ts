@@ -4,12 +4,14 @@
 import type { LabelSelector } from '@cascade/core';
 import { z } from 'zod';
 
-const selector = z.object({
+/** A LabelSelector's shape (operators and values are checked by validateSelector). */
+export const labelSelectorSchema = z.object({
   matchLabels: z.record(z.string(), z.string()).optional(),
   matchExpressions: z
     .array(z.object({ key: z.string(), operator: z.string(), values: z.array(z.string()).optional() }))
     .optional(),
 }) as unknown as z.ZodType<LabelSelector>;
+const selector = labelSelectorSchema;
 
 const protocol = z.enum(['TCP', 'UDP', 'SCTP']);
 const portNumber = z.number().int().min(1).max(65535);

@@ -108,7 +108,13 @@ export function networkPolicyConditions(
     const prob = problems.get(key);
     const conds: PolicyCondition[] = [];
     if (built.errors.length)
-      conds.push({ type: 'Accepted', status: 'False', reason: 'Invalid', message: built.errors.join('; ') });
+      conds.push({
+        type: 'Accepted',
+        status: 'False',
+        reason: 'Invalid',
+        // what is wrong, then what is enforced meanwhile (a NetworkPolicy fails closed)
+        message: [...built.errors, ...built.warnings].join('; '),
+      });
     else
       conds.push({
         type: 'Accepted',

@@ -2,7 +2,7 @@
 // ports, and the position that orders it. Validation never throws: an invalid policy is reported and
 // left out; a peer or port that cannot match is kept as fail-closed and reported as a warning.
 import { type LabelSelector, validateSelector } from '@cascade/core';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { contains, type Prefix, parseCidr } from './cidr.ts';
 import {
   type AnpPeer,
@@ -11,6 +11,7 @@ import {
   baselineAdminNetworkPolicySpecSchema,
   type CnpProtocol,
   clusterNetworkPolicySpecSchema,
+  labelSelectorSchema,
   type NetPolicyObject,
   type NetworkPolicySpec,
   type NpPeer,
@@ -419,8 +420,38 @@ export function buildPolicy(o: NetPolicyObject): BuiltPolicy {
   if (out.errors.length > 0) {
     out.rules = [];
     delete out.isolation;
+    if (o.kind === 'NetworkPolicy') {
+      out.isolation = failClosedIsolation(o, out.key);
+      out.warnings.push(
+        `fail closed: the pods it selects stay isolated (${out.isolation.directions.join(', ') || 'no direction'}) and none of its rules allows anything until it is fixed`,
+      );
+    }
   }
   return out;
+}
+
+/**
+ * What a NetworkPolicy Cascade cannot read still does (fail closed): the pods it selects stay isolated
+ * in the directions it names and none of its rules allows anything, as when a node refuses one for
+ * size. It touches only its own namespace's pods, so a tenant's mistake opens nothing and closes
+ * nothing for others. Read as far as it can be: an unreadable podSelector isolates every pod of the
+ * namespace, unreadable policyTypes both directions; no policyTypes, the Kubernetes default (Ingress,
+ * and Egress when it has egress rules).
+ */
+function failClosedIsolation(o: NetPolicyObject, key: string): Isolation {
+  const raw = (o.spec && typeof o.spec === 'object' ? o.spec : {}) as Record<string, unknown>;
+  const sel = labelSelectorSchema.safeParse(raw.podSelector);
+  const subject = sel.success && validateSelector(sel.data, 'podSelector').length === 0 ? sel.data : ANY;
+  const types = z.array(z.enum(['Ingress', 'Egress'])).safeParse(raw.policyTypes);
+  const directions: Direction[] =
+    raw.policyTypes === undefined
+      ? Array.isArray(raw.egress) && raw.egress.length > 0
+        ? ['ingress', 'egress']
+        : ['ingress']
+      : types.success
+        ? [...new Set(types.data)].map((t) => t.toLowerCase() as Direction)
+        : ['ingress', 'egress'];
+  return { policy: key, namespace: o.namespace ?? 'default', subject, directions };
 }
 
 /** Lower first: priority, kind, name, rule index. The evaluation order inside a tier. */

@@ -72,7 +72,9 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
   engine.flush();
   for (const p of engine.problems()) {
     const at = sources.get(p.policy) ?? p.policy;
-    for (const e of p.errors) problems.push(`${at}: ${e} (policy ignored)`);
+    // a NetworkPolicy with an error keeps isolating its pods (fail closed, said in its warning)
+    const ignored = p.policy.startsWith('NetworkPolicy/') ? 'its rules ignored' : 'policy ignored';
+    for (const e of p.errors) problems.push(`${at}: ${e} (${ignored})`);
     for (const w of p.warnings) problems.push(`${at}: warning: ${w}`);
   }
   return { engine, services, problems, sources };

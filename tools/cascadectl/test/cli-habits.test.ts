@@ -35,7 +35,7 @@ describe('cascadectl habits and exit codes', () => {
     expect((await run('status', join(EX, 'gateway'), '--strict')).code).toBe(1);
   });
 
-  it('lint exits non-zero on an invalid object; a misspelt NetworkPolicy field is an error, not a deny-all', async () => {
+  it('lint exits non-zero on an invalid object; a misspelt NetworkPolicy field is an error, not a silent deny-all', async () => {
     const dir = join(tmp, 'typo');
     cpSync(join(EX, 'netpol'), dir, { recursive: true });
     writeFileSync(
@@ -44,7 +44,9 @@ describe('cascadectl habits and exit codes', () => {
     );
     const r = await run('lint', dir);
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/typo.*spec: Unrecognized key: "ingres"/);
+    expect(r.stderr).toMatch(/typo.*spec: Unrecognized key: "ingres" \(its rules ignored\)/);
+    // meanwhile its pods stay isolated (fail closed), and it says so
+    expect(r.stderr).toMatch(/warning: .*typo.*fail closed: the pods it selects stay isolated \(ingress\)/);
     expect((await run('lint', join(EX, 'netpol'))).code).toBe(0);
     expect((await run('lint', join(EX, 'netpol'), '--strict')).code).toBe(1); // it has warnings
   });
