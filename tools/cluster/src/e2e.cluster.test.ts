@@ -18,7 +18,7 @@ import {
   uninstall,
   upstreamSubsets,
 } from './e2e/lifecycle.ts';
-import { effectivePoliciesExplain, netpolExampleOnRealPods } from './e2e/netpol.ts';
+import { effectivePoliciesExplain, flowsOfRefusedConnection, netpolExampleOnRealPods } from './e2e/netpol.ts';
 import { servicesAndDns } from './e2e/services.ts';
 import { figures, helm, NS, net, work } from './e2e/shared.ts';
 import { CLUSTER_SH, clusterTestsEnabled, ROOT, sh } from './harness.ts';
@@ -70,6 +70,11 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
   it(
     'kubectl get effectivepolicies -n shop explains a refused connection with the deciding rule; the admin policies have status',
     effectivePoliciesExplain,
+    120_000,
+  );
+  it(
+    'cascadectl flows --node shows the refused connection with its deciding rule, as a snapshot and followed (pods/exec)',
+    flowsOfRefusedConnection,
     120_000,
   );
   it(

@@ -1,9 +1,63 @@
 // cascadectl flows: the flows a node's agent saw its BPF program deny (and allow, for audited
 // endpoints), with the deciding policy and rule, like `hubble observe`. From an agent's endpoint
 // (`--agent http://HOST:9090`, e.g. through a port-forward), or from the agent on `--node N` through
-// the API server's pod proxy (with --kubeconfig / --context).
+// the API server's pods/exec (with --kubeconfig / --context): the agent serves flows on its loopback
+// only, and its own flows-read copies them out.
+import { Writable } from 'node:stream';
+import { Exec, type KubeConfig } from '@kubernetes/client-node';
 import { type Command, oneOf, out, table, UsageError } from '../cli.ts';
 import { clientFor, liveOptions } from '../cluster.ts';
+
+/** The agent image's node and the reader of its flow stream (packages/netpolicy/src/flows-read.ts). */
+const FLOWS_READ = ['/usr/local/bin/node', '/app/packages/netpolicy/src/flows-read.ts'];
+
+/**
+ * Runs COMMAND in the agent container through pods/exec and hands its standard output over line by
+ * line; resolves when it ends with success, rejects with its standard error (or status) otherwise.
+ */
+async function execLines(
+  kc: KubeConfig,
+  pod: { name: string; namespace: string },
+  command: string[],
+  onLines: (lines: string[]) => void,
+): Promise<void> {
+  let buf = '';
+  let err = '';
+  const stdout = new Writable({
+    write(chunk, _enc, done) {
+      buf += String(chunk);
+      const lines = buf.split('\n');
+      buf = lines.pop() ?? '';
+      if (lines.length) onLines(lines);
+      done();
+    },
+  });
+  const stderr = new Writable({
+    write(chunk, _enc, done) {
+      if (err.length < 4096) err += String(chunk);
+      done();
+    },
+  });
+  await new Promise<void>((resolve, reject) => {
+    let status: { status?: string; message?: string } | undefined;
+    const finish = () => {
+      if (buf.trim()) onLines([buf]);
+      buf = '';
+      if (status?.status === 'Success') resolve();
+      else
+        reject(
+          new Error(
+            `flows from ${pod.namespace}/${pod.name}: ${err.trim() || status?.message || 'the exec stream ended without a status'}`,
+          ),
+        );
+    };
+    new Exec(kc)
+      .exec(pod.namespace, pod.name, 'agent', command, stdout, stderr, null, false, (s) => {
+        status = s;
+      })
+      .then((ws) => ws.on('close', finish), reject);
+  });
+}
 
 interface Flow {
   time: string;
@@ -57,7 +111,14 @@ export const flowsCommand: Command = {
       text
         .split('\n')
         .filter((l) => l.trim())
-        .map((l) => JSON.parse(l) as Flow);
+        .flatMap((l) => {
+          try {
+            const f = JSON.parse(l) as Flow;
+            return typeof f === 'object' && f && typeof f.from === 'string' ? [f] : [];
+          } catch {
+            return []; // not a flow (a line cut by a closed stream): left out
+          }
+        });
     if (values.agent) {
       const base = String(values.agent).replace(/\/$/, '');
       if (!/^https?:\/\//.test(base))
@@ -85,23 +146,30 @@ export const flowsCommand: Command = {
       throw new UsageError(
         '--node reads through the API server: give --kubeconfig PATH and/or --context NAME',
       );
-    if (values.follow)
-      throw new UsageError(
-        '--follow needs --agent (e.g. kubectl port-forward to the agent, then --agent http://127.0.0.1:9090)',
-      );
     const client = clientFor(live);
-    const pods = await client.request<{ items: { metadata: { name: string; namespace: string } }[] }>(
+    const pods = await client.request<{
+      items: { metadata: { name: string; namespace: string }; status?: { phase?: string } }[];
+    }>(
       'GET',
       `/api/v1/pods?labelSelector=${encodeURIComponent('app.kubernetes.io/name=cascade-netpol-agent')}&fieldSelector=${encodeURIComponent(`spec.nodeName=${values.node}`)}`,
     );
-    const agent = pods.items[0];
+    const agent = pods.items.find((p) => p.status?.phase === 'Running') ?? pods.items[0];
     if (!agent) throw new UsageError(`no cascade-netpol-agent pod on node ${values.node}`);
-    const body = await client.request<unknown>(
-      'GET',
-      `/api/v1/namespaces/${agent.metadata.namespace}/pods/${agent.metadata.name}:9090/proxy/flows?${query}`,
+    // The agent serves flows on its loopback only (they name every tenant's pods): they are read by
+    // its own flows-read inside the container, through pods/exec (cluster admins), as cilium-dbg.
+    if (format === 'table' && values.follow) out(HEADER.join('  '));
+    const collected: Flow[] = [];
+    await execLines(
+      client.kc,
+      agent.metadata,
+      [...FLOWS_READ, query.toString(), ...(values.follow ? ['--follow'] : [])],
+      (lines) => {
+        const flows = parse(lines.join('\n'));
+        if (values.follow) print(flows, false);
+        else collected.push(...flows);
+      },
     );
-    // NDJSON: one line parses as JSON on its own
-    print(parse(typeof body === 'string' ? body : body === undefined ? '' : JSON.stringify(body)), true);
+    if (!values.follow) print(collected, true);
     return 0;
   },
 };

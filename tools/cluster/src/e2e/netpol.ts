@@ -4,7 +4,18 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
-import { cascadectl, clusterBin, kubectl, kubectlJson, ROOT, sh, until } from '../harness.ts';
+import {
+  cascadectl,
+  clusterBin,
+  env,
+  KUBECONFIG,
+  kubectl,
+  kubectlJson,
+  ROOT,
+  sh,
+  shAsync,
+  until,
+} from '../harness.ts';
 import { measured, mismatches, predicted, probesFor } from './probes.ts';
 import { docs, figures, NODE_PORT, NS, net } from './shared.ts';
 
@@ -167,4 +178,88 @@ export async function effectivePoliciesExplain(): Promise<void> {
   }>('get', 'daemonset', 'netpolicy-agent', '-n', NS);
   const env = agent.spec.template.spec.containers[0]!.env;
   expect(env.find((e) => e.name === 'CASCADE_POD_SOURCE')?.value).toBe('slices');
+}
+
+interface FlowLine {
+  from: string;
+  to: string;
+  protocol: string;
+  port: number;
+  verdict: string;
+  rule?: string;
+}
+/** sandbox/toy -> shop/cart TCP/9000, refused at cart's ingress by the ANP rule deny-dev */
+const isRefusal = (f: FlowLine) =>
+  f.from === 'sandbox/toy' &&
+  f.to === 'shop/cart' &&
+  f.protocol === 'TCP' &&
+  f.port === 9000 &&
+  f.verdict === 'deny' &&
+  /^AdminNetworkPolicy\/dev-never-reaches-prod#ingress\[0\]/.test(f.rule ?? '');
+const flowLines = (text: string) =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as FlowLine);
+
+/** cascadectl flows --node shows the refused connection with its deciding rule, as a snapshot and followed */
+export async function flowsOfRefusedConnection(): Promise<void> {
+  const node = kubectl('get', 'nodes', '-o', 'jsonpath={.items[0].metadata.name}').trim();
+  const flows = (...more: string[]) => [
+    join(ROOT, 'tools/cascadectl/bin/cascadectl.js'),
+    'flows',
+    '--node',
+    node,
+    '--kubeconfig',
+    KUBECONFIG,
+    '--verdict',
+    'deny',
+    '-n',
+    'shop',
+    ...more,
+  ];
+  const node24 = join(ROOT, 'node_modules/.bin/node');
+  // the probes above were refused by the kernel; the agent read them from its ring buffer
+  const snapshot = await until('the refused probe in the flow log', 30, async () => {
+    const list = flowLines(await shAsync(node24, flows('-o', 'json')));
+    return list.some(isRefusal) ? list : undefined;
+  });
+  expect(snapshot.every((f) => f.verdict === 'deny')).toBe(true);
+  const table = await shAsync(node24, flows());
+  expect(table).toMatch(/TIME\s+NODE\s+FROM\s+TO\s+PROTO\/PORT\s+VERDICT\s+RULE/);
+  expect(table).toMatch(
+    /sandbox\/toy\s+shop\/cart\s+TCP\/9000\s+DENY\s+AdminNetworkPolicy\/dev-never-reaches-prod#ingress\[0\]/,
+  );
+  // --follow: a stream through pods/exec; a refusal made while it runs (after the agent's 5 s per-flow
+  // limit) arrives on it
+  const follower = spawn(node24, flows('--follow', '-o', 'json'), { env: env() });
+  let streamed = '';
+  follower.stdout.on('data', (c) => {
+    streamed += String(c);
+  });
+  try {
+    await until('the follow stream replays the log', 30, () =>
+      flowLines(streamed).length ? true : undefined,
+    );
+    const before = flowLines(streamed).filter(isRefusal).length;
+    await new Promise((r) => setTimeout(r, 5_500));
+    const cart = net.podIp.get('shop/cart')!;
+    await shAsync('kubectl', [
+      'exec',
+      '-n',
+      'sandbox',
+      'toy',
+      '--',
+      '/usr/local/bin/cascade-probe',
+      'probe-all',
+      '600',
+      `tcp/${cart}/9000`,
+    ]).catch(() => undefined); // DENY exits 1
+    await until('the new refusal on the follow stream', 30, () =>
+      flowLines(streamed).filter(isRefusal).length > before ? true : undefined,
+    );
+    expect(follower.exitCode).toBeNull();
+  } finally {
+    follower.kill();
+  }
 }
