@@ -10,6 +10,7 @@ import { CONTROLLER_SETTINGS } from '@cascade/cascadectl/manifests';
 import { POLICY_KINDS } from '@cascade/cascadectl/world';
 import {
   controllerBinding,
+  controllerClusterReads,
   controllerClusterRole,
   controllerRoles,
   editClusterRole,
@@ -57,10 +58,13 @@ export function chartFiles(): Map<string, string> {
       docs([
         { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: NAMESPACE } },
         controllerClusterRole(kind, name, settings),
-        controllerBinding(name, NAMESPACE),
         ...controllerRoles(kind, name, NAMESPACE, settings),
       ]),
     );
+    // the grant of that ClusterRole: cluster-wide, or (controllers.watchNamespaces) RoleBindings in the
+    // watched namespaces (templates/_helpers.tpl, as controllerWatchBindings) and the cluster-scoped reads
+    files.set(`files/rbac/${name}-binding.yaml`, docs([controllerBinding(name, NAMESPACE)]));
+    files.set(`files/rbac/${name}-cluster-reads.yaml`, docs(controllerClusterReads(name, NAMESPACE)));
   }
   files.set(
     `files/rbac/${CONTROLLER_NAME}.yaml`,

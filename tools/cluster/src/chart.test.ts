@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Metrics, WorkQueue } from '@cascade/core';
+import { controllerWatchBindings, Metrics, WorkQueue } from '@cascade/core';
 import { apiServerTestsEnabled, Envtest } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -121,6 +121,39 @@ describe('charts/cascade', () => {
         (d) => d.kind === 'ConfigMap' && d.metadata.name === 'cascade-dashboards',
       );
       expect(JSON.parse(dash?.data['cascade.json']).title).toBe('Cascade');
+    });
+
+    it('controllers.watchNamespaces: the policy controllers watch and are granted those namespaces only', () => {
+      const cluster = render();
+      const watched = render('controllers.watchNamespaces={team-a,infra}');
+      const args = (docs: Doc[], name: string) =>
+        docs.find((d) => d.kind === 'Deployment' && d.metadata.name === name)?.spec.template.spec
+          .containers[0].args as string[];
+      for (const name of ['authpolicy-controller', 'ratelimitpolicy-controller']) {
+        expect(args(watched, name)).toContain('--watch-namespace=team-a,infra');
+        expect(args(cluster, name).some((a) => a.startsWith('--watch-namespace'))).toBe(false);
+        // cluster-wide: the ClusterRole bound cluster-wide; watched: RoleBindings to it in each namespace
+        // (exactly what core's controllerWatchBindings makes) and the cluster-scoped reads
+        expect(names(cluster)).toContain(`ClusterRoleBinding/${name}`);
+        expect(names(cluster)).not.toContain(`ClusterRoleBinding/${name}-cluster-reads`);
+        expect(names(watched)).not.toContain(`ClusterRoleBinding/${name}`);
+        expect(names(watched)).toContain(`ClusterRole/${name}`);
+        expect(
+          watched.filter((d) => d.kind === 'RoleBinding' && d.metadata.name === `${name}-watch`),
+        ).toEqual(controllerWatchBindings(name, 'cascade-system', ['team-a', 'infra']));
+        const reads = watched.find(
+          (d) => d.kind === 'ClusterRole' && d.metadata.name === `${name}-cluster-reads`,
+        );
+        expect(reads?.rules.flatMap((r: { resources: string[] }) => r.resources)).toEqual([
+          'gatewayclasses',
+          'namespaces',
+        ]);
+      }
+      // the netpolicy-controller's rules and peers span namespaces: always every namespace
+      expect(args(watched, 'netpolicy-controller').some((a) => a.startsWith('--watch-namespace'))).toBe(
+        false,
+      );
+      expect(names(watched)).toContain('ClusterRoleBinding/netpolicy-controller');
     });
   });
 

@@ -8,6 +8,8 @@ import { EFFECTIVE_GROUP } from './effective-policy.ts';
 const AGGREGATE = 'rbac.authorization.k8s.io/aggregate-to-';
 const READ = ['get', 'list', 'watch'];
 const GATEWAY_GROUP = 'gateway.networking.k8s.io';
+const PART_OF = { 'app.kubernetes.io/part-of': 'cascade' };
+const ROLE_REF = { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole' };
 
 type Obj = Record<string, unknown>;
 
@@ -148,6 +150,45 @@ export function controllerBinding(controller: string, namespace: string): Obj {
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: controller },
     subjects: [{ kind: 'ServiceAccount', name: controller, namespace }],
   };
+}
+
+/**
+ * A controller limited to some namespaces (--watch-namespace) still reads the cluster-scoped objects
+ * it resolves with: GatewayClasses and Namespaces (allowedRoutes selectors). This ClusterRole and its
+ * binding grant only those; the rest comes from controllerWatchBindings.
+ */
+export function controllerClusterReads(controller: string, namespace: string): Obj[] {
+  const name = `${controller}-cluster-reads`;
+  return [
+    clusterRole(name, {}, [
+      { apiGroups: [GATEWAY_GROUP], resources: ['gatewayclasses'], verbs: READ },
+      { apiGroups: [''], resources: ['namespaces'], verbs: READ },
+    ]),
+    {
+      ...controllerBinding(controller, namespace),
+      metadata: { name, labels: PART_OF },
+      roleRef: { ...ROLE_REF, name },
+    },
+  ];
+}
+
+/**
+ * --watch-namespace: the controller's ClusterRole granted in these namespaces only, by a RoleBinding
+ * in each (named apart from controllerRoles' bindings, which a watched namespace may also hold),
+ * instead of controllerBinding's cluster-wide grant.
+ */
+export function controllerWatchBindings(
+  controller: string,
+  namespace: string,
+  namespaces: readonly string[],
+): Obj[] {
+  return namespaces.map((ns) => ({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: `${controller}-watch`, namespace: ns, labels: PART_OF },
+    roleRef: { ...ROLE_REF, name: controller },
+    subjects: [{ kind: 'ServiceAccount', name: controller, namespace }],
+  }));
 }
 
 function groups(kinds: readonly PolicyKind[]): [string, string[]][] {

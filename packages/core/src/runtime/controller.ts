@@ -52,6 +52,12 @@ export interface ControllerOptions {
   writeConcurrency?: number;
   /** Settings for the kind (e.g. limitadorNamespace): see RenderedResource.namespaceSetting. */
   settings?: Readonly<Record<string, string>>;
+  /**
+   * --watch-namespace: the namespaced resources (policies, routes, gateways, ReferenceGrants,
+   * EffectivePolicies, rendered objects) are listed and watched in these namespaces only; GatewayClasses
+   * and Namespaces are cluster-scoped and read as before. Undefined: every namespace.
+   */
+  watchNamespaces?: readonly string[];
 }
 
 /** A lane's pending work for this pass, emptied (undefined for a full pass: everything is looked at). */
@@ -133,38 +139,53 @@ export class PolicyController {
       this.log('warn', 'reconcile failed, retrying', { error: String(e) });
     };
     const c = opts.client;
+    const scope = opts.watchNamespaces;
     const feed = new TopologyFeed(this.engine, this.log);
     for (const [path, kind] of TOPOLOGY_RESOURCES)
       this.informers.push(
-        new Informer(c, path, (type, o) => {
-          if (!feed.apply(type, o, kind)) return;
-          // A route event always re-checks its EffectivePolicy (a new uid must reach the owner
-          // reference) and the rendering of its gateways (hostnames); a gateway event its rendering.
-          if (kind === 'HTTPRoute' || kind === 'GRPCRoute') {
-            const rk = routeKey(kind, o.metadata.namespace ?? 'default', o.metadata.name);
-            this.pendingRoutes.add(rk);
-            for (const pk of this.engine.topology.routePathKeys(rk))
-              this.pendingGateways.add(gatewayOfPath(pk));
-          } else if (kind === 'Gateway')
-            this.pendingGateways.add(`${o.metadata.namespace ?? 'default'}/${o.metadata.name}`);
-          this.queue.add('sync');
-        }),
+        new Informer(
+          c,
+          path,
+          (type, o) => {
+            if (!feed.apply(type, o, kind)) return;
+            // A route event always re-checks its EffectivePolicy (a new uid must reach the owner
+            // reference) and the rendering of its gateways (hostnames); a gateway event its rendering.
+            if (kind === 'HTTPRoute' || kind === 'GRPCRoute') {
+              const rk = routeKey(kind, o.metadata.namespace ?? 'default', o.metadata.name);
+              this.pendingRoutes.add(rk);
+              for (const pk of this.engine.topology.routePathKeys(rk))
+                this.pendingGateways.add(gatewayOfPath(pk));
+            } else if (kind === 'Gateway')
+              this.pendingGateways.add(`${o.metadata.namespace ?? 'default'}/${o.metadata.name}`);
+            this.queue.add('sync');
+          },
+          undefined,
+          false,
+          kind === 'GatewayClass' || kind === 'Namespace' ? undefined : scope,
+        ),
       );
     const k = opts.kind;
-    this.policies = new Informer(c, `/apis/${k.group}/${k.version}/${k.plural}`, (type, o) => {
-      if (type === 'DELETED')
-        this.engine.removePolicy(k.kind, o.metadata.namespace ?? 'default', o.metadata.name);
-      else
-        this.engine.upsertPolicy({
-          apiVersion: o.apiVersion,
-          kind: k.kind,
-          metadata: { ...o.metadata, namespace: o.metadata.namespace ?? 'default' },
-          spec: o.spec,
-        } as never);
-      // Status carries observedGeneration: every event re-checks this policy's status.
-      this.pendingPolicies.add(`${k.kind}:${o.metadata.namespace ?? 'default'}/${o.metadata.name}`);
-      this.queue.add('sync');
-    });
+    this.policies = new Informer(
+      c,
+      `/apis/${k.group}/${k.version}/${k.plural}`,
+      (type, o) => {
+        if (type === 'DELETED')
+          this.engine.removePolicy(k.kind, o.metadata.namespace ?? 'default', o.metadata.name);
+        else
+          this.engine.upsertPolicy({
+            apiVersion: o.apiVersion,
+            kind: k.kind,
+            metadata: { ...o.metadata, namespace: o.metadata.namespace ?? 'default' },
+            spec: o.spec,
+          } as never);
+        // Status carries observedGeneration: every event re-checks this policy's status.
+        this.pendingPolicies.add(`${k.kind}:${o.metadata.namespace ?? 'default'}/${o.metadata.name}`);
+        this.queue.add('sync');
+      },
+      undefined,
+      false,
+      scope,
+    );
     this.grants = new Informer(
       c,
       '/apis/gateway.networking.k8s.io/v1beta1/referencegrants',
@@ -176,12 +197,20 @@ export class PolicyController {
       },
       undefined,
       true,
+      scope,
     );
     this.informers.push(this.grants);
-    this.renderInformers = renderInformers(c, opts.kind, opts.name, opts.settings ?? {}, (key) => {
-      this.pendingRendered.add(key);
-      this.queue.add('sync');
-    });
+    this.renderInformers = renderInformers(
+      c,
+      opts.kind,
+      opts.name,
+      opts.settings ?? {},
+      (key) => {
+        this.pendingRendered.add(key);
+        this.queue.add('sync');
+      },
+      scope,
+    );
     for (const { informer } of this.renderInformers.values()) this.informers.push(informer);
     this.effective = new Informer(
       c,
@@ -190,6 +219,9 @@ export class PolicyController {
         this.pendingEffective.add(`${o.metadata.namespace}/${o.metadata.name}`);
         this.queue.add('sync');
       },
+      undefined,
+      false,
+      scope,
     );
     this.informers.push(this.policies, this.effective);
     this.ledger.onChange = (object, failure, policies) => {

@@ -56,3 +56,75 @@ describe('Informer timers', () => {
     expect(timeouts()).toBeLessThanOrEqual(before);
   });
 });
+
+describe('Informer scoped to namespaces', () => {
+  it('inNamespace puts the namespace before the resource and keeps the query', () => {
+    expect(Informer.inNamespace('/apis/gateway.networking.k8s.io/v1/httproutes', 'a')).toBe(
+      '/apis/gateway.networking.k8s.io/v1/namespaces/a/httproutes',
+    );
+    expect(Informer.inNamespace('/api/v1/configmaps?labelSelector=x%3Dy', 'team-b')).toBe(
+      '/api/v1/namespaces/team-b/configmaps?labelSelector=x%3Dy',
+    );
+  });
+
+  it('lists and watches each namespace on its own into one cache; a relist of one namespace deletes only its objects', async () => {
+    type O = { metadata: { name: string; namespace: string; resourceVersion: string } };
+    const live = new Map<string, O[]>([
+      ['a', [{ metadata: { name: 'r1', namespace: 'a', resourceVersion: '1' } }]],
+      ['b', [{ metadata: { name: 'r2', namespace: 'b', resourceVersion: '1' } }]],
+    ]);
+    const lists: string[] = [];
+    const watches: string[] = [];
+    const gone = new Map<string, () => void>();
+    const client = {
+      request: async (_m: string, path: string) => {
+        lists.push(path);
+        const ns = path.split('/namespaces/')[1]!.split('/')[0]!;
+        return { items: live.get(ns) ?? [], metadata: { resourceVersion: '5' } };
+      },
+      watch: (path: string, _on: unknown, signal: AbortSignal) => {
+        watches.push(path.split('?')[0]!);
+        const ns = path.split('/namespaces/')[1]!.split('/')[0]!;
+        return new Promise<void>((resolve, reject) => {
+          gone.set(ns, () => reject(new ApiError(410, {}, 'WATCH'))); // too old: relist this scope
+          signal.addEventListener('abort', () => resolve());
+        });
+      },
+    } as unknown as KubeClient;
+    const events: string[] = [];
+    const inf = new Informer(
+      client,
+      '/apis/gateway.networking.k8s.io/v1/httproutes',
+      (t, o) => events.push(`${t} ${o.metadata.namespace}/${o.metadata.name}`),
+      60_000,
+      false,
+      ['a', 'b', 'a'],
+    );
+    inf.start();
+    await tick(30);
+    expect(inf.synced).toBe(true);
+    expect(lists.sort()).toEqual([
+      '/apis/gateway.networking.k8s.io/v1/namespaces/a/httproutes',
+      '/apis/gateway.networking.k8s.io/v1/namespaces/b/httproutes',
+    ]);
+    expect(watches.sort()).toEqual(lists);
+    expect([...inf.cache.keys()].sort()).toEqual(['a/r1', 'b/r2']);
+    // namespace a's watch expires with r1 gone meanwhile: the relist of a deletes r1, b's r2 stays
+    live.set('a', []);
+    gone.get('a')!();
+    await tick(30);
+    expect([...inf.cache.keys()]).toEqual(['b/r2']);
+    expect(events).toContain('DELETED a/r1');
+    expect(events).not.toContain('DELETED b/r2');
+    inf.stop();
+  });
+
+  it('no namespace at all is synced and empty without a request', async () => {
+    const { client, watches } = fakeClient(async () => {});
+    const inf = new Informer(client, '/api/v1/configmaps', () => {}, 60_000, false, []);
+    inf.start();
+    expect(inf.synced).toBe(true);
+    expect(watches()).toBe(0);
+    inf.stop();
+  });
+});

@@ -1,5 +1,7 @@
 // An informer: list, then watch from the list's resourceVersion; relist on 410 Gone; reconnect with
 // exponential backoff on errors; a periodic resync relists too. It keeps a cache and reports changes.
+// Scoped to namespaces (a controller's --watch-namespace), it lists and watches each namespace on its
+// own (a Role there suffices) into the one cache.
 import { ApiError, errorText, type KubeClient, type KubeObject } from './client.ts';
 
 export type InformerEvent = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -19,27 +21,42 @@ export class Informer {
   onHealth: (path: string, error: string | undefined) => void = () => {};
   /** Called for every list or watch error (a counter). */
   onError: (path: string) => void = () => {};
-  private abort = new AbortController();
+  private readonly aborts = new Set<AbortController>();
   private stopped = false;
   private readonly client: KubeClient;
   readonly path: string;
   private readonly onChange: (type: InformerEvent, obj: KubeObject) => void;
   private readonly resyncMs: number;
   private readonly optional: boolean;
+  /** The namespaces listed and watched (undefined: the whole cluster, one list and watch). */
+  readonly namespaces?: readonly string[];
+  private readonly syncedScopes = new Set<string>();
 
-  /** `optional`: a resource that is not served (404) counts as synced and empty; it is listed again later. */
+  /**
+   * `optional`: a resource that is not served (404) counts as synced and empty; it is listed again
+   * later. `namespaces`: a namespaced resource listed and watched in these namespaces only.
+   */
   constructor(
     client: KubeClient,
     path: string,
     onChange: (type: InformerEvent, obj: KubeObject) => void,
     resyncMs = 10 * 60_000,
     optional = false,
+    namespaces?: readonly string[],
   ) {
     this.client = client;
     this.path = path;
     this.onChange = onChange;
     this.resyncMs = resyncMs;
     this.optional = optional;
+    if (namespaces) this.namespaces = [...new Set(namespaces)];
+  }
+
+  /** PATH (a cluster-wide list path, query kept) in namespace NS: /apis/g/v/namespaces/NS/plural?q. */
+  static inNamespace(path: string, ns: string): string {
+    const [p, q] = path.split('?', 2) as [string, string | undefined];
+    const at = p.lastIndexOf('/');
+    return `${p.slice(0, at)}/namespaces/${encodeURIComponent(ns)}${p.slice(at)}${q === undefined ? '' : `?${q}`}`;
   }
 
   static key(o: KubeObject): string {
@@ -47,18 +64,21 @@ export class Informer {
   }
 
   start(): void {
-    void this.loop();
+    if (!this.namespaces) void this.loop(this.path);
+    else if (this.namespaces.length === 0) this.synced = true;
+    else for (const ns of this.namespaces) void this.loop(Informer.inNamespace(this.path, ns), ns);
   }
 
   stop(): void {
     this.stopped = true;
-    this.abort.abort();
+    for (const a of this.aborts) a.abort();
   }
 
-  private async list(): Promise<string> {
+  /** Lists PATH into the cache; a relist of one namespace's scope deletes only that namespace's objects. */
+  private async list(path: string, ns?: string): Promise<string> {
     const r = await this.client.request<{ items: KubeObject[]; metadata: { resourceVersion: string } }>(
       'GET',
-      this.path,
+      path,
     );
     const seen = new Set<string>();
     for (const o of r.items) {
@@ -70,13 +90,14 @@ export class Informer {
       this.onChange(prev ? 'MODIFIED' : 'ADDED', o);
     }
     for (const [k, o] of [...this.cache]) {
-      if (!seen.has(k)) {
+      if (!seen.has(k) && (ns === undefined || o.metadata.namespace === ns)) {
         this.cache.delete(k);
         this.onChange('DELETED', o);
       }
     }
     this.relists++;
-    this.synced = true;
+    this.syncedScopes.add(path);
+    this.synced = this.syncedScopes.size >= (this.namespaces?.length ?? 1);
     this.missing = false;
     this.healthy();
     return r.metadata.resourceVersion;
@@ -96,22 +117,23 @@ export class Informer {
     if (was === undefined) this.onHealth(this.path, msg); // once per state change, not per retry
   }
 
-  private async loop(): Promise<void> {
+  private async loop(path: string, ns?: string): Promise<void> {
     let backoff = 200;
     let rv: string | undefined;
     while (!this.stopped) {
       try {
-        if (!rv) rv = await this.list();
+        if (!rv) rv = await this.list(path, ns);
+        if (this.stopped) return;
         const abort = new AbortController();
-        this.abort = abort;
+        this.aborts.add(abort);
         // The resync deadline of this watch only: cleared however the watch ends, never keeping the
         // process alive, never aborting a later watch.
         const timer = setTimeout(() => abort.abort(), this.resyncMs);
         timer.unref();
-        const sep = this.path.includes('?') ? '&' : '?';
+        const sep = path.includes('?') ? '&' : '?';
         await this.client
           .watch(
-            `${this.path}${sep}watch=true&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=${Math.round(this.resyncMs / 1000)}`,
+            `${path}${sep}watch=true&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=${Math.round(this.resyncMs / 1000)}`,
             (type, obj) => {
               if (obj.metadata?.resourceVersion) rv = obj.metadata.resourceVersion;
               if (type === 'BOOKMARK') return;
@@ -122,7 +144,10 @@ export class Informer {
             },
             abort.signal,
           )
-          .finally(() => clearTimeout(timer));
+          .finally(() => {
+            clearTimeout(timer);
+            this.aborts.delete(abort);
+          });
         if (abort.signal.aborted && !this.stopped) rv = undefined; // resync: relist
         backoff = 200;
       } catch (e) {
@@ -137,7 +162,8 @@ export class Informer {
         else if (this.optional && e instanceof ApiError && e.status === 404) {
           rv = undefined;
           this.missing = true;
-          this.synced = true;
+          this.syncedScopes.add(path);
+          this.synced = this.syncedScopes.size >= (this.namespaces?.length ?? 1);
           await new Promise((r) => setTimeout(r, 10_000));
         } else {
           rv = undefined;

@@ -19,9 +19,28 @@ const USAGE = (name: string, extra: readonly SettingFlag[] = []) => `Usage: ${na
 
 Flags (controller-runtime's names):
 ${CONTROLLER_USAGE}  --max-concurrent-writes N          API writes in flight at once within a reconcile (default 8)
+  --watch-namespace NS[,NS...]       policies, routes, gateways, ReferenceGrants and what the controller
+                                     publishes, in these namespaces only (default "": every namespace)
 ${extra.map((s) => `  --${`${s.flag} VALUE`.padEnd(33)}${s.help} (default "${s.default}")\n`).join('')}  --version                          the version
   -h, --help                         this text
 `;
+
+/**
+ * --watch-namespace's value: undefined for every namespace (empty), else the namespaces (operator-sdk's
+ * WATCH_NAMESPACE form, comma-separated), or what is wrong with it.
+ */
+export function watchNamespaces(text: string): string[] | undefined | string {
+  const list = text
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  if (list.length === 0) return undefined;
+  if (list.length > 1000)
+    return `${list.length} namespaces; at most 1000 (leave it empty for every namespace)`;
+  const bad = list.find((n) => n.length > 63 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(n));
+  if (bad !== undefined) return `"${bad.slice(0, 70)}" is not a namespace name (a DNS label)`;
+  return [...new Set(list)];
+}
 
 /** A controller binary's main: flags, kubeconfig, the controller, SIGTERM. Exits 2 on bad input. */
 export async function runPolicyController(
@@ -35,6 +54,7 @@ export async function runPolicyController(
     {
       ...CONTROLLER_FLAGS,
       'max-concurrent-writes': { type: 'string', default: '8' },
+      'watch-namespace': { type: 'string', default: '' },
       ...Object.fromEntries(
         settingFlags.map((s) => [s.flag, { type: 'string' as const, default: s.default }]),
       ),
@@ -42,12 +62,15 @@ export async function runPolicyController(
     new URL('../../package.json', import.meta.url),
   );
   const { logLevel, ...settings } = controllerSettings(b);
+  const watch = watchNamespaces(String(b.values['watch-namespace'] ?? ''));
+  if (typeof watch === 'string') return b.fail(`--watch-namespace: ${watch}`);
   const controller = new PolicyController({
     client: new KubeClient(b.kubeConfig()),
     kind,
     name,
     ...settings,
     writeConcurrency: b.whole('max-concurrent-writes', 'writes', 256),
+    ...(watch ? { watchNamespaces: watch } : {}),
     log: jsonLogger(name, undefined, logLevel),
     settings: Object.fromEntries(settingFlags.map((s) => [s.key, String(b.values[s.flag] ?? '')])),
   });

@@ -30,7 +30,8 @@ export interface RenderInformer {
 /**
  * apiVersion/kind -> an informer of the kind's rendered objects of that resource labelled as managed
  * by `name`; a resource confined to one namespace by a setting is listed and watched there only (a
- * Role there suffices). `onEvent` gets each changed object's renderedKey.
+ * Role there suffices), any other in `watchNamespaces` when given. `onEvent` gets each changed
+ * object's renderedKey.
  */
 export function renderInformers(
   client: KubeClient,
@@ -38,6 +39,7 @@ export function renderInformers(
   name: string,
   settings: Readonly<Record<string, string>>,
   onEvent: (renderedKey: string) => void,
+  watchNamespaces?: readonly string[],
 ): Map<string, RenderInformer> {
   const out = new Map<string, RenderInformer>();
   for (const r of kind.renders ?? []) {
@@ -50,6 +52,7 @@ export function renderInformers(
       (_t, o) => onEvent(`${apiVersion}/${r.kind}/${o.metadata.namespace}/${o.metadata.name}`),
       undefined,
       true,
+      confined ? undefined : watchNamespaces,
     );
     out.set(`${apiVersion}/${r.kind}`, {
       informer,
