@@ -14,8 +14,9 @@ const USAGE = `Usage: ${NAME} [flags]
 Flags (defaults from the environment variable named, then the value shown):
   --node-name NAME                  this node; its local pods are enforced ($NODE_NAME; required)
   --pin-dir DIR                     bpffs directory of the pinned maps ($CASCADE_PIN_DIR, /sys/fs/bpf/cascade)
-  --metrics-bind-address ADDR       /metrics, /healthz, /readyz, /flows ($METRICS_PORT as 127.0.0.1:PORT,
-                                    "127.0.0.1:9090"; "0" disables; the flows stream names pods: keep it local)
+  --metrics-bind-address ADDR       /metrics, /healthz, /readyz, /flows ($CASCADE_METRICS_BIND_ADDRESS,
+                                    else $METRICS_PORT as 127.0.0.1:PORT, else "127.0.0.1:9090"; "0" disables;
+                                    /flows names pods and answers loopback peers only, whatever the address)
   --cni-record-dir DIR              cascade-cni's interface records ($CASCADE_CNI_RECORD_DIR, /run/cascade/cni)
   --namespace-entry-budget N        policy map entries one namespace's NetworkPolicies may use on this
                                     node ($CASCADE_NAMESPACE_ENTRY_BUDGET, 100000)
@@ -34,7 +35,10 @@ const b = binary(
   {
     'node-name': { type: 'string', default: env.NODE_NAME ?? '' },
     'pin-dir': { type: 'string', default: env.CASCADE_PIN_DIR ?? '/sys/fs/bpf/cascade' },
-    'metrics-bind-address': { type: 'string', default: `127.0.0.1:${env.METRICS_PORT ?? 9090}` },
+    'metrics-bind-address': {
+      type: 'string',
+      default: env.CASCADE_METRICS_BIND_ADDRESS || `127.0.0.1:${env.METRICS_PORT ?? 9090}`,
+    },
     'cni-record-dir': { type: 'string', default: env.CASCADE_CNI_RECORD_DIR ?? '/run/cascade/cni' },
     'namespace-entry-budget': { type: 'string', default: env.CASCADE_NAMESPACE_ENTRY_BUDGET ?? '100000' },
     'pod-source': { type: 'string', default: env.CASCADE_POD_SOURCE ?? 'pods' },

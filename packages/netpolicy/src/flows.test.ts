@@ -1,7 +1,7 @@
 import type { FlowEvent } from '@cascade/bpf-datapath';
 import { describe, expect, it } from 'vitest';
 import { NetpolEngine } from './engine.ts';
-import { FlowLog } from './flows.ts';
+import { FlowLog, isLoopback } from './flows.ts';
 
 const engine = NetpolEngine.fromCluster({
   namespaces: [{ name: 'app', labels: {} }],
@@ -42,7 +42,41 @@ describe('flow log', () => {
     for (let p = 1; p <= 10; p++) log.add([ev(p)], engine, new Map(), 'n1', p);
     const served: string[] = [];
     const res = { writeHead() {}, write: (s: string) => served.push(s), end() {} };
-    log.handle({ url: '/flows', on() {} } as never, res as never);
+    log.handle({ url: '/flows', on() {}, socket: { remoteAddress: '127.0.0.1' } } as never, res as never);
     expect(served.map((s) => JSON.parse(s).port)).toEqual([8, 9, 10]);
+  });
+
+  it('serves loopback peers only, whatever address the metrics listen on', () => {
+    const log = new FlowLog(3, 0);
+    log.add([ev(80)], engine, new Map(), 'n1', 1);
+    const ask = (remoteAddress: string | undefined) => {
+      let status = 0;
+      let body = '';
+      const res = {
+        writeHead: (s: number) => {
+          status = s;
+        },
+        write: (s: string) => {
+          body += s;
+        },
+        end: (s = '') => {
+          body += s;
+        },
+      };
+      expect(log.handle({ url: '/flows', on() {}, socket: { remoteAddress } } as never, res as never)).toBe(
+        true,
+      );
+      return { status, body };
+    };
+    for (const peer of ['127.0.0.1', '::1', '::ffff:127.0.0.1', '127.3.4.5'])
+      expect(ask(peer)).toMatchObject({ status: 200, body: expect.stringContaining('"port":80') });
+    for (const peer of ['10.244.0.7', '::ffff:10.0.0.1', 'fd00::1', '1270.0.0.1', undefined]) {
+      const r = ask(peer);
+      expect(r.status).toBe(403);
+      expect(r.body).toMatch(/loopback only.*cascadectl flows --node/);
+      expect(r.body).not.toContain('"port"');
+    }
+    expect(isLoopback('127.0.0.1')).toBe(true);
+    expect(isLoopback('::ffff:192.168.1.1')).toBe(false);
   });
 });

@@ -24,6 +24,13 @@ export interface FlowRecord {
   rule?: string;
 }
 
+/** 127.0.0.0/8 or ::1, as a socket reports its peer (IPv4-mapped included). */
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const a = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return a === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a);
+}
+
 export class FlowLog {
   private readonly ring: FlowRecord[] = [];
   private readonly lastByFlow = new Map<string, number>();
@@ -89,6 +96,16 @@ export class FlowLog {
   handle(req: IncomingMessage, res: ServerResponse): boolean {
     const url = new URL(req.url ?? '/', 'http://agent');
     if (url.pathname !== '/flows') return false;
+    // The flows name every tenant's pods: served to this node's loopback only, whatever address the
+    // metrics listen on (a pod of the node reaches the node's address, never its loopback). From
+    // elsewhere they are read through pods/exec (flows-read.ts).
+    if (!isLoopback(req.socket.remoteAddress)) {
+      res.writeHead(403, { 'content-type': 'text/plain' });
+      res.end(
+        'flows are served on loopback only: cascadectl flows --node NODE reads them through pods/exec\n',
+      );
+      return true;
+    }
     const verdict = url.searchParams.get('verdict');
     const ns = url.searchParams.get('namespace');
     const match = (r: FlowRecord) =>

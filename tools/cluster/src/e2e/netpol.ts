@@ -230,6 +230,13 @@ export async function flowsOfRefusedConnection(): Promise<void> {
   expect(table).toMatch(
     /sandbox\/toy\s+shop\/cart\s+TCP\/9000\s+DENY\s+AdminNetworkPolicy\/dev-never-reaches-prod#ingress\[0\]/,
   );
+  // the agent's metrics are scrapable on the node's address; its flows are not (loopback only)
+  const metrics = await fetch(`http://${net.nodeIp}:9090/metrics`);
+  expect(metrics.status).toBe(200);
+  expect(await metrics.text()).toContain('cascade_datapath_syncs_total');
+  const direct = await fetch(`http://${net.nodeIp}:9090/flows`);
+  expect(direct.status).toBe(403);
+  expect(await direct.text()).not.toContain('sandbox/toy');
   // --follow: a stream through pods/exec; a refusal made while it runs (after the agent's 5 s per-flow
   // limit) arrives on it
   const follower = spawn(node24, flows('--follow', '-o', 'json'), { env: env() });
