@@ -8,6 +8,9 @@ import { Exec, type KubeConfig } from '@kubernetes/client-node';
 import { type Command, oneOf, out, table, UsageError } from '../cli.ts';
 import { clientFor, liveOptions } from '../cluster.ts';
 
+/** The label the chart gives the agent's pods (charts/cascade/templates/agent.yaml). */
+const AGENT_LABEL = 'app.kubernetes.io/name=netpolicy-agent';
+
 /** The agent image's node and the reader of its flow stream (packages/netpolicy/src/flows-read.ts). */
 const FLOWS_READ = ['/usr/local/bin/node', '/app/packages/netpolicy/src/flows-read.ts'];
 
@@ -151,10 +154,10 @@ export const flowsCommand: Command = {
       items: { metadata: { name: string; namespace: string }; status?: { phase?: string } }[];
     }>(
       'GET',
-      `/api/v1/pods?labelSelector=${encodeURIComponent('app.kubernetes.io/name=cascade-netpol-agent')}&fieldSelector=${encodeURIComponent(`spec.nodeName=${values.node}`)}`,
+      `/api/v1/pods?labelSelector=${encodeURIComponent(AGENT_LABEL)}&fieldSelector=${encodeURIComponent(`spec.nodeName=${values.node}`)}`,
     );
     const agent = pods.items.find((p) => p.status?.phase === 'Running') ?? pods.items[0];
-    if (!agent) throw new UsageError(`no cascade-netpol-agent pod on node ${values.node}`);
+    if (!agent) throw new UsageError(`no netpolicy-agent pod (label ${AGENT_LABEL}) on node ${values.node}`);
     // The agent serves flows on its loopback only (they name every tenant's pods): they are read by
     // its own flows-read inside the container, through pods/exec (cluster admins), as cilium-dbg.
     if (format === 'table' && values.follow) out(HEADER.join('  '));
