@@ -3,6 +3,7 @@
 // hangs or loses the rest: only regular files are read (a FIFO or device is reported, not opened),
 // symlink loops and links back to a folder already read are reported, a YAML alias bomb is refused
 // (at most 100 aliases per document), and an object defined twice is reported (the first is kept).
+// With a live cluster (--kubeconfig), a file's object replaces the cluster's of the same identity.
 import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -186,11 +187,27 @@ export function loadManifests(paths: string[]): LoadResult {
       });
     }
   }
-  // the same object twice: reported, never silently replaced (the first is kept)
+  const keyOf = (m: Manifest) =>
+    `${m.apiVersion.includes('/') ? m.apiVersion.split('/')[0] : ''}/${m.kind}/${m.metadata.namespace ?? ''}/${m.metadata.name}`;
+  // a file's object replaces the live cluster's object of the same identity, as `kubectl apply` would
+  // make it: `diff --kubeconfig --after FILE` and `effective --kubeconfig -f FILE` answer "what if"
+  // (keeping the live creation time, which orders policies, when the file has none)
+  const live = new Map((cluster?.manifests ?? []).map((m) => [keyOf(m), m]));
+  if (live.size) {
+    const replaced = new Set<Manifest>();
+    for (const m of out.manifests) {
+      const was = live.get(keyOf(m));
+      if (!was || was === m) continue;
+      replaced.add(was);
+      if (!m.metadata.creationTimestamp && was.metadata.creationTimestamp)
+        m.metadata.creationTimestamp = was.metadata.creationTimestamp;
+    }
+    out.manifests = out.manifests.filter((m) => !replaced.has(m));
+  }
+  // the same object twice in the files: reported, never silently replaced (the first is kept)
   const first = new Map<string, Manifest>();
   out.manifests = out.manifests.filter((m) => {
-    const group = m.apiVersion.includes('/') ? m.apiVersion.split('/')[0] : '';
-    const k = `${group}/${m.kind}/${m.metadata.namespace ?? ''}/${m.metadata.name}`;
+    const k = keyOf(m);
     const had = first.get(k);
     if (!had) {
       first.set(k, m);

@@ -1,6 +1,7 @@
 // cascadectl against a live cluster (--kubeconfig / --context): the example story applied to a real
 // kube-apiserver is read back, and the answers are the ones the files give.
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { authPolicyKind } from '@cascade/authpolicy';
 import { effectivePolicyCrd, KubeClient, PolicyController, policyCrd } from '@cascade/core';
@@ -8,7 +9,7 @@ import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { run } from './run.ts';
 
 const GW = resolve(import.meta.dirname, '../../../examples/gateway');
@@ -71,6 +72,55 @@ describe.skipIf(!apiServerTestsEnabled())('cascadectl --kubeconfig (a live clust
       policies: { name: string; conditions: { type: string; reason: string }[] }[];
     };
     expect(report.policies.map((p) => p.name)).toContain('platform-cap');
+  });
+
+  it('diff against the cluster: a file replaces the live object of the same name (what applying it would do)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cascadectl-live-'));
+    const changed = join(dir, 'orders-per-user.yaml');
+    // team-b's policy as it would be re-applied: its limit renamed, no creationTimestamp (the live one
+    // keeps ordering it)
+    writeFileSync(
+      changed,
+      stringify({
+        apiVersion: 'cascade.dev/v1alpha1',
+        kind: 'RateLimitPolicy',
+        metadata: { name: 'orders-per-user', namespace: 'team-b' },
+        spec: {
+          targetRef: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'orders' },
+          limits: { 'per-session': { rates: [{ limit: 100, window: '1m' }] } },
+        },
+      }),
+    );
+    const d = await run('diff', '--kubeconfig', env.kubeconfig, '--after', changed, '-o', 'json');
+    expect(d.stderr).not.toMatch(/defined again/);
+    expect(d.code, d.stderr).toBe(1);
+    const keys = (JSON.parse(d.stdout) as { paths: { rules: { key: string; change: string }[] }[] }).paths
+      .flatMap((p) => p.rules)
+      .map((r) => `${r.change} ${r.key}`);
+    expect(keys).toContain('added limits.per-session');
+    expect(keys).toContain('removed limits.per-user');
+    // the same object as live: no change, exit 0
+    const same = join(dir, 'same.yaml');
+    writeFileSync(same, readFileSync(join(GW, '30-team-policies.yaml'), 'utf8'));
+    const none = await run('diff', '--kubeconfig', env.kubeconfig, '--after', same);
+    expect(none.code, none.stdout + none.stderr).toBe(0);
+    // effective -f: the file's version, not the live one and no "defined again"
+    const eff = await run(
+      'effective',
+      '--kubeconfig',
+      env.kubeconfig,
+      '-f',
+      changed,
+      '--route',
+      'team-b/orders',
+      '--kind',
+      'rlp',
+      '-o',
+      'json',
+    );
+    expect(eff.code, eff.stderr).toBe(0);
+    expect(eff.stdout).toContain('per-session');
+    expect(eff.stdout).not.toContain('"limits.per-user"');
   });
 
   it('a bad context or kubeconfig is one clear error, exit 2', async () => {

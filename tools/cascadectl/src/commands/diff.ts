@@ -1,8 +1,12 @@
 // cascadectl diff BEFORE... --after AFTER...: what-if. Which paths' effective rules change, and which
 // probes' verdicts change, between two sets of manifests. Exit 0: no change, 1: changes, 2: bad input.
+// With --kubeconfig both sides start from the cluster's objects (BEFORE may then be empty) and the
+// files' objects replace the cluster's of the same name: `diff --kubeconfig K --after change.yaml`
+// is what applying change.yaml would do, as `kubectl diff`.
 import type { PathResult } from '@cascade/core';
 import { type NetpolEngine, PROTO_NAMES } from '@cascade/netpolicy';
 import { type Command, compact, oneOf, out, table, UsageError } from '../cli.ts';
+import { hasInput } from '../load.ts';
 import { pathResults } from './effective.ts';
 import { loadBothWorlds } from './gateway-common.ts';
 import {
@@ -152,7 +156,7 @@ export const diffCommand: Command = {
   summary:
     "what-if: which paths' effective rules and which probes' verdicts change between two sets of manifests",
   usage:
-    'cascadectl diff BEFORE... --after AFTER... [--probes PROBES.yaml] [-o table|json]   (exit 0: no change, 1: changes, 2: bad input)',
+    'cascadectl diff BEFORE... --after AFTER... [--probes PROBES.yaml] [-o table|json]   (exit 0: no change, 1: changes, 2: bad input; with --kubeconfig: BEFORE is the cluster, AFTER applied over it)',
   options: {
     after: { type: 'string', multiple: true },
     probes: { type: 'string' },
@@ -178,7 +182,8 @@ export const diffCommand: Command = {
   run(values, before) {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
     const after = (values.after as string[] | undefined) ?? [];
-    if (before.length === 0) throw new UsageError('at least one BEFORE file or folder is required');
+    if (!hasInput(before))
+      throw new UsageError('at least one BEFORE file or folder is required (or --kubeconfig: the cluster)');
     if (after.length === 0) throw new UsageError('--after: at least one AFTER file or folder is required');
     const probes = values.probes !== undefined ? readProbes(String(values.probes)) : undefined;
     const a = loadBothWorlds(before);
