@@ -102,6 +102,28 @@ describe('-l / --selector', () => {
     expect(maps.endpoints.map((e) => e.endpoint)).toEqual(['payments/ledger']);
   });
 
+  it('-n on netpol simulate, netpol maps and lint: that namespace only; -A every namespace', async () => {
+    const sim = JSON.parse(
+      (await run('netpol', 'simulate', join(EX, 'netpol'), '-n', 'shop', '-o', 'json')).stdout,
+    ) as { rows: string[][] }[];
+    for (const t of sim) expect(t.rows[0]).toEqual(['from \\ to', 'shop/cart', 'shop/web']);
+    const maps = JSON.parse(
+      (await run('netpol', 'maps', join(EX, 'netpol'), '-n', 'payments', '-o', 'json')).stdout,
+    ) as { endpoints: { endpoint: string }[] };
+    expect(maps.endpoints.map((e) => e.endpoint)).toEqual(['payments/ledger']);
+    const lint = (...more: string[]) =>
+      run('lint', join(EX, 'gateway'), join(EX, 'netpol'), '-o', 'json', ...more).then(
+        (r) => JSON.parse(r.stdout) as { object: string; namespace?: string }[],
+      );
+    const all = await lint();
+    expect(all.map((f) => f.namespace).sort()).toEqual(['payments', 'team-d']);
+    expect((await lint('-n', 'payments')).map((f) => f.object)).toEqual([
+      'NetworkPolicy/payments/ledger-from-shop',
+    ]);
+    expect(await lint('-n', 'nowhere')).toEqual([]);
+    expect(await lint('-n', 'payments', '-A')).toEqual(all);
+  });
+
   it('effective and status: routes and policies by label', async () => {
     const dir = join(tmp, 'labelled');
     cpSync(join(EX, 'gateway'), dir, { recursive: true });

@@ -9,16 +9,28 @@ export interface Finding {
   severity: 'error' | 'warning';
   kind: string;
   object: string;
+  /** The object's namespace (cluster-scoped objects have none). */
+  namespace?: string;
   message: string;
 }
+
+/** `{namespace}` of `ns/name`; nothing for a plain (cluster-scoped) name. */
+const withNs = (nsName: string): { namespace?: string } =>
+  nsName.includes('/') ? { namespace: nsName.split('/')[0]! } : {};
 
 export const lintCommand: Command = {
   name: 'lint',
   summary:
     'warnings: equal-priority overlapping ANPs, shadowed baseline rules, refused unsets, policies that apply nowhere, missing targets',
   usage:
-    'cascadectl lint FILES... [--kind K] [-o table|json] [--strict]   (exit 1 on invalid objects, with --strict on warnings too; 2 on unreadable input)',
-  options: { kind: { type: 'string' }, output: { type: 'string', short: 'o' }, strict: { type: 'boolean' } },
+    'cascadectl lint FILES... [--kind K] [-n NS | -A] [-o table|json] [--strict]   (exit 1 on invalid objects, with --strict on warnings too; 2 on unreadable input; -n: findings on objects of that namespace)',
+  options: {
+    kind: { type: 'string' },
+    namespace: { type: 'string', short: 'n' },
+    'all-namespaces': { type: 'boolean', short: 'A' },
+    output: { type: 'string', short: 'o' },
+    strict: { type: 'boolean' },
+  },
   run(values, files) {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
     const {
@@ -27,7 +39,10 @@ export const lintCommand: Command = {
     } = loadBothWorlds(files);
     const findings = lintFindings(world, np);
     const only = resolveKind(values.kind, [...GATEWAY_KINDS, ...NETPOL_KINDS]);
-    const shown = only ? findings.filter((f) => f.kind === only) : findings;
+    const ns = values['all-namespaces'] ? undefined : (values.namespace as string | undefined);
+    const shown = findings.filter(
+      (f) => (!only || f.kind === only) && (ns === undefined || f.namespace === ns),
+    );
     if (format === 'json') out(JSON.stringify(shown, null, 2));
     else
       out(
@@ -55,6 +70,7 @@ export function lintFindings(world: GatewayWorld, np: NetpolEngine): Finding[] {
           severity: 'warning',
           kind: engine.kind.kind,
           object: `${engine.kind.kind} ${policyName(u.by)}`,
+          ...withNs(policyName(u.by)),
           message: `unset of ${u.key} has no effect: it is an override of ${policyName(u.override)}`,
         });
       }
@@ -65,15 +81,17 @@ export function lintFindings(world: GatewayWorld, np: NetpolEngine): Finding[] {
       const enforced = conds.find((c) => c.type === 'Enforced');
       const obj = `${engine.kind.kind} ${id.split(':')[1]}`;
       const kind = engine.kind.kind;
+      const at = withNs(id.split(':')[1] ?? '');
       if (accepted?.status === 'False' && accepted.reason === 'Invalid')
-        findings.push({ severity: 'error', kind, object: obj, message: accepted.message });
+        findings.push({ severity: 'error', kind, object: obj, ...at, message: accepted.message });
       else if (accepted?.reason === 'TargetNotFound')
-        findings.push({ severity: 'warning', kind, object: obj, message: accepted.message });
+        findings.push({ severity: 'warning', kind, object: obj, ...at, message: accepted.message });
       else if (accepted?.status === 'True' && enforced?.status === 'False')
         findings.push({
           severity: 'warning',
           kind,
           object: obj,
+          ...at,
           message: `applies nowhere: ${enforced.message}`,
         });
     }
@@ -83,6 +101,7 @@ export function lintFindings(world: GatewayWorld, np: NetpolEngine): Finding[] {
       severity: f.severity,
       kind: f.policy.split('/')[0]!,
       object: f.policy,
+      ...withNs(f.policy.split('/').slice(1).join('/')),
       message: f.message,
     });
   return findings;

@@ -74,15 +74,23 @@ export const mapsCommand: Command = {
   name: 'netpol maps',
   summary: 'the lowered MapState per endpoint (both layers, both directions), with counts and shared tables',
   usage:
-    'cascadectl netpol maps FILES... [--endpoint NS/POD] [-l SELECTOR] [-o table|json]   (-l: endpoints by pod label)',
-  options: { endpoint: { type: 'string' }, output: { type: 'string', short: 'o' }, ...selectorOption },
+    'cascadectl netpol maps FILES... [--endpoint NS/POD] [-n NS] [-l SELECTOR] [-o table|json]   (-n, -l: endpoints by namespace, by pod label)',
+  options: {
+    endpoint: { type: 'string' },
+    output: { type: 'string', short: 'o' },
+    namespace: { type: 'string', short: 'n' },
+    'all-namespaces': { type: 'boolean', short: 'A' },
+    ...selectorOption,
+  },
   run(values, files) {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
     const { engine, problems } = loadNetpol(files);
     const selected = labelTest(values.selector);
+    const ns = values['all-namespaces'] ? undefined : (values.namespace as string | undefined);
     const pods = [...engine.pods.values()].filter(
       (p) =>
         (values.endpoint === undefined || `${p.namespace}/${p.name}` === values.endpoint) &&
+        (ns === undefined || p.namespace === ns) &&
         selected(p.labels),
     );
     if (values.endpoint !== undefined && pods.length === 0)

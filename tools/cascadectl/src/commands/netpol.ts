@@ -308,10 +308,10 @@ export function portsInUse(engine: NetpolEngine): [number, number][] {
 
 export function truthTable(
   engine: NetpolEngine,
-  shown: (labels: Readonly<Record<string, string>>) => boolean = () => true,
+  shown: (pod: { namespace: string; labels: Readonly<Record<string, string>> }) => boolean = () => true,
 ): { port: string; rows: string[][] }[] {
   const pods = [...engine.pods.values()]
-    .filter((p) => shown(p.labels))
+    .filter((p) => shown(p))
     .sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
   const names = pods.map((p) => `${p.namespace}/${p.name}`);
   return portsInUse(engine).map(([proto, port]) => ({
@@ -332,12 +332,20 @@ export const simulateCommand: Command = {
   name: 'netpol simulate',
   summary: 'verdict per probe, or the truth table of every pod pair on every port in use',
   usage:
-    "cascadectl netpol simulate FILES... [--probes PROBES.yaml] [-l SELECTOR] [-o table|json]\n  (a probe's `to` may be a Service: svc:NS/NAME or its ClusterIP, answered per backend;\n   -l: the truth table's rows and columns are the pods with matching labels)",
-  options: { probes: { type: 'string' }, output: { type: 'string', short: 'o' }, ...selectorOption },
+    "cascadectl netpol simulate FILES... [--probes PROBES.yaml] [-n NS] [-l SELECTOR] [-o table|json]\n  (a probe's `to` may be a Service: svc:NS/NAME or its ClusterIP, answered per backend;\n   -n, -l: the truth table's rows and columns are the pods of that namespace, with matching labels)",
+  options: {
+    probes: { type: 'string' },
+    output: { type: 'string', short: 'o' },
+    namespace: { type: 'string', short: 'n' },
+    'all-namespaces': { type: 'boolean', short: 'A' },
+    ...selectorOption,
+  },
   run(values, files) {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
-    if (values.probes !== undefined && values.selector !== undefined)
-      throw new UsageError("-l selects the truth table's pods; with --probes, list the probes you want");
+    if (values.probes !== undefined && (values.selector !== undefined || values.namespace !== undefined))
+      throw new UsageError(
+        "-l and -n select the truth table's pods; with --probes, list the probes you want",
+      );
     const { engine, services, problems } = loadNetpol(files);
     if (values.probes !== undefined) {
       // Each probe's result is turned into its output at once and dropped: memory per probe is its
@@ -377,7 +385,9 @@ export const simulateCommand: Command = {
       }
       return problems > 0 ? 2 : 0;
     }
-    const tables = truthTable(engine, labelTest(values.selector));
+    const labelled = labelTest(values.selector);
+    const ns = values['all-namespaces'] ? undefined : (values.namespace as string | undefined);
+    const tables = truthTable(engine, (p) => (ns === undefined || p.namespace === ns) && labelled(p.labels));
     if (format === 'json') out(JSON.stringify(tables, null, 2));
     else
       out(
