@@ -93,3 +93,13 @@ export function labelIndex(
 }
 
 export const selectorOption = { selector: { type: 'string' as const, short: 'l' } };
+
+/** kubectl's -n/--namespace and -A/--all-namespaces. */
+export const namespaceOptions = {
+  namespace: { type: 'string' as const, short: 'n' },
+  'all-namespaces': { type: 'boolean' as const, short: 'A' },
+};
+
+/** The namespace -n names (undefined: every namespace, also with -A). */
+export const namespaceOf = (values: Record<string, unknown>): string | undefined =>
+  values['all-namespaces'] ? undefined : (values.namespace as string | undefined);

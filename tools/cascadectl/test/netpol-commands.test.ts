@@ -190,6 +190,7 @@ describe('cascadectl lint', () => {
         severity: 'warning',
         kind: 'AuthPolicy',
         object: 'AuthPolicy team-d/admin-open',
+        namespace: 'team-d',
         message:
           'unset of authorization.deny-anonymous has no effect: it is an override of infra/platform-auth',
       },
@@ -197,6 +198,7 @@ describe('cascadectl lint', () => {
         severity: 'warning',
         kind: 'NetworkPolicy',
         object: 'NetworkPolicy/payments/ledger-from-shop',
+        namespace: 'payments',
         message: expect.stringMatching(
           /^NetworkPolicy\/payments\/ledger-from-shop#ingress\[0\] is dead: all \d+ connections it would allow are decided first by AdminNetworkPolicy\/protect-sensitive#deny-everyone-else \(deny, \d+\), AdminNetworkPolicy\/protect-sensitive#shop-to-ledger-grpc \(allow, 1\)$/,
         ),

@@ -1,7 +1,7 @@
 import { comparePathResults, type PathResult, toPathResult } from '@cascade/core';
 import { stringify } from 'yaml';
 import { type Command, compact, oneOf, out, table } from '../cli.ts';
-import { labelTest, selectorOption } from '../selector.ts';
+import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
 import { kindOption, loadGatewayWorld } from './gateway-common.ts';
 
 export function pathResults(world: ReturnType<typeof loadGatewayWorld>['world']): PathResult[] {
@@ -41,8 +41,7 @@ export const effectiveCommand: Command = {
   options: {
     ...kindOption,
     output: { type: 'string', short: 'o' },
-    namespace: { type: 'string', short: 'n' },
-    'all-namespaces': { type: 'boolean', short: 'A' },
+    ...namespaceOptions,
     route: { type: 'string' },
     gateway: { type: 'string' },
     ...selectorOption,
@@ -51,7 +50,7 @@ export const effectiveCommand: Command = {
     const format = oneOf('output', values.output, ['table', 'wide', 'yaml', 'json', 'name'], 'table');
     const { world, problems, labels } = loadGatewayWorld(files, values.kind);
     const selected = labelTest(values.selector);
-    const ns = values['all-namespaces'] ? undefined : (values.namespace as string | undefined);
+    const ns = namespaceOf(values);
     const results = pathResults(world).filter(
       (r) =>
         (!ns || r.path.route.startsWith(`${ns}/`)) &&

@@ -2,6 +2,7 @@ import { policyConditions, policyName } from '@cascade/core';
 import { lintNetpol, type NetpolEngine } from '@cascade/netpolicy';
 import { type Command, oneOf, out } from '../cli.ts';
 import { GATEWAY_KINDS, NETPOL_KINDS, resolveKind } from '../kinds.ts';
+import { namespaceOf, namespaceOptions } from '../selector.ts';
 import type { GatewayWorld } from '../world.ts';
 import { loadBothWorlds } from './gateway-common.ts';
 
@@ -26,8 +27,7 @@ export const lintCommand: Command = {
     'cascadectl lint FILES... [--kind K] [-n NS | -A] [-o table|json] [--strict]   (exit 1 on invalid objects, with --strict on warnings too; 2 on unreadable input; -n: findings on objects of that namespace)',
   options: {
     kind: { type: 'string' },
-    namespace: { type: 'string', short: 'n' },
-    'all-namespaces': { type: 'boolean', short: 'A' },
+    ...namespaceOptions,
     output: { type: 'string', short: 'o' },
     strict: { type: 'boolean' },
   },
@@ -39,7 +39,7 @@ export const lintCommand: Command = {
     } = loadBothWorlds(files);
     const findings = lintFindings(world, np);
     const only = resolveKind(values.kind, [...GATEWAY_KINDS, ...NETPOL_KINDS]);
-    const ns = values['all-namespaces'] ? undefined : (values.namespace as string | undefined);
+    const ns = namespaceOf(values);
     const shown = findings.filter(
       (f) => (!only || f.kind === only) && (ns === undefined || f.namespace === ns),
     );

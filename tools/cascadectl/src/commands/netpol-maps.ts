@@ -25,7 +25,7 @@ import {
   PROTO_NAMES,
 } from '@cascade/netpolicy';
 import { type Command, oneOf, out, UsageError } from '../cli.ts';
-import { labelTest, selectorOption } from '../selector.ts';
+import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
 import { loadNetpol } from './netpol.ts';
 
 /** A policy map entry decoded from its bytes. */
@@ -78,15 +78,14 @@ export const mapsCommand: Command = {
   options: {
     endpoint: { type: 'string' },
     output: { type: 'string', short: 'o' },
-    namespace: { type: 'string', short: 'n' },
-    'all-namespaces': { type: 'boolean', short: 'A' },
+    ...namespaceOptions,
     ...selectorOption,
   },
   run(values, files) {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
     const { engine, problems } = loadNetpol(files);
     const selected = labelTest(values.selector);
-    const ns = values['all-namespaces'] ? undefined : (values.namespace as string | undefined);
+    const ns = namespaceOf(values);
     const pods = [...engine.pods.values()].filter(
       (p) =>
         (values.endpoint === undefined || `${p.namespace}/${p.name}` === values.endpoint) &&

@@ -14,7 +14,7 @@ import { parse as parseYaml } from 'yaml';
 import { type Command, err, oneOf, out, table, UsageError } from '../cli.ts';
 import { hasInput, type LoadResult, loadManifests } from '../load.ts';
 import { buildNetpolWorld } from '../netpol-world.ts';
-import { labelTest, selectorOption } from '../selector.ts';
+import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
 import { serviceDestination } from './netpol-services.ts';
 
 /** Like loadGatewayWorld: `preloaded` manifests' read and parse problems are the caller's to report. */
@@ -336,8 +336,7 @@ export const simulateCommand: Command = {
   options: {
     probes: { type: 'string' },
     output: { type: 'string', short: 'o' },
-    namespace: { type: 'string', short: 'n' },
-    'all-namespaces': { type: 'boolean', short: 'A' },
+    ...namespaceOptions,
     ...selectorOption,
   },
   run(values, files) {
@@ -386,7 +385,7 @@ export const simulateCommand: Command = {
       return problems > 0 ? 2 : 0;
     }
     const labelled = labelTest(values.selector);
-    const ns = values['all-namespaces'] ? undefined : (values.namespace as string | undefined);
+    const ns = namespaceOf(values);
     const tables = truthTable(engine, (p) => (ns === undefined || p.namespace === ns) && labelled(p.labels));
     if (format === 'json') out(JSON.stringify(tables, null, 2));
     else

@@ -8,7 +8,7 @@ import {
 } from '@cascade/core';
 import { stringify } from 'yaml';
 import { type Command, oneOf, out, table } from '../cli.ts';
-import { labelTest, selectorOption } from '../selector.ts';
+import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
 import type { GatewayWorld } from '../world.ts';
 import { kindOption, loadGatewayWorld } from './gateway-common.ts';
 
@@ -99,8 +99,7 @@ export const statusCommand: Command = {
   options: {
     ...kindOption,
     ...selectorOption,
-    namespace: { type: 'string', short: 'n' },
-    'all-namespaces': { type: 'boolean', short: 'A' },
+    ...namespaceOptions,
     output: { type: 'string', short: 'o' },
     strict: { type: 'boolean' },
   },
@@ -109,7 +108,7 @@ export const statusCommand: Command = {
     const { world, problems, labels } = loadGatewayWorld(files, values.kind);
     const full = statusReport(world);
     const selected = labelTest(values.selector);
-    const ns = values['all-namespaces'] ? undefined : (values.namespace as string | undefined);
+    const ns = namespaceOf(values);
     const shown = (o: { kind: string; namespace: string; name: string }) =>
       (!ns || o.namespace === ns) && selected(labels(o.kind, o.namespace, o.name));
     const report: StatusReport = {
