@@ -123,6 +123,57 @@ describe.skipIf(!apiServerTestsEnabled())('cascadectl --kubeconfig (a live clust
     expect(eff.stdout).not.toContain('"limits.per-user"');
   });
 
+  it('flows --node: an agent that cannot be exec-ed into, or a user who may not, is one line naming what is needed', async () => {
+    await env.call('POST', '/api/v1/namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'cascade-system' },
+    });
+    // envtest has no kubelet: the API server cannot reach node n1 to exec
+    await env.runningPod('cascade-system', 'netpolicy-agent-n1', {
+      node: 'n1',
+      ip: '10.9.9.9',
+      labels: { 'app.kubernetes.io/name': 'netpolicy-agent' },
+    });
+    const noKubelet = await run('flows', '--node', 'n1', '--kubeconfig', env.kubeconfig);
+    expect(noKubelet.code).toBe(2);
+    expect(noKubelet.stderr).toMatch(
+      /--node n1: cannot read the flows of the agent cascade-system\/netpolicy-agent-n1 through pods\/exec: Unexpected server response: 400/,
+    );
+    expect(noKubelet.stderr).not.toMatch(/internal error|\n\s+at /);
+    // a user who may find the agent but not exec into it
+    const viewer = await env.serviceAccount(
+      'default',
+      'pod-reader',
+      [
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'ClusterRole',
+          metadata: { name: 'pod-reader' },
+          rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] }],
+        },
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'ClusterRoleBinding',
+          metadata: { name: 'pod-reader' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'pod-reader' },
+          subjects: [{ kind: 'ServiceAccount', name: 'pod-reader', namespace: 'default' }],
+        },
+      ],
+      '/api/v1/pods?limit=1',
+    );
+    const forbidden = await run('flows', '--node', 'n1', '--kubeconfig', viewer);
+    expect(forbidden.code).toBe(2);
+    expect(forbidden.stderr).toMatch(
+      /through pods\/exec: .*403 \(it needs create pods\/exec in cascade-system\)/,
+    );
+    const none = await run('flows', '--node', 'n2', '--kubeconfig', env.kubeconfig);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(
+      /no netpolicy-agent pod \(label app.kubernetes.io\/name=netpolicy-agent\) on node n2/,
+    );
+  });
+
   it('a bad context or kubeconfig is one clear error, exit 2', async () => {
     const r = await run('effective', '--kubeconfig', env.kubeconfig, '--context', 'nope');
     expect(r.code).toBe(2);

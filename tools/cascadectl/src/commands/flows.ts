@@ -47,12 +47,7 @@ async function execLines(
       if (buf.trim()) onLines([buf]);
       buf = '';
       if (status?.status === 'Success') resolve();
-      else
-        reject(
-          new Error(
-            `flows from ${pod.namespace}/${pod.name}: ${err.trim() || status?.message || 'the exec stream ended without a status'}`,
-          ),
-        );
+      else reject(new Error(err.trim() || status?.message || 'the exec stream ended without a status'));
     };
     new Exec(kc)
       .exec(pod.namespace, pod.name, 'agent', command, stdout, stderr, null, false, (s) => {
@@ -162,6 +157,7 @@ export const flowsCommand: Command = {
     // its own flows-read inside the container, through pods/exec (cluster admins), as cilium-dbg.
     if (format === 'table' && values.follow) out(HEADER.join('  '));
     const collected: Flow[] = [];
+    const where = `${agent.metadata.namespace}/${agent.metadata.name}`;
     await execLines(
       client.kc,
       agent.metadata,
@@ -171,7 +167,20 @@ export const flowsCommand: Command = {
         if (values.follow) print(flows, false);
         else collected.push(...flows);
       },
-    );
+    ).catch((e: unknown) => {
+      // one line, not a trace: who may exec, and what the API server or the agent said
+      // client-node rejects with an Error, or with the WebSocket's error event (an object with a message)
+      const text =
+        e instanceof Error
+          ? e.message
+          : typeof e === 'object' && e !== null && 'message' in e
+            ? String((e as { message: unknown }).message)
+            : String(e);
+      const msg = text.split('\n')[0]!.slice(0, 300);
+      throw new UsageError(
+        `--node ${values.node}: cannot read the flows of the agent ${where} through pods/exec: ${msg}${/\b403\b|forbidden/i.test(msg) ? ` (it needs create pods/exec in ${agent.metadata.namespace})` : ''}`,
+      );
+    });
     if (!values.follow) print(collected, true);
     return 0;
   },
