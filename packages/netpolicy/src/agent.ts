@@ -382,7 +382,7 @@ export class NetpolAgent {
     try {
       const events = await this.opts.datapath.events();
       if (!events.length) return;
-      for (const r of this.flows.add(events, this.engine, this.lastRules, this.opts.node))
+      for (const r of this.flows.add(events, (ip) => this.owners.ownerOf(ip), this.lastRules, this.opts.node))
         this.log('info', 'flow', { ...r });
     } catch (e) {
       this.log('warn', 'reading flow events failed', { error: String(e) });

@@ -4,7 +4,6 @@
 // streams), which `cascadectl flows` reads like `hubble observe`.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FlowEvent } from '@cascade/bpf-datapath';
-import type { NetpolEngine } from './engine.ts';
 import { PROTO_NAMES } from './ports.ts';
 
 export interface FlowRecord {
@@ -44,19 +43,21 @@ export class FlowLog {
     this.perFlowMs = perFlowMs;
   }
 
-  /** Names and records kernel events; a flow reported within perFlowMs of its last report is counted, not kept. */
+  /**
+   * Names and records kernel events; a flow reported within perFlowMs of its last report is counted,
+   * not kept. `podAt` names the pod (`ns/name`) owning an address: the agent's address index, so a
+   * drain costs per event, not per pod of the cluster (an agent fed by slices knows them all).
+   */
   add(
     events: FlowEvent[],
-    engine: NetpolEngine,
+    podAt: (address: string) => string | undefined,
     rules: ReadonlyMap<number, string>,
     node: string,
     now = Date.now(),
   ): FlowRecord[] {
-    const byIp = new Map<string, { namespace: string; name: string }>();
-    for (const p of engine.pods.values()) for (const ip of p.ips) byIp.set(ip, p);
     const name = (ip: string) => {
-      const p = byIp.get(ip);
-      return p ? { text: `${p.namespace}/${p.name}`, ns: p.namespace } : { text: ip };
+      const key = podAt(ip);
+      return key ? { text: key, ns: key.slice(0, key.indexOf('/')) } : { text: ip };
     };
     const out: FlowRecord[] = [];
     for (const e of events) {
