@@ -6,6 +6,7 @@
 import { ARTIFACTS, Datapath } from '@cascade/bpf-datapath';
 import { binary, jsonLogger, KubeClient } from '@cascade/core';
 import { NetpolAgent } from './agent.ts';
+import { agentMetricsBindAddress } from './flows-read.ts';
 
 const NAME = 'cascade-netpol-agent';
 const env = process.env;
@@ -37,7 +38,7 @@ const b = binary(
     'pin-dir': { type: 'string', default: env.CASCADE_PIN_DIR ?? '/sys/fs/bpf/cascade' },
     'metrics-bind-address': {
       type: 'string',
-      default: env.CASCADE_METRICS_BIND_ADDRESS || `127.0.0.1:${env.METRICS_PORT ?? 9090}`,
+      default: agentMetricsBindAddress(env),
     },
     'cni-record-dir': { type: 'string', default: env.CASCADE_CNI_RECORD_DIR ?? '/run/cascade/cni' },
     'namespace-entry-budget': { type: 'string', default: env.CASCADE_NAMESPACE_ENTRY_BUDGET ?? '100000' },

@@ -4,7 +4,7 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { flowsReadArgs } from './flows-read.ts';
+import { agentFlowsAddress, agentMetricsBindAddress, flowsReadArgs } from './flows-read.ts';
 
 const SCRIPT = new URL('./flows-read.ts', import.meta.url).pathname;
 const read = (...args: string[]) =>
@@ -32,6 +32,17 @@ describe('flows-read', () => {
       ['--unknown'],
     ])
       expect(flowsReadArgs(bad)).toHaveProperty('error');
+  });
+
+  it("reads on the loopback port the agent listens on, from the agent's own default", () => {
+    expect(agentMetricsBindAddress({})).toBe('127.0.0.1:9090');
+    expect(agentMetricsBindAddress({ METRICS_PORT: '9191' })).toBe('127.0.0.1:9191');
+    // the chart's: every address of the node
+    expect(agentMetricsBindAddress({ CASCADE_METRICS_BIND_ADDRESS: ':9090', METRICS_PORT: '9191' })).toBe(
+      ':9090',
+    );
+    expect(agentFlowsAddress({ CASCADE_METRICS_BIND_ADDRESS: ':9292' })).toBe('127.0.0.1:9292');
+    expect(agentFlowsAddress({ METRICS_PORT: '9191' })).toBe('127.0.0.1:9191');
   });
 
   it('bad arguments exit 2 with one line, before any request', () => {

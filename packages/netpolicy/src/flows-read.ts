@@ -10,9 +10,13 @@
 // QUERY is the URL query of /flows (verdict=deny&namespace=NS). Exit 0 when the stream ends, 1 when
 // the agent cannot be read, 2 on bad arguments.
 
-/** The address the agent listens on by default (its --metrics-bind-address default). */
+/** The agent's --metrics-bind-address default: $CASCADE_METRICS_BIND_ADDRESS, else 127.0.0.1:$METRICS_PORT. */
+export const agentMetricsBindAddress = (env: NodeJS.ProcessEnv = process.env) =>
+  env.CASCADE_METRICS_BIND_ADDRESS || `127.0.0.1:${env.METRICS_PORT ?? 9090}`;
+
+/** Where the flows are read inside the agent's container: its loopback, on the port it listens on. */
 export const agentFlowsAddress = (env: NodeJS.ProcessEnv = process.env) =>
-  `127.0.0.1:${env.METRICS_PORT ?? 9090}`;
+  `127.0.0.1:${agentMetricsBindAddress(env).split(':').pop()}`;
 
 /** The arguments, checked: the query is a URL query of plain words, the address a loopback host:port. */
 export function flowsReadArgs(

@@ -17,11 +17,14 @@ export class ApiError extends Error {
   }
 }
 
-/** One line for logs and status: an API error's status and body, or any error's message. */
+/** One line for logs and status: an API error's status and body, or any error's (or error event's) message. */
 export function errorText(e: unknown): string {
-  return e instanceof ApiError
-    ? `${e.status}: ${JSON.stringify(e.body ?? e.message).slice(0, 300)}`
-    : String(e instanceof Error ? e.message : e);
+  if (e instanceof ApiError) return `${e.status}: ${JSON.stringify(e.body ?? e.message).slice(0, 300)}`;
+  if (e instanceof Error) return e.message;
+  // an error event (a WebSocket's, as @kubernetes/client-node's exec rejects with) carries a message
+  if (typeof e === 'object' && e !== null && 'message' in e)
+    return String((e as { message: unknown }).message);
+  return String(e);
 }
 
 export interface KubeObject {

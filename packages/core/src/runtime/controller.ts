@@ -141,7 +141,7 @@ export class PolicyController {
     const c = opts.client;
     const scope = opts.watchNamespaces;
     const feed = new TopologyFeed(this.engine, this.log);
-    for (const [path, kind] of TOPOLOGY_RESOURCES)
+    for (const [path, kind, scoped] of TOPOLOGY_RESOURCES)
       this.informers.push(
         new Informer(
           c,
@@ -161,7 +161,7 @@ export class PolicyController {
           },
           undefined,
           false,
-          kind === 'GatewayClass' || kind === 'Namespace' ? undefined : scope,
+          scoped === 'namespaced' ? scope : undefined,
         ),
       );
     const k = opts.kind;

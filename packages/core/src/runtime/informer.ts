@@ -96,11 +96,16 @@ export class Informer {
       }
     }
     this.relists++;
-    this.syncedScopes.add(path);
-    this.synced = this.syncedScopes.size >= (this.namespaces?.length ?? 1);
+    this.markSynced(path);
     this.missing = false;
     this.healthy();
     return r.metadata.resourceVersion;
+  }
+
+  /** One scope (the cluster, or one namespace) has listed: synced once every scope has. */
+  private markSynced(path: string): void {
+    this.syncedScopes.add(path);
+    this.synced = this.syncedScopes.size >= (this.namespaces?.length ?? 1);
   }
 
   private healthy(): void {
@@ -162,8 +167,7 @@ export class Informer {
         else if (this.optional && e instanceof ApiError && e.status === 404) {
           rv = undefined;
           this.missing = true;
-          this.syncedScopes.add(path);
-          this.synced = this.syncedScopes.size >= (this.namespaces?.length ?? 1);
+          this.markSynced(path);
           await new Promise((r) => setTimeout(r, 10_000));
         } else {
           rv = undefined;

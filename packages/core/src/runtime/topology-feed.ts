@@ -9,13 +9,13 @@ import type { Logger } from './metrics.ts';
 
 export const GW = '/apis/gateway.networking.k8s.io/v1';
 
-/** The topology resources a policy controller watches: list path and kind. */
+/** The topology resources a policy controller watches: list path, kind, and scope (--watch-namespace narrows the namespaced ones). */
 export const TOPOLOGY_RESOURCES = [
-  [`${GW}/gatewayclasses`, 'GatewayClass'],
-  [`${GW}/gateways`, 'Gateway'],
-  [`${GW}/httproutes`, 'HTTPRoute'],
-  [`${GW}/grpcroutes`, 'GRPCRoute'],
-  ['/api/v1/namespaces', 'Namespace'],
+  [`${GW}/gatewayclasses`, 'GatewayClass', 'cluster'],
+  [`${GW}/gateways`, 'Gateway', 'namespaced'],
+  [`${GW}/httproutes`, 'HTTPRoute', 'namespaced'],
+  [`${GW}/grpcroutes`, 'GRPCRoute', 'namespaced'],
+  ['/api/v1/namespaces', 'Namespace', 'cluster'],
 ] as const;
 
 export class TopologyFeed {

@@ -4,6 +4,7 @@
 // the API server's pods/exec (with --kubeconfig / --context): the agent serves flows on its loopback
 // only, and its own flows-read copies them out.
 import { Writable } from 'node:stream';
+import { errorText } from '@cascade/core';
 import { Exec, type KubeConfig } from '@kubernetes/client-node';
 import { type Command, oneOf, out, table, UsageError } from '../cli.ts';
 import { clientFor, liveOptions } from '../cluster.ts';
@@ -169,14 +170,7 @@ export const flowsCommand: Command = {
       },
     ).catch((e: unknown) => {
       // one line, not a trace: who may exec, and what the API server or the agent said
-      // client-node rejects with an Error, or with the WebSocket's error event (an object with a message)
-      const text =
-        e instanceof Error
-          ? e.message
-          : typeof e === 'object' && e !== null && 'message' in e
-            ? String((e as { message: unknown }).message)
-            : String(e);
-      const msg = text.split('\n')[0]!.slice(0, 300);
+      const msg = errorText(e).split('\n')[0]!.slice(0, 300);
       throw new UsageError(
         `--node ${values.node}: cannot read the flows of the agent ${where} through pods/exec: ${msg}${/\b403\b|forbidden/i.test(msg) ? ` (it needs create pods/exec in ${agent.metadata.namespace})` : ''}`,
       );
