@@ -71,8 +71,10 @@ export function shAsync(cmd: string, args: string[], timeoutMs = 60_000): Promis
 export const kubectl = (...args: string[]) => sh('kubectl', args);
 export const kubectlJson = <T = { items: Record<string, unknown>[] }>(...args: string[]): T =>
   JSON.parse(sh('kubectl', [...args, '-o', 'json'])) as T;
-export const cascadectl = (...args: string[]) =>
-  sh(join(ROOT, 'node_modules/.bin/node'), [join(ROOT, 'tools/cascadectl/bin/cascadectl.js'), ...args]);
+/** The project's Node 24 and cascadectl's entry point: `[NODE, [CASCADECTL, ...args]]` runs it. */
+export const NODE = join(ROOT, 'node_modules/.bin/node');
+export const CASCADECTL = join(ROOT, 'tools/cascadectl/bin/cascadectl.js');
+export const cascadectl = (...args: string[]) => sh(NODE, [CASCADECTL, ...args]);
 
 /** Polls `check` until it returns a value (not undefined) or the deadline passes; the last error is thrown. */
 export async function until<T>(

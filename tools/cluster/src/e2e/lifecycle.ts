@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { prepare, runSuite, SUITES, writeResults } from '@cascade/conformance';
 import { expect } from 'vitest';
-import { CLUSTER_SH, canon, kubectl, kubectlJson, ROOT, sh, until } from '../harness.ts';
+import { CLUSTER_SH, canon, kubectl, kubectlJson, NODE, ROOT, sh, until } from '../harness.ts';
 import { measured, mismatches, predicted, probesFor } from './probes.ts';
 import { attachedPrograms, figures, helm, install, NS, net, work } from './shared.ts';
 
@@ -85,7 +85,7 @@ export async function restartAndUpgrade(): Promise<void> {
     kubectl('rollout', 'status', '-n', NS, 'ds/netpolicy-agent', '--timeout=120s');
     // a rebuilt image: the same inputs built again under a new tag (reproducible, so the same digest)
     sh(
-      join(ROOT, 'node_modules/.bin/node'),
+      NODE,
       [
         join(ROOT, 'tools/cluster/src/images.ts'),
         '--tag',

@@ -5,12 +5,14 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import {
+  CASCADECTL,
   cascadectl,
   clusterBin,
   env,
   KUBECONFIG,
   kubectl,
   kubectlJson,
+  NODE,
   ROOT,
   sh,
   shAsync,
@@ -206,7 +208,7 @@ const flowLines = (text: string) =>
 export async function flowsOfRefusedConnection(): Promise<void> {
   const node = kubectl('get', 'nodes', '-o', 'jsonpath={.items[0].metadata.name}').trim();
   const flows = (...more: string[]) => [
-    join(ROOT, 'tools/cascadectl/bin/cascadectl.js'),
+    CASCADECTL,
     'flows',
     '--node',
     node,
@@ -218,14 +220,13 @@ export async function flowsOfRefusedConnection(): Promise<void> {
     'shop',
     ...more,
   ];
-  const node24 = join(ROOT, 'node_modules/.bin/node');
   // the probes above were refused by the kernel; the agent read them from its ring buffer
   const snapshot = await until('the refused probe in the flow log', 30, async () => {
-    const list = flowLines(await shAsync(node24, flows('-o', 'json')));
+    const list = flowLines(await shAsync(NODE, flows('-o', 'json')));
     return list.some(isRefusal) ? list : undefined;
   });
   expect(snapshot.every((f) => f.verdict === 'deny')).toBe(true);
-  const table = await shAsync(node24, flows());
+  const table = await shAsync(NODE, flows());
   expect(table).toMatch(/TIME\s+NODE\s+FROM\s+TO\s+PROTO\/PORT\s+VERDICT\s+RULE/);
   expect(table).toMatch(
     /sandbox\/toy\s+shop\/cart\s+TCP\/9000\s+DENY\s+AdminNetworkPolicy\/dev-never-reaches-prod#ingress\[0\]/,
@@ -239,7 +240,7 @@ export async function flowsOfRefusedConnection(): Promise<void> {
   expect(await direct.text()).not.toContain('sandbox/toy');
   // --follow: a stream through pods/exec; a refusal made while it runs (after the agent's 5 s per-flow
   // limit) arrives on it
-  const follower = spawn(node24, flows('--follow', '-o', 'json'), { env: env() });
+  const follower = spawn(NODE, flows('--follow', '-o', 'json'), { env: env() });
   let streamed = '';
   follower.stdout.on('data', (c) => {
     streamed += String(c);
