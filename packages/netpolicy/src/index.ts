@@ -1,31 +1,7 @@
-// @cascade/netpolicy: network policy resolution and lowering. See README.md.
-export * from './agent.ts';
-export * from './agent-watch.ts';
-export * from './budget.ts';
-export * from './cidr.ts';
-export * from './controller.ts';
-export * from './datapath.ts';
-export * from './dead-rules.ts';
-export * from './engine.ts';
-export * from './evaluate.ts';
-export * from './flows.ts';
-export * from './identities.ts';
-export * from './lint.ts';
-export * from './lower.ts';
-export * from './mapstate.ts';
-export * from './model.ts';
-export * from './owners.ts';
-export * from './ports.ts';
-export * from './precedence.ts';
-export * from './published.ts';
-export * from './published-conditions.ts';
-export * from './published-state.ts';
-export * from './rbac.ts';
-export * from './rules.ts';
-export * from './selection.ts';
-export * from './services.ts';
-export * from './slice-plan.ts';
-export * from './slice-publisher.ts';
-export * from './slices.ts';
-export * from './tiers.ts';
-export * from './verdict.ts';
+// @cascade/netpolicy: network policy resolution and lowering, the node agent and the netpolicy-controller.
+// Three rooms and a shared hall (see README.md): engine/ (pure), cluster/ (cluster state both programs
+// read), agent/ and controller/.
+export * from './agent/index.ts';
+export * from './cluster/index.ts';
+export * from './controller/index.ts';
+export * from './engine/index.ts';

@@ -211,7 +211,7 @@ export function recipes(clusterBin?: string, conformanceBin?: string): Recipe[] 
     controller(
       'netpolicy-controller',
       '@cascade/netpolicy',
-      '/app/packages/netpolicy/src/controller-main.ts',
+      '/app/packages/netpolicy/src/controller/main.ts',
     ),
     {
       name: 'netpolicy-agent',
@@ -233,7 +233,7 @@ export function recipes(clusterBin?: string, conformanceBin?: string): Recipe[] 
               : [],
           ),
         ],
-        entrypoint: ['/usr/local/bin/node', '/app/packages/netpolicy/src/agent-main.ts'],
+        entrypoint: ['/usr/local/bin/node', '/app/packages/netpolicy/src/agent/main.ts'],
         env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production'],
         user: '0:0',
         workingDir: '/app',

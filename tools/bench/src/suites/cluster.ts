@@ -165,7 +165,7 @@ export async function run(): Promise<Figure[]> {
     for (const [name, pattern] of [
       ['authpolicy-controller', 'packages/authpolicy/src/main.ts'],
       ['ratelimitpolicy-controller', 'packages/ratelimitpolicy/src/main.ts'],
-      ['netpolicy-agent', 'packages/netpolicy/src/agent-main.ts'],
+      ['netpolicy-agent', 'packages/netpolicy/src/agent/main.ts'],
     ] as const) {
       const r = rss(pattern);
       if (r.length) fig(`${name} resident memory (largest replica)`, Math.max(...r), 'MiB', min);

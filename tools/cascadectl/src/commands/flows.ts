@@ -12,8 +12,8 @@ import { clientFor, liveOptions } from '../cluster.ts';
 /** The label the chart gives the agent's pods (charts/cascade/templates/agent.yaml). */
 const AGENT_LABEL = 'app.kubernetes.io/name=netpolicy-agent';
 
-/** The agent image's node and the reader of its flow stream (packages/netpolicy/src/flows-read.ts). */
-const FLOWS_READ = ['/usr/local/bin/node', '/app/packages/netpolicy/src/flows-read.ts'];
+/** The agent image's node and the reader of its flow stream (packages/netpolicy/src/agent/flows-read.ts). */
+const FLOWS_READ = ['/usr/local/bin/node', '/app/packages/netpolicy/src/agent/flows-read.ts'];
 
 /**
  * Runs COMMAND in the agent container through pods/exec and hands its standard output over line by

@@ -1,0 +1,486 @@
+// The node agent: informers for Namespaces, Pods, Nodes, NetworkPolicies and the network-policy-api
+// kinds feed the NetpolEngine, Services and EndpointSlices the ServiceCatalog (cluster/watch.ts); one coalesced sync lowers the engine's state for this node and applies
+// it to the BPF datapath (build beside, switch, free: never a verdict neither policy gives). A local
+// pod's host-side interface is found from the kernel (route, neighbour, bridge FDB: see
+// bpf-datapath's interfaces.ts), never from pod metadata; its endpoint is bound to that interface,
+// then the program is attached there. Attachments are reconciled against the kernel's tc hooks and
+// never removed by the agent (an interface whose pod is gone or unknown keeps the program and drops
+// everything: default deny for unknown endpoints). Only running pods with their own network own pod
+// addresses; two live owners of one address: the newest wins, reported (log, metric). A rule set
+// that does not fit is refused by the datapath (last good kept; a new endpoint fails closed) and
+// reported here (log, metrics). With podSource 'slices' other nodes' pods come from the
+// netpolicy-controller's PodAddressSlices (every Pod is watched only until they are published).
+import type { Server } from 'node:http';
+import {
+  type COUNTERS,
+  type Datapath,
+  type InterfaceResolver,
+  KernelInterfaces,
+  type SyncReport,
+} from '@cascade/bpf-datapath';
+import {
+  type BindAddress,
+  type Informer,
+  type InvolvedObject,
+  jsonLogger,
+  type KubeClient,
+  type Logger,
+  Metrics,
+  postWarningEvent,
+  startInformers,
+  WorkQueue,
+  watchHealth,
+} from '@cascade/core';
+import { AddressOwners } from '../cluster/owners.ts';
+import { SLICES_PUBLISHED, SliceIndex } from '../cluster/slices.ts';
+import { clusterInformers } from '../cluster/watch.ts';
+import { DEFAULT_NAMESPACE_ENTRY_BUDGET, enforceNamespaceBudget, type Refusal } from '../engine/budget.ts';
+import { NetpolEngine } from '../engine/engine.ts';
+import { ServiceCatalog } from '../engine/services.ts';
+import { datapathState } from './datapath.ts';
+import { FlowLog } from './flows.ts';
+
+export interface AgentOptions {
+  client: KubeClient;
+  /** This node's name: its local pods are the endpoints this datapath enforces. */
+  node: string;
+  datapath: Datapath;
+  log?: Logger;
+  /** /metrics, /healthz, /readyz and /flows on 127.0.0.1 at this port (tests; 0 picks one). */
+  metricsPort?: number;
+  /** The same on a bind address (the binary's --metrics-bind-address); wins over metricsPort. */
+  metricsBindAddress?: BindAddress;
+  /** Finds local pods' host-side interfaces (default: from the kernel and cascade-cni's records). */
+  interfaces?: InterfaceResolver;
+  /** cascade-cni's record directory (default /run/cascade/cni; see bpf-datapath interfaces.ts). */
+  cniRecordDir?: string;
+  /**
+   * Attach the programs to the interfaces found (default true). false where another component owns
+   * attachments, or in tests that run packets through BPF_PROG_TEST_RUN only.
+   */
+  manageAttachments?: boolean;
+  /**
+   * Policy map entries the NetworkPolicies of one namespace may add on this node (default 100,000 of
+   * the map's 1,048,576): over it the namespace's largest NetworkPolicy is refused alone (isolation
+   * kept).
+   */
+  namespaceEntryBudget?: number;
+  /**
+   * Where the pods come from (default 'pods'): every Pod of the cluster, or 'slices': this node's Pods
+   * (fieldSelector spec.nodeName) and the PodAddressSlices the netpolicy-controller publishes for the
+   * others (slices.ts), which drops every other node's Pod objects and status-only Pod updates.
+   */
+  podSource?: 'pods' | 'slices';
+}
+
+export class NetpolAgent {
+  readonly engine = new NetpolEngine();
+  readonly metrics = new Metrics();
+  readonly syncs = this.metrics.counter('cascade_datapath_syncs_total', 'Datapath syncs');
+  readonly entriesWritten = this.metrics.counter(
+    'cascade_datapath_entries_written_total',
+    'Policy map entries written',
+  );
+  readonly refusals = this.metrics.counter('cascade_datapath_refused_total', 'Rule sets refused (map full)');
+  private readonly errors = this.metrics.counter('cascade_datapath_sync_errors_total', 'Failed syncs');
+  private readonly latency = this.metrics.histogram(
+    'cascade_datapath_sync_seconds',
+    'Event to datapath synced',
+  );
+  lastReport?: SyncReport;
+  /** The kernel's verdict counters as last read (at start, then every 10 s). */
+  private packets: Partial<Record<keyof typeof COUNTERS, number>> = {};
+  private housekeepingTimer?: NodeJS.Timeout;
+  private housekeepingRuns = 0;
+  readonly conntrackCollected = this.metrics.counter(
+    'cascade_datapath_conntrack_collected_total',
+    'Conntrack entries deleted by the collector (idle or closed flows)',
+  );
+  private conntrackEntries = 0;
+  private readonly informers: Informer[] = [];
+  private readonly queue: WorkQueue;
+  private readonly opts: AgentOptions;
+  private readonly log: Logger;
+  private readonly owners = new AddressOwners();
+  /** Other nodes' pods from the PodAddressSlices (podSource 'slices'). */
+  readonly slices: SliceIndex;
+  private readonly podSource?: { node: string; slices: SliceIndex; bootstrap?: Informer };
+  /** Services and EndpointSlices: the frontends translated to their backends in the datapath. */
+  readonly services = new ServiceCatalog();
+  /** Denied (and audited) flows from the kernel, named: GET /flows, and one JSON log line each. */
+  readonly flows = new FlowLog();
+  private lastRules: ReadonlyMap<number, string> = new Map();
+  private flowTimer?: NodeJS.Timeout;
+  /** NetworkPolicies refused for their namespace's budget: enforced as their isolation only. */
+  readonly refusedPolicies = new Map<string, Refusal>();
+  readonly budgetRefusals = this.metrics.counter(
+    'cascade_netpol_policies_refused_total',
+    'NetworkPolicies refused for their namespace policy-map budget (enforced as isolation only)',
+  );
+  private readonly reportedConflicts = new Set<string>();
+  readonly addressConflicts = this.metrics.counter(
+    'cascade_datapath_address_conflicts_total',
+    'Pod addresses claimed by two live pods (the newest owns it)',
+  );
+  private readonly interfaces: InterfaceResolver;
+  /** Local pod address -> ifindex of its host-side interface, as found from the kernel. */
+  private readonly ifindexByIp = new Map<string, number>();
+  private lastFullResolve = 0;
+  /** Local addresses not found yet: when each was last looked up. */
+  private readonly triedAt = new Map<string, number>();
+  private attachedCount = 0;
+  readonly attachFailures = this.metrics.counter(
+    'cascade_datapath_attach_failures_total',
+    'Failed attachments of the programs to a pod interface (retried)',
+  );
+  private server?: Server;
+  private started = false;
+  private lastProblems = '';
+
+  constructor(opts: AgentOptions) {
+    this.opts = opts;
+    this.slices = new SliceIndex(opts.node);
+    if (opts.podSource === 'slices') this.podSource = { node: opts.node, slices: this.slices };
+    this.log = opts.log ?? jsonLogger('cascade-netpol-agent');
+    this.interfaces =
+      opts.interfaces ?? new KernelInterfaces({ recordDir: opts.cniRecordDir ?? '/run/cascade/cni' });
+    this.queue = new WorkQueue(() => this.sync(), 1, { registry: this.metrics, name: 'netpol-agent' });
+    this.queue.onError = (_k, e) => {
+      this.errors.inc();
+      this.log('warn', 'datapath sync failed, retrying', { error: String(e) });
+    };
+    this.informers.push(
+      ...clusterInformers({
+        client: opts.client,
+        engine: this.engine,
+        services: this.services,
+        owners: this.owners,
+        refusedPolicies: this.refusedPolicies,
+        log: this.log,
+        changed: () => this.queue.add('sync'),
+        ownersChanged: () => this.reportConflicts(),
+        ...(this.podSource ? { podSource: this.podSource } : {}),
+      }),
+    );
+    this.metrics.gauge(
+      'cascade_agent_slice_pods',
+      'Pods of other nodes known from PodAddressSlices (0 when every Pod is watched)',
+      () => this.slices.size,
+    );
+    this.metrics.gauge('cascade_datapath_endpoints', 'Local endpoints enforced', () =>
+      this.lastReport ? this.localPods().length : 0,
+    );
+    this.metrics.processMetrics();
+    // the datapath keeps enforcing what it has while a watch fails: logged once and counted, and
+    // the sync after recovery catches up
+    watchHealth(
+      [...this.informers, ...(this.podSource?.bootstrap ? [this.podSource.bootstrap] : [])],
+      this.metrics,
+      this.log,
+      'the datapath keeps what it enforces',
+      () => this.queue.add('sync'),
+    );
+    this.metrics.gauge(
+      'cascade_netpol_policies_refused',
+      'NetworkPolicies refused now for their namespace policy-map budget',
+      () => this.refusedPolicies.size,
+    );
+    this.metrics.gauge(
+      'cascade_datapath_attached_interfaces',
+      'Interfaces carrying the programs (read from the kernel at the last sync)',
+      () => this.attachedCount,
+    );
+    this.metrics.gauge(
+      'cascade_datapath_fail_closed',
+      'Endpoints failing closed (rule set refused)',
+      () => this.lastReport?.failClosed.length ?? 0,
+    );
+  }
+
+  /** The port /metrics, /healthz, /readyz and /flows are served on (metricsPort 0 picks one). */
+  get port(): number | undefined {
+    const addr = this.server?.address();
+    return addr && typeof addr === 'object' ? addr.port : undefined;
+  }
+
+  get ready(): boolean {
+    return this.started && this.informers.every((i) => i.synced) && this.lastReport !== undefined;
+  }
+
+  /** With podSource 'slices': every Pod is watched until the controller has published its slices. */
+  get bootstrapping(): boolean {
+    return !this.slices.published && this.podSource?.bootstrap?.synced === true;
+  }
+
+  async start(): Promise<void> {
+    for (const [name, help] of [
+      ['allow', 'Flows allowed (first packets, and re-judged ones)'],
+      ['deny', 'Packets denied'],
+      ['ctHit', 'Packets of known flows (conntrack hit)'],
+      ['ctRejudged', 'Flows judged again after a policy change'],
+      ['malformed', 'Frames dropped as too short for their headers'],
+      ['notEndpoint', 'Packets of addresses that are not a local endpoint'],
+      ['verdictCached', 'First packets answered by the verdict cache'],
+      ['spoofed', 'Packets from a pod with a source that is not its own (IP, ARP, NDP)'],
+      ['badL2', 'VLAN-tagged frames and ethertypes other than IPv4, IPv6, ARP'],
+      ['fragUntracked', 'Later fragments whose first fragment was not seen'],
+      ['fragBad', 'Tiny first fragments and overlapping fragments'],
+      ['extHeaders', 'IPv6 packets with more extension headers than the program walks'],
+      ['icmpRelated', 'ICMP errors passed with the allowed flow they report on'],
+      ['ndp', 'IPv6 neighbour discovery and MLD packets passed'],
+    ] as const)
+      this.metrics.counterFrom(
+        `cascade_datapath_packets_${name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_total`,
+        help,
+        () => this.packets[name] ?? 0,
+      );
+    this.metrics.gauge(
+      'cascade_datapath_conntrack_entries',
+      'Conntrack entries at the last collection',
+      () => this.conntrackEntries,
+    );
+    await this.housekeeping();
+    this.housekeepingTimer = setInterval(() => void this.housekeeping(), 10_000);
+    this.housekeepingTimer.unref();
+    const synced = startInformers(this.informers);
+    const bind =
+      this.opts.metricsBindAddress ??
+      (this.opts.metricsPort !== undefined ? { host: '127.0.0.1', port: this.opts.metricsPort } : undefined);
+    if (bind)
+      this.server = await this.metrics.serveOn(
+        bind,
+        () => this.ready,
+        'all',
+        (req, res) => this.flows.handle(req, res),
+      );
+    this.flowTimer = setInterval(() => void this.drainFlows(), 1000);
+    this.flowTimer.unref();
+    await synced;
+    // Slices but no marker yet (a new install, the controller not leading yet): every Pod is watched
+    // until the controller's slices are complete, so this node enforces with every pod known (its
+    // pods' CNI attachment fails closed until then, the controller's own pods included).
+    const bootstrap = this.podSource?.bootstrap;
+    if (bootstrap && !this.slices.published) {
+      this.log('info', 'no PodAddressSlices published yet: watching every Pod until they are', {
+        marker: `PodAddressSlice/${SLICES_PUBLISHED}`,
+      });
+      bootstrap.start();
+      // until it has listed, or the marker came meanwhile (then it was stopped, unlisted)
+      while (!bootstrap.synced && !this.slices.published) await new Promise((r) => setTimeout(r, 50));
+    }
+    this.started = true;
+    this.queue.add('sync');
+    this.log('info', 'caches synced', { node: this.opts.node });
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.housekeepingTimer);
+    clearInterval(this.flowTimer);
+    for (const i of this.informers) i.stop();
+    this.podSource?.bootstrap?.stop();
+    this.queue.stop();
+    await this.queue.drain();
+    await new Promise((r) => (this.server ? this.server.close(r) : r(undefined)));
+  }
+
+  async idle(): Promise<void> {
+    await this.queue.drain();
+  }
+
+  /**
+   * Every 10 s: reads the kernel's verdict counters for /metrics and advances conntrack's clock;
+   * every 30 s also collects idle and closed flows (TCP 6 h, closing TCP 10 s, others 60 s). Not in
+   * the first 90 s: while no agent ran, the clock stood still and live flows kept stamping its last
+   * value; they need one idle period of a moving clock to show they are alive.
+   */
+  async housekeeping(): Promise<void> {
+    const dp = this.opts.datapath;
+    try {
+      this.packets = await dp.counters();
+      const run = this.housekeepingRuns++;
+      if (run >= 9 && run % 3 === 0) {
+        const r = await dp.collectConntrack();
+        this.conntrackCollected.inc(r.deleted);
+        this.conntrackEntries = r.scanned - r.deleted;
+      } else await dp.tick();
+      // every 30 s: interfaces found again and attachments checked against the kernel (drift)
+      if (run % 3 === 2 && this.started) this.queue.add('sync');
+    } catch (e) {
+      this.log('warn', 'datapath housekeeping failed', { error: String(e) });
+    }
+  }
+
+  private localPods() {
+    return [...this.engine.pods.values()].filter((p) => p.node === this.opts.node);
+  }
+
+  private async sync(): Promise<void> {
+    if (!this.started) return;
+    const t0 = process.hrtime.bigint();
+    this.engine.flush();
+    const budget = this.opts.namespaceEntryBudget ?? DEFAULT_NAMESPACE_ENTRY_BUDGET;
+    for (const r of enforceNamespaceBudget(this.engine, budget, this.opts.node)) {
+      this.refusedPolicies.set(r.policy, r);
+      this.budgetRefusals.inc();
+      this.log('error', 'NetworkPolicy refused: namespace over its policy map budget', {
+        policy: r.policy,
+        namespace: r.namespace,
+        entries: r.entries,
+        reason: r.reason,
+      });
+      this.event(
+        {
+          kind: 'NetworkPolicy',
+          apiVersion: 'networking.k8s.io/v1',
+          namespace: r.namespace,
+          name: r.original.name,
+        },
+        'PolicyMapBudgetExceeded',
+        r.reason,
+      );
+    }
+    const problems = JSON.stringify(this.engine.problems());
+    if (problems !== this.lastProblems) {
+      this.lastProblems = problems;
+      for (const p of this.engine.problems())
+        for (const e of [...p.errors, ...p.warnings])
+          this.log('warn', 'policy problem', { policy: p.policy, problem: e });
+    }
+    await this.resolveInterfaces();
+    const desired = datapathState(this.engine, this.opts.node, {
+      ifindexOf: (ip) => this.ifindexByIp.get(ip),
+      services: this.services,
+    });
+    const report = await this.opts.datapath.sync(desired);
+    this.lastRules = desired.rules;
+    this.lastReport = report;
+    this.syncs.inc();
+    this.entriesWritten.inc(report.entriesWritten);
+    for (const r of report.refused) {
+      this.refusals.inc();
+      this.log('error', 'rule set refused: the policy map is full; the last good rule set stays', r);
+    }
+    if (report.failClosed.length)
+      this.log('error', 'endpoints fail closed until their rule set fits', { endpoints: report.failClosed });
+    await this.reconcileAttachments();
+    this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+  }
+
+  /**
+   * A Warning Event on the object concerned (best effort, never retried: the log line and the metric
+   * are the record). Names are generated from ours, never from user text.
+   */
+  private event(obj: InvolvedObject, reason: string, message: string): void {
+    void postWarningEvent(this.opts.client, obj, reason, message, {
+      component: 'cascade-netpol-agent',
+      host: this.opts.node,
+    }).catch((e: unknown) => this.log('warn', 'event not recorded', { reason, error: String(e) }));
+  }
+
+  /** Drains the kernel's flow events (every second): named, rate-limited per flow, logged, kept. */
+  async drainFlows(): Promise<void> {
+    try {
+      const events = await this.opts.datapath.events();
+      if (!events.length) return;
+      for (const r of this.flows.add(events, (ip) => this.owners.ownerOf(ip), this.lastRules, this.opts.node))
+        this.log('info', 'flow', { ...r });
+    } catch (e) {
+      this.log('warn', 'reading flow events failed', { error: String(e) });
+    }
+  }
+
+  private reportConflicts(): void {
+    const now = new Set<string>();
+    for (const c of this.owners.conflicts()) {
+      const id = `${c.address} ${c.owner} ${c.losers.join(',')}`;
+      now.add(id);
+      if (this.reportedConflicts.has(id)) continue;
+      this.addressConflicts.inc();
+      this.log('warn', 'two live pods claim one address: the newest owns it', { ...c });
+      for (const loser of c.losers) {
+        const [namespace, name] = loser.split('/') as [string, string];
+        this.event(
+          { kind: 'Pod', apiVersion: 'v1', namespace, name },
+          'PodAddressConflict',
+          `address ${c.address} is also claimed by the newer pod ${c.owner}, which owns it on node ${this.opts.node}: this pod is not enforced under that address`,
+        );
+      }
+    }
+    this.reportedConflicts.clear();
+    for (const id of now) this.reportedConflicts.add(id);
+  }
+
+  /**
+   * Finds the host-side interface of every local pod address not known yet; every 30 s all of them
+   * again (a recreated pod with the same address has a new veth). Unknown ones are retried soon.
+   */
+  private async resolveInterfaces(): Promise<void> {
+    const ips = new Set(this.localPods().flatMap((p) => p.ips));
+    for (const ip of [...this.ifindexByIp.keys()]) if (!ips.has(ip)) this.ifindexByIp.delete(ip);
+    for (const ip of [...this.triedAt.keys()]) if (!ips.has(ip)) this.triedAt.delete(ip);
+    const now = Date.now();
+    const full = now - this.lastFullResolve > 25_000;
+    // an unknown address is looked up at most every 2 s, however often syncs come (each look-up
+    // runs iproute2); the 30 s full pass looks up every address again
+    const todo = full
+      ? [...ips]
+      : [...ips].filter((ip) => !this.ifindexByIp.has(ip) && now - (this.triedAt.get(ip) ?? 0) >= 2_000);
+    if (!todo.length) return;
+    const firstTry = todo.filter((ip) => !this.triedAt.has(ip));
+    try {
+      const found = await this.interfaces.resolve(todo);
+      if (full) this.lastFullResolve = now;
+      for (const ip of todo) {
+        const i = found.get(ip);
+        if (i === undefined) {
+          this.ifindexByIp.delete(ip);
+          this.triedAt.set(ip, now);
+        } else {
+          this.ifindexByIp.set(ip, i);
+          this.triedAt.delete(ip);
+        }
+      }
+    } catch (e) {
+      for (const ip of todo) if (!this.ifindexByIp.has(ip)) this.triedAt.set(ip, now);
+      this.log('warn', 'finding pod interfaces failed; retried', { error: String(e) });
+    }
+    // one quick retry for addresses unknown at their first look-up (a bridged pod's neighbour entry
+    // appears after the nudge); addresses that stay unknown wait for the next sync or full pass
+    if (firstTry.some((ip) => !this.ifindexByIp.has(ip))) {
+      const t = setTimeout(() => this.queue.add('sync'), 2_000);
+      t.unref();
+    }
+  }
+
+  /**
+   * Attaches the programs to every local pod's interface that does not carry them (after the pod's
+   * endpoint is in the maps), as the kernel's tc hooks say, not as this process remembers. Never
+   * detaches: an interface whose pod is gone goes with its veth, and one whose pod is unknown keeps
+   * dropping everything (no endpoint on it) until the pod is known.
+   */
+  private async reconcileAttachments(): Promise<void> {
+    if (this.opts.manageAttachments === false) return;
+    const want = new Set(this.ifindexByIp.values());
+    const dp = this.opts.datapath;
+    let have: Awaited<ReturnType<Datapath['attachments']>>;
+    try {
+      have = await dp.attachments();
+    } catch (e) {
+      this.log('warn', 'reading attachments failed; retried', { error: String(e) });
+      return;
+    }
+    for (const ifindex of want) {
+      const h = have.get(ifindex);
+      if (h?.ingress && h.egress) continue;
+      try {
+        await dp.attach(ifindex);
+        have.set(ifindex, { ingress: true, egress: true });
+        this.log('info', 'attached', { ifindex });
+      } catch (e) {
+        this.attachFailures.inc();
+        this.log('warn', 'attach failed; retried on the next sync', { ifindex, error: String(e) });
+      }
+    }
+    this.attachedCount = have.size;
+  }
+}

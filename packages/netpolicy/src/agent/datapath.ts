@@ -1,0 +1,130 @@
+// The engine's state for one node, in the datapath's terms (bpf-datapath's DesiredState): the ipcache
+// as that node's agent sees it, its endpoints, and their rule-set layers with numeric rule ids.
+import { type DesiredState, EP_FLAGS, type TableEntry, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
+import { formatPrefix, type Prefix } from '../engine/cidr.ts';
+import type { NetpolEngine } from '../engine/engine.ts';
+import type { MapState } from '../engine/mapstate.ts';
+import type { ServiceCatalog } from '../engine/services.ts';
+
+export interface NodeDatapathState extends DesiredState {
+  /** Numeric rule id (in map values and flow events) -> rule id string. */
+  rules: Map<number, string>;
+}
+
+/**
+ * Per engine, kept across calls so that an agent's sync after a small change reuses the converted
+ * tables: rule numbers (stable, so a converted table stays valid) and each table's entries as the
+ * datapath takes them, by MapState version. Dropped when the rule numbers pass a million (policy churn).
+ */
+interface Converted {
+  ruleIds: Map<string, number>;
+  rules: Map<number, string>;
+  tables: WeakMap<MapState, { version: number; entries: TableEntry[] }>;
+  ipcache: WeakMap<object, DesiredState['ipcache']>;
+}
+const converted = new WeakMap<NetpolEngine, Converted>();
+/** Prefix text by prefix object (host prefixes are shared objects, see cidr.hostPrefix). */
+const formatted = new WeakMap<Prefix, string>();
+
+export interface DatapathStateOptions {
+  /**
+   * The host-side interface (ifindex) of a local pod address, found from the kernel by the agent;
+   * undefined while it is not known: such an address gets no endpoint (where a CNI plugin attached the
+   * program already, its packets are dropped until then). Default: every address on the loopback,
+   * where BPF_PROG_TEST_RUN runs packets (offline: the CLI, the demo, tests).
+   */
+  ifindexOf?: (ip: string) => number | undefined;
+  /** Services to translate at the pods' interfaces (absent: the Service maps are left alone). */
+  services?: ServiceCatalog;
+}
+
+/** Desired datapath state of the agent on `node` (every pod when node is undefined, e.g. offline). */
+export function datapathState(
+  engine: NetpolEngine,
+  node?: string,
+  opts: DatapathStateOptions = {},
+): NodeDatapathState {
+  const ifindexOf = opts.ifindexOf ?? (() => TEST_RUN_IFINDEX);
+  let c = converted.get(engine);
+  if (!c || c.ruleIds.size > 1_000_000) {
+    c = { ruleIds: new Map(), rules: new Map(), tables: new WeakMap(), ipcache: new WeakMap() };
+    converted.set(engine, c);
+  }
+  const { ruleIds, rules } = c;
+  const ruleNumber = (id: string) => {
+    let n = ruleIds.get(id);
+    if (n === undefined) {
+      n = ruleIds.size + 1;
+      ruleIds.set(id, n);
+      rules.set(n, id);
+    }
+    return n;
+  };
+  const tables = new Map<string, TableEntry[]>();
+  const adminTables = new Set<string>();
+  const endpoints: DesiredState['endpoints'] = [];
+  for (const [key, pod] of engine.pods) {
+    if (node !== undefined && pod.node !== node) continue;
+    const identity = engine.podIdentity.get(key);
+    const refs = identity === undefined ? undefined : engine.endpointTables.get(identity);
+    if (identity === undefined || !refs) continue;
+    const bound = pod.ips.flatMap((ip) => {
+      const ifindex = ifindexOf(ip);
+      return ifindex === undefined ? [] : [{ ip, ifindex }];
+    });
+    if (!bound.length) continue;
+    for (const d of ['ingress', 'egress'] as const) {
+      for (const layer of ['admin', 'lower'] as const) {
+        const id = refs[d][layer];
+        if (layer === 'admin') adminTables.add(id);
+        if (tables.has(id)) continue;
+        const state = engine.tables.get(id)!.state;
+        let done = c.tables.get(state);
+        if (done?.version !== state.version) {
+          done = {
+            version: state.version,
+            entries: [...state.entries()].map((e) => ({
+              identity: e.identity,
+              proto: e.proto,
+              port: e.port,
+              plen: e.plen,
+              precedence: e.precedence,
+              verdict: e.verdict,
+              rule: ruleNumber(e.rule),
+            })),
+          };
+          c.tables.set(state, done);
+        }
+        tables.set(id, done.entries);
+      }
+    }
+    for (const { ip, ifindex } of bound) {
+      endpoints.push({
+        ip,
+        identity,
+        flags: EP_FLAGS.ENFORCE_INGRESS | EP_FLAGS.ENFORCE_EGRESS,
+        tables: refs,
+        ifindex,
+      });
+    }
+  }
+  // engine.ipcache(node) is memoised until the next change: convert it once per change too
+  const raw = engine.ipcache(node);
+  let ipcache = c.ipcache.get(raw);
+  if (!ipcache) {
+    ipcache = raw.map((e) => {
+      let prefix = formatted.get(e.prefix);
+      if (prefix === undefined) formatted.set(e.prefix, (prefix = formatPrefix(e.prefix)));
+      return { prefix, identity: e.identity };
+    });
+    c.ipcache.set(raw, ipcache);
+  }
+  return {
+    ipcache,
+    endpoints,
+    tables,
+    adminTables,
+    rules,
+    ...(opts.services ? { services: opts.services.desired(node) } : {}),
+  };
+}

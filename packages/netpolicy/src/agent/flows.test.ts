@@ -1,0 +1,87 @@
+import type { FlowEvent } from '@cascade/bpf-datapath';
+import { describe, expect, it } from 'vitest';
+import { NetpolEngine } from '../engine/engine.ts';
+import { FlowLog, isLoopback } from './flows.ts';
+
+const engine = NetpolEngine.fromCluster({
+  namespaces: [{ name: 'app', labels: {} }],
+  nodes: [],
+  pods: [{ namespace: 'app', name: 'a', labels: {}, ips: ['10.0.0.1'], ports: [] }],
+  policies: [],
+});
+/** What the agent's address index says: the pod owning an address. */
+const podAt = (ip: string) => {
+  for (const p of engine.pods.values()) if (p.ips.includes(ip)) return `${p.namespace}/${p.name}`;
+  return undefined;
+};
+const ev = (dport: number): FlowEvent => ({
+  src: '8.8.8.8',
+  dst: '10.0.0.1',
+  sport: 1,
+  dport,
+  proto: 6,
+  direction: 'ingress',
+  verdict: 'deny',
+  reason: 'policy',
+  remoteIdentity: 2,
+  rule: 7,
+  precedence: 1,
+});
+
+describe('flow log', () => {
+  it('names pods and the rule; one report per flow per period (the rest counted)', () => {
+    const log = new FlowLog(100, 5000);
+    const rules = new Map([[7, 'NetworkPolicy/app/x#ingress[0]']]);
+    const first = log.add([ev(80), ev(80), ev(443)], podAt, rules, 'n1', 1_000);
+    expect(first.map((r) => [r.from, r.to, r.port, r.rule])).toEqual([
+      ['8.8.8.8', 'app/a', 80, 'NetworkPolicy/app/x#ingress[0]'],
+      ['8.8.8.8', 'app/a', 443, 'NetworkPolicy/app/x#ingress[0]'],
+    ]);
+    expect(log.dropped).toBe(1);
+    expect(log.add([ev(80)], podAt, rules, 'n1', 3_000)).toHaveLength(0);
+    expect(log.add([ev(80)], podAt, rules, 'n1', 7_000)).toHaveLength(1);
+  });
+
+  it('keeps at most its capacity', () => {
+    const log = new FlowLog(3, 0);
+    for (let p = 1; p <= 10; p++) log.add([ev(p)], podAt, new Map(), 'n1', p);
+    const served: string[] = [];
+    const res = { writeHead() {}, write: (s: string) => served.push(s), end() {} };
+    log.handle({ url: '/flows', on() {}, socket: { remoteAddress: '127.0.0.1' } } as never, res as never);
+    expect(served.map((s) => JSON.parse(s).port)).toEqual([8, 9, 10]);
+  });
+
+  it('serves loopback peers only, whatever address the metrics listen on', () => {
+    const log = new FlowLog(3, 0);
+    log.add([ev(80)], podAt, new Map(), 'n1', 1);
+    const ask = (remoteAddress: string | undefined) => {
+      let status = 0;
+      let body = '';
+      const res = {
+        writeHead: (s: number) => {
+          status = s;
+        },
+        write: (s: string) => {
+          body += s;
+        },
+        end: (s = '') => {
+          body += s;
+        },
+      };
+      expect(log.handle({ url: '/flows', on() {}, socket: { remoteAddress } } as never, res as never)).toBe(
+        true,
+      );
+      return { status, body };
+    };
+    for (const peer of ['127.0.0.1', '::1', '::ffff:127.0.0.1', '127.3.4.5'])
+      expect(ask(peer)).toMatchObject({ status: 200, body: expect.stringContaining('"port":80') });
+    for (const peer of ['10.244.0.7', '::ffff:10.0.0.1', 'fd00::1', '1270.0.0.1', undefined]) {
+      const r = ask(peer);
+      expect(r.status).toBe(403);
+      expect(r.body).toMatch(/loopback only.*cascadectl flows --node/);
+      expect(r.body).not.toContain('"port"');
+    }
+    expect(isLoopback('127.0.0.1')).toBe(true);
+    expect(isLoopback('::ffff:192.168.1.1')).toBe(false);
+  });
+});

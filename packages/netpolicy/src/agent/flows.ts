@@ -1,0 +1,125 @@
+// Flow logs: the kernel reports denied flows (and allowed ones for audited endpoints) with the
+// deciding rule to a ring buffer; the agent drains it, names the pods and the rule, rate-limits per
+// flow, logs each as a JSON line and keeps the last ones for `GET /flows` (NDJSON, `?follow=1`
+// streams), which `cascadectl flows` reads like `hubble observe`.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FlowEvent } from '@cascade/bpf-datapath';
+import { PROTO_NAMES } from '../engine/ports.ts';
+
+export interface FlowRecord {
+  time: string;
+  node: string;
+  direction: 'ingress' | 'egress';
+  verdict: string;
+  reason: string;
+  /** ns/name of a pod, or the address */
+  from: string;
+  to: string;
+  fromNamespace?: string;
+  toNamespace?: string;
+  protocol: string;
+  port: number;
+  /** The deciding rule (policy#rule), when the kernel names one. */
+  rule?: string;
+}
+
+/** 127.0.0.0/8 or ::1, as a socket reports its peer (IPv4-mapped included). */
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const a = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return a === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a);
+}
+
+export class FlowLog {
+  private readonly ring: FlowRecord[] = [];
+  private readonly lastByFlow = new Map<string, number>();
+  private readonly followers = new Set<{ res: ServerResponse; match: (r: FlowRecord) => boolean }>();
+  dropped = 0;
+  private readonly capacity: number;
+  private readonly perFlowMs: number;
+
+  constructor(capacity = 10_000, perFlowMs = 5_000) {
+    this.capacity = capacity;
+    this.perFlowMs = perFlowMs;
+  }
+
+  /**
+   * Names and records kernel events; a flow reported within perFlowMs of its last report is counted,
+   * not kept. `podAt` names the pod (`ns/name`) owning an address: the agent's address index, so a
+   * drain costs per event, not per pod of the cluster (an agent fed by slices knows them all).
+   */
+  add(
+    events: FlowEvent[],
+    podAt: (address: string) => string | undefined,
+    rules: ReadonlyMap<number, string>,
+    node: string,
+    now = Date.now(),
+  ): FlowRecord[] {
+    const name = (ip: string) => {
+      const key = podAt(ip);
+      return key ? { text: key, ns: key.slice(0, key.indexOf('/')) } : { text: ip };
+    };
+    const out: FlowRecord[] = [];
+    for (const e of events) {
+      const key = `${e.src}|${e.dst}|${e.proto}|${e.dport}|${e.direction}|${e.verdict}`;
+      const last = this.lastByFlow.get(key);
+      if (last !== undefined && now - last < this.perFlowMs) {
+        this.dropped++;
+        continue;
+      }
+      if (this.lastByFlow.size > 100_000) this.lastByFlow.clear();
+      this.lastByFlow.set(key, now);
+      const from = name(e.src);
+      const to = name(e.dst);
+      const r: FlowRecord = {
+        time: new Date(now).toISOString(),
+        node,
+        direction: e.direction,
+        verdict: e.verdict,
+        reason: e.reason,
+        from: from.text,
+        to: to.text,
+        ...(from.ns ? { fromNamespace: from.ns } : {}),
+        ...(to.ns ? { toNamespace: to.ns } : {}),
+        protocol: PROTO_NAMES[e.proto] ?? String(e.proto),
+        port: e.dport,
+        ...(e.rule && rules.get(e.rule) ? { rule: rules.get(e.rule)! } : {}),
+      };
+      out.push(r);
+      this.ring.push(r);
+      if (this.ring.length > this.capacity) this.ring.shift();
+      for (const f of this.followers) if (f.match(r)) f.res.write(`${JSON.stringify(r)}\n`);
+    }
+    return out;
+  }
+
+  /** `GET /flows[?verdict=deny][&namespace=NS][&follow=1]`: NDJSON. Returns false for other paths. */
+  handle(req: IncomingMessage, res: ServerResponse): boolean {
+    const url = new URL(req.url ?? '/', 'http://agent');
+    if (url.pathname !== '/flows') return false;
+    // The flows name every tenant's pods: served to this node's loopback only, whatever address the
+    // metrics listen on (a pod of the node reaches the node's address, never its loopback). From
+    // elsewhere they are read through pods/exec (flows-read.ts).
+    if (!isLoopback(req.socket.remoteAddress)) {
+      res.writeHead(403, { 'content-type': 'text/plain' });
+      res.end(
+        'flows are served on loopback only: cascadectl flows --node NODE reads them through pods/exec\n',
+      );
+      return true;
+    }
+    const verdict = url.searchParams.get('verdict');
+    const ns = url.searchParams.get('namespace');
+    const match = (r: FlowRecord) =>
+      (!verdict || r.verdict === verdict) && (!ns || r.fromNamespace === ns || r.toNamespace === ns);
+    res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+    for (const r of this.ring) if (match(r)) res.write(`${JSON.stringify(r)}\n`);
+    if (url.searchParams.get('follow') !== '1') {
+      res.end();
+      return true;
+    }
+    const f = { res, match };
+    this.followers.add(f);
+    req.on('close', () => this.followers.delete(f));
+    return true;
+  }
+}

@@ -1,0 +1,89 @@
+// cascade-netpol-agent: the node agent. The node comes from --node-name (the chart passes NODE_NAME
+// from the downward API); the BPF object and helper come from the build (ARTIFACTS); maps are pinned
+// under --pin-dir so a restarted agent adopts them and reconciles without a window of wrong verdicts.
+// SIGTERM stops cleanly (programs stay attached, maps pinned). Every flag's default can also come
+// from the environment variable it names, which is how the chart configures it.
+import { ARTIFACTS, Datapath } from '@cascade/bpf-datapath';
+import { binary, jsonLogger, KubeClient } from '@cascade/core';
+import { NetpolAgent } from './agent.ts';
+import { agentMetricsBindAddress } from './flows-read.ts';
+
+const NAME = 'cascade-netpol-agent';
+const env = process.env;
+const USAGE = `Usage: ${NAME} [flags]
+
+Flags (defaults from the environment variable named, then the value shown):
+  --node-name NAME                  this node; its local pods are enforced ($NODE_NAME; required)
+  --pin-dir DIR                     bpffs directory of the pinned maps ($CASCADE_PIN_DIR, /sys/fs/bpf/cascade)
+  --metrics-bind-address ADDR       /metrics, /healthz, /readyz, /flows ($CASCADE_METRICS_BIND_ADDRESS,
+                                    else $METRICS_PORT as 127.0.0.1:PORT, else "127.0.0.1:9090"; "0" disables;
+                                    /flows names pods and answers loopback peers only, whatever the address)
+  --cni-record-dir DIR              cascade-cni's interface records ($CASCADE_CNI_RECORD_DIR, /run/cascade/cni)
+  --namespace-entry-budget N        policy map entries one namespace's NetworkPolicies may use on this
+                                    node ($CASCADE_NAMESPACE_ENTRY_BUDGET, 100000)
+  --pod-source pods|slices          where other nodes' pods are learnt: every Pod of the cluster, or this
+                                    node's Pods and the netpolicy-controller's PodAddressSlices
+                                    ($CASCADE_POD_SOURCE, pods)
+  --zap-log-level LEVEL             debug|info|warn|error ($CASCADE_LOG_LEVEL, info)
+  --kubeconfig PATH                 kubeconfig (default: in-cluster, then $KUBECONFIG, ~/.kube/config)
+  --version                         the version
+  -h, --help                        this text
+`;
+
+const b = binary(
+  NAME,
+  USAGE,
+  {
+    'node-name': { type: 'string', default: env.NODE_NAME ?? '' },
+    'pin-dir': { type: 'string', default: env.CASCADE_PIN_DIR ?? '/sys/fs/bpf/cascade' },
+    'metrics-bind-address': {
+      type: 'string',
+      default: agentMetricsBindAddress(env),
+    },
+    'cni-record-dir': { type: 'string', default: env.CASCADE_CNI_RECORD_DIR ?? '/run/cascade/cni' },
+    'namespace-entry-budget': { type: 'string', default: env.CASCADE_NAMESPACE_ENTRY_BUDGET ?? '100000' },
+    'pod-source': { type: 'string', default: env.CASCADE_POD_SOURCE ?? 'pods' },
+    'zap-log-level': { type: 'string', default: env.CASCADE_LOG_LEVEL ?? 'info' },
+    kubeconfig: { type: 'string' },
+  },
+  new URL('../../package.json', import.meta.url),
+);
+const { values, fail } = b;
+const node = String(values['node-name']);
+if (!node) fail('--node-name (or NODE_NAME from the downward API: spec.nodeName) is required');
+const podSourceText = String(values['pod-source']);
+if (podSourceText !== 'pods' && podSourceText !== 'slices')
+  fail(`--pod-source: "${podSourceText.slice(0, 40)}" is not one of pods, slices`);
+const podSource = podSourceText as 'pods' | 'slices';
+const budget = b.whole('namespace-entry-budget', 'entries', 1_048_576);
+const metricsBindAddress = b.bindAddress('metrics-bind-address');
+const log = jsonLogger(NAME, undefined, b.logLevel());
+const kc = b.kubeConfig();
+const datapath = await Datapath.open({
+  bpfctl: ARTIFACTS.bpfctl,
+  object: ARTIFACTS.object,
+  pinDir: String(values['pin-dir']),
+});
+if (datapath.replacedMaps.length)
+  log('warn', 'pinned maps with an older layout were replaced (content lost)', {
+    maps: datapath.replacedMaps,
+  });
+const agent = new NetpolAgent({
+  client: new KubeClient(kc),
+  node,
+  datapath,
+  log,
+  ...(metricsBindAddress ? { metricsBindAddress } : {}),
+  cniRecordDir: String(values['cni-record-dir']),
+  namespaceEntryBudget: budget,
+  podSource,
+});
+await agent.start();
+process.on(
+  'SIGTERM',
+  () =>
+    void agent
+      .stop()
+      .then(() => datapath.close())
+      .then(() => process.exit(0)),
+);

@@ -1,0 +1,253 @@
+// The real attachment: two network namespaces ("pods") on a bridge, the BPF program attached at tc on
+// each pod's host-side veth, a NetworkPolicy resolved and lowered by the engine, and real TCP
+// connections and pings between the namespaces. Needs root (netns, veth, tc), like the other kernel tests.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ARTIFACTS, COUNTERS, KernelInterfaces } from '@cascade/bpf-datapath';
+import { freshDatapath, kernelTestsEnabled } from '@cascade/bpf-datapath/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NetpolEngine } from '../engine/engine.ts';
+import { datapathState } from './datapath.ts';
+
+const NS = { client: 'cascade-t-client', server: 'cascade-t-server' };
+const HOST_IF = { client: 'cascade-tc0', server: 'cascade-ts0' };
+const IP = { client: '10.250.0.1', server: '10.250.0.2' };
+const BRIDGE = 'cascade-tbr';
+
+const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
+const quiet = (...args: string[]) => {
+  try {
+    ip(...args);
+  } catch {}
+};
+
+function teardown() {
+  quiet('netns', 'del', NS.client);
+  quiet('netns', 'del', NS.server);
+  quiet('link', 'del', HOST_IF.client);
+  quiet('link', 'del', HOST_IF.server);
+  quiet('link', 'del', BRIDGE);
+}
+
+/** Runs a small node script inside a namespace; resolves with its stdout. */
+function inNs(ns: string, script: string, timeoutMs = 5000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (err += d));
+    const t = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.on('exit', (code) => {
+      clearTimeout(t);
+      if (code === 0) resolve(out.trim());
+      else reject(new Error(`exit ${code}: ${err.trim()}`));
+    });
+  });
+}
+
+/** "open" when a TCP connection to the server's port completes within 1.5 s, else "blocked". */
+const connect = (port: number) =>
+  inNs(
+    NS.client,
+    `const s=require('net').connect({host:'${IP.server}',port:${port}});s.setTimeout(1500);` +
+      `s.on('connect',()=>{s.write('hi');});s.on('data',d=>{console.log(String(d));s.destroy();});` +
+      `s.on('timeout',()=>{console.log('blocked');s.destroy();});s.on('error',e=>console.log('error '+e.code));`,
+  );
+
+describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths, real traffic', () => {
+  let dp: Awaited<ReturnType<typeof freshDatapath>>;
+  let server: ReturnType<typeof spawn> | undefined;
+
+  beforeAll(async () => {
+    teardown();
+    ip('netns', 'add', NS.client);
+    ip('netns', 'add', NS.server);
+    ip('link', 'add', BRIDGE, 'type', 'bridge');
+    ip('link', 'set', BRIDGE, 'up');
+    // the node's address on the bridge (as the bridge CNI gives cni0): the node reaches its pods
+    ip('addr', 'add', '10.250.0.254/24', 'dev', BRIDGE);
+    for (const who of ['client', 'server'] as const) {
+      const peer = `${HOST_IF[who]}p`;
+      ip('link', 'add', HOST_IF[who], 'type', 'veth', 'peer', 'name', peer);
+      ip('link', 'set', peer, 'netns', NS[who]);
+      ip('link', 'set', HOST_IF[who], 'master', BRIDGE);
+      ip('link', 'set', HOST_IF[who], 'up');
+      ip('-n', NS[who], 'addr', 'add', `${IP[who]}/24`, 'dev', peer);
+      ip('-n', NS[who], 'link', 'set', peer, 'up');
+      ip('-n', NS[who], 'link', 'set', 'lo', 'up');
+    }
+    // An echo server on ports 80 and 81 in the server namespace.
+    server = spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        NS.server,
+        process.execPath,
+        '-e',
+        "for (const p of [80,81]) require('net').createServer(c=>c.on('data',d=>{c.end('pong '+p)})).listen(p,'0.0.0.0');",
+      ],
+      { stdio: 'ignore' },
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    dp = await freshDatapath();
+  }, 30_000);
+
+  afterAll(async () => {
+    server?.kill('SIGKILL');
+    for (const i of Object.values(HOST_IF)) await dp?.dp.detach(i).catch(() => {});
+    await dp?.cleanup();
+    teardown();
+  });
+
+  const engine = NetpolEngine.fromCluster({
+    namespaces: [
+      { name: 'app', labels: {} },
+      { name: 'db', labels: {} },
+    ],
+    nodes: [],
+    pods: [
+      { namespace: 'app', name: 'client', labels: { app: 'client' }, ips: [IP.client], ports: [] },
+      {
+        namespace: 'db',
+        name: 'server',
+        labels: { app: 'server' },
+        ips: [IP.server],
+        ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
+      },
+    ],
+    policies: [
+      {
+        kind: 'NetworkPolicy',
+        namespace: 'db',
+        name: 'server-http-only',
+        spec: {
+          podSelector: { matchLabels: { app: 'server' } },
+          ingress: [{ from: [{ namespaceSelector: {} }], ports: [{ port: 'http' }] }],
+        },
+      },
+    ],
+  });
+
+  it('without the program everything connects', async () => {
+    expect(await connect(80)).toBe('pong 80');
+    expect(await connect(81)).toBe('pong 81');
+  });
+
+  /** The pods' veths as the agent finds them: route via the bridge, neighbour entry, bridge FDB port. */
+  const ifindexes = new Map<string, number>();
+  const ifindexOf = (a: string) => ifindexes.get(a);
+
+  it('the host-side veth of each pod is found from the kernel (bridge: neighbour, then FDB port)', async () => {
+    const found = new KernelInterfaces();
+    for (let i = 0; i < 30 && ifindexes.size < 2; i++) {
+      for (const [a, n] of await found.resolve([IP.client, IP.server])) ifindexes.set(a, n);
+      if (ifindexes.size < 2) await new Promise((r) => setTimeout(r, 200));
+    }
+    const byName = (n: string) => Number(ip('-j', 'link', 'show', n).match(/"ifindex":(\d+)/)?.[1]);
+    expect(ifindexes.get(IP.client)).toBe(byName(HOST_IF.client));
+    expect(ifindexes.get(IP.server)).toBe(byName(HOST_IF.server));
+  });
+
+  it('the CNI chaining plugin attaches at ADD: a new pod passes nothing until the agent loads its endpoint', async () => {
+    const prevResult = {
+      cniVersion: '1.0.0',
+      interfaces: [{ name: `${HOST_IF.client}p`, sandbox: `/var/run/netns/${NS.client}` }],
+      ips: [{ address: `${IP.client}/24`, interface: 0 }],
+    };
+    const recordDir = mkdtempSync(join(tmpdir(), 'cascade-cni-records-'));
+    const conf = {
+      cniVersion: '1.0.0',
+      name: 'pods',
+      type: 'cascade-cni',
+      pinDir: dp.pinDir,
+      recordDir,
+      prevResult,
+    };
+    const cni = (command: string, extra: Record<string, string> = {}, c: object = conf) =>
+      execFileSync(ARTIFACTS.cni, [], {
+        input: JSON.stringify(c),
+        env: {
+          CNI_COMMAND: command,
+          CNI_NETNS: `/var/run/netns/${NS.client}`,
+          CNI_IFNAME: `${HOST_IF.client}p`,
+          CNI_CONTAINERID: 'c0ffee',
+          CNI_PATH: '/opt/cni/bin',
+          ...extra,
+        },
+      }).toString();
+    expect(JSON.parse(cni('VERSION')).supportedVersions).toContain('1.0.0');
+    // ADD hands the previous result on unchanged, and the client's veth carries the programs
+    expect(JSON.parse(cni('ADD'))).toEqual(prevResult);
+    const client = ifindexes.get(IP.client)!;
+    expect((await dp.dp.attachments()).get(client)).toEqual({ ingress: true, egress: true });
+    // ... and its record names that veth and the pod's address, read inside the pod's namespace
+    expect(readFileSync(join(recordDir, 'c0ffee'), 'utf8')).toBe(
+      `ifindex ${client}\nifname ${HOST_IF.client}\naddr ${IP.client}\n`,
+    );
+    // the agent binds the pod from the record alone, with no neighbour entry (the pod's ARP is
+    // dropped until it is bound); a forged record naming another veth's index is not believed
+    ip('neigh', 'flush', 'dev', BRIDGE);
+    writeFileSync(
+      join(recordDir, 'forged'),
+      `ifindex ${client}\nifname ${HOST_IF.server}\naddr ${IP.server}\n`,
+    );
+    const fromRecords = await new KernelInterfaces({ recordDir }).records(
+      await new KernelInterfaces().links(),
+    );
+    expect(fromRecords.map((r) => [r.ifindex, r.addresses])).toEqual([[client, [IP.client]]]);
+    expect((await new KernelInterfaces({ recordDir }).resolve([IP.client])).get(IP.client)).toBe(client);
+    // the window: the agent has not loaded the client's endpoint yet, so none of its traffic flows
+    expect(await connect(80)).toBe('blocked');
+    // a hostile or broken call fails without attaching anything else
+    expect(() => cni('ADD', { CNI_IFNAME: 'eth0\nx' })).toThrow();
+    // no agent has pinned its programs on this node: ADD fails, so the pod does not start (fail closed)
+    let out = '';
+    try {
+      cni('ADD', {}, { ...conf, pinDir: '/sys/fs/bpf/cascade-not-there' });
+    } catch (e) {
+      out = String((e as { stdout?: Buffer }).stdout);
+    }
+    expect(JSON.parse(out)).toMatchObject({ code: 11, msg: expect.stringMatching(/not pinned/) });
+    // DEL removes the record
+    cni('DEL');
+    expect(existsSync(join(recordDir, 'c0ffee'))).toBe(false);
+    rmSync(recordDir, { recursive: true, force: true });
+    await dp.dp.detach(client);
+  });
+
+  it('attached: the named port is open, the other port is blocked; replies pass', async () => {
+    const r = await dp.dp.sync(datapathState(engine, undefined, { ifindexOf }));
+    expect(r.refused).toEqual([]);
+    for (const i of ifindexes.values()) await dp.dp.attach(i);
+    // The reply direction (server -> client) passes through conntrack of the allowed connection.
+    expect(await connect(80)).toBe('pong 80');
+    expect(await connect(81)).toBe('blocked');
+    // The kernel counted the dropped SYNs (retransmitted while the client waited).
+    expect(await dp.dp.counter(COUNTERS.deny)).toBeGreaterThan(0);
+    expect(await dp.dp.counter(COUNTERS.allow)).toBeGreaterThan(0);
+  });
+
+  it('a policy change reaches live traffic; detaching restores it', async () => {
+    engine.upsertPolicy({
+      kind: 'NetworkPolicy',
+      namespace: 'db',
+      name: 'server-http-only',
+      spec: {
+        podSelector: { matchLabels: { app: 'server' } },
+        ingress: [{ from: [{ namespaceSelector: {} }], ports: [{ port: 81 }] }],
+      },
+    });
+    engine.flush();
+    await dp.dp.sync(datapathState(engine, undefined, { ifindexOf }));
+    expect(await connect(81)).toBe('pong 81');
+    expect(await connect(80)).toBe('blocked');
+    for (const i of Object.values(HOST_IF)) await dp.dp.detach(i);
+    expect(await connect(80)).toBe('pong 80');
+  });
+});

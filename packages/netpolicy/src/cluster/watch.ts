@@ -1,0 +1,209 @@
+// The watch set: what both programs read from the cluster to feed the engine. Namespaces, Nodes, Pods
+// (through the address owners), the policy kinds, and for the agent Services with their
+// EndpointSlices; each event updates the engine or the service catalog and asks for one coalesced
+// sync. Pods come either from every Pod of the cluster, or (podSource) from this node's Pods
+// (fieldSelector spec.nodeName) and the PodAddressSlices the netpolicy-controller publishes for the
+// others; a pod the Pod API shows wins over what a slice says of it.
+import { Informer, type InformerEvent, type KubeClient, type KubeObject, type Logger } from '@cascade/core';
+import { isolationOnly, type Refusal } from '../engine/budget.ts';
+import type { NetpolEngine } from '../engine/engine.ts';
+import {
+  type NetPolicyObject,
+  namespaceFromObject,
+  nodeFromObject,
+  type Pod,
+  podFromObject,
+} from '../engine/model.ts';
+import type { ServiceCatalog } from '../engine/services.ts';
+import type { AddressOwners } from './owners.ts';
+import { addressSliceFromObject, SLICE_PATH, type SliceIndex } from './slices.ts';
+
+export const POLICY_PATHS: [NetPolicyObject['kind'], string, boolean][] = [
+  ['NetworkPolicy', '/apis/networking.k8s.io/v1/networkpolicies', false],
+  ['AdminNetworkPolicy', '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies', true],
+  [
+    'BaselineAdminNetworkPolicy',
+    '/apis/policy.networking.k8s.io/v1alpha1/baselineadminnetworkpolicies',
+    true,
+  ],
+  ['ClusterNetworkPolicy', '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies', true],
+];
+
+export interface WatchContext {
+  client: KubeClient;
+  engine: NetpolEngine;
+  /** Absent: Services and EndpointSlices are not watched (the netpolicy-controller). */
+  services?: ServiceCatalog;
+  owners: AddressOwners;
+  refusedPolicies: Map<string, Refusal>;
+  log: Logger;
+  /** something changed: sync soon (coalesced) */
+  changed: () => void;
+  /** pod address ownership changed: report conflicts */
+  ownersChanged: () => void;
+  /** this pod's claim changed (the controller's slices follow it) */
+  podChanged?: (key: string) => void;
+  /**
+   * Absent: every Pod is watched. Present: this node's Pods, and the slices for the others. Until the
+   * controller's marker says a complete set is out, `bootstrap` (made here, started by the agent when
+   * needed) watches every Pod; it stops when the marker comes, and its pods are taken from the slices.
+   */
+  podSource?: { node: string; slices: SliceIndex; bootstrap?: Informer };
+}
+
+export function clusterInformers(ctx: WatchContext): Informer[] {
+  const informers: Informer[] = [];
+  const c = ctx.client;
+  const raw = (o: KubeObject) => ({ metadata: o.metadata, spec: o.spec, status: o.status });
+  const on = (f: (t: InformerEvent, o: KubeObject) => void) => (t: InformerEvent, o: KubeObject) => {
+    f(t, o);
+    ctx.changed();
+  };
+  const source = ctx.podSource;
+  /** Pods as the Pod API shows them (all of them, or this node's with a podSource). */
+  const local = new Map<string, Pod>();
+  /** With a podSource, before the marker: every Pod, from the bootstrap watch. */
+  const early = new Map<string, Pod>();
+  // A pod without an address (yet, or any more: finished, hostNetwork) has no identity to enforce;
+  // an address two live pods claim belongs to the newest.
+  const claim = (key: string) => {
+    const pod = local.get(key) ?? early.get(key) ?? source?.slices.get(key);
+    for (const [k, owned] of ctx.owners.claim(key, pod)) {
+      if (owned) ctx.engine.upsertPod(owned);
+      else {
+        const slash = k.indexOf('/');
+        ctx.engine.removePod(k.slice(0, slash), k.slice(slash + 1));
+      }
+    }
+    ctx.podChanged?.(key);
+    ctx.ownersChanged();
+  };
+  const podEvents = (into: Map<string, Pod>) => (t: InformerEvent, o: KubeObject) => {
+    const ns = o.metadata.namespace ?? 'default';
+    const key = `${ns}/${o.metadata.name}`;
+    const p = t === 'DELETED' ? undefined : podFromObject(raw(o));
+    if (p && 'error' in p) {
+      ctx.log('warn', 'ignoring pod', { pod: key, error: p.error });
+      return;
+    }
+    if (p) into.set(key, p);
+    else into.delete(key);
+    claim(key);
+  };
+  if (source) {
+    const bootstrap = new Informer(
+      c,
+      '/api/v1/pods',
+      on((t, o) => {
+        if (!source.slices.published) podEvents(early)(t, o);
+      }),
+    );
+    source.bootstrap = bootstrap;
+  }
+  informers.push(
+    new Informer(
+      c,
+      '/api/v1/namespaces',
+      on((t, o) => {
+        if (t === 'DELETED') return; // its pods are deleted with it
+        const ns = namespaceFromObject(raw(o));
+        if ('error' in ns) ctx.log('warn', 'ignoring namespace', { name: o.metadata.name, error: ns.error });
+        else ctx.engine.upsertNamespace(ns);
+      }),
+    ),
+    new Informer(
+      c,
+      '/api/v1/nodes',
+      on((t, o) => {
+        // a deleted node's addresses leave the ipcache: they may be reused by anyone
+        if (t === 'DELETED') return ctx.engine.removeNode(o.metadata.name);
+        const n = nodeFromObject(raw(o));
+        if ('error' in n) ctx.log('warn', 'ignoring node', { name: o.metadata.name, error: n.error });
+        else ctx.engine.upsertNode(n);
+      }),
+    ),
+    new Informer(
+      c,
+      source
+        ? `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${source.node}`)}`
+        : '/api/v1/pods',
+      on(podEvents(local)),
+    ),
+  );
+  if (source)
+    informers.push(
+      new Informer(
+        c,
+        SLICE_PATH,
+        on((t, o) => {
+          const spec = t === 'DELETED' ? undefined : addressSliceFromObject(o);
+          if (spec && 'error' in spec) {
+            ctx.log('warn', 'ignoring PodAddressSlice (its last good version stays)', {
+              slice: o.metadata.name,
+              error: spec.error,
+            });
+            return;
+          }
+          const before = source.slices.published;
+          for (const key of source.slices.apply(o.metadata.name, spec)) claim(key);
+          if (!before && source.slices.published && early.size) {
+            // a complete set is out: the every-Pod watch stops, its pods come from the slices
+            source.bootstrap?.stop();
+            const keys = [...early.keys()];
+            early.clear();
+            for (const key of keys) claim(key);
+            ctx.log('info', 'PodAddressSlices published: stopped watching every Pod', { pods: keys.length });
+          }
+        }),
+      ),
+    );
+  for (const [kind, path, optional] of POLICY_PATHS) {
+    informers.push(
+      new Informer(
+        c,
+        path,
+        on((t, o) => {
+          const obj: NetPolicyObject = { kind, name: o.metadata.name, spec: o.spec };
+          if (kind === 'NetworkPolicy') obj.namespace = o.metadata.namespace ?? 'default';
+          const key = obj.namespace ? `${kind}/${obj.namespace}/${obj.name}` : `${kind}/${obj.name}`;
+          const refused = ctx.refusedPolicies.get(key);
+          if (t === 'DELETED') {
+            ctx.refusedPolicies.delete(key);
+            ctx.engine.removePolicy(key);
+          } else if (refused && JSON.stringify(refused.original.spec) === JSON.stringify(obj.spec))
+            ctx.engine.upsertPolicy(isolationOnly(obj)); // unchanged (a relist): still refused
+          else {
+            ctx.refusedPolicies.delete(key);
+            ctx.engine.upsertPolicy(obj);
+          }
+          // a change in a namespace may make room for its refused policies: judged again at sync
+          if (kind === 'NetworkPolicy')
+            for (const [k, r] of [...ctx.refusedPolicies])
+              if (r.namespace === obj.namespace && k !== key) {
+                ctx.refusedPolicies.delete(k);
+                ctx.engine.upsertPolicy(r.original);
+              }
+        }),
+        undefined,
+        optional,
+      ),
+    );
+  }
+  const services = ctx.services;
+  if (!services) return informers;
+  for (const [kind, path] of [
+    ['Service', '/api/v1/services'],
+    ['EndpointSlice', '/apis/discovery.k8s.io/v1/endpointslices'],
+  ] as const)
+    informers.push(
+      new Informer(
+        c,
+        path,
+        on((t, o) => {
+          const error = services.apply(kind, o as Parameters<ServiceCatalog['apply']>[1], t === 'DELETED');
+          if (error) ctx.log('warn', 'ignoring object: its Service frontends are not translated', { error });
+        }),
+      ),
+    );
+  return informers;
+}

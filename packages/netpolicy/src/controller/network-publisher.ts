@@ -1,0 +1,207 @@
+// The netpolicy-controller's writes: EffectivePolicies of kind Network, conditions on the admin
+// policies, Warning Events on NetworkPolicies. Each object is written only when it differs from the
+// live one, and on its own (core's PublishLedger): one object the API server refuses (a namespace's
+// ResourceQuota on EffectivePolicies, an admission webhook) never holds back the others; it is
+// logged, counted (cascade_publish_failing_objects) and retried on its own.
+import {
+  checkSize,
+  EFFECTIVE_GROUP,
+  type Informer,
+  type KubeClient,
+  type KubeObject,
+  type Logger,
+  MANAGED_BY,
+  type Metrics,
+  type PublishFailure,
+  type PublishLedger,
+  postWarningEvent,
+} from '@cascade/core';
+import { isEqual } from 'lodash-es';
+import { POLICY_PATHS } from '../cluster/watch.ts';
+import { type NetworkEffective, networkEffectiveSpec } from './published.ts';
+import type { PolicyCondition } from './published-conditions.ts';
+
+const EP_PATH = `/apis/${EFFECTIVE_GROUP}/v1alpha1`;
+/** Kinds with a status subresource -> their cluster-scoped path. */
+const STATUS_KINDS = new Map<string, string>(
+  POLICY_PATHS.filter(([, , cluster]) => cluster).map(([k, p]) => [k as string, p]),
+);
+const API_VERSION: Record<string, string> = {
+  NetworkPolicy: 'networking.k8s.io/v1',
+  AdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
+  BaselineAdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
+  ClusterNetworkPolicy: 'policy.networking.k8s.io/v1alpha2',
+};
+
+export interface NetworkPublisherDeps {
+  client: KubeClient;
+  /** Field manager, owner label value and Event source. */
+  name: string;
+  /** The EffectivePolicies labelled as ours. */
+  effective: Informer;
+  /** Kind -> the informer of that policy kind. */
+  policyInformers: Map<string, Informer>;
+  ledger: PublishLedger;
+  writes: ReturnType<Metrics['counter']>;
+  skipped: ReturnType<Metrics['counter']>;
+  log: Logger;
+  /** API writes in flight at once. Default 8. */
+  writeConcurrency?: number;
+}
+
+export type Failed = { item: string; failure: PublishFailure }[];
+
+export class NetworkPublisher {
+  private readonly deps: NetworkPublisherDeps;
+  /** NetworkPolicy problems already reported as Events (policy key -> message), seeded at start. */
+  private readonly reported = new Map<string, string>();
+
+  constructor(deps: NetworkPublisherDeps) {
+    this.deps = deps;
+  }
+
+  private get n(): number {
+    return this.deps.writeConcurrency ?? 8;
+  }
+
+  /** The Events this controller posted before (a restart does not post them again). */
+  async seedReported(): Promise<void> {
+    try {
+      const r = await this.deps.client.request<{ items: KubeObject[] }>(
+        'GET',
+        `/api/v1/events?fieldSelector=${encodeURIComponent(`source=${this.deps.name}`)}`,
+      );
+      for (const e of r.items) {
+        const o = e as unknown as { involvedObject: { namespace: string; name: string }; message: string };
+        this.reported.set(`NetworkPolicy/${o.involvedObject.namespace}/${o.involvedObject.name}`, o.message);
+      }
+    } catch (e) {
+      this.deps.log('warn', 'cannot list earlier Events: problems may be reported again', {
+        error: String(e),
+      });
+    }
+  }
+
+  /**
+   * Makes the live EffectivePolicies match `desired`: those of `keys` only, or all (undefined), and
+   * ours that are no longer desired go. Returns the keys whose write failed.
+   */
+  effectives(desired: ReadonlyMap<string, NetworkEffective>, keys?: readonly string[]): Promise<Failed> {
+    const { effective, ledger } = this.deps;
+    const items = keys ?? [...new Set([...desired.keys(), ...effective.cache.keys()])];
+    const what = (key: string) => ({ object: `EffectivePolicy ${key}`, policies: () => [] });
+    return ledger.each(items, this.n, what, (key) => this.effective(key, desired.get(key)));
+  }
+
+  private async effective(key: string, e: NetworkEffective | undefined): Promise<void> {
+    const { client, effective, name } = this.deps;
+    const live = effective.cache.get(key);
+    if (!e) {
+      if (!live) return;
+      this.deps.writes.inc();
+      await client
+        .request(
+          'DELETE',
+          `${EP_PATH}/namespaces/${encodeURIComponent(live.metadata.namespace ?? '')}/effectivepolicies/${live.metadata.name}`,
+        )
+        .catch((err: { status?: number }) => {
+          if (err.status !== 404) throw err;
+        });
+      effective.cache.delete(key);
+      return;
+    }
+    const spec = networkEffectiveSpec(e);
+    const labels = { [MANAGED_BY]: name, 'cascade.dev/policy-kind': 'network' };
+    if (live && isEqual(live.spec, spec) && isEqual(live.metadata.labels ?? {}, labels)) {
+      this.deps.skipped.inc();
+      return;
+    }
+    const obj = {
+      apiVersion: `${EFFECTIVE_GROUP}/v1alpha1`,
+      kind: 'EffectivePolicy',
+      metadata: { name: e.name, namespace: e.namespace, labels },
+      spec,
+    };
+    checkSize(obj);
+    this.deps.writes.inc();
+    const applied = await client.apply(
+      `${EP_PATH}/namespaces/${encodeURIComponent(e.namespace)}/effectivepolicies/${e.name}`,
+      obj,
+      name,
+    );
+    effective.cache.set(key, applied);
+  }
+
+  /** Conditions (and NetworkPolicy Events) where they differ from the live ones. Returns failures. */
+  conditions(conditions: ReadonlyMap<string, PolicyCondition[]>): Promise<Failed> {
+    const what = (key: string) => ({ object: `${key} status`, policies: () => [] });
+    return this.deps.ledger.each(conditions.keys(), this.n, what, (key) =>
+      key.startsWith('NetworkPolicy/')
+        ? this.event(key, conditions.get(key)!)
+        : this.status(key, conditions.get(key)!),
+    );
+  }
+
+  /** NetworkPolicy has no status in the API: a Warning Event when it is invalid or has a dead rule. */
+  private async event(key: string, conds: PolicyCondition[]): Promise<void> {
+    const bad = conds.filter(
+      (c) => (c.type === 'Accepted' || c.type === 'RulesEffective') && c.status === 'False',
+    );
+    const message = bad.map((c) => `${c.reason}: ${c.message}`).join('; ');
+    if (!message || this.reported.get(key) === message) return;
+    const [kind, namespace, name] = key.split('/') as [string, string, string];
+    this.deps.writes.inc();
+    await postWarningEvent(
+      this.deps.client,
+      { apiVersion: API_VERSION[kind]!, kind, namespace, name },
+      bad[0]!.reason,
+      message,
+      { component: this.deps.name },
+    );
+    this.reported.set(key, message); // only once it is posted: a failed Event is tried again
+  }
+
+  private async status(key: string, conds: PolicyCondition[]): Promise<void> {
+    const [kind, name] = key.split('/') as [string, string];
+    const inf = this.deps.policyInformers.get(kind);
+    const live = inf?.cache.get(name);
+    const path = STATUS_KINDS.get(kind);
+    if (!inf || !live || !path) return;
+    const old =
+      (live.status as { conditions?: (PolicyCondition & { lastTransitionTime?: string })[] })?.conditions ??
+      [];
+    const now = new Date().toISOString();
+    const next = conds.map((c) => {
+      const prev = old.find((o) => o.type === c.type);
+      return {
+        ...c,
+        lastTransitionTime:
+          prev && prev.status === c.status && prev.lastTransitionTime ? prev.lastTransitionTime : now,
+        observedGeneration: live.metadata.generation ?? 0,
+      };
+    });
+    const same =
+      old.length === next.length &&
+      next.every((c) => {
+        const o = old.find((x) => x.type === c.type) as (typeof next)[number] | undefined;
+        return (
+          o &&
+          o.status === c.status &&
+          o.reason === c.reason &&
+          o.message === c.message &&
+          (o as { observedGeneration?: number }).observedGeneration === c.observedGeneration
+        );
+      });
+    if (same) {
+      this.deps.skipped.inc();
+      return;
+    }
+    this.deps.writes.inc();
+    const applied = await this.deps.client.apply(
+      `${path}/${encodeURIComponent(name)}/status`,
+      { apiVersion: API_VERSION[kind], kind, metadata: { name }, status: { conditions: next } },
+      this.deps.name,
+    );
+    inf.cache.set(name, applied);
+  }
+}
