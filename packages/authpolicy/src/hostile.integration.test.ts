@@ -5,10 +5,10 @@
 // adding an authentication method under an override. Afterwards every valid policy is Enforced with
 // its objects published, every invalid one has a precise reason, every route under an invalid
 // AuthPolicy is closed (deny-all AuthConfig), nothing is retried forever, and no lease was lost.
-import { effectivePolicyCrd, KubeClient, PolicyController, policyCrd } from '@cascade/core';
+import { effectivePolicyCrd, type PolicyController, policyCrd } from '@cascade/core';
+import { createGateway, createNamespace, createRoute, startController } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authConfigStandInCrd } from './authconfig-crd.ts';
 import { authPolicyKind } from './kind.ts';
@@ -69,26 +69,12 @@ describe.skipIf(!apiServerTestsEnabled())('both controllers under ~1,000 hostile
         authConfigStandInCrd,
       ],
     });
-    for (const ns of ['infra', 'cascade-system', ...NAMESPACES])
-      await post('/api/v1/namespaces', { metadata: { name: ns } });
-    await post(`/apis/${GWAPI}/v1/gatewayclasses`, {
-      apiVersion: `${GWAPI}/v1`,
-      kind: 'GatewayClass',
-      metadata: { name: 'cascade' },
-      spec: { controllerName: 'cascade.dev/gateway' },
-    });
-    for (const gw of ['main', LONG_GW])
-      await post(`/apis/${GWAPI}/v1/namespaces/infra/gateways`, {
-        apiVersion: `${GWAPI}/v1`,
-        kind: 'Gateway',
-        metadata: { name: gw, namespace: 'infra' },
-        spec: {
-          gatewayClassName: 'cascade',
-          listeners: [
-            { name: 'http', port: 80, protocol: 'HTTP', allowedRoutes: { namespaces: { from: 'All' } } },
-          ],
-        },
-      });
+    for (const ns of ['infra', 'cascade-system', ...NAMESPACES]) await createNamespace(env, ns);
+    const listeners = [
+      { name: 'http', port: 80, protocol: 'HTTP', allowedRoutes: { namespaces: { from: 'All' } } },
+    ];
+    for (const name of ['main', LONG_GW]) await createGateway(env, { namespace: 'infra', name, listeners });
+    objects += 2 + NAMESPACES.length + 3;
     // the platform: an authentication override and a rate-limit default on the main gateway
     await policy(
       'AuthPolicy',
@@ -128,16 +114,14 @@ describe.skipIf(!apiServerTestsEnabled())('both controllers under ~1,000 hostile
     for (const ns of NAMESPACES)
       for (let i = 0; i < ROUTES_PER_NS; i++) {
         const name = routeName(i);
-        await post(`/apis/${GWAPI}/v1/namespaces/${ns}/httproutes`, {
-          apiVersion: `${GWAPI}/v1`,
-          kind: 'HTTPRoute',
-          metadata: { name, namespace: ns },
-          spec: {
-            parentRefs: [{ name: i % 10 === 9 ? LONG_GW : 'main', namespace: 'infra' }],
-            hostnames: [`${ns}-${i}.example.com`],
-            rules: [{ name: 'main', backendRefs: [] }],
-          },
+        await createRoute(env, {
+          namespace: ns,
+          name,
+          gateway: i % 10 === 9 ? LONG_GW : 'main',
+          gatewayNamespace: 'infra',
+          hostnames: [`${ns}-${i}.example.com`],
         });
+        objects++;
         const target = { group: GWAPI, kind: 'HTTPRoute', name };
         const mod = i % 6;
         // every route: a valid rate limit
@@ -213,20 +197,10 @@ describe.skipIf(!apiServerTestsEnabled())('both controllers under ~1,000 hostile
             i % 10 === 9 ? 'enforced' : /Overridden|PartiallyEnforced/, // (no override on the long gateway)
           );
       }
-    for (const kind of [authPolicyKind, rateLimitPolicyKind]) {
-      const kc = new KubeConfig();
-      kc.loadFromFile(env.kubeconfig);
-      const c = new PolicyController({
-        client: new KubeClient(kc),
-        kind,
-        name: `${kind.kind.toLowerCase()}-controller`,
-        leaseNamespace: 'cascade-system',
-        leaseDurationSeconds: 5,
-        log: () => {},
-      });
-      controllers.push(c);
-      await c.start();
-    }
+    for (const kind of [authPolicyKind, rateLimitPolicyKind])
+      controllers.push(
+        await startController(env, kind, { leaseNamespace: 'cascade-system', leaseDurationSeconds: 5 }),
+      );
   }, 300_000);
 
   afterAll(async () => {

@@ -4,14 +4,18 @@
 // left behind. Then 200 invalid policies next to valid ones: each gets a precise answer (rejected by
 // the API server with the field named, or Accepted=False with the reason), the valid ones stay
 // Enforced, no controller restarts.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { effectivePolicyCrd, KubeClient, PolicyController, policyCrd } from '@cascade/core';
+import { resolve } from 'node:path';
+import { effectivePolicyCrd, type PolicyController, policyCrd } from '@cascade/core';
+import {
+  createGateway,
+  createObjects,
+  createRoute,
+  readObjects,
+  startController,
+} from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
 import { authConfigStandInCrd } from './authconfig-crd.ts';
 import { authPolicyKind } from './kind.ts';
 
@@ -25,24 +29,6 @@ type Obj = {
   data?: Record<string, string>;
 };
 type Cond = { type: string; status: string; reason: string; message: string };
-
-const PLURALS: Record<string, string> = {
-  Namespace: 'namespaces',
-  GatewayClass: 'gatewayclasses',
-  Gateway: 'gateways',
-  HTTPRoute: 'httproutes',
-  ReferenceGrant: 'referencegrants',
-  AuthPolicy: 'authpolicies',
-  RateLimitPolicy: 'ratelimitpolicies',
-};
-const pathOf = (o: { apiVersion: string; kind: string; metadata: { namespace?: string } }, name?: string) => {
-  const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
-  const ns =
-    o.metadata.namespace && o.kind !== 'Namespace' && o.kind !== 'GatewayClass'
-      ? `/namespaces/${o.metadata.namespace}`
-      : '';
-  return `${base}${ns}/${PLURALS[o.kind]}${name ? `/${name}` : ''}`;
-};
 
 describe.skipIf(!apiServerTestsEnabled())(
   'AuthPolicy and RateLimitPolicy controllers on the example story',
@@ -69,37 +55,9 @@ describe.skipIf(!apiServerTestsEnabled())(
           authConfigStandInCrd,
         ],
       });
-      const docs = readdirSync(EXAMPLES)
-        .sort()
-        .flatMap((f) =>
-          parseAllDocuments(readFileSync(join(EXAMPLES, f), 'utf8')).map((d) => d.toJS() as Obj),
-        )
-        .filter(Boolean);
-      for (const ns of new Set(docs.map((d) => d.metadata.namespace).filter((n): n is string => Boolean(n))))
-        await env.call('POST', '/api/v1/namespaces', {
-          apiVersion: 'v1',
-          kind: 'Namespace',
-          metadata: { name: ns },
-        });
-      for (const d of docs) {
-        if (d.kind === 'Namespace') continue;
-        const { creationTimestamp: _c, ...metadata } = d.metadata;
-        const r = await env.call('POST', pathOf(d), { ...d, metadata });
-        expect(r.status, `${d.kind} ${d.metadata.name}: ${JSON.stringify(r.body)}`).toBe(201);
-      }
-      for (const kind of [authPolicyKind, rateLimitPolicyKind]) {
-        const kc = new KubeConfig();
-        kc.loadFromFile(env.kubeconfig);
-        const c = new PolicyController({
-          client: new KubeClient(kc),
-          kind,
-          name: `${kind.kind.toLowerCase()}-controller`,
-          leaseDurationSeconds: 3,
-          log: () => {},
-        });
-        controllers.push(c);
-        await c.start();
-      }
+      await createObjects(env, readObjects(EXAMPLES));
+      for (const kind of [authPolicyKind, rateLimitPolicyKind])
+        controllers.push(await startController(env, kind));
     }, 120_000);
     afterAll(async () => {
       for (const c of controllers) await c.stop().catch(() => {});
@@ -303,24 +261,9 @@ describe.skipIf(!apiServerTestsEnabled())(
 
     it('200 invalid policies next to valid ones: each gets a precise answer, the valid ones stay Enforced', async () => {
       const G = 'gateway.networking.k8s.io';
-      await env.call('POST', '/api/v1/namespaces', {
-        apiVersion: 'v1',
-        kind: 'Namespace',
-        metadata: { name: 'bulk' },
-      });
-      await env.call('POST', `/apis/${G}/v1/namespaces/bulk/gateways`, {
-        apiVersion: `${G}/v1`,
-        kind: 'Gateway',
-        metadata: { name: 'gw', namespace: 'bulk' },
-        spec: { gatewayClassName: 'cascade', listeners: [{ name: 'http', port: 80, protocol: 'HTTP' }] },
-      });
+      await createGateway(env, { namespace: 'bulk' });
       for (let i = 0; i < 10; i++)
-        await env.call('POST', `/apis/${G}/v1/namespaces/bulk/httproutes`, {
-          apiVersion: `${G}/v1`,
-          kind: 'HTTPRoute',
-          metadata: { name: `r${i}`, namespace: 'bulk' },
-          spec: { parentRefs: [{ name: 'gw' }], rules: [{ name: 'main' }] },
-        });
+        await createRoute(env, { namespace: 'bulk', name: `r${i}`, rules: [{ name: 'main' }] });
       const route = (i: number) => ({ group: G, kind: 'HTTPRoute', name: `r${i % 10}` });
       const limit = (n: number) => ({ rates: [{ limit: n, window: '1m' }] });
       const RLP = { kind: 'RateLimitPolicy', plural: 'ratelimitpolicies' };

@@ -5,9 +5,9 @@
 // watching every Pod while no slices were published).
 import { FixedInterface, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled, kernelVerdict } from '@cascade/bpf-datapath/testing';
-import { controllerBinding, effectivePolicyCrd, KubeClient } from '@cascade/core';
+import { controllerBinding, effectivePolicyCrd } from '@cascade/core';
+import { clientOf, createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NetpolAgent } from '../src/agent/agent.ts';
 import { AGENT_NAME, agentClusterRole } from '../src/agent/rbac.ts';
@@ -37,11 +37,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       });
     const pod = (ns: string, name: string, node: string, ip: string, ports: unknown[] = []) =>
       env.runningPod(ns, name, { node, ip, ports });
-    const kubeconfig = (path: string) => {
-      const kc = new KubeConfig();
-      kc.loadFromFile(path);
-      return new KubeClient(kc);
-    };
+    const kubeconfig = (path: string) => clientOf(env, path);
 
     beforeAll(async () => {
       env = await Envtest.start({ crdObjects: [effectivePolicyCrd, podAddressSliceCrd] });
@@ -49,11 +45,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
         ['app', { team: 'app' }],
         ['db', { team: 'db' }],
       ] as const)
-        await env.call('POST', '/api/v1/namespaces', {
-          apiVersion: 'v1',
-          kind: 'Namespace',
-          metadata: { name, labels },
-        });
+        await createNamespace(env, name, labels);
       for (const name of ['n1', 'n2'])
         await env.call('POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name } });
       await pod('db', 'server', 'n1', SERVER, [{ name: 'http', containerPort: 80 }]);

@@ -7,13 +7,12 @@ import {
   controllerRoles,
   editClusterRole,
   effectivePolicyCrd,
-  KubeClient,
-  PolicyController,
+  type PolicyController,
   policyCrd,
   viewClusterRole,
 } from '@cascade/core';
+import { newController as controllerOf, createGateway, createRoute } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
-import { KubeConfig } from '@kubernetes/client-node';
 import { trace } from '@opentelemetry/api';
 import {
   BasicTracerProvider,
@@ -36,18 +35,7 @@ const until = waitFor;
 describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against kube-apiserver', () => {
   let env: Envtest;
   let controller: PolicyController;
-  const newController = (identity = 'a') => {
-    const kc = new KubeConfig();
-    kc.loadFromFile(env.kubeconfig);
-    return new PolicyController({
-      client: new KubeClient(kc),
-      kind: rateLimitPolicyKind,
-      name: 'ratelimitpolicy-controller',
-      identity,
-      leaseDurationSeconds: 3,
-      log: () => {},
-    });
-  };
+  const newController = (identity = 'a') => controllerOf(env, rateLimitPolicyKind, { identity });
   const rlp = (name: string, spec: unknown) =>
     env.call('POST', RLP, {
       apiVersion: 'cascade.dev/v1alpha1',
@@ -67,27 +55,8 @@ describe.skipIf(!apiServerTestsEnabled())('RateLimitPolicy controller against ku
 
   beforeAll(async () => {
     env = await Envtest.start({ crdObjects: [effectivePolicyCrd, policyCrd(rateLimitPolicyKind)] });
-    await env.call('POST', '/api/v1/namespaces', { metadata: { name: 'team' } });
-    await env.call('POST', '/apis/gateway.networking.k8s.io/v1/gatewayclasses', {
-      apiVersion: 'gateway.networking.k8s.io/v1',
-      kind: 'GatewayClass',
-      metadata: { name: 'cascade' },
-      spec: { controllerName: 'cascade.dev/gateway' },
-    });
-    await env.call('POST', '/apis/gateway.networking.k8s.io/v1/namespaces/team/gateways', {
-      apiVersion: 'gateway.networking.k8s.io/v1',
-      kind: 'Gateway',
-      metadata: { name: 'gw', namespace: 'team' },
-      spec: { gatewayClassName: 'cascade', listeners: [{ name: 'http', port: 80, protocol: 'HTTP' }] },
-    });
-    for (const r of ['api', 'web']) {
-      await env.call('POST', '/apis/gateway.networking.k8s.io/v1/namespaces/team/httproutes', {
-        apiVersion: 'gateway.networking.k8s.io/v1',
-        kind: 'HTTPRoute',
-        metadata: { name: r, namespace: 'team' },
-        spec: { parentRefs: [{ name: 'gw' }], rules: [{ name: 'main', backendRefs: [] }] },
-      });
-    }
+    await createGateway(env, { namespace: 'team' });
+    for (const name of ['api', 'web']) await createRoute(env, { namespace: 'team', name });
     controller = newController();
     await controller.start();
   }, 120_000);

@@ -4,14 +4,13 @@
 // published and Enforced; the oversized one is refused before it is sent, named in the status of the
 // policy it carries (Enforced=False, PublishFailed), counted, reported as an Event, and not retried in
 // a loop.
-import { effectivePolicyCrd, KubeClient, PolicyController, policyCrd } from '@cascade/core';
+import { effectivePolicyCrd, type PolicyController, policyCrd } from '@cascade/core';
+import { createGateway, createRoute, startController } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimitPolicyKind } from './kind.ts';
 
 const NS = '/apis/cascade.dev/v1alpha1/namespaces/team';
-const GWAPI = '/apis/gateway.networking.k8s.io/v1/namespaces/team';
 const LONG_GW = `g${'w'.repeat(248)}z`;
 const LONG_ROUTE = `r${'x'.repeat(64)}z`;
 type Cond = { type: string; status: string; reason: string; message: string };
@@ -26,44 +25,14 @@ describe.skipIf(!apiServerTestsEnabled())('publishing under hostile input (kube-
 
   beforeAll(async () => {
     env = await Envtest.start({ crdObjects: [effectivePolicyCrd, policyCrd(rateLimitPolicyKind)] });
-    await env.call('POST', '/api/v1/namespaces', { metadata: { name: 'team' } });
-    await env.call('POST', '/apis/gateway.networking.k8s.io/v1/gatewayclasses', {
-      apiVersion: 'gateway.networking.k8s.io/v1',
-      kind: 'GatewayClass',
-      metadata: { name: 'cascade' },
-      spec: { controllerName: 'cascade.dev/gateway' },
-    });
-    for (const gw of ['big', LONG_GW])
-      expect(
-        (
-          await env.call('POST', `${GWAPI}/gateways`, {
-            apiVersion: 'gateway.networking.k8s.io/v1',
-            kind: 'Gateway',
-            metadata: { name: gw, namespace: 'team' },
-            spec: { gatewayClassName: 'cascade', listeners: [{ name: 'http', port: 80, protocol: 'HTTP' }] },
-          })
-        ).status,
-      ).toBe(201);
-    for (const [route, gw, host] of [
+    for (const name of ['big', LONG_GW]) await createGateway(env, { namespace: 'team', name });
+    for (const [name, gateway, host] of [
       ['on-big-a', 'big', 'a.example.com'],
       ['on-big-b', 'big', 'b.example.com'],
       ['on-big-c', 'big', 'c.example.com'],
       [LONG_ROUTE, LONG_GW, 'long.example.com'],
     ] as const)
-      expect(
-        (
-          await env.call('POST', `${GWAPI}/httproutes`, {
-            apiVersion: 'gateway.networking.k8s.io/v1',
-            kind: 'HTTPRoute',
-            metadata: { name: route, namespace: 'team' },
-            spec: {
-              parentRefs: [{ name: gw }],
-              hostnames: [host],
-              rules: [{ name: 'main', backendRefs: [] }],
-            },
-          })
-        ).status,
-      ).toBe(201);
+      await createRoute(env, { namespace: 'team', name, gateway, hostnames: [host] });
     // ~1 MB of predicates, just under the 1 MiB spec limit: the rendered ConfigMap (YAML around them)
     // is over what the API server stores
     const predicates = Array.from({ length: 60 }, (_, i) => ({
@@ -96,16 +65,7 @@ describe.skipIf(!apiServerTestsEnabled())('publishing under hostile input (kube-
       });
       expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(201);
     }
-    const kc = new KubeConfig();
-    kc.loadFromFile(env.kubeconfig);
-    controller = new PolicyController({
-      client: new KubeClient(kc),
-      kind: rateLimitPolicyKind,
-      name: 'ratelimitpolicy-controller',
-      leaseDurationSeconds: 3,
-      log: () => {},
-    });
-    await controller.start();
+    controller = await startController(env, rateLimitPolicyKind);
   }, 120_000);
 
   afterAll(async () => {

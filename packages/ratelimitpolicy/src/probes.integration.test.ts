@@ -5,9 +5,9 @@
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { effectivePolicyCrd, KubeClient, PolicyController, parseBindAddress, policyCrd } from '@cascade/core';
+import { effectivePolicyCrd, type PolicyController, parseBindAddress, policyCrd } from '@cascade/core';
+import { createNamespace, startController } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimitPolicyKind } from './kind.ts';
 
@@ -59,22 +59,15 @@ describe.skipIf(!apiServerTestsEnabled())('probes, metrics and errors of a runni
 
   beforeAll(async () => {
     env = await Envtest.start({ crdObjects: [effectivePolicyCrd, policyCrd(rateLimitPolicyKind)] });
-    await env.call('POST', '/api/v1/namespaces', { metadata: { name: 'cascade-system' } });
+    await createNamespace(env, 'cascade-system');
     metricsPort = await freePort();
     probePort = await freePort();
-    const kc = new KubeConfig();
-    kc.loadFromFile(env.kubeconfig);
-    controller = new PolicyController({
-      client: new KubeClient(kc),
-      kind: rateLimitPolicyKind,
-      name: 'ratelimitpolicy-controller',
+    controller = await startController(env, rateLimitPolicyKind, {
       leaseNamespace: 'cascade-system',
-      leaseDurationSeconds: 3,
       metricsBindAddress: { host: '127.0.0.1', port: metricsPort },
       healthProbeBindAddress: { host: '127.0.0.1', port: probePort },
       log: (level, msg) => logs.push({ level, msg }),
     });
-    await controller.start();
   }, 120_000);
 
   afterAll(async () => {

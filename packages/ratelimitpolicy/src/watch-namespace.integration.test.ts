@@ -9,13 +9,18 @@ import {
   controllerRoles,
   controllerWatchBindings,
   effectivePolicyCrd,
-  KubeClient,
-  PolicyController,
+  type PolicyController,
   policyCrd,
   watchNamespaces,
 } from '@cascade/core';
+import {
+  clientOf,
+  createGateway,
+  createNamespace,
+  createRoute,
+  startController,
+} from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimitPolicyKind } from './kind.ts';
 
@@ -40,24 +45,12 @@ describe.skipIf(!apiServerTestsEnabled())('--watch-namespace against kube-apiser
 
   beforeAll(async () => {
     env = await Envtest.start({ crdObjects: [effectivePolicyCrd, policyCrd(rateLimitPolicyKind)] });
-    for (const ns of ['infra', 'team-a', 'team-b', 'kuadrant-system'])
-      await env.call('POST', '/api/v1/namespaces', { metadata: { name: ns } });
-    await env.call('POST', `${GW}/gatewayclasses`, {
-      apiVersion: 'gateway.networking.k8s.io/v1',
-      kind: 'GatewayClass',
-      metadata: { name: 'cascade' },
-      spec: { controllerName: 'cascade.dev/gateway' },
-    });
-    await env.call('POST', `${GW}/namespaces/infra/gateways`, {
-      apiVersion: 'gateway.networking.k8s.io/v1',
-      kind: 'Gateway',
-      metadata: { name: 'gw', namespace: 'infra' },
-      spec: {
-        gatewayClassName: 'cascade',
-        listeners: [
-          { name: 'http', port: 80, protocol: 'HTTP', allowedRoutes: { namespaces: { from: 'All' } } },
-        ],
-      },
+    for (const ns of ['infra', 'team-a', 'team-b', 'kuadrant-system']) await createNamespace(env, ns);
+    await createGateway(env, {
+      namespace: 'infra',
+      listeners: [
+        { name: 'http', port: 80, protocol: 'HTTP', allowedRoutes: { namespaces: { from: 'All' } } },
+      ],
     });
     const rlp = (ns: string, name: string, spec: unknown) =>
       env.call('POST', `${CD}/namespaces/${ns}/ratelimitpolicies`, {
@@ -71,48 +64,33 @@ describe.skipIf(!apiServerTestsEnabled())('--watch-namespace against kube-apiser
       defaults: { strategy: 'merge', limits: { global: lim(100) } },
     });
     for (const ns of ['team-a', 'team-b']) {
-      await env.call('POST', `${GW}/namespaces/${ns}/httproutes`, {
-        apiVersion: 'gateway.networking.k8s.io/v1',
-        kind: 'HTTPRoute',
-        metadata: { name: 'web', namespace: ns },
-        spec: {
-          parentRefs: [{ name: 'gw', namespace: 'infra' }],
-          rules: [{ name: 'main', backendRefs: [] }],
-        },
-      });
+      await createRoute(env, { namespace: ns, name: 'web', gatewayNamespace: 'infra' });
       await rlp(ns, 'own', {
         targetRef: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'web' },
         limits: { [`${ns}-burst`]: lim(5) },
       });
     }
-    const kc = new KubeConfig();
-    kc.loadFromFile(
-      await env.serviceAccount(
-        SYS,
-        NAME,
-        [
-          controllerClusterRole(rateLimitPolicyKind, NAME, SETTINGS),
-          ...controllerWatchBindings(NAME, SYS, WATCHED),
-          ...controllerClusterReads(NAME, SYS),
-          ...controllerRoles(rateLimitPolicyKind, NAME, SYS, SETTINGS),
-        ],
-        `${GW}/namespaces/team-a/httproutes`,
-      ),
+    const kubeconfig = await env.serviceAccount(
+      SYS,
+      NAME,
+      [
+        controllerClusterRole(rateLimitPolicyKind, NAME, SETTINGS),
+        ...controllerWatchBindings(NAME, SYS, WATCHED),
+        ...controllerClusterReads(NAME, SYS),
+        ...controllerRoles(rateLimitPolicyKind, NAME, SYS, SETTINGS),
+      ],
+      `${GW}/namespaces/team-a/httproutes`,
     );
-    controller = new PolicyController({
-      client: new KubeClient(kc),
-      kind: rateLimitPolicyKind,
-      name: NAME,
+    controller = await startController(env, rateLimitPolicyKind, {
+      client: clientOf(env, kubeconfig),
       identity: 'a',
       leaseNamespace: SYS,
-      leaseDurationSeconds: 3,
       settings: SETTINGS,
       watchNamespaces: WATCHED,
       log: (level, msg, fields) => {
         if (level === 'warn' || level === 'error') warnings.push(`${msg} ${JSON.stringify(fields)}`);
       },
     });
-    await controller.start();
   }, 120_000);
   afterAll(async () => {
     await controller?.stop().catch(() => {});

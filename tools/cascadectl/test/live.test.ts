@@ -1,29 +1,18 @@
 // cascadectl against a live cluster (--kubeconfig / --context): the example story applied to a real
 // kube-apiserver is read back, and the answers are the ones the files give.
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { authPolicyKind } from '@cascade/authpolicy';
-import { effectivePolicyCrd, KubeClient, PolicyController, policyCrd } from '@cascade/core';
+import { effectivePolicyCrd, policyCrd } from '@cascade/core';
+import { createObjects, readObjects, startController } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { run } from './run.ts';
 
 const GW = resolve(import.meta.dirname, '../../../examples/gateway');
-type Obj = { kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
-
-const PLURALS: Record<string, string> = {
-  Namespace: 'namespaces',
-  GatewayClass: 'gatewayclasses',
-  Gateway: 'gateways',
-  HTTPRoute: 'httproutes',
-  ReferenceGrant: 'referencegrants',
-  AuthPolicy: 'authpolicies',
-  RateLimitPolicy: 'ratelimitpolicies',
-};
 
 describe.skipIf(!apiServerTestsEnabled())('cascadectl --kubeconfig (a live cluster)', () => {
   let env: Envtest;
@@ -31,23 +20,8 @@ describe.skipIf(!apiServerTestsEnabled())('cascadectl --kubeconfig (a live clust
     env = await Envtest.start({
       crdObjects: [effectivePolicyCrd, policyCrd(authPolicyKind), policyCrd(rateLimitPolicyKind)],
     });
-    const docs = readdirSync(GW)
-      .sort()
-      .flatMap((f) => parseAllDocuments(readFileSync(join(GW, f), 'utf8')).map((d) => d.toJS() as Obj));
-    for (const ns of new Set(docs.map((d) => d.metadata.namespace).filter((n): n is string => Boolean(n))))
-      await env.call('POST', '/api/v1/namespaces', {
-        apiVersion: 'v1',
-        kind: 'Namespace',
-        metadata: { name: ns },
-      });
     // in file order: their creation order is the files' order
-    for (const d of docs) {
-      if (d.kind === 'Namespace') continue;
-      const api = (d.apiVersion as string).includes('/') ? `/apis/${d.apiVersion}` : `/api/${d.apiVersion}`;
-      const ns = d.metadata.namespace ? `/namespaces/${d.metadata.namespace}` : '';
-      const r = await env.call('POST', `${api}${ns}/${PLURALS[d.kind]}`, d);
-      expect(r.status, `${d.kind} ${d.metadata.name}: ${JSON.stringify(r.body).slice(0, 200)}`).toBe(201);
-    }
+    await createObjects(env, readObjects(GW));
   }, 120_000);
   afterAll(async () => env?.stop());
 
@@ -184,16 +158,7 @@ describe.skipIf(!apiServerTestsEnabled())('cascadectl --kubeconfig (a live clust
   });
 
   it('get effective lists what the controller published, per namespace, with its sources', async () => {
-    const kc = new KubeConfig();
-    kc.loadFromFile(env.kubeconfig);
-    const c = new PolicyController({
-      client: new KubeClient(kc),
-      kind: rateLimitPolicyKind,
-      name: 'ratelimitpolicy-controller',
-      leaseDurationSeconds: 3,
-      log: () => {},
-    });
-    await c.start();
+    const c = await startController(env, rateLimitPolicyKind);
     try {
       const r = await waitFor('orders published', async () => {
         const g = await run('get', 'effective', '-n', 'team-b', '--kubeconfig', env.kubeconfig);

@@ -1,7 +1,7 @@
 // Bad input never crashes the engine and never disturbs other policies.
 import { describe, expect, it } from 'vitest';
 import { policyConditions } from '../status/conditions.ts';
-import { L, policy, standardTopology, testLimitKind } from '../testing.ts';
+import { L, policy, standardTopology, testLimitKind } from '../testing/index.ts';
 import { PolicyEngine } from './engine.ts';
 import type { PolicyObject } from './policy.ts';
 

@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { policyConditions } from '../status/conditions.ts';
-import { L, standardEngine, standardTopology, testLimitKind } from '../testing.ts';
+import { L, standardEngine, standardTopology, testLimitKind } from '../testing/index.ts';
 import { objectKeysOfPath } from '../topology/topology.ts';
 import { PolicyEngine } from './engine.ts';
 import type { ChainResult } from './fold.ts';

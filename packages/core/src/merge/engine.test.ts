@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { policyConditions } from '../status/conditions.ts';
-import { L, policy, standardEngine, testAuthKind, testLimitKind } from '../testing.ts';
+import { L, policy, standardEngine, testAuthKind, testLimitKind } from '../testing/index.ts';
 import type { PolicyEngine } from './engine.ts';
 import type { PolicyObject } from './policy.ts';
 

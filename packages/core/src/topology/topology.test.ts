@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { standardTopology } from '../testing.ts';
+import { standardTopology } from '../testing/index.ts';
 import { Topology } from './topology.ts';
 import type { GatewayObject, RouteObject } from './types.ts';
 

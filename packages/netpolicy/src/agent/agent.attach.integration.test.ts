@@ -5,9 +5,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { addr16, buildPacket, decodeEndpointValue } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled } from '@cascade/bpf-datapath/testing';
-import { KubeClient } from '@cascade/core';
+import { clientOf, createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NetpolAgent } from './agent.ts';
 
@@ -86,11 +85,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
         ip('route', 'add', `${IPS[i]}/32`, 'dev', name);
       }
       env = await Envtest.start();
-      await env.call('POST', '/api/v1/namespaces', {
-        apiVersion: 'v1',
-        kind: 'Namespace',
-        metadata: { name: 'app' },
-      });
+      await createNamespace(env, 'app');
       await env.call('POST', '/api/v1/nodes', {
         apiVersion: 'v1',
         kind: 'Node',
@@ -105,10 +100,8 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       for (const [i, a] of HOSTILE.entries())
         await createPod(`evil${i}`, `10.62.0.${100 + i}`, { annotation: a });
       dp = await freshDatapath();
-      const kc = new KubeConfig();
-      kc.loadFromFile(env.kubeconfig);
       agent = new NetpolAgent({
-        client: new KubeClient(kc),
+        client: clientOf(env),
         node: 'n1',
         datapath: dp.dp,
         log: () => {},

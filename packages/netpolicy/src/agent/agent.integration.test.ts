@@ -3,9 +3,8 @@
 // (BPF_PROG_TEST_RUN on the agent's datapath) as objects change in the API server.
 import { addr16, buildPacket, FixedInterface, TCP_FLAGS, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled, kernelVerdict } from '@cascade/bpf-datapath/testing';
-import { KubeClient } from '@cascade/core';
+import { clientOf, createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NetpolAgent } from './agent.ts';
 
@@ -33,11 +32,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
         ['app', { team: 'app' }],
         ['db', { team: 'db' }],
       ] as const)
-        await env.call('POST', '/api/v1/namespaces', {
-          apiVersion: 'v1',
-          kind: 'Namespace',
-          metadata: { name, labels },
-        });
+        await createNamespace(env, name, labels);
       await env.call('POST', '/api/v1/nodes', {
         apiVersion: 'v1',
         kind: 'Node',
@@ -73,12 +68,10 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
         },
       });
       dp = await freshDatapath();
-      const kc = new KubeConfig();
-      kc.loadFromFile(env.kubeconfig);
       // Packets go through BPF_PROG_TEST_RUN (the loopback): every pod address is bound there, and the
       // agent attaches nothing (agent.attach.integration.test.ts covers discovery and attachment).
       agent = new NetpolAgent({
-        client: new KubeClient(kc),
+        client: clientOf(env),
         node: 'n1',
         datapath: dp.dp,
         log: () => {},

@@ -2,9 +2,9 @@
 // label set), read by a tenant with only namespace `view`; status conditions on the admin policies;
 // a Warning Event on a NetworkPolicy with a dead rule; pod churn inside a label set writes nothing;
 // a new label set and the last pod of one; a restart writes nothing; leader failover.
-import { controllerBinding, effectivePolicyCrd, KubeClient, viewClusterRole } from '@cascade/core';
+import { controllerBinding, effectivePolicyCrd, type KubeClient, viewClusterRole } from '@cascade/core';
+import { clientOf, createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
-import { KubeConfig } from '@kubernetes/client-node';
 import { isEqual } from 'lodash-es';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { podAddressSliceCrd, SLICES_PUBLISHED, type SliceSpec } from '../cluster/slices.ts';
@@ -85,11 +85,7 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
       ['shop', { team: 'shop' }],
       ['sandbox', { env: 'dev' }],
     ] as const)
-      await env.call('POST', '/api/v1/namespaces', {
-        apiVersion: 'v1',
-        kind: 'Namespace',
-        metadata: { name, labels },
-      });
+      await createNamespace(env, name, labels);
     await env.call('POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' } });
     await pod('shop', 'web-1', { app: 'web' });
     await pod('shop', 'web-2', { app: 'web' });
@@ -123,8 +119,8 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
     // The controller runs as its ServiceAccount with exactly the chart's RBAC: a missing grant fails
     // these tests, not only a review of the role.
     const SYS = 'cascade-system';
-    const kc = new KubeConfig();
-    kc.loadFromFile(
+    client = clientOf(
+      env,
       await env.serviceAccount(
         SYS,
         CONTROLLER_NAME,
@@ -132,7 +128,6 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
         '/api/v1/pods?limit=1',
       ),
     );
-    client = new KubeClient(kc);
   }, 120_000);
 
   afterAll(async () => {
@@ -325,11 +320,7 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
 
   it("one EffectivePolicy refused (a namespace's ResourceQuota) holds back nothing else, and is published once the quota allows", async () => {
     const c = controllers[0]!;
-    await env.call('POST', '/api/v1/namespaces', {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: 'quota', labels: { team: 'quota' } },
-    });
+    await createNamespace(env, 'quota', { team: 'quota' });
     const RQ = '/api/v1/namespaces/quota/resourcequotas';
     const hard = (n: string) => ({ 'count/effectivepolicies.cascade.dev': n });
     await env.call('POST', RQ, {

@@ -1,10 +1,10 @@
 // Test kinds and a small standard topology, for this package's tests and for dependants' tests.
 // Not used by production code.
 import { z } from 'zod';
-import { definePolicyKind, type PolicyKind } from './kind.ts';
-import { PolicyEngine } from './merge/engine.ts';
-import type { PolicyObject } from './merge/policy.ts';
-import type { GatewayObject, RouteObject } from './topology/types.ts';
+import { definePolicyKind, type PolicyKind } from '../kind.ts';
+import { PolicyEngine } from '../merge/engine.ts';
+import type { PolicyObject } from '../merge/policy.ts';
+import type { GatewayObject, RouteObject } from '../topology/types.ts';
 
 const rate = z.strictObject({
   limit: z.number().int().positive(),
