@@ -1,0 +1,60 @@
+/* Endpoint and source checks: which endpoint owns an address on this interface (the
+ * binding that stops spoofing; an unknown endpoint passes nothing), and what a pod may say at L2
+ * (ARP and NDP claim only its own addresses; no pod is a router). (Steps 2 and 6 of handle().) */
+#ifndef CASCADE_ENDPOINT_H
+#define CASCADE_ENDPOINT_H
+
+/* The endpoint that owns addr on this interface, or NULL: the binding that stops spoofing. */
+static __always_inline struct endpoint_value *endpoint_on(const __u8 *addr, __u32 ifindex)
+{
+	struct endpoint_key ek;
+	__builtin_memcpy(ek.addr, addr, 16);
+	struct endpoint_value *ep = bpf_map_lookup_elem(&cascade_endpoints, &ek);
+	return ep && ep->ifindex == ifindex ? ep : NULL;
+}
+
+static __always_inline int spoofed(void)
+{
+	count(CNT_SPOOFED);
+	return TC_ACT_SHOT;
+}
+
+/* What is not an IP packet to judge (parse() said so): ARP and NDP pass with their claims checked
+ * from a pod, everything else is counted by its kind and dropped. */
+static __always_inline int not_ip(int r, struct flow *f, int dir, __u32 ifindex)
+{
+	switch (r) {
+	case P_ARP:
+		/* a pod announces only its own IPv4 address (or probes with 0.0.0.0) */
+		if (dir == DIR_EGRESS && !is_zero4(f->claimed) && !endpoint_on(f->claimed, ifindex))
+			return spoofed();
+		return TC_ACT_OK;
+	case P_NDP:
+		if (dir == DIR_EGRESS) {
+			/* no pod is a router: router advertisements and redirects from pods are dropped */
+			if (f->icmp_type == 134 || f->icmp_type == 137)
+				return spoofed();
+			if (!is_link_local6(f->src) && !is_zero(f->src) && !endpoint_on(f->src, ifindex))
+				return spoofed();
+			/* a neighbour advertisement claims only the pod's own (or link-local) address */
+			if (f->icmp_type == 136 && !is_link_local6(f->claimed) && !endpoint_on(f->claimed, ifindex))
+				return spoofed();
+		}
+		count(CNT_NDP);
+		return TC_ACT_OK;
+	case P_BAD_L2:
+		count(CNT_BAD_L2);
+		return TC_ACT_SHOT;
+	case P_EXTHDRS:
+		count(CNT_EXTHDRS);
+		return TC_ACT_SHOT;
+	case P_FRAG_BAD:
+		count(CNT_FRAG_BAD);
+		return TC_ACT_SHOT;
+	default:
+		count(CNT_MALFORMED);
+		return TC_ACT_SHOT;
+	}
+}
+
+#endif

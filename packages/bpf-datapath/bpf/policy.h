@@ -1,0 +1,105 @@
+/* Policy lookup: the remote's identity (exact host hash, then the CIDR trie, else world),
+ * then the verdict cache keyed by the endpoint's table ids, identity, protocol and port; only a miss
+ * walks the rule sets: up to three LPM lookups (identity, all-pods class, wildcard) in the admin
+ * layer and, when it passes or misses, in the lower layer; the result is cached. Runs only for a
+ * packet that conntrack did not answer. (Step 7 of handle().) */
+#ifndef CASCADE_POLICY_H
+#define CASCADE_POLICY_H
+
+static __always_inline struct policy_value *lpm(__u32 table, __u32 identity, __u8 proto, __u16 port)
+{
+	struct policy_key k = {
+		.prefixlen = 88,
+		.table = table,
+		.identity = identity,
+		.proto = proto,
+		.port = bpf_htons(port),
+	};
+	return bpf_map_lookup_elem(&cascade_policy, &k);
+}
+
+/* precedence, then longer match, then deny (the low bit of precedence already) */
+static __always_inline struct policy_value *better(struct policy_value *a, struct policy_value *b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	if (a->precedence != b->precedence)
+		return a->precedence > b->precedence ? a : b;
+	return a->match_len >= b->match_len ? a : b;
+}
+
+static __always_inline struct policy_value *layer(__u32 table, __u32 identity, __u8 proto, __u16 port)
+{
+	struct policy_value *best = lpm(table, identity, proto, port);
+	if (identity >= CASCADE_POD_FIRST && identity <= CASCADE_POD_LAST)
+		best = better(best, lpm(table, CASCADE_ID_ALL_PODS, proto, port));
+	return better(best, lpm(table, CASCADE_ID_WILDCARD, proto, port));
+}
+
+struct decision {
+	__u8 verdict;
+	__u32 rule;
+	__u32 precedence;
+	__u32 identity;
+};
+
+static __always_inline __u32 identity_of(__u8 *addr)
+{
+	struct endpoint_key hk;
+	__builtin_memcpy(hk.addr, addr, 16);
+	struct ipcache_value *iv = bpf_map_lookup_elem(&cascade_hosts, &hk);
+	if (iv)
+		return iv->identity;
+	struct ipcache_key ik = { .prefixlen = 128 };
+	__builtin_memcpy(ik.addr, addr, 16);
+	iv = bpf_map_lookup_elem(&cascade_ipcache, &ik);
+	return iv ? iv->identity : CASCADE_ID_WORLD;
+}
+
+static __always_inline void judge(struct endpoint_value *ep, int dir, __u8 *remote, __u8 proto, __u16 port, struct decision *d)
+{
+	__u32 identity = identity_of(remote);
+	d->identity = identity;
+	d->rule = 0;
+	d->precedence = 0;
+	if (identity == CASCADE_ID_HOST) { /* a pod and its own node always talk */
+		d->verdict = VERDICT_ALLOW;
+		return;
+	}
+	struct verdict_key vk = {
+		.admin = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][0] : ep->tables[DIR_EGRESS][0],
+		.lower = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][1] : ep->tables[DIR_EGRESS][1],
+		.identity = identity,
+		.proto = proto,
+		.port = port,
+	};
+	struct config *cfg = config();
+	__u32 epoch = cfg ? cfg->epoch : 0;
+	struct verdict_value *cached = bpf_map_lookup_elem(&cascade_verdicts, &vk);
+#ifdef CASCADE_BENCH_COLD
+	cached = NULL; /* bench build only: every verdict walks the rule sets */
+#endif
+	if (cached && cached->epoch == epoch) {
+		count(CNT_VERDICT_CACHED);
+		d->verdict = cached->verdict;
+		d->rule = cached->rule;
+		d->precedence = cached->precedence;
+		return;
+	}
+	struct policy_value *v = layer(vk.admin, identity, proto, port);
+	if (!v || v->verdict == VERDICT_PASS)
+		v = layer(vk.lower, identity, proto, port);
+	if (v) {
+		d->verdict = v->verdict == VERDICT_DENY ? VERDICT_DENY : VERDICT_ALLOW;
+		d->rule = v->rule;
+		d->precedence = v->precedence;
+	} else {
+		d->verdict = VERDICT_ALLOW;
+	}
+	struct verdict_value nv = { .epoch = epoch, .precedence = d->precedence, .rule = d->rule, .verdict = d->verdict };
+	bpf_map_update_elem(&cascade_verdicts, &vk, &nv, BPF_ANY);
+}
+
+#endif
