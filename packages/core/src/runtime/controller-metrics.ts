@@ -2,10 +2,12 @@
 // status condition, watch errors, leadership (ours and client-go's leader_election_master_status);
 // and the log lines that go with them: once when a watch or the lease starts failing, once when it
 // recovers, never per retry.
+
+import type { Server } from 'node:http';
 import type { Condition } from '../status/conditions.ts';
 import type { Informer } from './informer.ts';
 import type { LeaderElector } from './leader.ts';
-import type { Logger, Metrics } from './metrics.ts';
+import type { BindAddress, Logger, Metrics } from './metrics.ts';
 
 /** cascade_policies{kind,condition,status,reason}: counted from the policies' live status. */
 export function policiesByCondition(metrics: Metrics, kind: string, policies: Informer): void {
@@ -86,4 +88,22 @@ export function leaseHealth(
       log('warn', 'lease acquire/renew failing: not leading until it succeeds', { error });
     } else log('info', 'lease acquire/renew recovered');
   };
+}
+
+/**
+ * The HTTP endpoints of a controller or agent: `port` serves /metrics, /healthz and /readyz on
+ * 127.0.0.1 (tests); controller-runtime's --metrics-bind-address serves /metrics and
+ * --health-probe-bind-address /healthz and /readyz.
+ */
+export async function serveEndpoints(
+  metrics: Metrics,
+  at: { metricsPort?: number; metricsBindAddress?: BindAddress; healthProbeBindAddress?: BindAddress },
+  ready: () => boolean,
+): Promise<Server[]> {
+  const servers: Server[] = [];
+  if (at.metricsPort !== undefined) servers.push(await metrics.serve(at.metricsPort, ready));
+  if (at.metricsBindAddress) servers.push(await metrics.serveOn(at.metricsBindAddress, ready, 'metrics'));
+  if (at.healthProbeBindAddress)
+    servers.push(await metrics.serveOn(at.healthProbeBindAddress, ready, 'probes'));
+  return servers;
 }

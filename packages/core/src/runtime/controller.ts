@@ -9,26 +9,33 @@
 // renderings and those targets' conditions are recomputed and compared. A full pass (every object,
 // orphans included) runs on start, on gaining the lease and on every resync interval. Work that
 // failed stays pending and is retried with backoff.
+//
+// Not here: what is watched and which work each event makes pending (controller-watches.ts), the HTTP
+// endpoints (controller-metrics.ts serveEndpoints), the binary's flags and start-up (main.ts).
 
 import type { Server } from 'node:http';
 import { hostname } from 'node:os';
-import { EFFECTIVE_GROUP, MANAGED_BY } from '../effective/effective-policy.ts';
 import type { PolicyKind } from '../kind.ts';
 import { PolicyEngine } from '../merge/engine.ts';
-import { routeKey } from '../topology/types.ts';
 import { AffectedWriter } from './affected.ts';
 import type { KubeClient } from './client.ts';
-import { leaderMetrics, leaseHealth, policiesByCondition, watchHealth } from './controller-metrics.ts';
+import {
+  leaderMetrics,
+  leaseHealth,
+  policiesByCondition,
+  serveEndpoints,
+  watchHealth,
+} from './controller-metrics.ts';
+import { controllerWatches } from './controller-watches.ts';
 import { EffectivePublisher } from './effective-writer.ts';
 import { postWarningEvent } from './events.ts';
-import { Informer, startInformers } from './informer.ts';
+import { type Informer, startInformers } from './informer.ts';
 import { LeaderElector } from './leader.ts';
 import { type BindAddress, jsonLogger, type Logger, Metrics } from './metrics.ts';
 import { PolicyStatusWriter } from './policy-status.ts';
 import { type PublishFailure, PublishLedger } from './publish.ts';
 import { WorkQueue } from './queue.ts';
-import { RenderedPublisher, type RenderInformer, renderInformers } from './rendered.ts';
-import { TOPOLOGY_RESOURCES, TopologyFeed } from './topology-feed.ts';
+import { RenderedPublisher, type RenderInformer } from './rendered.ts';
 import { inSpan } from './tracing.ts';
 
 export interface ControllerOptions {
@@ -139,91 +146,22 @@ export class PolicyController {
       this.log('warn', 'reconcile failed, retrying', { error: String(e) });
     };
     const c = opts.client;
-    const scope = opts.watchNamespaces;
-    const feed = new TopologyFeed(this.engine, this.log);
-    for (const [path, kind, scoped] of TOPOLOGY_RESOURCES)
-      this.informers.push(
-        new Informer(
-          c,
-          path,
-          (type, o) => {
-            if (!feed.apply(type, o, kind)) return;
-            // A route event always re-checks its EffectivePolicy (a new uid must reach the owner
-            // reference) and the rendering of its gateways (hostnames); a gateway event its rendering.
-            if (kind === 'HTTPRoute' || kind === 'GRPCRoute') {
-              const rk = routeKey(kind, o.metadata.namespace ?? 'default', o.metadata.name);
-              this.pendingRoutes.add(rk);
-              for (const pk of this.engine.topology.routePathKeys(rk))
-                this.pendingGateways.add(gatewayOfPath(pk));
-            } else if (kind === 'Gateway')
-              this.pendingGateways.add(`${o.metadata.namespace ?? 'default'}/${o.metadata.name}`);
-            this.queue.add('sync');
-          },
-          undefined,
-          false,
-          scoped === 'namespaced' ? scope : undefined,
-        ),
-      );
-    const k = opts.kind;
-    this.policies = new Informer(
-      c,
-      `/apis/${k.group}/${k.version}/${k.plural}`,
-      (type, o) => {
-        if (type === 'DELETED')
-          this.engine.removePolicy(k.kind, o.metadata.namespace ?? 'default', o.metadata.name);
-        else
-          this.engine.upsertPolicy({
-            apiVersion: o.apiVersion,
-            kind: k.kind,
-            metadata: { ...o.metadata, namespace: o.metadata.namespace ?? 'default' },
-            spec: o.spec,
-          } as never);
-        // Status carries observedGeneration: every event re-checks this policy's status.
-        this.pendingPolicies.add(`${k.kind}:${o.metadata.namespace ?? 'default'}/${o.metadata.name}`);
-        this.queue.add('sync');
+    const w = controllerWatches(opts, this.engine, this.log, {
+      route: (rk) => {
+        this.pendingRoutes.add(rk);
+        for (const pk of this.engine.topology.routePathKeys(rk)) this.pendingGateways.add(gatewayOfPath(pk));
       },
-      undefined,
-      false,
-      scope,
-    );
-    this.grants = new Informer(
-      c,
-      '/apis/gateway.networking.k8s.io/v1beta1/referencegrants',
-      () => {
-        // A grant can change any gateway's rendering (cross-namespace references).
-        for (const gw of this.engine.topology.gateways.values())
-          this.pendingGateways.add(`${gw.namespace}/${gw.name}`);
-        this.queue.add('sync');
-      },
-      undefined,
-      true,
-      scope,
-    );
-    this.informers.push(this.grants);
-    this.renderInformers = renderInformers(
-      c,
-      opts.kind,
-      opts.name,
-      opts.settings ?? {},
-      (key) => {
-        this.pendingRendered.add(key);
-        this.queue.add('sync');
-      },
-      scope,
-    );
-    for (const { informer } of this.renderInformers.values()) this.informers.push(informer);
-    this.effective = new Informer(
-      c,
-      `/apis/${EFFECTIVE_GROUP}/v1alpha1/effectivepolicies?labelSelector=${encodeURIComponent(`${MANAGED_BY}=${opts.name}`)}`,
-      (_t, o) => {
-        this.pendingEffective.add(`${o.metadata.namespace}/${o.metadata.name}`);
-        this.queue.add('sync');
-      },
-      undefined,
-      false,
-      scope,
-    );
-    this.informers.push(this.policies, this.effective);
+      gateway: (key) => this.pendingGateways.add(key),
+      policy: (id) => this.pendingPolicies.add(id),
+      rendered: (key) => this.pendingRendered.add(key),
+      effective: (key) => this.pendingEffective.add(key),
+      changed: () => this.queue.add('sync'),
+    });
+    this.informers.push(...w.informers);
+    this.policies = w.policies;
+    this.grants = w.grants;
+    this.effective = w.effective;
+    this.renderInformers = w.renderInformers;
     this.ledger.onChange = (object, failure, policies) => {
       if (failure) {
         this.log('warn', 'publish failed: the object is retried on its own, the others go on', {
@@ -308,16 +246,7 @@ export class PolicyController {
 
   async start(): Promise<void> {
     const synced = startInformers(this.informers);
-    if (this.opts.metricsPort !== undefined)
-      this.servers.push(await this.metrics.serve(this.opts.metricsPort, () => this.ready));
-    if (this.opts.metricsBindAddress)
-      this.servers.push(
-        await this.metrics.serveOn(this.opts.metricsBindAddress, () => this.ready, 'metrics'),
-      );
-    if (this.opts.healthProbeBindAddress)
-      this.servers.push(
-        await this.metrics.serveOn(this.opts.healthProbeBindAddress, () => this.ready, 'probes'),
-      );
+    this.servers.push(...(await serveEndpoints(this.metrics, this.opts, () => this.ready)));
     await synced;
     this.started = true;
     this.resyncTimer = setInterval(
