@@ -170,7 +170,7 @@ const CLUSTER_SCOPED = new Set([
 /** The resource's plural as the API server names it (Gateway -> gateways, AuthPolicy -> authpolicies). */
 export function pluralOf(kind: string): string {
   const k = kind.toLowerCase();
-  if (k.endsWith('y')) return `${k.slice(0, -1)}ies`;
+  if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;
   if (k.endsWith('s')) return `${k}es`;
   return `${k}s`;
 }
