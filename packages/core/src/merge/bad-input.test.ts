@@ -147,4 +147,21 @@ describe('bad input', () => {
     expect([...e.result(P)!.rules.keys()]).toEqual(['limits.ok']);
     expect(accepted(e, 'x').reason).toBe('Invalid');
   });
+
+  it('a condition whose evaluation runs over the cost limit: the policy is Invalid naming the cost, the others work', () => {
+    // accepted by the estimate (about 3,000), but each of the 1,000 iterations yields the 1,000-item list
+    const L1000 = JSON.stringify(Array.from({ length: 1000 }, (_, i) => i));
+    const condition = `[${L1000}].all(big, big.map(i, big).size() > 0)`;
+    const e = engineWith([
+      policy('greedy', 'app', R1, { defaults: { strategy: 'merge', condition, limits: { g: L(5) } } }),
+    ]);
+    const a = accepted(e, 'greedy');
+    expect(a.reason).toBe('Invalid');
+    expect(a.message).toMatch(
+      /spec.defaults.condition: runtime cost limit: evaluation stopped after \d+ cost units, over the limit of 1000000/,
+    );
+    // the default was skipped (its condition failed); the other policy is untouched
+    expect([...e.result(P)!.rules.keys()]).toEqual(['limits.ok']);
+    expect(accepted(e, 'good').reason).toBe('Accepted');
+  });
 });

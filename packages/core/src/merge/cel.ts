@@ -10,10 +10,15 @@
 //   - at evaluation: the input's real largest list and string are measured, and an input larger than
 //     assumed re-estimates the cost with the real sizes: over the limit, the evaluation is refused
 //     (an error, as any evaluation error) instead of run;
+//   - during evaluation: the work is metered as it is done (cel-meter.ts: iterations, and the sizes
+//     of the values built) and aborted at the limit. A condition that hit the limit once is refused
+//     from then on without running (`exceeded`), and its policy is Invalid naming the cost;
 //   - `matches()` uses RE2 semantics (re2js: linear time, no backtracking) instead of JavaScript
 //     regular expressions, whose backtracking is exponential on patterns such as '^(a+)+$'.
 import { Environment } from '@marcbachmann/cel-js';
 import { RE2JS } from 're2js';
+import { CostEstimator, isNode, measure, type Sizes } from './cel-cost.ts';
+import { CostExceeded, charge, instrument, METER_FN, metered, spent } from './cel-meter.ts';
 
 /** Cost units an expression may use, estimated (Kubernetes' per-expression limit is the same). */
 export const COST_LIMIT = 1_000_000;
@@ -44,12 +49,15 @@ const re2Matches = (s: string, p: string) => {
 
 const env = new Environment({ unlistedVariablesAreDyn: true })
   .registerFunction('string.re2Matches(string): bool', re2Matches)
-  .registerFunction('re2Matches(string, string): bool', re2Matches);
+  .registerFunction('re2Matches(string, string): bool', re2Matches)
+  .registerFunction(`${METER_FN}(dyn): dyn`, charge);
 
 export interface CompiledCondition {
   source: string;
   /** Estimated cost with the admission-time size assumptions. */
   cost: number;
+  /** Set once an evaluation hit the run-time cost limit: the message; later evaluations are refused. */
+  exceeded?: string;
   /** `rule` is the lower rule `{name, value}` for a wildcard constraint, else null. */
   evaluate(self: unknown, rule?: unknown): { ok: true; value: boolean } | { ok: false; error: string };
 }
@@ -74,122 +82,7 @@ export function compileCondition(source: string): CompiledCondition | { error: s
   return c;
 }
 
-// ---- cost estimate ------------------------------------------------------------------------------
-
-type Node = { op: string; args: unknown };
-interface Sizes {
-  list: number;
-  string: number;
-}
-interface Est {
-  cost: number;
-  /** Items the node's value may have (a list or map), and characters (a string). */
-  items: number;
-  chars: number;
-}
-const MACROS = new Set(['all', 'exists', 'exists_one', 'existsOne', 'map', 'filter']);
-const isNode = (n: unknown): n is Node => typeof n === 'object' && n !== null && 'op' in n;
-const ZERO: Est = { cost: 0, items: 0, chars: 0 };
-
-/**
- * Estimated cost of a syntax tree. Every variable (the input, a comprehension's element) is assumed
- * to be as large as `sizes` allows: an over-estimate for elements, which only makes the bound safer.
- */
-function estimate(n: unknown, sizes: Sizes): Est {
-  const unknown = (cost: number): Est => ({ cost, items: sizes.list, chars: sizes.string });
-  if (Array.isArray(n)) {
-    const out = { ...ZERO };
-    for (const x of n) {
-      const e = estimate(x, sizes);
-      out.cost += e.cost;
-      out.items = Math.max(out.items, e.items);
-      out.chars = Math.max(out.chars, e.chars);
-    }
-    return out;
-  }
-  if (!isNode(n)) return ZERO;
-  const a = n.args as unknown[];
-  switch (n.op) {
-    case 'value':
-      return { cost: 1, items: 0, chars: typeof n.args === 'string' ? n.args.length : 0 };
-    case 'id':
-      return unknown(1);
-    case '.':
-    case '[]':
-      return unknown(estimate(a, sizes).cost + 1);
-    case 'list': {
-      const e = estimate(a, sizes);
-      return { cost: e.cost + 1, items: a.length, chars: e.chars };
-    }
-    case 'map': {
-      const e = estimate(a, sizes);
-      return { cost: e.cost + 1, items: (a[0] as unknown[]).length, chars: e.chars };
-    }
-    case '+': {
-      const l = estimate(a[0], sizes);
-      const r = estimate(a[1], sizes);
-      const items = l.items + r.items;
-      const chars = l.chars + r.chars;
-      return { cost: l.cost + r.cost + items + chars, items, chars };
-    }
-    case 'in': {
-      const l = estimate(a[0], sizes);
-      const r = estimate(a[1], sizes);
-      return { cost: l.cost + r.cost + r.items, items: 0, chars: 0 };
-    }
-    case 'rcall':
-    case 'call': {
-      const name = a[0] as string;
-      const recv = n.op === 'rcall' ? estimate(a[1], sizes) : ZERO;
-      const args = (n.op === 'rcall' ? a[2] : a[1]) as unknown[];
-      if (n.op === 'rcall' && MACROS.has(name) && isNode(args[0]) && args[0].op === 'id') {
-        const body = estimate(args.slice(1), sizes);
-        return {
-          cost: recv.cost + recv.items * (body.cost + 1),
-          items: name === 'map' || name === 'filter' ? recv.items : 0,
-          chars: 0,
-        };
-      }
-      const each = args.map((x) => estimate(x, sizes));
-      const cost = recv.cost + each.reduce((s, e) => s + e.cost, 0) + 1;
-      if (name === 'matches' || name === 're2Matches') {
-        // RE2: linear in the text, times the size of the automaton (the pattern's length)
-        const [subject, pattern] =
-          n.op === 'rcall' ? [recv, each[0] ?? ZERO] : [each[0] ?? ZERO, each[1] ?? ZERO];
-        return {
-          cost: cost + subject.chars * Math.max(1, pattern.chars) + pattern.chars,
-          items: 0,
-          chars: 0,
-        };
-      }
-      // string and list functions: linear in their operands
-      const items = Math.max(recv.items, ...each.map((e) => e.items));
-      const chars = Math.max(recv.chars, ...each.map((e) => e.chars));
-      return { cost: cost + items + chars, items, chars };
-    }
-    default: {
-      const e = estimate(n.args, sizes);
-      return { ...e, cost: e.cost + 1 };
-    }
-  }
-}
-
 const ASSUMED: Sizes = { list: MAX_LIST, string: MAX_STRING };
-
-/** The largest list/map and string in a value (bounded walk: at most 100,000 nodes). */
-function measure(v: unknown, into: Sizes = { list: 0, string: 0 }, budget = { left: 100_000 }): Sizes {
-  if (budget.left-- <= 0) return into;
-  if (typeof v === 'string') into.string = Math.max(into.string, v.length);
-  else if (Array.isArray(v)) {
-    into.list = Math.max(into.list, v.length);
-    for (const x of v) measure(x, into, budget);
-  } else if (v && typeof v === 'object') {
-    const values = Object.values(v);
-    into.list = Math.max(into.list, values.length);
-    for (const x of values) measure(x, into, budget);
-  }
-  return into;
-}
 const measured = new WeakMap<object, Sizes>();
 
 /** Every `matches` becomes RE2's: the same syntax tree, evaluated by re2Matches. */
@@ -202,23 +95,40 @@ function useRe2(n: unknown): void {
   }
 }
 
-function compileUncached(source: string): CompiledCondition | { error: string } {
-  let program: ((ctx: Record<string, unknown>) => unknown) & { ast: unknown };
+/**
+ * The uncached compile with an explicit budget: `limit` bounds both the estimate and the run-time
+ * meter (compileCondition uses COST_LIMIT; tests use a small one to reach the meter).
+ */
+export function compileWithLimit(source: string, limit: number): CompiledCondition | { error: string } {
+  return compileUncached(source, limit);
+}
+
+function compileUncached(source: string, limit = COST_LIMIT): CompiledCondition | { error: string } {
+  type Program = ((ctx: Record<string, unknown>) => unknown) & { ast: unknown };
+  let program: Program;
   try {
-    program = env.parse(source) as unknown as typeof program;
+    program = env.parse(source) as unknown as Program;
   } catch (e) {
     return { error: `does not parse: ${firstLine(e)}` };
   }
-  const cost = estimate(program.ast, ASSUMED).cost;
-  if (cost > COST_LIMIT)
+  const cost = new CostEstimator(ASSUMED).cost(program.ast);
+  if (cost > limit)
     return {
-      error: `estimated cost ${cost > 1e15 ? 'over 10^15' : Math.round(cost)} exceeds the limit of ${COST_LIMIT} (lists assumed to hold up to ${MAX_LIST} items, strings ${MAX_STRING} characters; nested comprehensions multiply)`,
+      error: `estimated cost ${cost > 1e15 ? 'over 10^15' : Math.round(cost)} exceeds the limit of ${limit} (lists assumed to hold up to ${MAX_LIST} items, strings ${MAX_STRING} characters; nested comprehensions multiply)`,
     };
+  // the program that runs: the same expression with the run-time meter in it
+  const ast = program.ast;
+  try {
+    program = env.parse(instrument(source, ast)) as unknown as Program;
+  } catch (e) {
+    return { error: `cannot be metered: ${firstLine(e)}` };
+  }
   useRe2(program.ast);
-  return {
+  const compiled: CompiledCondition = {
     source,
     cost,
     evaluate(self, rule = null) {
+      if (compiled.exceeded) return { ok: false, error: compiled.exceeded };
       // the real input larger than assumed: estimate again with its sizes before running anything
       let sizes = self && typeof self === 'object' ? measured.get(self) : undefined;
       if (!sizes) {
@@ -226,25 +136,30 @@ function compileUncached(source: string): CompiledCondition | { error: string } 
         if (self && typeof self === 'object') measured.set(self, sizes);
       } else if (rule) sizes = measure(rule, { ...sizes });
       if (sizes.list > MAX_LIST || sizes.string > MAX_STRING) {
-        const real = estimate(program.ast, {
+        const real = new CostEstimator({
           list: Math.max(sizes.list, MAX_LIST),
           string: Math.max(sizes.string, MAX_STRING),
-        }).cost;
-        if (real > COST_LIMIT)
+        }).cost(ast);
+        if (real > limit)
           return {
             ok: false,
-            error: `runtime cost limit: estimated ${Math.round(real)} over ${COST_LIMIT} for an input with ${sizes.list} items and ${sizes.string} characters at most; not evaluated`,
+            error: `runtime cost limit: estimated ${Math.round(real)} over ${limit} for an input with ${sizes.list} items and ${sizes.string} characters at most; not evaluated`,
           };
       }
       try {
-        const v = program({ self, rule });
+        const v = metered(limit, () => program({ self, rule }));
         if (typeof v !== 'boolean') return { ok: false, error: `evaluates to ${typeof v}, not bool` };
         return { ok: true, value: v };
       } catch (e) {
+        if (e instanceof CostExceeded || (e as { cause?: unknown })?.cause instanceof CostExceeded) {
+          compiled.exceeded = `runtime cost limit: evaluation stopped after ${spent()} cost units, over the limit of ${limit} (the condition builds values larger than its estimate of ${Math.round(cost)}); refused from now on`;
+          return { ok: false, error: compiled.exceeded };
+        }
         return { ok: false, error: firstLine(e) };
       }
     },
   };
+  return compiled;
 }
 
 export function isCompiled(c: CompiledCondition | { error: string }): c is CompiledCondition {

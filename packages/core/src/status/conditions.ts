@@ -50,6 +50,18 @@ export function policyConditions(engine: PolicyEngine, id: string): Condition[] 
       cond('Enforced', 'False', 'Unknown', 'Policy is not enforced: it is invalid', gen),
     ];
   }
+  // a condition that hit the run-time cost limit is refused from then on: the policy is invalid
+  const exceeded = p.blocks.flatMap((b) =>
+    b.condition?.exceeded
+      ? [`spec.${b.as === 'override' ? 'overrides' : 'defaults'}.condition: ${b.condition.exceeded}`]
+      : [],
+  );
+  if (exceeded.length) {
+    return [
+      cond('Accepted', 'False', 'Invalid', `Policy is invalid: ${exceeded.join('; ')}`, gen),
+      enforcedCondition(engine, id, gen),
+    ];
+  }
   const found = p.targets.filter((t) => engine.topology.exists(t.key));
   const missing = p.targets.filter((t) => !engine.topology.exists(t.key));
   if (found.length === 0) {
