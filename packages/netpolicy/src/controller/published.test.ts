@@ -116,6 +116,59 @@ describe('networkEffectives', () => {
     expect(spec.network.truncated).toEqual(['ingress']);
   });
 
+  it("selectsNone is said only of peers in the object's own namespace: no oracle on other namespaces", () => {
+    // a tenant in dev guesses labels in shop, which it cannot read: whether shop has such pods must
+    // not show in dev's EffectivePolicies (its pods in dev it can list anyway)
+    const probe = (labels: Record<string, string>): NetPolicyObject => ({
+      kind: 'NetworkPolicy',
+      namespace: 'dev',
+      name: 'probe',
+      spec: {
+        podSelector: {},
+        ingress: [
+          {
+            from: [
+              { namespaceSelector: { matchLabels: { team: 'shop' } }, podSelector: { matchLabels: labels } },
+            ],
+          },
+          { from: [{ podSelector: { matchLabels: { app: 'nothing-here' } } }] },
+        ],
+      },
+    });
+    const peersOf = (labels: Record<string, string>) =>
+      networkEffectives(cluster([probe(labels)]))
+        .find((x) => x.namespace === 'dev')!
+        .ingress.map((r) => r.peers);
+    const exists = peersOf({ app: 'cart' });
+    const absent = peersOf({ app: 'guess' });
+    // the answer for the other namespace is the same whether the guess is right or not
+    expect(exists[0]).toEqual([{ peer: 'namespaces {team=shop} pods {app=cart}' }]);
+    expect(absent[0]).toEqual([{ peer: 'namespaces {team=shop} pods {app=guess}' }]);
+    // its own namespace: said
+    expect(absent[1]).toEqual([{ peer: 'namespaces dev pods {app=nothing-here}', selectsNone: true }]);
+    // an admin rule whose peer names one namespace: said on that namespace's objects only
+    const anp = ANP('one-ns', 5, {
+      subject: { namespaces: {} },
+      ingress: [
+        {
+          name: 'from-shop-ghost',
+          action: 'Deny',
+          from: [
+            {
+              pods: {
+                namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'shop' } },
+                podSelector: { matchLabels: { app: 'ghost' } },
+              },
+            },
+          ],
+        },
+      ],
+    });
+    const all = networkEffectives(cluster([anp]));
+    const dev = all.find((x) => x.namespace === 'dev')!.ingress[0]!.peers;
+    expect(dev[0]!.selectsNone).toBeUndefined();
+  });
+
   it('a peer that selects no pod says so; a new label set elsewhere rewrites only its own object', () => {
     const typo: NetPolicyObject = {
       kind: 'NetworkPolicy',

@@ -23,7 +23,10 @@ export interface PublishedPeer {
   /** The peer as written: `namespaces {team=a} pods {app=web}`, `10.0.0.0/8 except 10.1.0.0/16`, ... */
   peer: string;
   /**
-   * true when the peer selects no pod now (a selector that matches nothing, often a typo). No count:
+   * true when the peer selects no pod now (a selector that matches nothing, often a typo). Said only
+   * of peers confined to the object's own namespace, whose pods its readers can list anyway: of a peer
+   * reaching other namespaces it would tell a tenant whether pods with guessed labels exist where they
+   * cannot look (the ANP/BANP/CNP conditions, read by admins, still count what each peer selects). No count:
    * counts change whenever a label set appears or goes anywhere in the cluster, and every object
    * naming a broad peer would be rewritten with them (2,001 writes for one new label set at 10,000
    * pods with exact counts; power-of-ten buckets still flapped when a rollout crossed a boundary).
@@ -212,6 +215,8 @@ export class EffectiveBuilder {
   private readonly npByNs = new Map<string, Rule[]>();
   private readonly isolations: Isolation[];
   private readonly published = new Map<Rule, PublishedRule>();
+  /** Rules with a peer in their own namespace that selects no pod: their copy per namespace. */
+  private readonly publishedIn = new Map<Rule, Map<string, PublishedRule>>();
 
   constructor(engine: NetpolEngine, none: (p: Peer) => boolean) {
     this.engine = engine;
@@ -236,22 +241,39 @@ export class EffectiveBuilder {
     );
   }
 
-  private publish(r: Rule): PublishedRule {
+  /**
+   * The rule as published on an object of namespace `ns`: shared by every object, except that a peer
+   * confined to `ns` that selects no pod says so (one copy per namespace for the rules that have one).
+   */
+  private publish(r: Rule, ns: string): PublishedRule {
     let out = this.published.get(r);
-    if (out) return out;
-    out = {
-      tier: TIER[r.tier],
-      policy: policyOf(r),
-      rule: r.source.ruleName ?? `${r.direction}[${r.source.index}]`,
-      action: ACTION[r.action],
-      peers: r.peers.map((p) =>
-        this.none(p) ? { peer: peerText(p), selectsNone: true as const } : { peer: peerText(p) },
-      ),
-    };
-    if (r.priority !== undefined && r.tier === 'admin') out.priority = r.priority;
-    if (r.ports) out.ports = r.ports.map(portText);
-    this.published.set(r, out);
-    return out;
+    if (!out) {
+      out = {
+        tier: TIER[r.tier],
+        policy: policyOf(r),
+        rule: r.source.ruleName ?? `${r.direction}[${r.source.index}]`,
+        action: ACTION[r.action],
+        peers: r.peers.map((p) => ({ peer: peerText(p) })),
+      };
+      if (r.priority !== undefined && r.tier === 'admin') out.priority = r.priority;
+      if (r.ports) out.ports = r.ports.map(portText);
+      this.published.set(r, out);
+    }
+    const own = (p: Peer) => p.kind === 'pods' && 'name' in p.namespaces && p.namespaces.name === ns;
+    if (!r.peers.some((p) => own(p) && this.none(p))) return out;
+    let perNs = this.publishedIn.get(r);
+    if (!perNs) this.publishedIn.set(r, (perNs = new Map()));
+    let local = perNs.get(ns);
+    if (!local) {
+      local = {
+        ...out,
+        peers: r.peers.map((p) =>
+          own(p) && this.none(p) ? { peer: peerText(p), selectsNone: true as const } : { peer: peerText(p) },
+        ),
+      };
+      perNs.set(ns, local);
+    }
+    return local;
   }
 
   build(s: LabelSet): NetworkEffective {
@@ -280,12 +302,14 @@ export class EffectiveBuilder {
     const sources = new Map<string, { kind: string; namespace: string; name: string }>();
     for (const d of ['ingress', 'egress'] as const) {
       const list: PublishedRule[] = [];
-      for (const r of rules.admin) if (r.direction === d && subject(r)) list.push(this.publish(r));
-      for (const r of npRules) if (r.direction === d && subject(r)) list.push(this.publish(r));
+      for (const r of rules.admin)
+        if (r.direction === d && subject(r)) list.push(this.publish(r, s.namespace));
+      for (const r of npRules) if (r.direction === d && subject(r)) list.push(this.publish(r, s.namespace));
       for (const i of this.isolations)
         if (i.namespace === s.namespace && i.directions.includes(d) && matchesSelector(i.subject, s.labels))
           list.push(isolationRule(i, d));
-      for (const r of rules.baseline) if (r.direction === d && subject(r)) list.push(this.publish(r));
+      for (const r of rules.baseline)
+        if (r.direction === d && subject(r)) list.push(this.publish(r, s.namespace));
       for (const r of list) {
         const [kind, ...rest] = r.policy.split('/');
         const name = rest.pop()!;
