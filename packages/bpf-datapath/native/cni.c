@@ -12,8 +12,10 @@
 // drops until the endpoint is bound. DEL removes the record; CHECK, GC, STATUS: no-ops (the veth, and
 // its filters, go with the pod). Output: the previous result, unchanged.
 //
-// Network configuration keys it reads: cniVersion, pinDir (default /sys/fs/bpf/cascade), recordDir
-// (default /run/cascade/cni), prevResult.
+// Network configuration keys it reads, at the top level only (a real JSON parser: a key inside
+// prevResult is not one): cniVersion, pinDir (default /sys/fs/bpf/cascade), recordDir (default
+// /run/cascade/cni), prevResult. It attaches only to a veth whose peer is the pod's interface (never
+// to a macvlan or ipvlan parent: the node's uplink).
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -42,49 +44,105 @@ static void fail(int code, const char *msg, const char *detail) {
 	exit(1);
 }
 
-/* the string value of "key" (first occurrence), copied into out; 0 when absent or not a plain string */
+/* The network configuration is JSON from the runtime, with the previous plugins' result inside it:
+ * only its top-level keys are read, by a real (small, strict) parser. A key that appears only inside
+ * prevResult or another value is not a key of the configuration. */
+static const char *skip_ws(const char *p) {
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+	return p;
+}
+
+/* past a JSON string starting at p ('"'), or NULL */
+static const char *skip_string(const char *p) {
+	if (*p++ != '"') return NULL;
+	for (; *p; p++) {
+		if ((unsigned char)*p < 0x20) return NULL;
+		if (*p == '\\') {
+			if (!*++p) return NULL;
+		} else if (*p == '"')
+			return p + 1;
+	}
+	return NULL;
+}
+
+/* past one JSON value starting at p, or NULL (objects and arrays nested at most 64 deep) */
+static const char *skip_value(const char *p, int depth) {
+	p = skip_ws(p);
+	if (depth > 64) return NULL;
+	if (*p == '"') return skip_string(p);
+	if (*p == '{' || *p == '[') {
+		char close = *p == '{' ? '}' : ']';
+		p = skip_ws(p + 1);
+		if (*p == close) return p + 1;
+		for (;;) {
+			if (close == '}') {
+				p = skip_string(skip_ws(p));
+				if (!p) return NULL;
+				p = skip_ws(p);
+				if (*p++ != ':') return NULL;
+			}
+			p = skip_value(p, depth + 1);
+			if (!p) return NULL;
+			p = skip_ws(p);
+			if (*p == close) return p + 1;
+			if (*p++ != ',') return NULL;
+		}
+	}
+	const char *start = p;
+	while ((*p >= '0' && *p <= '9') || *p == '-' || *p == '+' || *p == '.' || *p == 'e' || *p == 'E') p++;
+	if (p > start) return p;
+	for (const char *lit = "true\0false\0null\0"; *lit; lit += strlen(lit) + 1)
+		if (!strncmp(p, lit, strlen(lit))) return p + strlen(lit);
+	return NULL;
+}
+
+/* The value of top-level `key` (start and length), 1 when found; -1 when the text is not one JSON
+ * object (nothing after it but blanks). */
+static int top_level(const char *key, const char **val, size_t *len) {
+	const char *p = skip_ws(conf);
+	int found = 0;
+	if (*p++ != '{') return -1;
+	p = skip_ws(p);
+	if (*p == '}') return *skip_ws(p + 1) ? -1 : 0;
+	for (;;) {
+		const char *k = skip_ws(p);
+		const char *ke = skip_string(k);
+		if (!ke) return -1;
+		p = skip_ws(ke);
+		if (*p++ != ':') return -1;
+		const char *v = skip_ws(p);
+		const char *ve = skip_value(v, 1);
+		if (!ve) return -1;
+		size_t klen = (size_t)(ke - k - 2);
+		if (!found && klen == strlen(key) && !strncmp(k + 1, key, klen)) {
+			*val = v;
+			*len = (size_t)(ve - v);
+			found = 1;
+		}
+		p = skip_ws(ve);
+		if (*p == '}') return *skip_ws(p + 1) ? -1 : found;
+		if (*p++ != ',') return -1;
+	}
+}
+
+/* the top-level string `key` copied into out: 1; 0 absent; -1 not a plain string (escapes refused:
+ * no path or version needs one) or too long */
 static int string_field(const char *key, char *out, size_t max) {
-	char pat[64];
-	snprintf(pat, sizeof(pat), "\"%s\"", key);
-	const char *p = strstr(conf, pat);
-	if (!p) return 0;
-	p += strlen(pat);
-	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-	if (*p++ != ':') return 0;
-	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-	if (*p++ != '"') return 0;
-	size_t n = 0;
-	while (*p && *p != '"' && *p != '\\' && n + 1 < max) out[n++] = *p++;
-	if (*p != '"') return 0;
-	out[n] = 0;
+	const char *v;
+	size_t len;
+	int r = top_level(key, &v, &len);
+	if (r <= 0) return r;
+	if (len < 2 || v[0] != '"' || len - 2 >= max || memchr(v + 1, '\\', len - 2)) return -1;
+	memcpy(out, v + 1, len - 2);
+	out[len - 2] = 0;
 	return 1;
 }
 
-/* the JSON object after "prevResult": (string-aware brace matching), or NULL */
+/* the top-level object `key` (start and length), or NULL */
 static const char *object_field(const char *key, size_t *len) {
-	char pat[64];
-	snprintf(pat, sizeof(pat), "\"%s\"", key);
-	const char *p = strstr(conf, pat);
-	if (!p) return NULL;
-	p += strlen(pat);
-	while (*p && *p != '{' && *p != '"' && *p != '[') p++;
-	if (*p != '{') return NULL;
-	const char *start = p;
-	int depth = 0, in_str = 0;
-	for (; *p; p++) {
-		if (in_str) {
-			if (*p == '\\' && p[1]) p++;
-			else if (*p == '"') in_str = 0;
-			continue;
-		}
-		if (*p == '"') in_str = 1;
-		else if (*p == '{') depth++;
-		else if (*p == '}' && --depth == 0) {
-			*len = (size_t)(p - start + 1);
-			return start;
-		}
-	}
-	return NULL;
+	const char *v;
+	if (top_level(key, &v, len) != 1 || *v != '{') return NULL;
+	return v;
 }
 
 static int valid_ifname(const char *s) {
@@ -98,8 +156,18 @@ static int valid_ifname(const char *s) {
 	return 1;
 }
 
-/* IFLA_LINK of interface `ifindex` in the current network namespace: a veth's peer ifindex */
-static int peer_of(int ifindex) {
+/* What the kernel says of interface `ifindex` in the current network namespace: its kind
+ * (IFLA_INFO_KIND: "veth", "macvlan", ...), the interface it links to (IFLA_LINK: a veth's peer, a
+ * macvlan's parent) and whether that one is in another namespace (IFLA_LINK_NETNSID). */
+struct link_info {
+	int link;
+	int other_ns;
+	char kind[16];
+};
+
+static int link_info(int ifindex, struct link_info *li) {
+	memset(li, 0, sizeof(*li));
+	li->link = -1;
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (fd < 0) return -1;
 	struct {
@@ -122,9 +190,22 @@ static int peer_of(int ifindex) {
 	for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (unsigned)n); nh = NLMSG_NEXT(nh, n)) {
 		if (nh->nlmsg_type != RTM_NEWLINK) continue;
 		struct ifinfomsg *ifi = NLMSG_DATA(nh);
+		if (ifi->ifi_index != ifindex) continue;
 		int alen = (int)IFLA_PAYLOAD(nh);
-		for (struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, alen); a = RTA_NEXT(a, alen))
-			if (a->rta_type == IFLA_LINK) return (int)*(__u32 *)RTA_DATA(a);
+		for (struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+			if (a->rta_type == IFLA_LINK) li->link = (int)*(__u32 *)RTA_DATA(a);
+			else if (a->rta_type == IFLA_LINK_NETNSID) li->other_ns = 1;
+			else if (a->rta_type == IFLA_LINKINFO) {
+				int ilen = (int)RTA_PAYLOAD(a);
+				for (struct rtattr *i = RTA_DATA(a); RTA_OK(i, ilen); i = RTA_NEXT(i, ilen))
+					if (i->rta_type == IFLA_INFO_KIND) {
+						size_t k = RTA_PAYLOAD(i) < sizeof(li->kind) - 1 ? RTA_PAYLOAD(i) : sizeof(li->kind) - 1;
+						memcpy(li->kind, RTA_DATA(i), k);
+						li->kind[k] = 0;
+					}
+			}
+		}
+		return 0;
 	}
 	return -1;
 }
@@ -198,14 +279,17 @@ int main(void) {
 	const char *cmd = getenv("CNI_COMMAND");
 	size_t n = fread(conf, 1, sizeof(conf) - 1, stdin);
 	conf[n] = 0;
-	string_field("cniVersion", version, sizeof(version));
+	const char *any;
+	size_t any_len;
+	if (top_level("cniVersion", &any, &any_len) < 0) fail(6, "the network configuration is not one JSON object", NULL);
+	if (string_field("cniVersion", version, sizeof(version)) < 0) fail(6, "cniVersion is not a plain string", NULL);
 	if (!cmd) fail(4, "CNI_COMMAND is not set", NULL);
 	if (!strcmp(cmd, "VERSION")) {
 		printf("{\"cniVersion\":\"%s\",\"supportedVersions\":[\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\",\"1.1.0\"]}\n", version);
 		return 0;
 	}
 	char records[256] = "/run/cascade/cni", record[512], tmp[560];
-	string_field("recordDir", records, sizeof(records));
+	if (string_field("recordDir", records, sizeof(records)) < 0) fail(6, "recordDir is not a plain string", NULL);
 	const char *id = getenv("CNI_CONTAINERID");
 	int have_id = valid_id(id);
 	if (have_id) snprintf(record, sizeof(record), "%s/%s", records, id);
@@ -219,7 +303,7 @@ int main(void) {
 	const char *prev = object_field("prevResult", &plen);
 	if (!prev) fail(7, "cascade-cni is a chained plugin: no prevResult", NULL);
 	char pin[256] = "/sys/fs/bpf/cascade";
-	string_field("pinDir", pin, sizeof(pin));
+	if (string_field("pinDir", pin, sizeof(pin)) < 0) fail(6, "pinDir is not a plain string", NULL);
 	const char *netns = getenv("CNI_NETNS"), *ifname = getenv("CNI_IFNAME");
 	if (!netns || !ifname || !valid_ifname(ifname)) fail(4, "CNI_NETNS or CNI_IFNAME missing or invalid", NULL);
 
@@ -235,15 +319,23 @@ int main(void) {
 	if (self < 0 || pod < 0) fail(999, "cannot open the network namespaces", netns);
 	if (setns(pod, CLONE_NEWNET)) fail(999, "cannot enter the pod network namespace", strerror(errno));
 	int inner = (int)if_nametoindex(ifname);
-	int peer = inner > 0 ? peer_of(inner) : -1;
+	struct link_info pod_side = {0}, host_side = {0};
+	int pod_known = inner > 0 ? link_info(inner, &pod_side) : -1;
+	int peer = pod_side.link;
 	char *addrs = NULL;
 	size_t addrs_len = 0;
 	FILE *mem = open_memstream(&addrs, &addrs_len);
 	int naddrs = (inner > 0 && mem) ? addresses_of(inner, mem) : -1;
 	if (mem) fclose(mem);
 	if (setns(self, CLONE_NEWNET)) fail(999, "cannot return to the host network namespace", strerror(errno));
-	if (inner <= 0) fail(999, "no such interface in the pod", ifname);
-	if (peer <= 0) fail(999, "the pod interface has no host-side peer (not a veth?)", ifname);
+	if (inner <= 0 || pod_known) fail(999, "no such interface in the pod", ifname);
+	/* only a veth whose peer is in another namespace, and that peer here a veth pointing back at it:
+	 * chained after macvlan or ipvlan, IFLA_LINK names the node's uplink, which must never get the
+	 * pod's programs (they would judge the whole node's traffic as the pod's) */
+	if (strcmp(pod_side.kind, "veth") || !pod_side.other_ns || peer <= 0)
+		fail(999, "the pod interface is not a veth with its peer in the host namespace (cascade-cni chains after bridge or ptp)", pod_side.kind);
+	if (link_info(peer, &host_side) || strcmp(host_side.kind, "veth") || host_side.link != inner || !host_side.other_ns)
+		fail(999, "the host-side peer of the pod interface is not a veth linked to it", ifname);
 	/* tc ingress of the host side sees what the pod sends (its egress), tc egress what it receives */
 	attach(peer, BPF_TC_INGRESS, from);
 	attach(peer, BPF_TC_EGRESS, to);

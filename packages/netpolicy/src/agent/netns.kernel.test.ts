@@ -221,6 +221,80 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
     await dp.dp.detach(client);
   });
 
+  it('the CNI plugin attaches only to a veth, and reads only top-level keys (round-two review)', async () => {
+    // the pod's interface must be a veth whose peer is here: chained after macvlan or ipvlan, IFLA_LINK
+    // names the node's uplink (this kernel has neither driver; the kind check refuses them); here a
+    // veth whose peer is in a third namespace, with a host bridge (the "uplink") holding that peer's
+    // index: the old code attached the pod's programs to the bridge
+    const UPLINK = 'cascade-tup0';
+    const MV = 'cascade-tmv0';
+    const MVNS = 'cascade-t-mv';
+    const THIRD = 'cascade-t-third';
+    for (const n of [MVNS, THIRD]) quiet('netns', 'del', n);
+    quiet('link', 'del', UPLINK);
+    for (const n of [MVNS, THIRD]) ip('netns', 'add', n);
+    ip('link', 'add', MV, 'type', 'veth', 'peer', 'name', `${MV}p`);
+    const uplink = Number(readFileSync(`/sys/class/net/${MV}p/ifindex`, 'utf8'));
+    ip('link', 'set', MV, 'netns', MVNS);
+    ip('link', 'set', `${MV}p`, 'netns', THIRD);
+    ip('link', 'add', 'name', UPLINK, 'index', String(uplink), 'type', 'bridge');
+    ip('link', 'set', UPLINK, 'up');
+    const recordDir = mkdtempSync(join(tmpdir(), 'cascade-cni-records-'));
+    const elsewhere = mkdtempSync(join(tmpdir(), 'cascade-cni-elsewhere-'));
+    const prevResult = { cniVersion: '1.0.0', interfaces: [{ name: MV }], ips: [] };
+    const run = (conf: object, env: Record<string, string>) => {
+      try {
+        return {
+          code: 0,
+          out: execFileSync(ARTIFACTS.cni, [], {
+            input: typeof conf === 'string' ? conf : JSON.stringify(conf),
+            env: { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'beef', CNI_PATH: '/opt/cni/bin', ...env },
+          }).toString(),
+        };
+      } catch (e) {
+        return { code: 1, out: String((e as { stdout?: Buffer }).stdout) };
+      }
+    };
+    try {
+      const mv = run(
+        { cniVersion: '1.0.0', name: 'pods', type: 'cascade-cni', pinDir: dp.pinDir, recordDir, prevResult },
+        { CNI_NETNS: `/var/run/netns/${MVNS}`, CNI_IFNAME: MV },
+      );
+      expect(mv.code).toBe(1);
+      expect(JSON.parse(mv.out).msg).toMatch(/is not a veth/);
+      expect((await dp.dp.attachments()).get(uplink)).toBeUndefined();
+      expect(existsSync(join(recordDir, 'beef'))).toBe(false);
+      // keys inside prevResult are not the configuration's: recordDir and pinDir there are ignored
+      const veth = {
+        CNI_NETNS: `/var/run/netns/${NS.client}`,
+        CNI_IFNAME: `${HOST_IF.client}p`,
+      };
+      const nested = run(
+        {
+          cniVersion: '1.0.0',
+          prevResult: { ...prevResult, recordDir: elsewhere, pinDir: '/sys/fs/bpf/cascade-not-there' },
+          pinDir: dp.pinDir,
+          recordDir,
+        },
+        veth,
+      );
+      expect(nested.code, nested.out).toBe(0);
+      expect(existsSync(join(recordDir, 'beef'))).toBe(true);
+      expect(existsSync(join(elsewhere, 'beef'))).toBe(false);
+      // not one JSON object: refused with CNI's decoding error, nothing attached or written
+      for (const bad of ['{"cniVersion":"1.0.0"', '{"cniVersion":"1.0.0"} {"pinDir":"/x"}', '[]'])
+        expect(JSON.parse(run(bad as unknown as object, veth).out)).toMatchObject({ code: 6 });
+      run({ cniVersion: '1.0.0', recordDir }, { ...veth, CNI_COMMAND: 'DEL' });
+      expect(existsSync(join(recordDir, 'beef'))).toBe(false);
+    } finally {
+      await dp.dp.detach(ifindexes.get(IP.client)!).catch(() => undefined);
+      for (const n of [MVNS, THIRD]) quiet('netns', 'del', n);
+      quiet('link', 'del', UPLINK);
+      rmSync(recordDir, { recursive: true, force: true });
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  });
+
   it('attached: the named port is open, the other port is blocked; replies pass', async () => {
     const r = await dp.dp.sync(datapathState(engine, undefined, { ifindexOf }));
     expect(r.refused).toEqual([]);
