@@ -8,6 +8,8 @@
 #define CASCADE_ID_HOST 1
 #define CASCADE_ID_WORLD 2
 #define CASCADE_ID_ALL_PODS 3
+/* a ClusterIP whose Service was left out of the translation maps (over its namespace's budget) */
+#define CASCADE_ID_UNTRANSLATED 5
 #define CASCADE_POD_FIRST 256
 #define CASCADE_POD_LAST 0x00ffffff
 

@@ -68,6 +68,10 @@ static __always_inline void judge(struct endpoint_value *ep, int dir, __u8 *remo
 		d->verdict = VERDICT_ALLOW;
 		return;
 	}
+	if (identity == CASCADE_ID_UNTRANSLATED) { /* a Service frontend left out of the maps: fail closed */
+		d->verdict = VERDICT_DENY;
+		return;
+	}
 	struct verdict_key vk = {
 		.admin = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][0] : ep->tables[DIR_EGRESS][0],
 		.lower = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][1] : ep->tables[DIR_EGRESS][1],

@@ -24,7 +24,8 @@ export const SIZES = {
   natValue: 20,
 } as const;
 
-export const ID = { WILDCARD: 0, HOST: 1, WORLD: 2, ALL_PODS: 3 } as const;
+/** Reserved identities (cascade.h CASCADE_ID_*). UNTRANSLATED: a ClusterIP left out of the Service maps. */
+export const ID = { WILDCARD: 0, HOST: 1, WORLD: 2, ALL_PODS: 3, UNTRANSLATED: 5 } as const;
 export const VERDICT = { allow: 0, deny: 1, pass: 2 } as const;
 export type VerdictName = keyof typeof VERDICT;
 export const EP_FLAGS = { ENFORCE_INGRESS: 1, ENFORCE_EGRESS: 2, FAIL_CLOSED: 4, AUDIT_ALLOW: 8 } as const;

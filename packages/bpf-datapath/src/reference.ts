@@ -28,7 +28,7 @@ export type ServiceTarget =
 
 export interface RefDecision {
   verdict: 'allow' | 'deny';
-  reason: 'not-endpoint' | 'not-enforced' | 'self' | 'host' | 'fail-closed' | 'admin' | 'lower' | 'miss';
+  reason: 'not-endpoint' | 'not-enforced' | 'self' | 'host' | 'untranslated' | 'fail-closed' | 'admin' | 'lower' | 'miss';
   remoteIdentity?: number;
   entry?: PolicyKey & PolicyValue;
   passedBy?: PolicyKey & PolicyValue;
@@ -156,6 +156,8 @@ export class ReferenceDatapath {
     if (ep.flags & EP_FLAGS.FAIL_CLOSED) return { verdict: 'deny', reason: 'fail-closed' };
     const identity = this.identityOf(remote);
     if (identity === ID.HOST) return { verdict: 'allow', reason: 'host', remoteIdentity: identity };
+    if (identity === ID.UNTRANSLATED)
+      return { verdict: 'deny', reason: 'untranslated', remoteIdentity: identity };
     const [admin, lower] = ep.tables[DIR[direction]];
     const a = this.layer(admin, identity, proto, port);
     if (a && a.verdict !== 'pass')

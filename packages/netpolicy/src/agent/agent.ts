@@ -39,39 +39,7 @@ import { NetpolEngine } from '../engine/engine.ts';
 import { ServiceCatalog } from '../engine/services.ts';
 import { datapathState } from './datapath.ts';
 import { FlowLog } from './flows.ts';
-
-export interface AgentOptions {
-  client: KubeClient;
-  /** This node's name: its local pods are the endpoints this datapath enforces. */
-  node: string;
-  datapath: Datapath;
-  log?: Logger;
-  /** /metrics, /healthz, /readyz and /flows on 127.0.0.1 at this port (tests; 0 picks one). */
-  metricsPort?: number;
-  /** The same on a bind address (the binary's --metrics-bind-address); wins over metricsPort. */
-  metricsBindAddress?: BindAddress;
-  /** Finds local pods' host-side interfaces (default: from the kernel and cascade-cni's records). */
-  interfaces?: InterfaceResolver;
-  /** cascade-cni's record directory (default /run/cascade/cni; see bpf-datapath interfaces.ts). */
-  cniRecordDir?: string;
-  /**
-   * Attach the programs to the interfaces found (default true). false where another component owns
-   * attachments, or in tests that run packets through BPF_PROG_TEST_RUN only.
-   */
-  manageAttachments?: boolean;
-  /**
-   * Policy map entries the NetworkPolicies of one namespace may add on this node (default 100,000 of
-   * the map's 1,048,576): over it the namespace's largest NetworkPolicy is refused alone (isolation
-   * kept).
-   */
-  namespaceEntryBudget?: number;
-  /**
-   * Where the pods come from (default 'pods'): every Pod of the cluster, or 'slices': this node's Pods
-   * (fieldSelector spec.nodeName) and the PodAddressSlices the netpolicy-controller publishes for the
-   * others (slices.ts), which drops every other node's Pod objects and status-only Pod updates.
-   */
-  podSource?: 'pods' | 'slices';
-}
+import type { AgentOptions } from './options.ts';
 
 export class NetpolAgent {
   readonly engine = new NetpolEngine();
@@ -106,7 +74,13 @@ export class NetpolAgent {
   readonly slices: SliceIndex;
   private readonly podSource?: { node: string; slices: SliceIndex; bootstrap?: Informer };
   /** Services and EndpointSlices: the frontends translated to their backends in the datapath. */
-  readonly services = new ServiceCatalog();
+  readonly services: ServiceCatalog;
+  /** Services refused now (`ns/name` -> reason), reported once per change. */
+  private refusedServices = new Map<string, string>();
+  readonly serviceRefusals = this.metrics.counter(
+    'cascade_datapath_services_refused_total',
+    'Services refused for their namespace Service budget or full maps (untranslated, ClusterIPs fail closed)',
+  );
   /** Denied (and audited) flows from the kernel, named: GET /flows, and one JSON log line each. */
   readonly flows = new FlowLog();
   private lastRules: ReadonlyMap<number, string> = new Map();
@@ -139,6 +113,7 @@ export class NetpolAgent {
 
   constructor(opts: AgentOptions) {
     this.opts = opts;
+    this.services = new ServiceCatalog(opts.serviceBudget);
     this.slices = new SliceIndex(opts.node);
     if (opts.podSource === 'slices') this.podSource = { node: opts.node, slices: this.slices };
     this.log = opts.log ?? jsonLogger('cascade-netpol-agent');
@@ -179,6 +154,11 @@ export class NetpolAgent {
       this.log,
       'the datapath keeps what it enforces',
       () => this.queue.add('sync'),
+    );
+    this.metrics.gauge(
+      'cascade_datapath_services_refused',
+      'Services refused now on this node (namespace budget or full maps)',
+      () => this.refusedServices.size,
     );
     this.metrics.gauge(
       'cascade_netpol_policies_refused',
@@ -362,8 +342,38 @@ export class NetpolAgent {
     }
     if (report.failClosed.length)
       this.log('error', 'endpoints fail closed until their rule set fits', { endpoints: report.failClosed });
+    this.reportRefusedServices();
     await this.reconcileAttachments();
     this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+  }
+
+  /**
+   * Services the node's budgets leave out (service-budget.ts): logged, counted and a Warning Event on
+   * the Service, once each time a Service becomes refused or its reason changes.
+   */
+  private reportRefusedServices(): void {
+    const now = new Map<string, string>();
+    for (const r of this.services.refused(this.opts.node)) {
+      now.set(r.service, r.reason);
+      if (this.refusedServices.get(r.service) === r.reason) continue;
+      this.serviceRefusals.inc();
+      this.log(
+        'error',
+        'Service refused: not translated on this node, new flows to its ClusterIPs are dropped',
+        {
+          service: r.service,
+          reason: r.reason,
+        },
+      );
+      this.event(
+        { kind: 'Service', apiVersion: 'v1', namespace: r.namespace, name: r.name },
+        'ServiceBudgetExceeded',
+        `not translated on node ${this.opts.node}: ${r.reason}; new connections to its ClusterIPs from this node's pods are dropped`,
+      );
+    }
+    for (const k of this.refusedServices.keys())
+      if (!now.has(k)) this.log('info', 'Service translated again', { service: k });
+    this.refusedServices = now;
   }
 
   /**

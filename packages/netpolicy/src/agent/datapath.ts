@@ -1,8 +1,9 @@
 // The engine's state for one node, in the datapath's terms (bpf-datapath's DesiredState): the ipcache
 // as that node's agent sees it, its endpoints, and their rule-set layers with numeric rule ids.
 import { type DesiredState, EP_FLAGS, type TableEntry, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
-import { formatPrefix, type Prefix } from '../engine/cidr.ts';
+import { formatPrefix, hostPrefix, type Prefix } from '../engine/cidr.ts';
 import type { NetpolEngine } from '../engine/engine.ts';
+import { ID } from '../engine/identities.ts';
 import type { MapState } from '../engine/mapstate.ts';
 import type { ServiceCatalog } from '../engine/services.ts';
 
@@ -20,11 +21,13 @@ interface Converted {
   ruleIds: Map<string, number>;
   rules: Map<number, string>;
   tables: WeakMap<MapState, { version: number; entries: TableEntry[] }>;
-  ipcache: WeakMap<object, DesiredState['ipcache']>;
+  /** by the engine's ipcache, then by the catalog's untranslated ClusterIPs */
+  ipcache: WeakMap<object, WeakMap<readonly string[], DesiredState['ipcache']>>;
 }
 const converted = new WeakMap<NetpolEngine, Converted>();
 /** Prefix text by prefix object (host prefixes are shared objects, see cidr.hostPrefix). */
 const formatted = new WeakMap<Prefix, string>();
+const NONE: readonly string[] = [];
 
 export interface DatapathStateOptions {
   /**
@@ -108,16 +111,25 @@ export function datapathState(
       });
     }
   }
-  // engine.ipcache(node) is memoised until the next change: convert it once per change too
+  // engine.ipcache(node) is memoised until the next change: convert it once per change too. The
+  // ClusterIPs of Services the node's budgets left out (memoised by the catalog) join it as
+  // UNTRANSLATED, which the program denies: never judged as the world they would otherwise fall in.
   const raw = engine.ipcache(node);
-  let ipcache = c.ipcache.get(raw);
+  const untranslated = opts.services?.untranslated(node) ?? NONE;
+  let byRaw = c.ipcache.get(raw);
+  if (!byRaw) c.ipcache.set(raw, (byRaw = new WeakMap()));
+  let ipcache = byRaw.get(untranslated);
   if (!ipcache) {
     ipcache = raw.map((e) => {
       let prefix = formatted.get(e.prefix);
       if (prefix === undefined) formatted.set(e.prefix, (prefix = formatPrefix(e.prefix)));
       return { prefix, identity: e.identity };
     });
-    c.ipcache.set(raw, ipcache);
+    for (const ip of untranslated) {
+      const p = hostPrefix(ip);
+      if (p) ipcache.push({ prefix: formatPrefix(p), identity: ID.UNTRANSLATED });
+    }
+    byRaw.set(untranslated, ipcache);
   }
   return {
     ipcache,

@@ -4,4 +4,5 @@
 export * from './agent.ts';
 export * from './datapath.ts';
 export * from './flows.ts';
+export * from './options.ts';
 export * from './rbac.ts';

@@ -28,6 +28,9 @@ describe('cascade-netpol-agent flags', () => {
       '--cni-record-dir',
       '--namespace-entry-budget',
       '--pod-source',
+      '--service-namespace-frontends',
+      '--service-namespace-backends',
+      '--service-reserved-namespaces',
       '--zap-log-level',
       '--kubeconfig',
     ])
@@ -52,6 +55,16 @@ describe('cascade-netpol-agent flags', () => {
     [[], { NODE_NAME: 'n1', CASCADE_LOG_LEVEL: 'loud' }, /--zap-log-level: "loud"/],
     [['--node-name', 'n1', '--pod-source', 'all'], {}, /--pod-source: "all" is not one of pods, slices/],
     [[], { NODE_NAME: 'n1', CASCADE_POD_SOURCE: 'x' }, /--pod-source: "x"/],
+    [
+      ['--node-name', 'n1', '--service-reserved-namespaces', 'kube-system,Bad_NS'],
+      {},
+      /--service-reserved-namespaces: "Bad_NS" is not a namespace name/,
+    ],
+    [
+      [],
+      { NODE_NAME: 'n1', CASCADE_SERVICE_NAMESPACE_FRONTENDS: 'many' },
+      /--service-namespace-frontends: "many" is not a whole number/,
+    ],
     [['--no-such-flag'], {}, /Unknown option '--no-such-flag'/],
   ])('%j %j exits 2 with one clear line', async (args, env, msg) => {
     const r = await run(args, env);

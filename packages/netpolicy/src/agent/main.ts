@@ -3,8 +3,9 @@
 // under --pin-dir so a restarted agent adopts them and reconciles without a window of wrong verdicts.
 // SIGTERM stops cleanly (programs stay attached, maps pinned). Every flag's default can also come
 // from the environment variable it names, which is how the chart configures it.
-import { ARTIFACTS, Datapath } from '@cascade/bpf-datapath';
-import { binary, jsonLogger, KubeClient } from '@cascade/core';
+import { ARTIFACTS, Datapath, MAX_BACKEND_SLOTS, MAX_FRONTENDS } from '@cascade/bpf-datapath';
+import { binary, jsonLogger, KubeClient, watchNamespaces } from '@cascade/core';
+import { DEFAULT_SERVICE_BUDGET } from '../engine/service-budget.ts';
 import { NetpolAgent } from './agent.ts';
 import { agentMetricsBindAddress } from './flows-read.ts';
 
@@ -21,6 +22,13 @@ Flags (defaults from the environment variable named, then the value shown):
   --cni-record-dir DIR              cascade-cni's interface records ($CASCADE_CNI_RECORD_DIR, /run/cascade/cni)
   --namespace-entry-budget N        policy map entries one namespace's NetworkPolicies may use on this
                                     node ($CASCADE_NAMESPACE_ENTRY_BUDGET, 100000)
+  --service-namespace-frontends N   Service frontends one namespace may take in this node's maps
+                                    ($CASCADE_SERVICE_NAMESPACE_FRONTENDS, 2048)
+  --service-namespace-backends N    backend slots one namespace may take ($CASCADE_SERVICE_NAMESPACE_BACKENDS,
+                                    16384); a Service over its namespace's budget is refused alone
+                                    (untranslated; new flows to its ClusterIPs dropped)
+  --service-reserved-namespaces NS  namespaces served first, without a budget ($CASCADE_SERVICE_RESERVED_NAMESPACES,
+                                    "kube-system"; comma-separated)
   --pod-source pods|slices          where other nodes' pods are learnt: every Pod of the cluster, or this
                                     node's Pods and the netpolicy-controller's PodAddressSlices
                                     ($CASCADE_POD_SOURCE, pods)
@@ -43,6 +51,18 @@ const b = binary(
     'cni-record-dir': { type: 'string', default: env.CASCADE_CNI_RECORD_DIR ?? '/run/cascade/cni' },
     'namespace-entry-budget': { type: 'string', default: env.CASCADE_NAMESPACE_ENTRY_BUDGET ?? '100000' },
     'pod-source': { type: 'string', default: env.CASCADE_POD_SOURCE ?? 'pods' },
+    'service-namespace-frontends': {
+      type: 'string',
+      default: env.CASCADE_SERVICE_NAMESPACE_FRONTENDS ?? String(DEFAULT_SERVICE_BUDGET.frontends),
+    },
+    'service-namespace-backends': {
+      type: 'string',
+      default: env.CASCADE_SERVICE_NAMESPACE_BACKENDS ?? String(DEFAULT_SERVICE_BUDGET.backends),
+    },
+    'service-reserved-namespaces': {
+      type: 'string',
+      default: env.CASCADE_SERVICE_RESERVED_NAMESPACES ?? DEFAULT_SERVICE_BUDGET.reserved.join(','),
+    },
     'zap-log-level': { type: 'string', default: env.CASCADE_LOG_LEVEL ?? 'info' },
     kubeconfig: { type: 'string' },
   },
@@ -56,6 +76,13 @@ if (podSourceText !== 'pods' && podSourceText !== 'slices')
   fail(`--pod-source: "${podSourceText.slice(0, 40)}" is not one of pods, slices`);
 const podSource = podSourceText as 'pods' | 'slices';
 const budget = b.whole('namespace-entry-budget', 'entries', 1_048_576);
+const reserved = watchNamespaces(String(values['service-reserved-namespaces']));
+if (typeof reserved === 'string') fail(`--service-reserved-namespaces: ${reserved}`);
+const serviceBudget = {
+  frontends: b.whole('service-namespace-frontends', 'frontends', MAX_FRONTENDS),
+  backends: b.whole('service-namespace-backends', 'backend slots', MAX_BACKEND_SLOTS),
+  reserved: typeof reserved === 'string' ? [] : (reserved ?? []),
+};
 const metricsBindAddress = b.bindAddress('metrics-bind-address');
 const log = jsonLogger(NAME, undefined, b.logLevel());
 const kc = b.kubeConfig();
@@ -76,6 +103,7 @@ const agent = new NetpolAgent({
   ...(metricsBindAddress ? { metricsBindAddress } : {}),
   cniRecordDir: String(values['cni-record-dir']),
   namespaceEntryBudget: budget,
+  serviceBudget,
   podSource,
 });
 await agent.start();

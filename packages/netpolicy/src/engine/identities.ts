@@ -16,6 +16,11 @@ export const ID = {
   ALL_PODS: 3,
   /** IPv6 counterpart of WORLD. */
   WORLD6: 4,
+  /**
+   * In the datapath's ipcache only: a ClusterIP whose Service the node's budgets left out of the
+   * translation maps. A new flow to it is dropped (fail closed), never judged as the world.
+   */
+  UNTRANSLATED: 5,
 } as const;
 
 export const POD_RANGE = { first: 256, last: 0x00ffffff } as const;

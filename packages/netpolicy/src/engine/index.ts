@@ -16,6 +16,7 @@ export * from './ports.ts';
 export * from './precedence.ts';
 export * from './rules.ts';
 export * from './selection.ts';
+export * from './service-budget.ts';
 export * from './services.ts';
 export * from './tiers.ts';
 export * from './verdict.ts';

@@ -8,6 +8,13 @@
 // goes to, by the policies of both ends, exactly as if the pod had dialled the backend itself.
 import { type DesiredService, NODEPORT_ADDR } from '@cascade/bpf-datapath';
 import { hostPrefix } from './cidr.ts';
+import {
+  applyServiceBudget,
+  DEFAULT_SERVICE_BUDGET,
+  type RefusedService,
+  type ServiceBudget,
+  type ServiceCapacity,
+} from './service-budget.ts';
 
 const PROTO = { TCP: 6, UDP: 17, SCTP: 132 } as const;
 type Protocol = keyof typeof PROTO;
@@ -155,6 +162,8 @@ export interface Backend {
 export interface Frontend {
   /** `ns/name:port` (the Service port's name, or its number) */
   service: string;
+  /** the Service: `ns/name` */
+  key: string;
   addr: string;
   port: number;
   proto: number;
@@ -162,13 +171,33 @@ export interface Frontend {
   backends: Backend[];
 }
 
-/** The cluster's Services and EndpointSlices, and the frontends they make. */
+interface Built {
+  /** every frontend the Services make */
+  frontends: Frontend[];
+  /** those the node's budgets admit (service-budget.ts) */
+  admitted: Frontend[];
+  refused: RefusedService[];
+  desired?: DesiredService[];
+  untranslated?: string[];
+}
+
+/**
+ * The cluster's Services and EndpointSlices, the frontends they make, and which of them a node's
+ * Service maps hold (per-namespace budgets, see service-budget.ts).
+ */
 export class ServiceCatalog {
   private readonly services = new Map<string, Service>();
   private readonly slices = new Map<string, EndpointSlice>();
   /** by node ('' for all): memoised until the next change */
-  private cache = new Map<string, { frontends: Frontend[]; desired?: DesiredService[] }>();
+  private cache = new Map<string, Built>();
   private byClusterIP?: Map<string, Service>;
+  private readonly budget: ServiceBudget;
+  private readonly capacity?: ServiceCapacity;
+
+  constructor(budget: ServiceBudget = DEFAULT_SERVICE_BUDGET, capacity?: ServiceCapacity) {
+    this.budget = budget;
+    if (capacity) this.capacity = capacity;
+  }
 
   upsertService(s: Service): void {
     this.services.set(`${s.namespace}/${s.name}`, s);
@@ -209,12 +238,32 @@ export class ServiceCatalog {
     return undefined;
   }
 
-  /** Every frontend with the backends a pod on `node` may be sent to (every node when undefined). */
-  frontends(node?: string): Frontend[] {
+  private built(node?: string): Built {
     const k = node ?? '';
     let c = this.cache.get(k);
-    if (!c) this.cache.set(k, (c = { frontends: this.build(node) }));
-    return c.frontends;
+    if (!c) {
+      const frontends = this.build(node);
+      c = { frontends, ...applyServiceBudget(frontends, this.budget, this.capacity) };
+      this.cache.set(k, c);
+    }
+    return c;
+  }
+
+  /** Every frontend with the backends a pod on `node` may be sent to (every node when undefined). */
+  frontends(node?: string): Frontend[] {
+    return this.built(node).frontends;
+  }
+
+  /** The Services the node's budgets leave out of its maps, with the reason (memoised). */
+  refused(node?: string): RefusedService[] {
+    return this.built(node).refused;
+  }
+
+  /** The ClusterIPs of the refused Services: known frontends the datapath does not translate. */
+  untranslated(node?: string): string[] {
+    const c = this.built(node);
+    c.untranslated ??= c.refused.flatMap((r) => r.clusterIPs);
+    return c.untranslated;
   }
 
   private build(node?: string): Frontend[] {
@@ -239,6 +288,7 @@ export class ServiceCatalog {
           const fam = (b: Backend) => b.addr.includes(':') === v6;
           out.push({
             service: label,
+            key,
             addr,
             port: p.port,
             proto: PROTO[p.protocol],
@@ -248,6 +298,7 @@ export class ServiceCatalog {
           if (p.nodePort)
             out.push({
               service: label,
+              key,
               addr: NODEPORT_ADDR[v6 ? 6 : 4],
               port: p.nodePort,
               proto: PROTO[p.protocol],
@@ -266,9 +317,8 @@ export class ServiceCatalog {
    * which reports them.
    */
   desired(node?: string): DesiredService[] {
-    this.frontends(node);
-    const c = this.cache.get(node ?? '')!;
-    c.desired ??= c.frontends.map((f) => ({
+    const c = this.built(node);
+    c.desired ??= c.admitted.map((f) => ({
       addr: f.addr,
       port: f.port,
       proto: f.proto,

@@ -1,0 +1,43 @@
+// The node agent's options (agent.ts): what main.ts builds from the flags, and tests set directly.
+import type { Datapath, InterfaceResolver } from '@cascade/bpf-datapath';
+import type { BindAddress, KubeClient, Logger } from '@cascade/core';
+import type { ServiceBudget } from '../engine/service-budget.ts';
+
+export interface AgentOptions {
+  client: KubeClient;
+  /** This node's name: its local pods are the endpoints this datapath enforces. */
+  node: string;
+  datapath: Datapath;
+  log?: Logger;
+  /** /metrics, /healthz, /readyz and /flows on 127.0.0.1 at this port (tests; 0 picks one). */
+  metricsPort?: number;
+  /** The same on a bind address (the binary's --metrics-bind-address); wins over metricsPort. */
+  metricsBindAddress?: BindAddress;
+  /** Finds local pods' host-side interfaces (default: from the kernel and cascade-cni's records). */
+  interfaces?: InterfaceResolver;
+  /** cascade-cni's record directory (default /run/cascade/cni; see bpf-datapath interfaces.ts). */
+  cniRecordDir?: string;
+  /**
+   * Attach the programs to the interfaces found (default true). false where another component owns
+   * attachments, or in tests that run packets through BPF_PROG_TEST_RUN only.
+   */
+  manageAttachments?: boolean;
+  /**
+   * Policy map entries the NetworkPolicies of one namespace may add on this node (default 100,000 of
+   * the map's 1,048,576): over it the namespace's largest NetworkPolicy is refused alone (isolation
+   * kept).
+   */
+  namespaceEntryBudget?: number;
+  /**
+   * Service frontends and backend slots one namespace may take in this node's maps, and the namespaces
+   * served first without a budget (default DEFAULT_SERVICE_BUDGET: 2048, 16,384, kube-system). A
+   * Service over its namespace's budget is refused alone: untranslated, its ClusterIPs fail closed.
+   */
+  serviceBudget?: ServiceBudget;
+  /**
+   * Where the pods come from (default 'pods'): every Pod of the cluster, or 'slices': this node's Pods
+   * (fieldSelector spec.nodeName) and the PodAddressSlices the netpolicy-controller publishes for the
+   * others (slices.ts), which drops every other node's Pod objects and status-only Pod updates.
+   */
+  podSource?: 'pods' | 'slices';
+}
