@@ -35,8 +35,8 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #include "maps.h"
-#include "parse.h"
 #include "addr.h"
+#include "parse.h"
 #include "endpoint.h"
 #include "fragments.h"
 #include "conntrack.h"

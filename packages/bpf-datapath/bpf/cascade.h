@@ -198,6 +198,7 @@ struct frag_value {
 #define CNT_NDP 13            /* IPv6 neighbour discovery and MLD passed */
 #define CNT_SVC_NEW 14        /* new flows to a Service sent to a backend */
 #define CNT_SVC_NAT 15        /* packets translated (to a backend, or a reply back to the frontend) */
-#define CNT_MAX 16
+#define CNT_NDP_REFUSED 16    /* unicast NS/NA to or from an address that is not on the link */
+#define CNT_MAX 17
 
 #endif

@@ -13,6 +13,18 @@ static __always_inline struct endpoint_value *endpoint_on(const __u8 *addr, __u3
 	return ep && ep->ifindex == ifindex ? ep : NULL;
 }
 
+/* An address on this node's link: one of the node's own (reserved identity host) or a pod of this
+ * node (an endpoint, on any of its interfaces). */
+static __always_inline int on_link(const __u8 *addr)
+{
+	struct endpoint_key k;
+	__builtin_memcpy(k.addr, addr, 16);
+	struct ipcache_value *iv = bpf_map_lookup_elem(&cascade_hosts, &k);
+	if (iv && iv->identity == CASCADE_ID_HOST)
+		return 1;
+	return bpf_map_lookup_elem(&cascade_endpoints, &k) != NULL;
+}
+
 static __always_inline int spoofed(void)
 {
 	count(CNT_SPOOFED);
@@ -39,6 +51,25 @@ static __always_inline int not_ip(int r, struct flow *f, int dir, __u32 ifindex)
 			/* a neighbour advertisement claims only the pod's own (or link-local) address */
 			if (f->icmp_type == 136 && !is_link_local6(f->claimed) && !endpoint_on(f->claimed, ifindex))
 				return spoofed();
+		}
+		count(CNT_NDP);
+		return TC_ACT_OK;
+	case P_NDP_UNICAST:
+		/* unicast NUD between neighbours on the link: the node and its pods. From a pod: to the
+		 * node or a pod of this node, claiming only its own addresses; towards a pod: addressed to
+		 * it. Hop limit 255 already proves the sender is on the link. Anywhere else: dropped. */
+		if (dir == DIR_EGRESS) {
+			if (!is_link_local6(f->src) && !endpoint_on(f->src, ifindex))
+				return spoofed();
+			if (f->icmp_type == 136 && !is_link_local6(f->claimed) && !endpoint_on(f->claimed, ifindex))
+				return spoofed();
+			if (!on_link(f->dst)) {
+				count(CNT_NDP_REFUSED);
+				return TC_ACT_SHOT;
+			}
+		} else if (!endpoint_on(f->dst, ifindex)) {
+			count(CNT_NDP_REFUSED);
+			return TC_ACT_SHOT;
 		}
 		count(CNT_NDP);
 		return TC_ACT_OK;

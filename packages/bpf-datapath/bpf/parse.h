@@ -47,6 +47,7 @@ struct flow {
 #define P_IP 0        /* an IP packet to judge */
 #define P_ARP 1       /* ARP: its sender address is checked from a pod */
 #define P_NDP 2       /* IPv6 neighbour discovery / MLD: passes (source checked from a pod) */
+#define P_NDP_UNICAST 3 /* a neighbour solicitation/advertisement to a unicast address (NUD): on-link only */
 #define P_MALFORMED -1
 #define P_BAD_L2 -2   /* an ethertype other than IPv4, IPv6, ARP */
 #define P_EXTHDRS -3  /* too many IPv6 extension headers */
@@ -113,6 +114,27 @@ static __always_inline void parse_embedded(struct flow *f, void *inner, void *en
 }
 
 /* Parses Ethernet + IPv4/IPv6 (the extension-header chain walked) + the L4 header. */
+/* NDP messages: a 24-byte header (RA 16) and a few 8-byte options (link-layer address, nonce, MTU,
+ * a prefix or two); MLD: queries and reports with their source lists, bounded well below an MTU. */
+#define NDP_MAX 256
+/* NS/NA: 24 bytes, a link-layer address option (8) and a nonce (8) */
+#define NDP_UNICAST_MAX 48
+#define MLD_MAX 1024
+
+/* a destination NDP sends to: link-local unicast, ff02::1 (all nodes), ff02::2 (all routers),
+ * ff02::1:ffXX:XXXX (solicited node) */
+static __always_inline int ndp_dst(const __u8 *a)
+{
+	if (is_link_local6(a))
+		return 1;
+	const __u32 *w = (const __u32 *)a;
+	if (w[0] != bpf_htonl(0xff020000) || w[1] != 0)
+		return 0;
+	if (w[2] == 0 && (w[3] == bpf_htonl(1) || w[3] == bpf_htonl(2)))
+		return 1;
+	return w[2] == bpf_htonl(1) && a[12] == 0xff;
+}
+
 static __always_inline int parse(struct __sk_buff *skb, struct flow *f)
 {
 	void *data = (void *)(long)skb->data;
@@ -232,14 +254,28 @@ static __always_inline int parse(struct __sk_buff *skb, struct flow *f)
 		if (v6 && f->proto == IPPROTO_ICMPV6_) {
 			if (type >= 1 && type <= 4)
 				parse_embedded(f, icmp + 8, end, 1);
-			/* NDP (RS, RA, NS, NA, redirect) with hop limit 255; MLD queries and reports */
-			if (type >= 133 && type <= 137 && f->hop_limit == 255) {
+			/* Neighbour discovery and MLD pass without policy only as the protocols send them (a
+			 * pod must not use their types as a free channel): NDP (RS, RA, NS, NA, redirect) with
+			 * hop limit 255 (never routed), at most NDP_MAX bytes, to a link-local, solicited-node,
+			 * all-nodes or all-routers address; NS/NA to a unicast address (neighbour unreachability
+			 * detection) at most NDP_UNICAST_MAX bytes, and only between on-link neighbours (the node
+			 * and its pods: endpoint.h); MLD
+			 * from a link-local (or, for a report, the unspecified) source, hop limit 1, to a
+			 * multicast address, at most MLD_MAX bytes. Anything else of these types is judged by
+			 * policy as any ICMPv6 packet. */
+			__u32 len = skb->len > off ? skb->len - off : 0;
+			if (type >= 133 && type <= 137 && f->hop_limit == 255 && len <= NDP_MAX) {
 				if ((void *)(icmp + 24) <= end)
 					__builtin_memcpy(f->claimed, icmp + 8, 16);
-				return P_NDP;
+				if (ndp_dst(f->dst))
+					return P_NDP;
+				if ((type == 135 || type == 136) && f->dst[0] != 0xff && len <= NDP_UNICAST_MAX)
+					return P_NDP_UNICAST;
+			} else if ((type >= 130 && type <= 132) || type == 143) {
+				if (f->hop_limit == 1 && len <= MLD_MAX && f->dst[0] == 0xff &&
+				    (is_link_local6(f->src) || (type == 143 && is_zero(f->src))))
+					return P_NDP;
 			}
-			if ((type >= 130 && type <= 132) || type == 143)
-				return P_NDP;
 		} else if (!v6 && f->proto == IPPROTO_ICMP) {
 			if (type == 3 || type == 11 || type == 12)
 				parse_embedded(f, icmp + 8, end, 0);

@@ -283,6 +283,38 @@ describe.skipIf(!kernelTestsEnabled())('the datapath against hostile packets', (
       expect(await egress(denied)).toBe('deny');
       expect(await ingress({ ...ptb, icmp: { type: 2, embedded: denied } })).toBe('deny');
     });
+    it('NDP and MLD are no free channel (round two): off their form they are judged by policy', async () => {
+      const icmp6 = (src: string, dst: string, type: number, hopLimit: number, bytes: number) =>
+        buildPacket({ src, dst, proto: 58, hopLimit, icmp: { type, body: Buffer.alloc(bytes, 0x41) } });
+      // towards A (isolated but for B): MLD of any hop limit and NDP of hop limit 64 with a payload
+      // passed before; now judged, and isolation drops them
+      const judged = await counted('ndp', async () => {
+        expect(await verdict('to_endpoint', icmp6('fe80::1', A6, 143, 64, 100))).toBe('deny');
+        expect(await verdict('to_endpoint', icmp6('fe80::1', A6, 131, 1, 100))).toBe('deny'); // unicast
+        expect(await verdict('to_endpoint', icmp6('fd00::1:1', A6, 136, 64, 16))).toBe('deny');
+        // hop limit 255 but far larger than a solicitation
+        expect(await verdict('to_endpoint', icmp6('fe80::1', A6, 135, 255, 1000))).toBe('deny');
+        // MLD larger than any report a pod sends
+        expect(await verdict('to_endpoint', icmp6('fe80::1', 'ff02::16', 143, 1, 1100))).toBe('deny');
+      });
+      expect(judged).toBe(0);
+      // the protocols as they are sent still pass: MLD from link-local, hop limit 1, to multicast
+      const passed = await counted('ndp', async () => {
+        expect(await verdict('to_endpoint', icmp6('fe80::1', 'ff02::1', 130, 1, 20))).toBe('allow');
+        expect(await verdict('from_endpoint', icmp6('fe80::a', 'ff02::16', 143, 1, 40))).toBe('allow');
+        expect(await verdict('from_endpoint', icmp6('::', 'ff02::16', 143, 1, 40))).toBe('allow');
+      });
+      expect(passed).toBe(3);
+      // from A: unicast NS/NA to an address off the link (the world, a pod of another node) is dropped
+      const refused = await counted('ndpRefused', async () => {
+        expect(await verdict('from_endpoint', buildNdp(A6, '2001:db8::1', 135, '2001:db8::1'))).toBe('deny');
+        expect(await verdict('from_endpoint', buildNdp(A6, B6, 136, A6))).toBe('deny');
+      });
+      expect(refused).toBe(2);
+      // MLD from a global source is no MLD: judged (A's egress allows it), not counted as NDP
+      expect(await counted('ndp', () => verdict('from_endpoint', icmp6(A6, 'ff02::16', 143, 1, 40)))).toBe(0);
+    });
+
     it('neighbour solicitations and advertisements reach an isolated pod; its own pass out', async () => {
       const n = await counted('ndp', async () => {
         expect(await verdict('to_endpoint', buildNdp('fe80::1', A6, 135, A6))).toBe('allow');

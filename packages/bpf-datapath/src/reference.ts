@@ -28,7 +28,16 @@ export type ServiceTarget =
 
 export interface RefDecision {
   verdict: 'allow' | 'deny';
-  reason: 'not-endpoint' | 'not-enforced' | 'self' | 'host' | 'untranslated' | 'fail-closed' | 'admin' | 'lower' | 'miss';
+  reason:
+    | 'not-endpoint'
+    | 'not-enforced'
+    | 'self'
+    | 'host'
+    | 'untranslated'
+    | 'fail-closed'
+    | 'admin'
+    | 'lower'
+    | 'miss';
   remoteIdentity?: number;
   entry?: PolicyKey & PolicyValue;
   passedBy?: PolicyKey & PolicyValue;
