@@ -117,6 +117,16 @@ struct nat_value {
 };
 
 /* idle times after which the collector (bpfctl ctgc) deletes an entry, in seconds */
+/* an endpoint's budget in the event ring: EVENTS_PER_SEC, bursts of EVENTS_BURST */
+#define EVENTS_PER_SEC 64
+#define EVENTS_BURST 128
+#define EVENT_INTERVAL_NS (1000000000ULL / EVENTS_PER_SEC)
+struct event_budget {
+	__u64 last_ns;
+	__u32 tokens;
+	__u32 suppressed;
+};
+
 #define CT_IDLE_TCP 21600
 #define CT_IDLE_OTHER 60
 #define CT_IDLE_CLOSING 10
@@ -199,6 +209,7 @@ struct frag_value {
 #define CNT_SVC_NEW 14        /* new flows to a Service sent to a backend */
 #define CNT_SVC_NAT 15        /* packets translated (to a backend, or a reply back to the frontend) */
 #define CNT_NDP_REFUSED 16    /* unicast NS/NA to or from an address that is not on the link */
-#define CNT_MAX 17
+#define CNT_EVENTS_SUPPRESSED 17 /* flow events an endpoint's bucket refused (events.h) */
+#define CNT_MAX 18
 
 #endif

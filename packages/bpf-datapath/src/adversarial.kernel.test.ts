@@ -261,6 +261,41 @@ describe.skipIf(!kernelTestsEnabled())('the datapath against hostile packets', (
     });
   });
 
+  describe('shared state', () => {
+    it('one pod flooding denied flows cannot push denials of another pod out of the event ring', async () => {
+      await dp.events(); // start from an empty ring
+      const before = await dp.counter(COUNTERS.eventsSuppressed);
+      // 2,000 denied flows towards A on fresh ports, from the world (A is isolated): each one a new
+      // flow and, before, one event each: 2,000 of the ring's ~16,000
+      for (let i = 0; i < 2000; i++)
+        await ingress({
+          src: '198.51.100.7',
+          dst: A,
+          proto: 6,
+          sport: 20000 + i,
+          dport: 8000,
+          tcpFlags: TCP_FLAGS.SYN,
+        });
+      // then one denial at D (another pod, its own interface)
+      const toD = buildPacket({
+        src: '198.51.100.8',
+        dst: D,
+        proto: 6,
+        sport: 1234,
+        dport: 22,
+        tcpFlags: TCP_FLAGS.SYN,
+      });
+      expect(await verdict('to_endpoint', toD, dummy)).toBe('deny');
+      const events = await dp.events();
+      const ofA = events.filter((ev) => ev.dst === A).length;
+      // A's bucket: a burst of 128, refilled at 64 a second while the flood ran
+      expect(ofA).toBeGreaterThanOrEqual(128);
+      expect(ofA).toBeLessThan(600);
+      expect(events.filter((ev) => ev.dst === D)).toHaveLength(1);
+      expect((await dp.counter(COUNTERS.eventsSuppressed)) - before).toBe(2000 - ofA);
+    });
+  });
+
   describe('ICMP errors and neighbour discovery', () => {
     it('an error about an allowed flow passes an isolated pod (path MTU discovery); about no flow it is judged', async () => {
       const out = { src: A, dst: B, proto: 6, sport: 44000, dport: 443, tcpFlags: TCP_FLAGS.SYN };
