@@ -93,8 +93,8 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 		}
 	}
 
-	/* conntrack first: one entry per flow at this endpoint, found by both directions. While the
-	 * generation has not moved, an entry is current without looking at the endpoint: one lookup. */
+	/* conntrack first: one entry per allowed flow at this endpoint, found by both directions. While
+	 * the generation has not moved, an entry is current without looking at the endpoint: one lookup. */
 	struct ct_key ck = {
 		.lport = dir == DIR_EGRESS ? f.sport : f.dport,
 		.rport = dir == DIR_EGRESS ? f.dport : f.sport,
@@ -103,12 +103,30 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	__builtin_memcpy(ck.local, local, 16);
 	__builtin_memcpy(ck.remote, remote, 16);
 	struct ct_value *ct = bpf_map_lookup_elem(&cascade_ct, &ck);
+	/* an entry answers only on the interface it was judged on (the source binding, checked then) */
+	if (ct && ct->ifindex != ifindex)
+		ct = NULL;
+	/* the endpoint must own the local address on this interface: from a pod, any other source is
+	 * spoofed; towards a pod, any other destination is not for it (default deny for unknown
+	 * endpoints: an interface attached before the agent loaded its endpoint passes nothing). Checked
+	 * before anything is created for a packet without an entry (no NAT, conntrack or budget state
+	 * in a victim's name); a current entry was checked when it was made. */
+	struct endpoint_value *ep = NULL;
+	if (!ct) {
+		ep = endpoint_on(local, ifindex);
+		if (!ep) {
+			if (dir == DIR_EGRESS)
+				return spoofed();
+			count(CNT_NOT_ENDPOINT);
+			return TC_ACT_SHOT;
+		}
+	}
 	/* a pod's flow without an entry of its own may be to a Service: translated, then tracked and
 	 * judged by its backend (established flows of other kinds never pay for this) */
 	int translated = 0, svc_self = 0;
-	struct nat_value front = {};
+	struct nat_value front = {}, to = {};
 	if (!ct && dir == DIR_EGRESS && has_ports(f.proto)) {
-		translated = service(skb, &f, &front);
+		translated = service(skb, &f, &front, &to);
 		if (translated == 2) {
 			translated = 0;
 			svc_self = 1;
@@ -121,16 +139,15 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 			__builtin_memcpy(ck.remote, f.dst, 16);
 			ck.rport = f.dport;
 			ct = bpf_map_lookup_elem(&cascade_ct, &ck);
+			if (ct && ct->ifindex != ifindex)
+				ct = NULL;
 		}
 	}
 #ifdef CASCADE_BENCH_NEW_FLOWS
 	ct = NULL; /* bench build only: every repeat is the first packet of a flow */
 #endif
-	/* an entry answers only on the interface it was judged on (the source binding, checked then) */
-	if (ct && ct->ifindex != ifindex)
-		ct = NULL;
-	/* a denied flow's entry drops packets of its own direction only: the other direction may open
-	 * the same 5-tuple as a flow of its own; a SYN on a closing connection opens a new one */
+	/* an entry denied by a re-judgement drops packets of its own direction only: the other direction
+	 * may open the same 5-tuple as a flow of its own; a SYN on a closing connection opens a new one */
 	if (ct && ct->verdict == VERDICT_DENY && ct->dir != dir)
 		ct = NULL;
 	if (ct && ct->closing && (f.tcp_flags & (TCP_SYN | TCP_ACK)) == TCP_SYN)
@@ -146,23 +163,22 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	}
 	if (ct && ct->generation == generation) {
 		count(CNT_CT_HIT);
-		remember_fragment(&f);
 		if (ct->verdict == VERDICT_DENY) {
 			count(CNT_DENY);
 			return TC_ACT_SHOT;
 		}
+		remember_fragment(&f);
 		return pass(skb, &f, &ck, revnat);
 	}
 
-	/* the endpoint must own the local address on this interface: from a pod, any other source is
-	 * spoofed; towards a pod, any other destination is not for it (default deny for unknown
-	 * endpoints: an interface attached before the agent loaded its endpoint passes nothing) */
-	struct endpoint_value *ep = endpoint_on(local, ifindex);
 	if (!ep) {
-		if (dir == DIR_EGRESS)
-			return spoofed();
-		count(CNT_NOT_ENDPOINT);
-		return TC_ACT_SHOT;
+		ep = endpoint_on(local, ifindex);
+		if (!ep) {
+			if (dir == DIR_EGRESS)
+				return spoofed();
+			count(CNT_NOT_ENDPOINT);
+			return TC_ACT_SHOT;
+		}
 	}
 	/* a pod reaching itself (also through a Service it alone backs) is never subject to policy */
 	if (same_addr(f.src, f.dst) || svc_self)
@@ -170,11 +186,11 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	if (ct && ct->revision == ep->revision) {
 		ct->generation = generation;
 		count(CNT_CT_HIT);
-		remember_fragment(&f);
 		if (ct->verdict == VERDICT_DENY) {
 			count(CNT_DENY);
 			return TC_ACT_SHOT;
 		}
+		remember_fragment(&f);
 		return pass(skb, &f, &ck, revnat);
 	}
 
@@ -203,16 +219,23 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 		ct->generation = generation;
 		ct->verdict = d.verdict;
 		count(CNT_CT_REJUDGED);
-	} else {
-		track(&ck, dir, d.verdict, &f, ep->revision, generation, clock, ifindex, translated ? &front : NULL);
+	} else if (d.verdict == VERDICT_ALLOW) {
+		/* a new allowed flow is tracked within its endpoint's budget of new flows (the node's maps
+		 * are shared); over it the flow is dropped. A denied new flow leaves no state at all. */
+		struct endpoint_key bk;
+		__builtin_memcpy(bk.addr, local, 16);
+		if (!cascade_flow_allowed(&bk))
+			return TC_ACT_SHOT;
+		track(&ck, dir, &f, ep->revision, generation, clock, ifindex, translated ? &front : NULL,
+		      translated ? &to : NULL);
 	}
-	remember_fragment(&f);
 	if (d.verdict == VERDICT_DENY) {
 		count(CNT_DENY);
 		if (reason != 0xff)
 			report(&f, dir, &d, reason);
 		return TC_ACT_SHOT;
 	}
+	remember_fragment(&f);
 	count(CNT_ALLOW);
 	if (ep->flags & EP_AUDIT_ALLOW)
 		report(&f, dir, &d, reason);

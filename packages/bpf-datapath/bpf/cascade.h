@@ -121,6 +121,10 @@ struct nat_value {
 #define EVENTS_PER_SEC 64
 #define EVENTS_BURST 128
 #define EVENT_INTERVAL_NS (1000000000ULL / EVENTS_PER_SEC)
+/* an endpoint's budget of new tracked flows (conntrack.h): FLOWS_PER_SEC, bursts of FLOWS_BURST */
+#define FLOWS_PER_SEC 4096
+#define FLOWS_BURST 8192
+#define FLOW_INTERVAL_NS (1000000000ULL / FLOWS_PER_SEC)
 struct event_budget {
 	__u64 last_ns;
 	__u32 tokens;
@@ -210,6 +214,7 @@ struct frag_value {
 #define CNT_SVC_NAT 15        /* packets translated (to a backend, or a reply back to the frontend) */
 #define CNT_NDP_REFUSED 16    /* unicast NS/NA to or from an address that is not on the link */
 #define CNT_EVENTS_SUPPRESSED 17 /* flow events an endpoint's bucket refused (events.h) */
-#define CNT_MAX 18
+#define CNT_FLOW_BUDGET 18    /* new flows dropped: their endpoint was over its budget of new flows */
+#define CNT_MAX 19
 
 #endif

@@ -6,15 +6,17 @@
 #ifndef CASCADE_CONNTRACK_H
 #define CASCADE_CONNTRACK_H
 
-/* A newly judged flow's entry (and for a translated flow the frontend its replies get back). */
-static __always_inline void track(struct ct_key *ck, int dir, __u8 verdict, struct flow *f, __u32 revision,
-				  __u32 generation, __u32 clock, __u32 ifindex, struct nat_value *front)
+/* A new flow's entry, once it is allowed (a denied new flow leaves no state: the verdict cache answers
+ * its next packets), and for a translated flow its NAT entries: the backend for its original tuple and
+ * the frontend its replies get back. `front`/`to`: NULL unless translated. */
+static __always_inline void track(struct ct_key *ck, int dir, struct flow *f, __u32 revision, __u32 generation,
+				  __u32 clock, __u32 ifindex, struct nat_value *front, struct nat_value *to)
 {
 	struct ct_value nv = {
 		.revision = revision,
 		.generation = generation,
 		.dir = dir,
-		.verdict = verdict,
+		.verdict = VERDICT_ALLOW,
 		.closing = (f->tcp_flags & (TCP_FIN | TCP_RST)) ? 1 : 0,
 		.nat = front ? 1 : 0,
 		.seen = clock,
@@ -22,8 +24,52 @@ static __always_inline void track(struct ct_key *ck, int dir, __u8 verdict, stru
 		.created_ns = bpf_ktime_get_ns(),
 	};
 	bpf_map_update_elem(&cascade_ct, ck, &nv, BPF_ANY);
-	if (front)
+	if (front && to) {
+		struct ct_key nk = { .lport = ck->lport, .rport = front->port, .proto = ck->proto };
+		__builtin_memcpy(nk.local, ck->local, 16);
+		__builtin_memcpy(nk.remote, front->addr, 16);
+		bpf_map_update_elem(&cascade_nat, &nk, to, BPF_ANY);
 		bpf_map_update_elem(&cascade_revnat, ck, front, BPF_ANY);
+	}
+}
+
+/* The endpoint `k` may start tracking one more flow now (its bucket had a token): 1, else 0. Every
+ * pod shares the node's conntrack and NAT maps (LRU): without a bound, one pod opening flows as fast
+ * as it can would evict other pods' entries (and move their translated connections to another
+ * backend). A global function, verified once on its own (as cascade_event_allowed). */
+__attribute__((noinline)) int cascade_flow_allowed(struct endpoint_key *k)
+{
+	if (!k)
+		return 1;
+	__u64 now = bpf_ktime_get_ns();
+	struct event_budget *b = bpf_map_lookup_elem(&cascade_flow_budget, k);
+	if (!b) {
+		struct event_budget nb = { .last_ns = now, .tokens = FLOWS_BURST - 1 };
+		bpf_map_update_elem(&cascade_flow_budget, k, &nb, BPF_ANY);
+		return 1;
+	}
+	__u64 refill = (now - b->last_ns) / FLOW_INTERVAL_NS;
+	if (refill) {
+		__u64 tokens = b->tokens + refill;
+		b->tokens = tokens > FLOWS_BURST ? FLOWS_BURST : (__u32)tokens;
+		b->last_ns = now;
+	}
+#ifdef CASCADE_BENCH_NEW_FLOWS
+	/* bench build only: every repeat is a new flow of one endpoint; the bucket's work is timed, its
+	 * refusal is not (it would time the drop instead of the first packet) */
+	if (!b->tokens)
+		b->tokens = FLOWS_BURST;
+#endif
+	if (!b->tokens) {
+		b->suppressed++;
+		__u32 idx = CNT_FLOW_BUDGET;
+		__u64 *c = bpf_map_lookup_elem(&cascade_counters, &idx);
+		if (c)
+			*c += 1;
+		return 0;
+	}
+	b->tokens--;
+	return 1;
 }
 
 #endif

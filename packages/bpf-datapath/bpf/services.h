@@ -66,10 +66,10 @@ static __always_inline int rewrite(struct __sk_buff *skb, struct flow *f, int ds
 }
 
 /* A pod's packet to a Service frontend: sent to a backend (the flow's, or for a new flow one picked at
- * random) and rewritten; `front` gets the frontend. 1 translated; 0 not a Service (or no backend:
+ * random) and rewritten; `front` gets the frontend, `to` the backend. 1 translated; 0 not a Service (or no backend:
  * kube-proxy answers); 2 the pod itself is the only backend (untranslated, kube-proxy hairpins it, and
  * a pod reaching itself is never subject to policy); -1 the rewrite failed. */
-static __always_inline int service(struct __sk_buff *skb, struct flow *f, struct nat_value *front)
+static __always_inline int service(struct __sk_buff *skb, struct flow *f, struct nat_value *front, struct nat_value *to)
 {
 	struct ct_key nk = { .lport = f->sport, .rport = f->dport, .proto = f->proto };
 	__builtin_memcpy(nk.local, f->src, 16);
@@ -117,11 +117,13 @@ static __always_inline int service(struct __sk_buff *skb, struct flow *f, struct
 		if (f->proto == IPPROTO_SCTP && b->port != f->dport)
 			return 0;
 		__builtin_memcpy(&chosen, b, sizeof(chosen));
-		bpf_map_update_elem(&cascade_nat, &nk, &chosen, BPF_ANY);
+		/* written with the flow's conntrack entry once it is allowed (conntrack.h track()): a denied
+		 * or spoofed flow leaves no NAT state in the node-wide map */
 		count(CNT_SVC_NEW);
 	}
 	__builtin_memcpy(front->addr, f->dst, 16);
 	front->port = f->dport;
+	__builtin_memcpy(to, &chosen, sizeof(chosen));
 	if (rewrite(skb, f, 1, chosen.addr, chosen.port))
 		return -1;
 	return 1;

@@ -296,6 +296,42 @@ describe.skipIf(!kernelTestsEnabled())('the datapath against hostile packets', (
     });
   });
 
+  describe('a pod flooding new flows', () => {
+    it('is held to its budget of new tracked flows; another pod keeps its live connection (round two)', async () => {
+      await dp.clearConntrack();
+      // D (another pod, its own interface) has a live connection to B
+      const live = { src: D, dst: B, proto: 6, sport: 45000, dport: 443 };
+      expect(await egress({ ...live, tcpFlags: TCP_FLAGS.SYN }, dummy)).toBe('allow');
+      // A opens 20,000 allowed flows as fast as it can: its bucket (bursts of 8,192, 4,096 a second)
+      // tracks the first ones and drops the rest
+      const budget = await dp.counter(COUNTERS.flowBudget);
+      const t0 = performance.now();
+      let dropped = 0;
+      for (let i = 0; i < 20000; i++)
+        if (
+          (await egress({
+            src: A,
+            dst: B,
+            proto: 6,
+            sport: 10000 + i,
+            dport: 8443,
+            tcpFlags: TCP_FLAGS.SYN,
+          })) === 'deny'
+        )
+          dropped++;
+      const seconds = (performance.now() - t0) / 1000;
+      expect((await dp.counter(COUNTERS.flowBudget)) - budget).toBe(dropped);
+      const tracked = (await dp.collectConntrack()).scanned - 1; // D's flow is the other one
+      expect(tracked).toBe(20000 - dropped);
+      expect(tracked).toBeLessThanOrEqual(8192 + Math.ceil(4096 * seconds) + 1);
+      // D's connection is still there: its next packet is a conntrack hit
+      const hits = await dp.counter(COUNTERS.ctHit);
+      expect(await egress({ ...live, tcpFlags: TCP_FLAGS.ACK }, dummy)).toBe('allow');
+      expect(await dp.counter(COUNTERS.ctHit)).toBe(hits + 1);
+      await dp.clearConntrack();
+    });
+  });
+
   describe('ICMP errors and neighbour discovery', () => {
     it('an error about an allowed flow passes an isolated pod (path MTU discovery); about no flow it is judged', async () => {
       const out = { src: A, dst: B, proto: 6, sport: 44000, dport: 443, tcpFlags: TCP_FLAGS.SYN };

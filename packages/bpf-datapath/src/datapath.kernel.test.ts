@@ -203,16 +203,21 @@ describe.skipIf(!kernelTestsEnabled())('BPF datapath in the kernel', () => {
     await dp.sync(state());
   });
 
-  it('conntrack: a denied flow is remembered (one event, later packets dropped by one lookup); the other direction may still open the same 5-tuple', async () => {
+  it('conntrack: a denied new flow leaves no state (the verdict cache answers its next packets); the other direction may still open the same 5-tuple', async () => {
     await dp.clearConntrack();
     await dp.events();
     const probe = { src: B, dst: A, proto: 6, sport: 6100, dport: 80 };
     const hits = await dp.counter(COUNTERS.ctHit);
+    const cached = await dp.counter(COUNTERS.verdictCached);
     expect(await kernelVerdict(dp, 'ingress', probe)).toBe('deny');
     expect(await kernelVerdict(dp, 'ingress', probe)).toBe('deny');
     expect(await kernelVerdict(dp, 'ingress', probe)).toBe('deny');
-    expect(await dp.counter(COUNTERS.ctHit)).toBe(hits + 2);
-    expect((await dp.events()).filter((ev) => ev.sport === 6100)).toHaveLength(1);
+    // no conntrack entry was made: nothing to collect, no hit; the verdict cache answered
+    expect(await dp.counter(COUNTERS.ctHit)).toBe(hits);
+    expect(await dp.counter(COUNTERS.verdictCached)).toBeGreaterThanOrEqual(cached + 2);
+    expect((await dp.collectConntrack()).scanned).toBe(0);
+    // each denied packet is reported (within its endpoint's event budget; the agent folds repeats)
+    expect((await dp.events()).filter((ev) => ev.sport === 6100)).toHaveLength(3);
     // A opens A:80 -> B:6100 itself (nothing denies its egress): judged as its own flow, allowed, and
     // B's packets of it are then replies.
     expect(await kernelVerdict(dp, 'egress', { src: A, dst: B, proto: 6, sport: 80, dport: 6100 })).toBe(
@@ -256,7 +261,8 @@ describe.skipIf(!kernelTestsEnabled())('BPF datapath in the kernel', () => {
     expect(await kernelVerdict(dp, 'ingress', udpReply)).toBe('deny');
     expect(await kernelVerdict(dp, 'ingress', tcpReply)).toBe('allow');
     // (the collector ticked the clock to t + 111: the TCP reply above stamped its flow with it)
-    expect(await dp.collectConntrack({ now: t + 111 + 21_600 })).toMatchObject({ deleted: 1 }); // the UDP deny
+    // (the denied UDP reply above made no entry: nothing else to collect)
+    expect(await dp.collectConntrack({ now: t + 111 + 21_600 })).toMatchObject({ deleted: 0 });
     // exactly 6 h idle is kept, a second more is not (the reply just now stamped the flow)
     expect(await kernelVerdict(dp, 'ingress', tcpReply)).toBe('allow');
     expect(await dp.collectConntrack({ now: t + 111 + 2 * 21_600 })).toMatchObject({ deleted: 0 });

@@ -247,6 +247,28 @@ describe.skipIf(!kernelTestsEnabled())('Services in the kernel datapath', () => 
     expect(endpointOf(gone.out, 'dst')).toBe(`${VIP}:80`);
   });
 
+  it('spoofed or denied flows to a Service leave no NAT or conntrack state (round-two review)', async () => {
+    await dp.sync(state(SERVICES));
+    await dp.clearConntrack();
+    const nat = () => (dp as unknown as { dump(m: string): Promise<unknown[]> }).dump('cascade_nat');
+    const natBefore = (await nat()).length;
+    // 200 SYNs from A's interface naming another address as their source: before, each left a NAT
+    // entry in the victim's name in the node-wide LRU before the source was checked
+    const spoofed = await dp.counter(COUNTERS.spoofed);
+    for (let i = 0; i < 200; i++)
+      expect((await run('from_endpoint', tcp('10.0.0.99', VIP, 30000 + i, 80))).retval).toBe(TC_ACT_SHOT);
+    expect(await dp.counter(COUNTERS.spoofed)).toBe(spoofed + 200);
+    // 50 flows of A to a Service whose backend its policy denies
+    for (let i = 0; i < 50; i++)
+      expect((await run('from_endpoint', tcp(A, '10.96.0.11', 31000 + i, 80))).retval).toBe(TC_ACT_SHOT);
+    expect((await nat()).length).toBe(natBefore);
+    expect((await dp.collectConntrack()).scanned).toBe(0);
+    // an allowed one makes its NAT and conntrack entries, as before
+    expect((await run('from_endpoint', tcp(A, VIP, 32000, 80))).retval).toBe(TC_ACT_OK);
+    expect((await nat()).length).toBe(natBefore + 1);
+    await dp.sync(state(SERVICES.slice(1))); // as the test before left it
+  });
+
   it('a restarted loader adopts the Service maps: zero writes', async () => {
     const again = await Datapath.open({ bpfctl: ARTIFACTS.bpfctl, object: ARTIFACTS.object, pinDir });
     const r = await again.sync(state(SERVICES.slice(1)));
