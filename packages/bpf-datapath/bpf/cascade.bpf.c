@@ -68,29 +68,12 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	__u32 generation = cfg ? cfg->generation : 0;
 	__u32 clock = cfg ? cfg->clock : 0;
 
-	/* an ICMP error about a flow this endpoint has open and allowed passes with that flow; otherwise
-	 * it is judged by policy as any ICMP packet */
-	if (f.icmp_error) {
-		struct ct_key rk = { .proto = f.iproto };
-		int related = 1;
-		if (same_addr(f.isrc, local)) {
-			__builtin_memcpy(rk.local, f.isrc, 16);
-			__builtin_memcpy(rk.remote, f.idst, 16);
-			rk.lport = f.isport;
-			rk.rport = f.idport;
-		} else if (same_addr(f.idst, local)) {
-			__builtin_memcpy(rk.local, f.idst, 16);
-			__builtin_memcpy(rk.remote, f.isrc, 16);
-			rk.lport = f.idport;
-			rk.rport = f.isport;
-		} else {
-			related = 0;
-		}
-		struct ct_value *rc = related ? bpf_map_lookup_elem(&cascade_ct, &rk) : NULL;
-		if (rc && rc->ifindex == ifindex && rc->verdict == VERDICT_ALLOW && rc->generation == generation) {
-			count(CNT_ICMP_RELATED);
-			return TC_ACT_OK;
-		}
+	/* an ICMP error about a flow this endpoint has open and allowed passes with that flow, and only as
+	 * errors travel (conntrack.h cascade_icmp_related); any other error is judged by policy as any
+	 * ICMP packet */
+	if (f.icmp_error && cascade_icmp_related(&f, dir, ifindex, generation, skb->len)) {
+		count(CNT_ICMP_RELATED);
+		return TC_ACT_OK;
 	}
 
 	/* conntrack first: one entry per allowed flow at this endpoint, found by both directions. While

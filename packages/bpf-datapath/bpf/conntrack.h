@@ -33,6 +33,38 @@ static __always_inline void track(struct ct_key *ck, int dir, struct flow *f, __
 	}
 }
 
+/* An ICMP error (parse.h fills its embedded flow) that may pass with the flow it reports about: 1 when
+ * that flow is open and allowed at this endpoint (on this interface, in this generation) and the error
+ * travels as errors do: one a pod sends (egress) is about a packet it received and goes back to that
+ * packet's sender; one a pod receives (ingress) is about a packet it sent (any router on the path may
+ * send it). Its size is bounded by what stacks send (RFC 1812: 576 bytes; RFC 4443: 1280). Before, an
+ * error naming an allowed flow passed to and from anywhere with any payload (found in review). A
+ * global function, verified once on its own (inlined it took to_endpoint past the verifier's limit). */
+__attribute__((noinline)) int cascade_icmp_related(struct flow *f, int dir, __u32 ifindex, __u32 generation,
+						    __u32 len)
+{
+	if (!f || len > (f->v6 ? ETH_HLEN + 1280 : ETH_HLEN + 576))
+		return 0;
+	struct ct_key rk = { .proto = f->iproto };
+	if (dir == DIR_EGRESS) {
+		if (!same_addr(f->idst, f->src) || !same_addr(f->isrc, f->dst))
+			return 0;
+		__builtin_memcpy(rk.local, f->idst, 16);
+		__builtin_memcpy(rk.remote, f->isrc, 16);
+		rk.lport = f->idport;
+		rk.rport = f->isport;
+	} else {
+		if (!same_addr(f->isrc, f->dst))
+			return 0;
+		__builtin_memcpy(rk.local, f->isrc, 16);
+		__builtin_memcpy(rk.remote, f->idst, 16);
+		rk.lport = f->isport;
+		rk.rport = f->idport;
+	}
+	struct ct_value *rc = bpf_map_lookup_elem(&cascade_ct, &rk);
+	return rc && rc->ifindex == ifindex && rc->verdict == VERDICT_ALLOW && rc->generation == generation;
+}
+
 /* The endpoint `k` may start tracking one more flow now (its bucket had a token): 1, else 0. Every
  * pod shares the node's conntrack and NAT maps (LRU): without a bound, one pod opening flows as fast
  * as it can would evict other pods' entries (and move their translated connections to another

@@ -345,6 +345,53 @@ describe.skipIf(!kernelTestsEnabled())('the datapath against hostile packets', (
       const unrelated = { ...fragNeeded, icmp: { type: 3, code: 4, embedded: { ...out, sport: 44001 } } };
       expect(await ingress(unrelated)).toBe('deny');
     });
+    it('an ICMP error is no free channel (round two): it travels only as errors do, bounded', async () => {
+      await dp.clearConntrack();
+      // B opens B:5000 -> A:80 (A's ingress allows B): A's port-unreachable about it goes back to B
+      const flow = { src: B, dst: A, proto: 17, sport: 5000, dport: 80 };
+      expect(await ingress(flow)).toBe('allow');
+      const unreachable = (dst: string, bytes = 0) =>
+        buildPacket({
+          src: A,
+          dst,
+          proto: 1,
+          icmp: { type: 3, code: 3, embedded: flow, body: Buffer.alloc(bytes, 0x42) },
+        });
+      const related = await counted('icmpRelated', async () => {
+        expect(await verdict('from_endpoint', unreachable(B))).toBe('allow');
+      });
+      expect(related).toBe(1);
+      // the same error to anyone else is judged by policy as any ICMP: A's egress to the world denied
+      const st = state(dummy);
+      st.tables.set('out-admin', [
+        ...st.tables.get('out-admin')!,
+        e(ID.WORLD, 0, 0, 0, 0x7fff0001, 'deny', 80),
+      ]);
+      await dp.sync(st);
+      expect(await ingress(flow)).toBe('allow'); // (the flow again, in the new generation)
+      const none = await counted('icmpRelated', async () => {
+        expect(await verdict('from_endpoint', unreachable('203.0.113.5'))).toBe('deny');
+        // a body past what a stack sends (576 bytes in all for ICMPv4) rides on no flow either
+        expect(await verdict('from_endpoint', unreachable(B, 1200))).toBe('allow'); // judged: B allowed
+      });
+      expect(none).toBe(0);
+      await dp.sync(state(dummy));
+      // towards A: an error about a packet A received (not one it sent) is judged: isolation
+      const aboutReceived = { src: ROUTER, dst: A, proto: 1, icmp: { type: 3, code: 4, embedded: flow } };
+      expect(await ingress(aboutReceived)).toBe('deny');
+      // about a packet A sent, but with a body larger than any stack sends: judged, isolation
+      const out = { src: A, dst: B, proto: 6, sport: 44100, dport: 443, tcpFlags: TCP_FLAGS.SYN };
+      expect(await egress(out)).toBe('allow');
+      const big = {
+        src: ROUTER,
+        dst: A,
+        proto: 1,
+        icmp: { type: 3, code: 4, embedded: out, body: Buffer.alloc(1000) },
+      };
+      expect(await ingress(big)).toBe('deny');
+      expect(await ingress({ ...big, icmp: { ...big.icmp, body: Buffer.alloc(100) } })).toBe('allow');
+    });
+
     it('ICMPv6 packet too big about an allowed flow passes; about a denied one it does not', async () => {
       const out = { src: A6, dst: B6, proto: 17, sport: 44002, dport: 7000 };
       expect(await egress(out)).toBe('allow');
