@@ -182,7 +182,7 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 		/* not remembered in conntrack: the endpoint gets its rule set soon */
 		d.verdict = VERDICT_DENY;
 		count(CNT_DENY);
-		report(&f, dir, &d, 1);
+		report(ep, clock, &f, dir, &d, 1);
 		return TC_ACT_SHOT;
 	}
 	/* a flow is judged in the direction of the packet that opened it (a reply re-judged after a
@@ -205,23 +205,29 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	} else if (d.verdict == VERDICT_ALLOW) {
 		/* a new allowed flow is tracked within its endpoint's budget of new flows (the node's maps
 		 * are shared); over it the flow is dropped. A denied new flow leaves no state at all. */
-		struct endpoint_key bk;
-		__builtin_memcpy(bk.addr, local, 16);
-		if (!cascade_flow_allowed(&bk))
+#ifndef CASCADE_BENCH_NEW_FLOWS
+		if (!take_token(&ep->flow_tokens, &ep->flow_second, clock, FLOWS_PER_SEC, FLOWS_BURST)) {
+			count(CNT_FLOW_BUDGET);
 			return TC_ACT_SHOT;
+		}
+#else
+		/* bench build: every repeat is a new flow of one endpoint; the budget is timed, never refused */
+		if (!take_token(&ep->flow_tokens, &ep->flow_second, clock, FLOWS_PER_SEC, FLOWS_BURST))
+			ep->flow_tokens = FLOWS_BURST;
+#endif
 		track(&ck, dir, &f, ep->revision, generation, clock, ifindex, translated ? &front : NULL,
 		      translated ? &to : NULL);
 	}
 	if (d.verdict == VERDICT_DENY) {
 		count(CNT_DENY);
 		if (reason != 0xff)
-			report(&f, dir, &d, reason);
+			report(ep, clock, &f, dir, &d, reason);
 		return TC_ACT_SHOT;
 	}
 	remember_fragment(&f);
 	count(CNT_ALLOW);
 	if (ep->flags & EP_AUDIT_ALLOW)
-		report(&f, dir, &d, reason);
+		report(ep, clock, &f, dir, &d, reason);
 	return pass(skb, &f, &ck, revnat);
 }
 

@@ -50,6 +50,13 @@ struct endpoint_value {
 	/* the host-side interface the endpoint's packets use (found from the kernel, never from pod
 	 * metadata): a packet of this address on any other interface is spoofed or misdelivered */
 	__u32 ifindex;
+	/* kept by the program, never by the agent (it writes zeros, which refill at once): the
+	 * endpoint's budget of new tracked flows and of flow events, as tokens refilled per second of
+	 * the agent's clock (config.clock) up to a burst, and the second they were last refilled */
+	__u32 flow_tokens;
+	__u32 flow_second;
+	__u32 event_tokens;
+	__u32 event_second;
 };
 
 /* policy: LPM over (table, identity, proto, port prefix); prefixlen counts bits after itself:
@@ -117,19 +124,12 @@ struct nat_value {
 };
 
 /* idle times after which the collector (bpfctl ctgc) deletes an entry, in seconds */
-/* an endpoint's budget in the event ring: EVENTS_PER_SEC, bursts of EVENTS_BURST */
+/* an endpoint's budgets (endpoint_value), refilled per second of the agent's clock, which it advances
+ * every 10 s: a burst holds at least one tick's refill */
 #define EVENTS_PER_SEC 64
-#define EVENTS_BURST 128
-#define EVENT_INTERVAL_NS (1000000000ULL / EVENTS_PER_SEC)
-/* an endpoint's budget of new tracked flows (conntrack.h): FLOWS_PER_SEC, bursts of FLOWS_BURST */
+#define EVENTS_BURST 640
 #define FLOWS_PER_SEC 4096
-#define FLOWS_BURST 8192
-#define FLOW_INTERVAL_NS (1000000000ULL / FLOWS_PER_SEC)
-struct event_budget {
-	__u64 last_ns;
-	__u32 tokens;
-	__u32 suppressed;
-};
+#define FLOWS_BURST 40960
 
 #define CT_IDLE_TCP 21600
 #define CT_IDLE_OTHER 60

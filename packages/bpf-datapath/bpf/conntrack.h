@@ -65,43 +65,4 @@ __attribute__((noinline)) int cascade_icmp_related(struct flow *f, int dir, __u3
 	return rc && rc->ifindex == ifindex && rc->verdict == VERDICT_ALLOW && rc->generation == generation;
 }
 
-/* The endpoint `k` may start tracking one more flow now (its bucket had a token): 1, else 0. Every
- * pod shares the node's conntrack and NAT maps (LRU): without a bound, one pod opening flows as fast
- * as it can would evict other pods' entries (and move their translated connections to another
- * backend). A global function, verified once on its own (as cascade_event_allowed). */
-__attribute__((noinline)) int cascade_flow_allowed(struct endpoint_key *k)
-{
-	if (!k)
-		return 1;
-	__u64 now = bpf_ktime_get_ns();
-	struct event_budget *b = bpf_map_lookup_elem(&cascade_flow_budget, k);
-	if (!b) {
-		struct event_budget nb = { .last_ns = now, .tokens = FLOWS_BURST - 1 };
-		bpf_map_update_elem(&cascade_flow_budget, k, &nb, BPF_ANY);
-		return 1;
-	}
-	__u64 refill = (now - b->last_ns) / FLOW_INTERVAL_NS;
-	if (refill) {
-		__u64 tokens = b->tokens + refill;
-		b->tokens = tokens > FLOWS_BURST ? FLOWS_BURST : (__u32)tokens;
-		b->last_ns = now;
-	}
-#ifdef CASCADE_BENCH_NEW_FLOWS
-	/* bench build only: every repeat is a new flow of one endpoint; the bucket's work is timed, its
-	 * refusal is not (it would time the drop instead of the first packet) */
-	if (!b->tokens)
-		b->tokens = FLOWS_BURST;
-#endif
-	if (!b->tokens) {
-		b->suppressed++;
-		__u32 idx = CNT_FLOW_BUDGET;
-		__u64 *c = bpf_map_lookup_elem(&cascade_counters, &idx);
-		if (c)
-			*c += 1;
-		return 0;
-	}
-	b->tokens--;
-	return 1;
-}
-
 #endif

@@ -25,6 +25,24 @@ static __always_inline int on_link(const __u8 *addr)
 	return bpf_map_lookup_elem(&cascade_endpoints, &k) != NULL;
 }
 
+/* Takes one token of an endpoint's budget (tokens refilled `rate` per second of `clock`, at most
+ * `burst`): 1, or 0 when it has none left. The value is the endpoint's own map value (no other
+ * lookup); concurrent CPUs may race on it, which only makes the bound approximate. */
+static __always_inline int take_token(__u32 *tokens, __u32 *second, __u32 clock, __u32 rate, __u32 burst)
+{
+	/* `second` holds the clock + 1 of the last refill: 0 (as the agent writes it) is a full bucket */
+	__u32 now = clock + 1;
+	if (*second != now) {
+		__u64 t = *second ? *tokens + (__u64)(now - *second) * rate : burst;
+		*tokens = t > burst ? burst : (__u32)t;
+		*second = now;
+	}
+	if (!*tokens)
+		return 0;
+	*tokens -= 1;
+	return 1;
+}
+
 static __always_inline int spoofed(void)
 {
 	count(CNT_SPOOFED);

@@ -107,22 +107,6 @@ struct {
 	__uint(max_entries, CNT_MAX);
 } cascade_counters SEC(".maps");
 
-/* each endpoint's token bucket for new tracked flows (conntrack.h) */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct endpoint_key);
-	__type(value, struct event_budget);
-	__uint(max_entries, 65536);
-} cascade_flow_budget SEC(".maps");
-
-/* each endpoint's token bucket for the event ring (events.h) */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct endpoint_key);
-	__type(value, struct event_budget);
-	__uint(max_entries, 65536);
-} cascade_event_budget SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);

@@ -6,7 +6,7 @@ export const SIZES = {
   ipcacheKey: 20,
   ipcacheValue: 4,
   endpointKey: 16,
-  endpointValue: 32,
+  endpointValue: 48,
   policyKey: 15,
   policyValue: 12,
   hostKey: 16,
