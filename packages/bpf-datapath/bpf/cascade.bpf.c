@@ -97,12 +97,8 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	struct endpoint_value *ep = NULL;
 	if (!ct) {
 		ep = endpoint_on(local, ifindex);
-		if (!ep) {
-			if (dir == DIR_EGRESS)
-				return spoofed();
-			count(CNT_NOT_ENDPOINT);
-			return TC_ACT_SHOT;
-		}
+		if (!ep)
+			return unbound(dir);
 	}
 	/* a pod's flow without an entry of its own may be to a Service: translated, then tracked and
 	 * judged by its backend (established flows of other kinds never pay for this) */
@@ -156,12 +152,8 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 
 	if (!ep) {
 		ep = endpoint_on(local, ifindex);
-		if (!ep) {
-			if (dir == DIR_EGRESS)
-				return spoofed();
-			count(CNT_NOT_ENDPOINT);
-			return TC_ACT_SHOT;
-		}
+		if (!ep)
+			return unbound(dir);
 	}
 	/* a pod reaching itself (also through a Service it alone backs) is never subject to policy */
 	if (same_addr(f.src, f.dst) || svc_self)

@@ -49,6 +49,16 @@ static __always_inline int spoofed(void)
 	return TC_ACT_SHOT;
 }
 
+/* A packet whose local address is no endpoint on this interface: from a pod its source is spoofed;
+ * towards a pod it is not for it (an unknown endpoint passes nothing). */
+static __always_inline int unbound(int dir)
+{
+	if (dir == DIR_EGRESS)
+		return spoofed();
+	count(CNT_NOT_ENDPOINT);
+	return TC_ACT_SHOT;
+}
+
 /* What is not an IP packet to judge (parse() said so): ARP and NDP pass with their claims checked
  * from a pod, everything else is counted by its kind and dropped. */
 static __always_inline int not_ip(int r, struct flow *f, int dir, __u32 ifindex)

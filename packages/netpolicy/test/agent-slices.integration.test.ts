@@ -9,11 +9,12 @@ import { controllerBinding, effectivePolicyCrd } from '@cascade/core';
 import { clientOf, createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NetpolAgent } from '../src/agent/agent.ts';
+import type { NetpolAgent } from '../src/agent/agent.ts';
 import { AGENT_NAME, agentClusterRole } from '../src/agent/rbac.ts';
 import { podAddressSliceCrd } from '../src/cluster/slices.ts';
-import { NetpolController } from '../src/controller/controller.ts';
+import type { NetpolController } from '../src/controller/controller.ts';
 import { CONTROLLER_NAME, controllerLeaseRole, netpolControllerClusterRole } from '../src/controller/rbac.ts';
+import { startAgent, startNetpolController } from './fixtures.ts';
 
 const CLIENT = '10.62.0.1';
 const MOVED = '10.62.0.3';
@@ -74,16 +75,17 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
         '/apis/cascade.dev/v1alpha1/podaddressslices?limit=1',
       );
       dp = await freshDatapath();
-      agent = new NetpolAgent({
-        client: kubeconfig(agentKc),
-        node: 'n1',
-        datapath: dp.dp,
-        log: () => {},
-        interfaces: new FixedInterface(TEST_RUN_IFINDEX),
-        manageAttachments: false,
-        podSource: 'slices',
-      });
-      await agent.start();
+      agent = await startAgent(
+        env,
+        dp.dp,
+        {
+          client: kubeconfig(agentKc),
+          interfaces: new FixedInterface(TEST_RUN_IFINDEX),
+          manageAttachments: false,
+          podSource: 'slices',
+        },
+        false,
+      );
     }, 120_000);
 
     afterAll(async () => {
@@ -99,14 +101,10 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       expect(agent.bootstrapping).toBe(true);
       await becomes('client from the Pod API', CLIENT, 80, 'allow');
       expect(agent.slices.size).toBe(0);
-      controller = new NetpolController({
-        client: kubeconfig(controllerKc),
+      controller = await startNetpolController(kubeconfig(controllerKc), {
         identity: 'c1',
         leaseNamespace: SYS,
-        leaseDurationSeconds: 2,
-        log: () => {},
       });
-      await controller.start();
       await waitFor('the marker', async () => (agent.slices.published ? true : undefined));
       expect(agent.bootstrapping).toBe(false);
       expect(agent.slices.size).toBe(1);
@@ -139,14 +137,10 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       await dp.dp.clearConntrack();
       expect(await verdict(CLIENT, 80)).toBe('deny');
       expect(await verdict(MOVED, 80)).toBe('allow');
-      controller = new NetpolController({
-        client: kubeconfig(controllerKc),
+      controller = await startNetpolController(kubeconfig(controllerKc), {
         identity: 'c2',
         leaseNamespace: SYS,
-        leaseDurationSeconds: 2,
-        log: () => {},
       });
-      await controller.start();
       await becomes('the late pod, published by the new leader', CLIENT, 80, 'allow');
     }, 60_000);
   },

@@ -5,10 +5,11 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { addr16, buildPacket, decodeEndpointValue } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled } from '@cascade/bpf-datapath/testing';
-import { clientOf, createNamespace } from '@cascade/core/testing';
+import { createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NetpolAgent } from './agent.ts';
+import { startAgent } from '../../test/fixtures.ts';
+import type { NetpolAgent } from './agent.ts';
 
 const IFS = ['cascade-g0', 'cascade-g1', 'cascade-g2'];
 const IPS = ['10.62.0.1', '10.62.0.2', '10.62.0.3'];
@@ -100,15 +101,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       for (const [i, a] of HOSTILE.entries())
         await createPod(`evil${i}`, `10.62.0.${100 + i}`, { annotation: a });
       dp = await freshDatapath();
-      agent = new NetpolAgent({
-        client: clientOf(env),
-        node: 'n1',
-        datapath: dp.dp,
-        log: () => {},
-        namespaceEntryBudget: 500,
-      });
-      await agent.start();
-      await waitFor('agent ready', async () => (agent.ready ? true : undefined));
+      agent = await startAgent(env, dp.dp, { namespaceEntryBudget: 500 });
     }, 120_000);
 
     afterAll(async () => {

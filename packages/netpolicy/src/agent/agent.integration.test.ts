@@ -3,10 +3,11 @@
 // (BPF_PROG_TEST_RUN on the agent's datapath) as objects change in the API server.
 import { addr16, buildPacket, FixedInterface, TCP_FLAGS, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled, kernelVerdict } from '@cascade/bpf-datapath/testing';
-import { clientOf, createNamespace } from '@cascade/core/testing';
+import { createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NetpolAgent } from './agent.ts';
+import { startAgent } from '../../test/fixtures.ts';
+import type { NetpolAgent } from './agent.ts';
 
 const CLIENT = '10.60.0.1';
 const SERVER = '10.60.0.2';
@@ -70,17 +71,11 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       dp = await freshDatapath();
       // Packets go through BPF_PROG_TEST_RUN (the loopback): every pod address is bound there, and the
       // agent attaches nothing (agent.attach.integration.test.ts covers discovery and attachment).
-      agent = new NetpolAgent({
-        client: clientOf(env),
-        node: 'n1',
-        datapath: dp.dp,
-        log: () => {},
+      agent = await startAgent(env, dp.dp, {
         interfaces: new FixedInterface(TEST_RUN_IFINDEX),
         manageAttachments: false,
         metricsPort: 0,
       });
-      await agent.start();
-      await waitFor('agent ready', async () => (agent.ready ? true : undefined));
     }, 120_000);
 
     afterAll(async () => {

@@ -19,11 +19,9 @@ import {
   type SyncReport,
 } from '@cascade/bpf-datapath';
 import {
-  type BindAddress,
   type Informer,
   type InvolvedObject,
   jsonLogger,
-  type KubeClient,
   type Logger,
   Metrics,
   postWarningEvent,

@@ -7,8 +7,9 @@ import { clientOf, createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { isEqual } from 'lodash-es';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startNetpolController } from '../../test/fixtures.ts';
 import { podAddressSliceCrd, SLICES_PUBLISHED, type SliceSpec } from '../cluster/slices.ts';
-import { NetpolController } from './controller.ts';
+import type { NetpolController } from './controller.ts';
 import { CONTROLLER_NAME, controllerLeaseRole, netpolControllerClusterRole } from './rbac.ts';
 
 const ANP = '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies';
@@ -38,17 +39,13 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
   let client: KubeClient;
   const controllers: NetpolController[] = [];
   const start = async (identity: string) => {
-    const c = new NetpolController({
-      client,
+    const c = await startNetpolController(client, {
       identity,
       leaseNamespace: 'cascade-system',
-      leaseDurationSeconds: 2,
       // pod changes batched for slices (what a large cluster would set): a churn is one write
       sliceBatchMillis: 1000,
-      log: () => {},
     });
     controllers.push(c);
-    await c.start();
     return c;
   };
   const SLICES = '/apis/cascade.dev/v1alpha1/podaddressslices';

@@ -1,0 +1,31 @@
+// netpolicy's integration-test set-up, in one place (as core's testing module is for the gateway
+// controllers): an agent for node n1 against the test API server and a datapath, and a
+// netpolicy-controller, each with test settings (silent log, a 2 s lease), started.
+import { clientOf } from '@cascade/core/testing';
+import { waitFor } from '@cascade/envtest';
+import { NetpolAgent } from '../src/agent/agent.ts';
+import type { AgentOptions } from '../src/agent/options.ts';
+import { NetpolController, type NetpolControllerOptions } from '../src/controller/controller.ts';
+
+/** An agent for node n1; `ready`: wait until its caches synced and it wrote the datapath. */
+export async function startAgent(
+  env: { readonly kubeconfig: string },
+  datapath: AgentOptions['datapath'],
+  overrides: Partial<AgentOptions> = {},
+  ready = true,
+): Promise<NetpolAgent> {
+  const agent = new NetpolAgent({ client: clientOf(env), node: 'n1', datapath, log: () => {}, ...overrides });
+  await agent.start();
+  if (ready) await waitFor('agent ready', async () => (agent.ready ? true : undefined));
+  return agent;
+}
+
+/** A netpolicy-controller with test settings (silent log, a 2 s lease), started. */
+export async function startNetpolController(
+  client: NetpolControllerOptions['client'],
+  overrides: Partial<NetpolControllerOptions> = {},
+): Promise<NetpolController> {
+  const c = new NetpolController({ client, leaseDurationSeconds: 2, log: () => {}, ...overrides });
+  await c.start();
+  return c;
+}
