@@ -212,7 +212,14 @@ export async function run(): Promise<Figure[]> {
           '',
           true,
         ],
-        ['denied flow, later packets', 'main', 'to_endpoint', denied, '; no conntrack entry for a denied flow: the verdict cache answers', true],
+        [
+          'denied flow, later packets',
+          'main',
+          'to_endpoint',
+          denied,
+          '; no conntrack entry for a denied flow: the verdict cache answers',
+          true,
+        ],
         [
           'new flow, first packet (verdict cached)',
           'newFlows',
