@@ -9,14 +9,16 @@
  *   1 parse.h     Ethernet, IPv4/IPv6 with extension headers, fragments, L4 ports, ICMP errors
  *   2 endpoint.h  not an IP packet (not_ip): ARP/NDP claims checked from a pod, the rest dropped
  *   3 fragments.h a later fragment takes its first fragment's protocol and ports
- *   4 (here)      an ICMP error about an allowed flow passes with it; a current conntrack entry
- *                 answers in one lookup
- *   5 services.h  a pod's new flow to a Service frontend is translated to a backend
- *   6 endpoint.h  the endpoint must own the local address on this interface (spoofing, unknown
- *                 endpoints): checked before any verdict that is not a current entry's
+ *   4 conntrack.h an ICMP error passes with the allowed flow it reports about (cascade_icmp_related);
+ *                 then (here) a current conntrack entry answers in one lookup
+ *   5 endpoint.h  without an entry, the endpoint must own the local address on this interface
+ *                 (spoofing, unknown endpoints), before anything is created for the packet
+ *   6 services.h  a pod's new flow to a Service frontend is translated to a backend
  *   7 policy.h    the remote identity, the verdict cache, on a miss the two rule-set layers
- *   8 conntrack.h the verdict is kept for the flow (its replies pass)
- *   9 events.h    denials (and audited allows) into the ring the agent drains
+ *   8 conntrack.h an allowed new flow is tracked (within its endpoint's budget); a denied one leaves
+ *                 no state
+ *   9 events.h    denials (and audited allows) into the ring the agent drains, within the
+ *                 endpoint's event budget
  *
  * Per packet: the endpoint (hash) and its conntrack entry (LRU hash, one per flow and endpoint,
  * found by both directions). A packet without a current entry: the remote identity (an exact hash

@@ -2,7 +2,7 @@
  * by (local, remote, ports, protocol), holding the flow's verdict, the endpoint revision and policy
  * generation it was judged in, the interface it was judged on, and whether it was translated. A
  * current entry answers a packet in one lookup. The lookups stay in handle() (cascade.bpf.c), in
- * the order a packet meets them; this is how an entry is made. (Step 8 of handle().) */
+ * the order a packet meets them; this is how an entry is made. (Steps 4 and 8 of handle().) */
 #ifndef CASCADE_CONNTRACK_H
 #define CASCADE_CONNTRACK_H
 

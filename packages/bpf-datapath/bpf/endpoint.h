@@ -1,6 +1,6 @@
 /* Endpoint and source checks: which endpoint owns an address on this interface (the
  * binding that stops spoofing; an unknown endpoint passes nothing), and what a pod may say at L2
- * (ARP and NDP claim only its own addresses; no pod is a router). (Steps 2 and 6 of handle().) */
+ * (ARP and NDP claim only its own addresses; no pod is a router). (Steps 2 and 5 of handle().) */
 #ifndef CASCADE_ENDPOINT_H
 #define CASCADE_ENDPOINT_H
 
@@ -59,6 +59,16 @@ static __always_inline int unbound(int dir)
 	return TC_ACT_SHOT;
 }
 
+/* From a pod, neighbour discovery speaks only for the pod: its source is its own or a link-local
+ * address (or the unspecified one, where `unspecified` allows it: duplicate address detection), and
+ * a neighbour advertisement claims only its own or a link-local address. */
+static __always_inline int ndp_speaks_for_pod(struct flow *f, __u32 ifindex, int unspecified)
+{
+	if (!is_link_local6(f->src) && !(unspecified && is_zero(f->src)) && !endpoint_on(f->src, ifindex))
+		return 0;
+	return f->icmp_type != 136 || is_link_local6(f->claimed) || endpoint_on(f->claimed, ifindex);
+}
+
 /* What is not an IP packet to judge (parse() said so): ARP and NDP pass with their claims checked
  * from a pod, everything else is counted by its kind and dropped. */
 static __always_inline int not_ip(int r, struct flow *f, int dir, __u32 ifindex)
@@ -74,10 +84,7 @@ static __always_inline int not_ip(int r, struct flow *f, int dir, __u32 ifindex)
 			/* no pod is a router: router advertisements and redirects from pods are dropped */
 			if (f->icmp_type == 134 || f->icmp_type == 137)
 				return spoofed();
-			if (!is_link_local6(f->src) && !is_zero(f->src) && !endpoint_on(f->src, ifindex))
-				return spoofed();
-			/* a neighbour advertisement claims only the pod's own (or link-local) address */
-			if (f->icmp_type == 136 && !is_link_local6(f->claimed) && !endpoint_on(f->claimed, ifindex))
+			if (!ndp_speaks_for_pod(f, ifindex, 1))
 				return spoofed();
 		}
 		count(CNT_NDP);
@@ -87,9 +94,7 @@ static __always_inline int not_ip(int r, struct flow *f, int dir, __u32 ifindex)
 		 * node or a pod of this node, claiming only its own addresses; towards a pod: addressed to
 		 * it. Hop limit 255 already proves the sender is on the link. Anywhere else: dropped. */
 		if (dir == DIR_EGRESS) {
-			if (!is_link_local6(f->src) && !endpoint_on(f->src, ifindex))
-				return spoofed();
-			if (f->icmp_type == 136 && !is_link_local6(f->claimed) && !endpoint_on(f->claimed, ifindex))
+			if (!ndp_speaks_for_pod(f, ifindex, 0))
 				return spoofed();
 			if (!on_link(f->dst)) {
 				count(CNT_NDP_REFUSED);

@@ -1,7 +1,7 @@
 /* Services translation: a pod's new flow to a ClusterIP or NodePort frontend is sent to a
  * backend (kept per flow in cascade_nat) and rewritten, checksums kept right; replies get their
  * frontend back (cascade_revnat) when they pass. Translation grants nothing: the flow is judged
- * against the backend it goes to. Runs only for a pod's egress packet without a conntrack entry. (Step 5 of handle().) */
+ * against the backend it goes to. Runs only for a pod's egress packet without a conntrack entry. (Step 6 of handle().) */
 #ifndef CASCADE_SERVICES_H
 #define CASCADE_SERVICES_H
 
