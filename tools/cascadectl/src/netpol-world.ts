@@ -7,6 +7,7 @@ import {
   podFromObject,
   ServiceCatalog,
 } from '@cascade/netpolicy';
+import { UsageError } from './cli.ts';
 import { type Manifest, where } from './load.ts';
 
 const POLICY_KINDS: Record<string, string[]> = {
@@ -25,8 +26,23 @@ export interface NetpolWorld {
   sources: Map<string, string>;
 }
 
+/**
+ * The identity cap the agents run with (engine/identity-cap.ts): $CASCADE_FOREIGN_IDENTITY_CAP, the
+ * agent's own variable, or the default. A value that is not a whole number is a usage error.
+ */
+function foreignIdentityCap(): { foreignIdentityCap?: number } {
+  const v = process.env.CASCADE_FOREIGN_IDENTITY_CAP;
+  if (v === undefined || v === '') return {};
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 1_000_000)
+    throw new UsageError(
+      `CASCADE_FOREIGN_IDENTITY_CAP: "${v.slice(0, 20)}" is not a whole number from 1 to 1000000`,
+    );
+  return { foreignIdentityCap: n };
+}
+
 export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
-  const engine = new NetpolEngine();
+  const engine = new NetpolEngine(foreignIdentityCap());
   const services = new ServiceCatalog();
   const problems: string[] = [];
   const sources = new Map<string, string>();

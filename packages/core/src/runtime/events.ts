@@ -6,6 +6,7 @@ import type { KubeClient } from './client.ts';
 export interface InvolvedObject {
   apiVersion: string;
   kind: string;
+  /** '' for a cluster-scoped object (a Namespace, a Node): its Events live in `default`. */
   namespace: string;
   name: string;
 }
@@ -19,11 +20,14 @@ export function postWarningEvent(
 ): Promise<unknown> {
   const now = new Date().toISOString();
   const suffix = `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
-  return client.request('POST', `/api/v1/namespaces/${encodeURIComponent(involvedObject.namespace)}/events`, {
+  // The API server keeps a cluster-scoped object's Events in `default`, with no involved namespace.
+  const ns = involvedObject.namespace || 'default';
+  const { namespace: _ns, ...cluster } = involvedObject;
+  return client.request('POST', `/api/v1/namespaces/${encodeURIComponent(ns)}/events`, {
     apiVersion: 'v1',
     kind: 'Event',
-    metadata: { name: `${involvedObject.name.slice(0, 200)}.${suffix}`, namespace: involvedObject.namespace },
-    involvedObject,
+    metadata: { name: `${involvedObject.name.slice(0, 200)}.${suffix}`, namespace: ns },
+    involvedObject: involvedObject.namespace ? involvedObject : cluster,
     reason,
     message: message.slice(0, 1024),
     type: 'Warning',

@@ -40,7 +40,7 @@ import { FlowLog } from './flows.ts';
 import type { AgentOptions } from './options.ts';
 
 export class NetpolAgent {
-  readonly engine = new NetpolEngine();
+  readonly engine: NetpolEngine;
   readonly metrics = new Metrics();
   readonly syncs = this.metrics.counter('cascade_datapath_syncs_total', 'Datapath syncs');
   readonly entriesWritten = this.metrics.counter(
@@ -111,6 +111,9 @@ export class NetpolAgent {
 
   constructor(opts: AgentOptions) {
     this.opts = opts;
+    this.engine = new NetpolEngine(
+      opts.foreignIdentityCap !== undefined ? { foreignIdentityCap: opts.foreignIdentityCap } : {},
+    );
     this.services = new ServiceCatalog(opts.serviceBudget);
     this.slices = new SliceIndex(opts.node);
     if (opts.podSource === 'slices') this.podSource = { node: opts.node, slices: this.slices };

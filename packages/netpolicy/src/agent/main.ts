@@ -22,6 +22,9 @@ Flags (defaults from the environment variable named, then the value shown):
   --cni-record-dir DIR              cascade-cni's interface records ($CASCADE_CNI_RECORD_DIR, /run/cascade/cni)
   --namespace-entry-budget N        policy map entries one namespace's NetworkPolicies may use on this
                                     node ($CASCADE_NAMESPACE_ENTRY_BUDGET, 100000)
+  --foreign-identity-cap N          label sets per namespace that other namespaces' NetworkPolicies
+                                    select one by one; newer ones are left out of those peers
+                                    ($CASCADE_FOREIGN_IDENTITY_CAP, 512; the controller's must match)
   --service-namespace-frontends N   Service frontends one namespace may take in this node's maps
                                     ($CASCADE_SERVICE_NAMESPACE_FRONTENDS, 2048)
   --service-namespace-backends N    backend slots one namespace may take ($CASCADE_SERVICE_NAMESPACE_BACKENDS,
@@ -50,6 +53,7 @@ const b = binary(
     },
     'cni-record-dir': { type: 'string', default: env.CASCADE_CNI_RECORD_DIR ?? '/run/cascade/cni' },
     'namespace-entry-budget': { type: 'string', default: env.CASCADE_NAMESPACE_ENTRY_BUDGET ?? '100000' },
+    'foreign-identity-cap': { type: 'string', default: env.CASCADE_FOREIGN_IDENTITY_CAP ?? '512' },
     'pod-source': { type: 'string', default: env.CASCADE_POD_SOURCE ?? 'pods' },
     'service-namespace-frontends': {
       type: 'string',
@@ -103,6 +107,7 @@ const agent = new NetpolAgent({
   ...(metricsBindAddress ? { metricsBindAddress } : {}),
   cniRecordDir: String(values['cni-record-dir']),
   namespaceEntryBudget: budget,
+  foreignIdentityCap: b.whole('foreign-identity-cap', 'label sets', 1_000_000),
   serviceBudget,
   podSource,
 });

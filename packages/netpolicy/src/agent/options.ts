@@ -29,6 +29,11 @@ export interface AgentOptions {
    */
   namespaceEntryBudget?: number;
   /**
+   * Label sets per namespace that other namespaces' NetworkPolicies select one by one (default
+   * DEFAULT_FOREIGN_IDENTITY_CAP, 512; engine/identity-cap.ts). Must equal the controller's.
+   */
+  foreignIdentityCap?: number;
+  /**
    * Service frontends and backend slots one namespace may take in this node's maps, and the namespaces
    * served first without a budget (default DEFAULT_SERVICE_BUDGET: 2048, 16,384, kube-system). A
    * Service over its namespace's budget is refused alone: untranslated, its ClusterIPs fail closed.

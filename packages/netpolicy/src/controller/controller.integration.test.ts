@@ -44,6 +44,9 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
       leaseNamespace: 'cascade-system',
       // pod changes batched for slices (what a large cluster would set): a churn is one write
       sliceBatchMillis: 1000,
+      // two label sets per namespace are selected one by one by other namespaces' NetworkPolicies:
+      // the setup stays under it, the last test goes over (engine/identity-cap.ts)
+      foreignIdentityCap: 2,
     });
     controllers.push(c);
     return c;
@@ -393,6 +396,26 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
       return web?.spec.network.ingress.some((r) => r.policy === 'NetworkPolicy/shop/web-from-anywhere')
         ? true
         : undefined;
+    });
+  }, 60_000);
+
+  it('a namespace past the identity cap gets a Warning Event, a log line and a metric sample', async () => {
+    for (const n of ['2', '3', '4']) await pod('sandbox', `toy-${n}`, { app: 'toy', n });
+    const event = await waitFor('an IdentityCapReached Event on Namespace sandbox', async () => {
+      const r = (await env.call('GET', '/api/v1/namespaces/default/events')).body as {
+        items: { involvedObject: { kind: string; name: string }; reason: string; message: string }[];
+      };
+      return r.items.find((e) => e.reason === 'IdentityCapReached' && e.involvedObject.name === 'sandbox');
+    });
+    expect(event.involvedObject.kind).toBe('Namespace');
+    // posted when the namespace went over (3 or 4 label sets by then), again only if that doubles
+    expect(event.message).toMatch(
+      /^[34] distinct pod label sets, over the identity cap of 2: the [12] newest are left out of other namespaces' NetworkPolicy peers/,
+    );
+    await waitFor('the metric counts both capped label sets', async () => {
+      const leader = controllers.find((c) => c.leader);
+      const text = leader ? await leader.metrics.render() : '';
+      return /cascade_netpol_capped_label_sets\{namespace="sandbox"\} 2/.test(text) ? true : undefined;
     });
   }, 60_000);
 });

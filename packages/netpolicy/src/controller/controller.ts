@@ -27,6 +27,7 @@ import {
   MANAGED_BY,
   Metrics,
   PublishLedger,
+  postWarningEvent,
   startInformers,
   WorkQueue,
   watchHealth,
@@ -34,6 +35,7 @@ import {
 import { AddressOwners } from '../cluster/owners.ts';
 import { clusterInformers, POLICY_PATHS } from '../cluster/watch.ts';
 import { NetpolEngine } from '../engine/engine.ts';
+import { CappedNamespaceReport } from './capped-namespaces.ts';
 import { type Failed, NetworkPublisher } from './network-publisher.ts';
 import type { NetworkEffective } from './published.ts';
 import { DEFAULT_ANALYSIS_INTERVAL_MS, PublishedState, type PublishedUpdate } from './published-state.ts';
@@ -64,6 +66,8 @@ export interface NetpolControllerOptions {
   analysisIntervalSeconds?: number;
   /** The agents' namespace entry budget, for the budget findings (default 100,000). */
   entryBudget?: number;
+  /** The agents' --foreign-identity-cap (engine/identity-cap.ts): published rules must be theirs. */
+  foreignIdentityCap?: number;
   /**
    * Pod changes wait this long (ms) to be written to PodAddressSlices with the changes that follow
    * (kube-controller-manager's --endpointslice-updates-batch-period): fewer slice writes, and watch
@@ -75,7 +79,7 @@ export interface NetpolControllerOptions {
 
 const EP_PATH = `/apis/${EFFECTIVE_GROUP}/v1alpha1`;
 export class NetpolController {
-  readonly engine = new NetpolEngine();
+  readonly engine: NetpolEngine;
   readonly metrics = new Metrics();
   readonly writes = this.metrics.counter(
     'cascade_writes_issued_total',
@@ -93,6 +97,8 @@ export class NetpolController {
   private readonly name: string;
   private readonly client: KubeClient;
   private readonly log: Logger;
+  /** Namespaces past the identity cap: Event, log, metric. */
+  private readonly capped: CappedNamespaceReport;
   private readonly informers: Informer[];
   private readonly effective: Informer;
   private readonly owners = new AddressOwners();
@@ -124,6 +130,9 @@ export class NetpolController {
 
   constructor(opts: NetpolControllerOptions) {
     this.opts = opts;
+    this.engine = new NetpolEngine(
+      opts.foreignIdentityCap !== undefined ? { foreignIdentityCap: opts.foreignIdentityCap } : {},
+    );
     this.name = opts.name ?? 'netpolicy-controller';
     this.client = opts.client;
     this.log = opts.log ?? jsonLogger(this.name);
@@ -202,6 +211,14 @@ export class NetpolController {
         });
       else this.log('info', 'published after failing', { object });
     };
+    this.capped = new CappedNamespaceReport({
+      metrics: this.metrics,
+      log: this.log,
+      post: (obj, reason, message) => {
+        this.writes.inc();
+        return postWarningEvent(this.client, obj, reason, message, { component: this.name });
+      },
+    });
     this.metrics.processMetrics();
     this.metrics.gauge(
       'cascade_netpol_effective_policies',
@@ -338,6 +355,7 @@ export class NetpolController {
       const keys = all || (u.effectives && !u.changed) ? undefined : [...moved, ...(u.changed ?? [])];
       this.retry(await this.publisher.effectives(desired, keys), true);
       this.retry(await this.publisher.conditions(this.state.conditions), false);
+      await this.capped.update(this.engine.cappedNamespaces(), this.engine.foreignIdentityCap);
     } catch (e) {
       // the retry does it all again: a full pass if this one was, and every object compared
       if (full) this.full = true;

@@ -22,6 +22,8 @@ ${CONTROLLER_USAGE}  --rules-analysis-interval S        on pod churn, the exact 
                                      at once)
   --namespace-entry-budget N         the agents' --namespace-entry-budget, for the budget findings
                                      (default 100000)
+  --foreign-identity-cap N           the agents' --foreign-identity-cap (default 512): published
+                                     rules and simulations must be theirs
   --slice-updates-batch-period D     pod changes wait D (e.g. 500ms, 1s; at most 10s) to be written
                                      to PodAddressSlices with those that follow: fewer writes and
                                      agent watch events in rollouts, new addresses that much later
@@ -46,6 +48,7 @@ const b = binary(
     ...CONTROLLER_FLAGS,
     'rules-analysis-interval': { type: 'string', default: '30' },
     'namespace-entry-budget': { type: 'string', default: '100000' },
+    'foreign-identity-cap': { type: 'string', default: '512' },
     'slice-updates-batch-period': { type: 'string', default: '0' },
   },
   new URL('../../package.json', import.meta.url),
@@ -55,6 +58,7 @@ const { logLevel, ...settings } = controllerSettings(b);
 const own = {
   analysisIntervalSeconds: b.seconds('rules-analysis-interval'),
   entryBudget: b.whole('namespace-entry-budget', 'entries', 1_048_576),
+  foreignIdentityCap: b.whole('foreign-identity-cap', 'label sets', 1_000_000),
   sliceBatchMillis: batchPeriod(String(b.values['slice-updates-batch-period'])),
 };
 const controller = new NetpolController({

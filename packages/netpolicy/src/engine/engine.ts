@@ -1,6 +1,7 @@
 import { contains, hostPrefix, type Prefix, parseCidr, WORLD4, WORLD6 } from './cidr.ts';
 import { ID, type IdentityInfo, isPodIdentity } from './identities.ts';
 import { IdentityBook } from './identity-book.ts';
+import { type CappedNamespace, IdentityCap } from './identity-cap.ts';
 import { type Layer, lowerLayer } from './lower.ts';
 import { keyString, type MapState, type MapStateEntry, type MapStateKey } from './mapstate.ts';
 import type { Namespace, NetPolicyObject, Node, Pod } from './model.ts';
@@ -12,6 +13,7 @@ import {
   compareRules,
   type Direction,
   type Isolation,
+  type Peer,
   type Rule,
 } from './rules.ts';
 import { IdentityIndex } from './selection.ts';
@@ -58,6 +60,11 @@ export interface FlushDiff {
   recomputedTables: number;
 }
 
+export interface EngineOptions {
+  /** Label sets per namespace that other namespaces' NetworkPolicies select one by one (identity-cap.ts). */
+  foreignIdentityCap?: number;
+}
+
 const podKey = (p: { namespace: string; name: string }) => `${p.namespace}/${p.name}`;
 
 export class NetpolEngine {
@@ -90,6 +97,19 @@ export class NetpolEngine {
   );
   private revision = 0;
   private podsRevision = 0;
+
+  constructor(opts: EngineOptions = {}) {
+    if (opts.foreignIdentityCap !== undefined) this.book.cap = new IdentityCap(opts.foreignIdentityCap);
+  }
+
+  /** Namespaces with more label sets than the identity cap (identity-cap.ts). */
+  cappedNamespaces(): CappedNamespace[] {
+    return this.book.cap.over();
+  }
+
+  get foreignIdentityCap(): number {
+    return this.book.cap.cap;
+  }
 
   private dirtyPods = new Set<string>();
   private dirtyNodes = new Set<string>();
@@ -272,7 +292,12 @@ export class NetpolEngine {
     for (const k of this.dirtyPods) podsToCheck.add(k);
     const added: number[] = [];
     const removed: number[] = [];
+    // Pods are placed in their namespace's label-set ranking first: a label set going past the cap
+    // (or back under it) changes the identity of every pod holding it.
+    for (const k of podsToCheck) this.book.placePod(k, this.pods.get(k));
+    for (const k of this.book.rerank()) podsToCheck.add(k);
     for (const k of podsToCheck) this.book.syncPod(k, this.pods.get(k), added, removed);
+    this.book.endPass();
     for (const name of this.dirtyNodes) this.book.syncNode(name, this.nodes.get(name), added, removed);
     if (
       full ||
@@ -460,14 +485,19 @@ export class NetpolEngine {
   }
 
   /** Loads a whole cluster (plain data) and flushes. */
-  static fromCluster(c: import('./model.ts').Cluster): NetpolEngine {
-    const e = new NetpolEngine();
+  static fromCluster(c: import('./model.ts').Cluster, opts?: EngineOptions): NetpolEngine {
+    const e = new NetpolEngine(opts);
     for (const ns of c.namespaces) e.upsertNamespace(ns);
     for (const n of c.nodes) e.upsertNode(n);
     for (const p of c.pods) e.upsertPod(p);
     for (const p of c.policies) e.upsertPolicy(p);
     e.flush();
     return e;
+  }
+
+  /** Whether a networks peer holds every pod identity (its selection is then one ALL_PODS key). */
+  coversAllPods(peer: Extract<Peer, { kind: 'cidr' }>): boolean {
+    return this.index.coversAllPods(peer);
   }
 
   /** The two layers judging one pod in one direction. */

@@ -29,7 +29,27 @@ export interface RuleSet {
   isolation: Isolation[];
   baseline: Rule[];
   nsLabels(ns: string): Record<string, string>;
+  /** Whether a pod's label set is past its namespace's identity cap (identity-cap.ts). */
+  capped?(pod: Pod): boolean;
+  /** Whether a networks peer holds every pod (then it admits capped pods too: one wildcard entry). */
+  coversAllPods?(peer: Extract<Peer, { kind: 'cidr' }>): boolean;
 }
+
+/**
+ * A capped pod of another namespace meets a NetworkPolicy peer only through a peer that admits every
+ * pod at once (identity-cap.ts); the other peers leave it out.
+ */
+function wildcardPeer(peer: Peer, rs: RuleSet): boolean {
+  if (peer.kind === 'all') return true;
+  if (peer.kind === 'pods')
+    return (
+      'selector' in peer.namespaces && emptySelector(peer.namespaces.selector) && emptySelector(peer.pods)
+    );
+  return peer.kind === 'cidr' && peer.pods && (rs.coversAllPods?.(peer) ?? false);
+}
+
+const emptySelector = (s: { matchLabels?: object; matchExpressions?: unknown[] }) =>
+  Object.keys(s.matchLabels ?? {}).length === 0 && (s.matchExpressions ?? []).length === 0;
 
 /** Whether `peer` (of a rule with `action`) matches `remote`, ports aside. */
 export function peerMatches(peer: Peer, remote: Remote, action: Rule['action'], rs: RuleSet): boolean {
@@ -91,7 +111,13 @@ export function ruleMatches(
     !matchesSelector(r.subject.pods, local.labels)
   )
     return false;
-  if (!r.peers.some((p) => peerMatches(p, remote, r.action, rs))) return false;
+  const capped =
+    r.tier === 'np' &&
+    remote.kind === 'pod' &&
+    remote.pod.namespace !== r.source.namespace &&
+    (rs.capped?.(remote.pod) ?? false);
+  if (!r.peers.some((p) => (!capped || wildcardPeer(p, rs)) && peerMatches(p, remote, r.action, rs)))
+    return false;
   const owner = direction === 'ingress' ? local : remote.kind === 'pod' ? remote.pod : undefined;
   return portMatches(r.ports, proto, port, owner);
 }

@@ -42,6 +42,11 @@ export interface IdentityInfo {
   prefix?: Prefix;
   /** Most specific ANP network prefix (prefixKey) each IP family falls in, if any. */
   netparts?: string[];
+  /**
+   * Past its namespace's identity cap (identity-cap.ts): other namespaces' NetworkPolicy peers do
+   * not select it one by one.
+   */
+  capped?: boolean;
 }
 
 const sortedEntries = (o: Record<string, string> | undefined) =>

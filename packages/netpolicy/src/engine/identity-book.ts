@@ -10,6 +10,7 @@ import {
   nodeIdentityKey,
   podIdentityKey,
 } from './identities.ts';
+import { IdentityCap } from './identity-cap.ts';
 import type { Node, Pod } from './model.ts';
 import type { Rule } from './rules.ts';
 
@@ -25,9 +26,38 @@ export class IdentityBook {
   /** Every prefix a pod-matching CIDR peer names: a pod's network part is the most specific holding it. */
   private networks: Prefix[] = [];
   private readonly nsLabels: (ns: string) => Record<string, string>;
+  /** Which label sets other namespaces' NetworkPolicies leave out (identity-cap.ts). */
+  cap: IdentityCap;
+  /** Pods placed since the last sync, with what their identity is made of (computed once). */
+  private readonly pending = new Map<string, PodParts>();
 
-  constructor(nsLabels: (ns: string) => Record<string, string>) {
+  constructor(nsLabels: (ns: string) => Record<string, string>, cap?: number) {
     this.nsLabels = nsLabels;
+    this.cap = new IdentityCap(cap);
+  }
+
+  /**
+   * Places a pod's label set in its namespace's ranking (`pod` undefined: it is gone). Place every
+   * changed pod, then `rerank()`, then sync the changed pods and the ones rerank moved.
+   */
+  placePod(key: string, pod: Pod | undefined): void {
+    if (!pod) {
+      this.cap.place(key, undefined, undefined);
+      return;
+    }
+    const parts = this.parts(pod);
+    this.pending.set(key, parts);
+    this.cap.place(key, pod.namespace, parts.base, pod.created);
+  }
+
+  /** Pods whose label set went in or out of their namespace's cap since the last call. */
+  rerank(): string[] {
+    return this.cap.rerank();
+  }
+
+  /** Forgets what placePod computed (call after the pass's syncs). */
+  endPass(): void {
+    this.pending.clear();
   }
 
   /** Pods (or nodes) holding an identity. */
@@ -56,7 +86,7 @@ export class IdentityBook {
   /** Re-derives a pod's identity (`pod` undefined: it is gone); records identities born and dead. */
   syncPod(key: string, pod: Pod | undefined, added: number[], removed: number[]): void {
     const old = this.podIdentity.get(key);
-    const info = pod ? this.podInfo(pod) : undefined;
+    const info = pod ? this.podInfo(pod, this.pending.get(key) ?? this.parts(pod)) : undefined;
     if (old !== undefined && old === info?.id) return;
     if (old !== undefined) {
       this.podIdentity.delete(key);
@@ -119,19 +149,25 @@ export class IdentityBook {
     return out;
   }
 
-  private podInfo(p: Pod): IdentityInfo {
+  private parts(p: Pod): PodParts {
     const nsLabels = this.nsLabels(p.namespace);
     const netparts = this.netparts(p);
-    const key = podIdentityKey(p.namespace, nsLabels, p.labels, p.ports, netparts);
+    return { nsLabels, netparts, base: podIdentityKey(p.namespace, nsLabels, p.labels, p.ports, netparts) };
+  }
+
+  private podInfo(p: Pod, parts: PodParts): IdentityInfo {
+    const capped = this.cap.isCapped(p.namespace, parts.base);
+    const key = capped ? `${parts.base}+capped` : parts.base;
     return {
       id: this.allocator.allocate('pod', key),
       kind: 'pod',
       key,
       namespace: p.namespace,
-      nsLabels,
+      nsLabels: parts.nsLabels,
       labels: p.labels,
       ports: p.ports.filter((x) => x.name),
-      netparts,
+      netparts: parts.netparts,
+      ...(capped ? { capped: true } : {}),
     };
   }
 
@@ -155,4 +191,11 @@ export class IdentityBook {
       removed.push(id);
     }
   }
+}
+
+interface PodParts {
+  nsLabels: Record<string, string>;
+  netparts: string[];
+  /** The identity key without the cap's mark. */
+  base: string;
 }

@@ -108,15 +108,17 @@ describe('incremental == full', () => {
         clusterArb,
         clusterArb,
         fc.array(fc.tuple(change, fc.boolean()), { minLength: 1, maxLength: 8 }),
-        (start, donor, changes) => {
+        fc.constantFrom(1, 2, undefined),
+        (start, donor, changes, foreignIdentityCap) => {
+          const opts = foreignIdentityCap ? { foreignIdentityCap } : {};
           const state: Cluster = { ...start };
-          const e = NetpolEngine.fromCluster(start);
+          const e = NetpolEngine.fromCluster(start, opts);
           changes.forEach(([c, flush], i) => {
             apply(state, e, c, donor.policies, i);
             if (flush) e.flush();
           });
           e.flush();
-          const fresh = NetpolEngine.fromCluster(state);
+          const fresh = NetpolEngine.fromCluster(state, opts);
           expect(canonical(e)).toEqual(canonical(fresh));
         },
       ),

@@ -8,6 +8,7 @@ export * from './dead-rules.ts';
 export * from './engine.ts';
 export * from './evaluate.ts';
 export * from './identities.ts';
+export * from './identity-cap.ts';
 export * from './lint.ts';
 export * from './lower.ts';
 export * from './mapstate.ts';

@@ -12,6 +12,9 @@ export function policyKeyOf(r: Rule): string {
   return r.id.slice(0, r.id.indexOf('#'));
 }
 
+/** The namespace whose NetworkPolicy holds `r` (its sets leave other namespaces' capped identities out). */
+export const capScope = (r: Rule): string | undefined => (r.tier === 'np' ? r.source.namespace : undefined);
+
 export interface SelectionPatch {
   /** Rules that now select an identity that appeared: their tables need a new bucket. */
   selecting: Set<Rule>;
@@ -51,7 +54,7 @@ export class SelectionCache {
     let set = this.byPolicy.get(pk);
     if (!set) this.byPolicy.set(pk, (set = new Set()));
     set.add(k);
-    s = this.index().select(rule.peers[i]!, rule.action);
+    s = this.index().select(rule.peers[i]!, rule.action, capScope(rule));
     this.selections.set(k, s);
     const entry: SelectionEntry = { rule, index: i, s };
     this.entries.set(k, entry);
@@ -109,6 +112,7 @@ export class SelectionCache {
       candidates.push(this.unbound);
     } else if (added.length || podRemoved) candidates.push(this.entries.values());
     const select = (s: Extract<Selection, { kind: 'set' }>, rule: Rule, info: IdentityInfo) => {
+      if (IdentityIndex.capped(info, capScope(rule))) return;
       s.ids.add(info.id);
       s.dense = undefined;
       selecting.add(rule);

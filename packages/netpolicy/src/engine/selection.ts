@@ -194,6 +194,11 @@ export class IdentityIndex {
     return (info.netparts ?? []).some((k) => isInsideKey(k, peer));
   }
 
+  /** Whether a NetworkPolicy rule of namespace `ruleNs` leaves this identity out of its sets. */
+  static capped(info: IdentityInfo, ruleNs: string | undefined): boolean {
+    return ruleNs !== undefined && info.capped === true && info.namespace !== ruleNs;
+  }
+
   /** The pod side of a networks peer: pod identities by network part, and whether that is all of them. */
   selectNetworkPods(peer: Extract<Peer, { kind: 'cidr' }>): { ids: number[]; all: boolean } {
     const ids: number[] = [];
@@ -201,8 +206,13 @@ export class IdentityIndex {
     return { ids, all: ids.length > 0 && ids.length === this.podCount };
   }
 
-  /** selectPeer over the index: namespaces first, then pods inside the matching ones. */
-  select(peer: Peer, action: 'allow' | 'deny' | 'pass'): Selection {
+  /**
+   * selectPeer over the index: namespaces first, then pods inside the matching ones. `capFor`: the
+   * namespace of a NetworkPolicy's rule; capped identities of other namespaces are left out of the
+   * set (not out of the wildcards: identity-cap.ts).
+   */
+  select(peer: Peer, action: 'allow' | 'deny' | 'pass', capFor?: string): Selection {
+    const skip = (info: IdentityInfo | undefined) => info !== undefined && IdentityIndex.capped(info, capFor);
     if (peer.kind === 'all' || peer.kind === 'unknown') return selectPeer(peer, action, []);
     if (peer.kind === 'pods') {
       if (isEmpty(peer.pods) && 'selector' in peer.namespaces && isEmpty(peer.namespaces.selector))
@@ -218,7 +228,7 @@ export class IdentityIndex {
               .map(([n]) => n);
       for (const ns of nsList)
         for (const info of this.byNamespace.get(ns) ?? [])
-          if (matchesSelector(peer.pods, info.labels!)) ids.add(info.id);
+          if (!skip(info) && matchesSelector(peer.pods, info.labels!)) ids.add(info.id);
       return { kind: 'set', ids };
     }
     const ids = new Set<number>();
@@ -227,7 +237,7 @@ export class IdentityIndex {
       const podIds: number[] = [];
       for (const [key, list] of this.byNetpart) if (isInsideKey(key, peer)) podIds.push(...list);
       if (podIds.length > 0 && podIds.length === this.podCount) return { kind: 'set', ids, allPods: true };
-      for (const id of podIds) ids.add(id);
+      for (const id of podIds) if (!skip(this.byId.get(id))) ids.add(id);
     }
     return { kind: 'set', ids };
   }

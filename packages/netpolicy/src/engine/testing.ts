@@ -201,6 +201,8 @@ export const clusterArb: fc.Arbitrary<Cluster> = fc
       labels: strip({ app: p.app, tier: p.tier }) as Record<string, string>,
       ips: [`10.0.0.${i + 1}`],
       node: p.node,
+      // Ages out of name order: the identity cap ranks label sets by their oldest pod.
+      created: `2026-01-01T00:00:0${(i * 7) % 6}Z`,
       ports: [
         ...(p.http ? [{ name: 'http', port: p.http, protocol: 'TCP' as const }] : []),
         ...(p.dns ? [{ name: 'dns', port: 53, protocol: 'UDP' as const }] : []),
@@ -264,3 +266,64 @@ export const shopCluster = (policies: NetPolicyObject[], pods: Pod[]): Cluster =
   pods,
   policies,
 });
+
+// Issue 29 item 4's attack (identity-cap.ts): a victim admitting `namespaceSelector: {}` + `app=web`
+// on 32 ports, one `frontend` web pod, and `n` attacker pods in their own namespace on another node,
+// each labelled app=web with one distinct extra label, created one second apart.
+const FLOOD_PORTS = Array.from({ length: 32 }, (_, i) => ({ port: 8000 + 2 * i }));
+
+/** The victim admits `app=web` from every namespace on 32 ports: 32 entries per selected identity. */
+const victimPolicy: NetPolicyObject = {
+  kind: 'NetworkPolicy',
+  namespace: 'victim',
+  name: 'web-from-anywhere',
+  spec: {
+    podSelector: { matchLabels: { app: 'api' } },
+    ingress: [
+      { from: [{ namespaceSelector: {}, podSelector: { matchLabels: { app: 'web' } } }], ports: FLOOD_PORTS },
+    ],
+  },
+};
+
+export const floodIp = (i: number) => `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`;
+const ts = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString();
+
+/** `n` attacker pods labelled app=web, each with one distinct extra label, on another node. */
+function attackers(n: number): Pod[] {
+  return Array.from({ length: n }, (_, i) => ({
+    namespace: 'attacker',
+    name: `a${i}`,
+    labels: { app: 'web', x: String(i) },
+    ips: [floodIp(i)],
+    node: 'n2',
+    ports: [],
+    created: ts(1000 + i),
+  }));
+}
+
+export function identityFloodCluster(n: number, extra: NetPolicyObject[] = []): Cluster {
+  return {
+    namespaces: ['victim', 'attacker', 'frontend'].map((name) => ({
+      name,
+      labels: { 'kubernetes.io/metadata.name': name },
+    })),
+    nodes: [
+      { name: 'n1', labels: {}, ips: ['192.168.0.1'] },
+      { name: 'n2', labels: {}, ips: ['192.168.0.2'] },
+    ],
+    pods: [
+      { namespace: 'victim', name: 'api', labels: { app: 'api' }, ips: ['10.0.0.1'], node: 'n1', ports: [] },
+      {
+        namespace: 'frontend',
+        name: 'web',
+        labels: { app: 'web' },
+        ips: ['10.0.0.2'],
+        node: 'n1',
+        ports: [],
+        created: ts(0),
+      },
+      ...attackers(n),
+    ],
+    policies: [victimPolicy, ...extra],
+  };
+}

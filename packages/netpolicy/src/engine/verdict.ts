@@ -91,7 +91,13 @@ export function oracleConnection(
 }
 
 export function ruleSetOf(engine: NetpolEngine): RuleSet {
-  return { ...engine.rules, nsLabels: engine.nsLabels };
+  return {
+    ...engine.rules,
+    nsLabels: engine.nsLabels,
+    capped: (pod) =>
+      engine.identities.get(engine.podIdentity.get(`${pod.namespace}/${pod.name}`) ?? -1)?.capped ?? false,
+    coversAllPods: (peer) => engine.coversAllPods(peer),
+  };
 }
 
 export function remoteOf(engine: NetpolEngine, ip: string): Remote {

@@ -1,6 +1,13 @@
 // Issue "network policy resolver" figures: full computation, entries, sharing, incremental changes,
 // and the two reference comparisons (1,000 rules x 3,000 identities; 1,000 CIDR rules).
-import { lowerLayer, type NetPolicyObject, NetpolEngine, type Pod } from '@cascade/netpolicy';
+import {
+  lowerLayer,
+  type NetPolicyObject,
+  NetpolEngine,
+  networkPolicyCosts,
+  type Pod,
+} from '@cascade/netpolicy';
+import { floodIp, identityFloodCluster } from '@cascade/netpolicy/testing';
 import { generateNetpolCluster, ISSUE_SCALE } from '../netpol-cluster.ts';
 import { type Figure, ms, peakRssMiB, summarize } from '../report.ts';
 
@@ -126,8 +133,52 @@ export async function run(): Promise<Figure[]> {
     fig(`${name}: tables lowered or patched (median)`, summarize(tables).median, 'tables', undefined, input);
   }
 
-  figures.push(...(await referenceRulesXIdentities()), ...referenceCidrRules());
+  figures.push(...(await referenceRulesXIdentities()), ...referenceCidrRules(), ...identityFlood());
   return figures;
+}
+
+/**
+ * Issue 29 item 4: another tenant's 32,000 pods, each with its own label set, against a victim that
+ * admits `namespaceSelector: {}` + `app=web` on 32 ports. The victim's entries with the identity cap
+ * and without, the full computation with the cap, and one more attacker pod (a rerank of 32,000).
+ */
+function identityFlood(): Figure[] {
+  const n = 32_000;
+  const input = `${n.toLocaleString('en')} attacker pods of distinct label sets in one namespace, victim peer namespaceSelector {} + app=web on 32 ports, one node`;
+  const out: Figure[] = [];
+  const fig = (name: string, value: number, unit: string, target?: string) =>
+    out.push({ suite: 'netpolicy', name, value, unit, input, ...(target ? { target } : {}) });
+  const victim = (e: NetpolEngine) =>
+    networkPolicyCosts(e, 'n1')
+      .filter((c) => c.namespace === 'victim')
+      .reduce((s, c) => s + c.entries, 0);
+  const cluster = identityFloodCluster(n);
+  const t0 = process.hrtime.bigint();
+  const capped = NetpolEngine.fromCluster(cluster);
+  fig('identity flood: full computation with the cap', ms(t0), 'ms');
+  fig(
+    'identity flood: victim entries with the cap (512)',
+    victim(capped),
+    'entries',
+    '<= 100,000 (its budget)',
+  );
+  const times: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    const p = {
+      ...cluster.pods.at(-1)!,
+      name: `more-${i}`,
+      labels: { app: 'web', x: `more-${i}` },
+      ips: [floodIp(n + 1 + i)],
+    };
+    const t = process.hrtime.bigint();
+    capped.upsertPod(p);
+    capped.flush();
+    times.push(ms(t));
+  }
+  fig('identity flood: one more attacker pod (median of 20)', summarize(times).median, 'ms');
+  const uncapped = NetpolEngine.fromCluster(cluster, { foreignIdentityCap: 1_000_000 });
+  fig('identity flood: victim entries without the cap', victim(uncapped), 'entries');
+  return out;
 }
 
 /** 1,000 rules x 3,000 identities on one endpoint: time to lower its table, and its entries. */
