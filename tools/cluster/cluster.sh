@@ -173,7 +173,7 @@ containerd_up() {
       "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$POD_GW"}]],
                "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$STATE/cni/ipam"}
     },
-    {"type": "cascade-cni", "pinDir": "$PIN_DIR", "recordDir": "/run/cascade/cni"}
+    {"type": "cascade-cni", "pinDir": "$PIN_DIR", "recordDir": "/run/cascade/cni", "exemptNamespace": "cascade-system"}
   ]
 }
 EOF

@@ -47,3 +47,8 @@ subjects:
 {{- include "cascade.rbac" (list $root (printf "files/rbac/%s-binding.yaml" $name)) }}
 {{- end }}
 {{- end }}
+
+{{/* Where agents learn the pods: agent.podSource, or slices when the netpolicy-controller runs. */}}
+{{- define "cascade.podSource" -}}
+{{- .Values.agent.podSource | default (ternary "slices" "pods" .Values.netpolicy.enabled) -}}
+{{- end }}

@@ -14,7 +14,12 @@
 //
 // Network configuration keys it reads, at the top level only (a real JSON parser: a key inside
 // prevResult is not one): cniVersion, pinDir (default /sys/fs/bpf/cascade), recordDir (default
-// /run/cascade/cni), prevResult. It attaches only to a veth whose peer is the pod's interface (never
+// /run/cascade/cni), prevResult, exemptNamespace (none by default): a pod of that namespace (the
+// runtime's K8S_POD_NAMESPACE in CNI_ARGS, set by the kubelet, not by the pod) is recorded but its
+// veth gets no program at ADD; the agent attaches them once it knows the pod. Cascade's own release
+// namespace: its netpolicy-controller publishes the PodAddressSlices agents learn pods from, so it
+// must reach the API server before any agent knows it (an admin-only namespace, as hostNetwork
+// would be). It attaches only to a veth whose peer is the pod's interface (never
 // to a macvlan or ipvlan parent: the node's uplink).
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
@@ -127,6 +132,29 @@ static int top_level(const char *key, const char **val, size_t *len) {
 
 /* the top-level string `key` copied into out: 1; 0 absent; -1 not a plain string (escapes refused:
  * no path or version needs one) or too long */
+/* The value of `key` in CNI_ARGS (`A=x;B=y`), or -1: absent, empty, too long or not a DNS label. */
+static int cni_arg(const char *key, char *out, size_t max) {
+	const char *args = getenv("CNI_ARGS");
+	size_t klen = strlen(key);
+	for (const char *p = args; p && *p; ) {
+		const char *end = strchr(p, ';');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len > klen && !strncmp(p, key, klen) && p[klen] == '=') {
+			size_t vlen = len - klen - 1;
+			if (vlen == 0 || vlen >= max) return -1;
+			for (size_t i = 0; i < vlen; i++) {
+				char c = p[klen + 1 + i];
+				if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return -1;
+			}
+			memcpy(out, p + klen + 1, vlen);
+			out[vlen] = 0;
+			return 0;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return -1;
+}
+
 static int string_field(const char *key, char *out, size_t max) {
 	const char *v;
 	size_t len;
@@ -307,12 +335,16 @@ int main(void) {
 	const char *netns = getenv("CNI_NETNS"), *ifname = getenv("CNI_IFNAME");
 	if (!netns || !ifname || !valid_ifname(ifname)) fail(4, "CNI_NETNS or CNI_IFNAME missing or invalid", NULL);
 
+	char exempt_ns[64] = "", pod_ns[64] = "";
+	if (string_field("exemptNamespace", exempt_ns, sizeof(exempt_ns)) < 0) fail(6, "exemptNamespace is not a plain string", NULL);
+	int exempt = exempt_ns[0] && cni_arg("K8S_POD_NAMESPACE", pod_ns, sizeof(pod_ns)) == 0 && !strcmp(pod_ns, exempt_ns);
+
 	char path[512];
 	snprintf(path, sizeof(path), "%s/progs/from_endpoint", pin);
-	int from = bpf_obj_get(path);
+	int from = exempt ? -1 : bpf_obj_get(path);
 	snprintf(path, sizeof(path), "%s/progs/to_endpoint", pin);
-	int to = bpf_obj_get(path);
-	if (from < 0 || to < 0) fail(11, "the Cascade programs are not pinned (is cascade-netpol-agent running on this node?)", pin);
+	int to = exempt ? -1 : bpf_obj_get(path);
+	if (!exempt && (from < 0 || to < 0)) fail(11, "the Cascade programs are not pinned (is cascade-netpol-agent running on this node?)", pin);
 
 	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	int pod = open(netns, O_RDONLY | O_CLOEXEC);
@@ -337,8 +369,10 @@ int main(void) {
 	if (link_info(peer, &host_side) || strcmp(host_side.kind, "veth") || host_side.link != inner || !host_side.other_ns)
 		fail(999, "the host-side peer of the pod interface is not a veth linked to it", ifname);
 	/* tc ingress of the host side sees what the pod sends (its egress), tc egress what it receives */
-	attach(peer, BPF_TC_INGRESS, from);
-	attach(peer, BPF_TC_EGRESS, to);
+	if (!exempt) {
+		attach(peer, BPF_TC_INGRESS, from);
+		attach(peer, BPF_TC_EGRESS, to);
+	}
 	if (naddrs < 0) fail(999, "cannot read the pod interface's addresses", ifname);
 	char peer_name[IF_NAMESIZE] = "";
 	if (!if_indextoname((unsigned)peer, peer_name)) fail(999, "the host-side peer vanished", NULL);

@@ -1,8 +1,9 @@
-// An agent that does not watch every Pod (--pod-source=slices) end to end: a real kube-apiserver, the
-// netpolicy-controller publishing PodAddressSlices, the agent of node n1 watching its own node's Pods
-// and the slices, each component as its ServiceAccount with exactly the chart's RBAC, and the real BPF
-// program judging packets from a pod on another node, which the agent knows only from a slice (after
-// watching every Pod while no slices were published).
+// An agent that reads no Pod (--pod-source=slices) end to end: a real kube-apiserver, the
+// netpolicy-controller publishing PodAddressSlices, the agent of node n1 learning every pod, its own
+// included, from the slices, each component as its ServiceAccount with exactly the chart's RBAC (the
+// agent's token bound to its pod on n1, as a DaemonSet's is), the chart's ValidatingAdmissionPolicy,
+// and the real BPF program judging packets from a pod on another node. The agent's findings go to its
+// node's NetpolNodeReport, and the controller posts them as Events (the agent has no Event grant).
 import { FixedInterface, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled, kernelVerdict } from '@cascade/bpf-datapath/testing';
 import { controllerBinding, effectivePolicyCrd } from '@cascade/core';
@@ -10,7 +11,8 @@ import { clientOf, createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NetpolAgent } from '../src/agent/agent.ts';
-import { AGENT_NAME, agentClusterRole } from '../src/agent/rbac.ts';
+import { AGENT_NAME, agentClusterRole, agentReportPolicy } from '../src/agent/rbac.ts';
+import { NODE_REPORT_PATH, netpolNodeReportCrd } from '../src/cluster/node-report.ts';
 import { podAddressSliceCrd } from '../src/cluster/slices.ts';
 import type { NetpolController } from '../src/controller/controller.ts';
 import { CONTROLLER_NAME, controllerLeaseRole, netpolControllerClusterRole } from '../src/controller/rbac.ts';
@@ -29,6 +31,8 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
     let agent: NetpolAgent;
     let controller: NetpolController;
     let controllerKc: string;
+    let agentKc: string;
+    let otherAgentKc: string;
     const verdict = (src: string, dport: number) =>
       kernelVerdict(dp.dp, 'ingress', { src, dst: SERVER, proto: 6, sport: 40000 + dport, dport });
     const becomes = (what: string, src: string, dport: number, want: 'allow' | 'deny') =>
@@ -41,7 +45,9 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
     const kubeconfig = (path: string) => clientOf(env, path);
 
     beforeAll(async () => {
-      env = await Envtest.start({ crdObjects: [effectivePolicyCrd, podAddressSliceCrd] });
+      env = await Envtest.start({
+        crdObjects: [effectivePolicyCrd, podAddressSliceCrd, netpolNodeReportCrd],
+      });
       for (const [name, labels] of [
         ['app', { team: 'app' }],
         ['db', { team: 'db' }],
@@ -68,12 +74,31 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
         [netpolControllerClusterRole(), controllerBinding(CONTROLLER_NAME, SYS), ...controllerLeaseRole(SYS)],
         '/api/v1/pods?limit=1',
       );
-      const agentKc = await env.serviceAccount(
-        SYS,
-        AGENT_NAME,
-        [agentClusterRole(), controllerBinding(AGENT_NAME, SYS)],
-        '/apis/cascade.dev/v1alpha1/podaddressslices?limit=1',
-      );
+      // the agents' pods (scheduled, no address: never in a slice), whose tokens carry their node
+      await createNamespace(env, SYS, {});
+      for (const node of ['n1', 'n2'])
+        await env.call('POST', `/api/v1/namespaces/${SYS}/pods`, {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: `agent-${node}`, namespace: SYS },
+          spec: {
+            nodeName: node,
+            serviceAccountName: AGENT_NAME,
+            containers: [{ name: 'a', image: 'cascade/agent' }],
+          },
+        });
+      for (const o of agentReportPolicy(SYS)) {
+        const r = await env.call(
+          'POST',
+          `/apis/admissionregistration.k8s.io/v1/${o.kind === 'ValidatingAdmissionPolicy' ? 'validatingadmissionpolicies' : 'validatingadmissionpolicybindings'}`,
+          o,
+        );
+        expect(r.status).toBe(201);
+      }
+      const rbac = [agentClusterRole(), controllerBinding(AGENT_NAME, SYS)];
+      const probe = '/apis/cascade.dev/v1alpha1/podaddressslices?limit=1';
+      agentKc = await env.serviceAccount(SYS, AGENT_NAME, rbac, probe, 'agent-n1');
+      otherAgentKc = await env.serviceAccount(SYS, AGENT_NAME, rbac, probe, 'agent-n2');
       dp = await freshDatapath();
       agent = await startAgent(
         env,
@@ -83,6 +108,8 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
           interfaces: new FixedInterface(TEST_RUN_IFINDEX),
           manageAttachments: false,
           podSource: 'slices',
+          // one Service per namespace: the second Service of a namespace is a finding to report
+          serviceBudget: { frontends: 1, backends: 16_384, reserved: [] },
         },
         false,
       );
@@ -95,28 +122,35 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       await env?.stop();
     });
 
-    it('watches every Pod until the controller has published its slices, then only its own and the slices', async () => {
-      // no controller yet (a new install): the agent enforces from every Pod, so no pod waits on it
-      await waitFor('agent ready', async () => (agent.ready ? true : undefined));
-      expect(agent.bootstrapping).toBe(true);
-      await becomes('client from the Pod API', CLIENT, 80, 'allow');
-      expect(agent.slices.size).toBe(0);
+    it('reads no Pod: touches nothing until the controller has published its slices, then enforces from them', async () => {
+      // its grant has no Pod at all (RBAC cannot limit a DaemonSet to its own node's)
+      expect(
+        (
+          await kubeconfig(agentKc)
+            .request<{ status: number }>('GET', '/api/v1/pods?limit=1')
+            .catch((e: { status: number }) => e)
+        ).status,
+      ).toBe(403);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(agent.waitingForSlices).toBe(true);
+      expect(agent.ready).toBe(false);
       controller = await startNetpolController(kubeconfig(controllerKc), {
         identity: 'c1',
         leaseNamespace: SYS,
       });
       await waitFor('the marker', async () => (agent.slices.published ? true : undefined));
-      expect(agent.bootstrapping).toBe(false);
-      expect(agent.slices.size).toBe(1);
-      expect(await verdict(CLIENT, 80)).toBe('allow'); // the same verdict across the switch
+      await becomes('client from its slice', CLIENT, 80, 'allow');
+      expect(agent.waitingForSlices).toBe(false);
+      // its own node's server came from a slice too
+      expect(agent.slices.get('db/server')).toMatchObject({ node: 'n1', ips: [SERVER] });
+      expect(agent.engine.pods.has('db/server')).toBe(true);
     });
 
     it('judges a pod of another node it knows only from a slice (named port resolved on its own pod)', async () => {
       await becomes('client from its slice', CLIENT, 80, 'allow');
       expect(await verdict(CLIENT, 81)).toBe('deny');
-      expect(agent.slices.size).toBe(1); // the client; its own server comes from the Pod API
+      expect(agent.slices.size).toBe(2); // the client, and its own server
       expect(agent.slices.get('app/client')).toMatchObject({ node: 'n2', ips: [CLIENT] });
-      expect(agent.engine.pods.has('db/server')).toBe(true);
     });
 
     it('follows the other node: the client recreated at a new address; the old one is nobody now', async () => {
@@ -142,6 +176,75 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
         leaseNamespace: SYS,
       });
       await becomes('the late pod, published by the new leader', CLIENT, 80, 'allow');
+    }, 60_000);
+
+    it("reports findings in its node's NetpolNodeReport only; the controller posts them as Events", async () => {
+      for (const name of ['first', 'second']) {
+        const r = await env.call('POST', '/api/v1/namespaces/db/services', {
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { name, namespace: 'db' },
+          spec: { selector: { app: 'server' }, ports: [{ port: 80 }] },
+        });
+        expect(r.status).toBe(201);
+      }
+      type Report = {
+        spec: { findings: { reason: string; kind: string; namespace: string; name: string }[] };
+      };
+      const report = await waitFor('the finding in the report of n1', async () => {
+        const r = await env.call('GET', `${NODE_REPORT_PATH}/n1`);
+        const body = r.body as Report;
+        return r.status === 200 && body.spec.findings.length ? body : undefined;
+      });
+      expect(report.spec.findings).toEqual([
+        expect.objectContaining({
+          reason: 'ServiceBudgetExceeded',
+          kind: 'Service',
+          namespace: 'db',
+          name: 'second',
+        }),
+      ]);
+      const event = await waitFor('the Event the controller posted for it', async () => {
+        const r = (await env.call('GET', '/api/v1/namespaces/db/events')).body as {
+          items: {
+            reason: string;
+            involvedObject: { name: string };
+            source: { component: string; host: string };
+            message: string;
+          }[];
+        };
+        return r.items.find((e) => e.reason === 'ServiceBudgetExceeded');
+      });
+      expect(event).toMatchObject({
+        involvedObject: { name: 'second' },
+        source: { component: 'cascade-netpol-agent', host: 'n1' },
+      });
+      expect(event.message).toMatch(/^not translated on node n1: /);
+      // the agent posts no Event itself, and writes no other node's report (the admission policy)
+      const own = kubeconfig(agentKc);
+      expect(
+        (
+          await own
+            .request<{ status: number }>('POST', '/api/v1/namespaces/db/events', { metadata: { name: 'x' } })
+            .catch((e: { status: number }) => e)
+        ).status,
+      ).toBe(403);
+      const forged = {
+        apiVersion: 'cascade.dev/v1alpha1',
+        kind: 'NetpolNodeReport',
+        metadata: { name: 'n1' },
+        spec: { findings: [] },
+      };
+      const fromN2 = await kubeconfig(otherAgentKc)
+        .apply(`${NODE_REPORT_PATH}/n1`, forged, 'test')
+        .catch((e: { status: number; message: string }) => e);
+      expect(fromN2).toMatchObject({ status: 403 });
+      expect(String((fromN2 as { message: string }).message)).toMatch(
+        /only the NetpolNodeReport of the node its token is bound to/,
+      );
+      expect(
+        await own.apply(`${NODE_REPORT_PATH}/n1`, { ...forged, spec: report.spec }, 'cascade-netpol-agent'),
+      ).toBeTruthy();
     }, 60_000);
   },
 );

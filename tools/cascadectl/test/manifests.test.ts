@@ -21,6 +21,7 @@ describe('cascadectl manifests', () => {
       'Namespace/cascade-system',
       'CustomResourceDefinition/effectivepolicies.cascade.dev',
       'CustomResourceDefinition/podaddressslices.cascade.dev',
+      'CustomResourceDefinition/netpolnodereports.cascade.dev',
       'CustomResourceDefinition/authpolicies.cascade.dev',
       'CustomResourceDefinition/ratelimitpolicies.cascade.dev',
       'ClusterRole/cascade-view',

@@ -21,9 +21,11 @@ import {
 import {
   AGENT_NAME,
   agentClusterRole,
+  agentReportPolicy,
   CONTROLLER_NAME,
   controllerLeaseRole,
   netpolControllerClusterRole,
+  netpolNodeReportCrd,
   podAddressSliceCrd,
 } from '@cascade/netpolicy';
 import { stringify } from 'yaml';
@@ -42,7 +44,12 @@ export function chartFiles(): Map<string, string> {
   const files = new Map<string, string>();
   files.set(
     'crds/cascade.dev.yaml',
-    docs([effectivePolicyCrd, podAddressSliceCrd, ...POLICY_KINDS.map((k) => policyCrd(k))]),
+    docs([
+      effectivePolicyCrd,
+      podAddressSliceCrd,
+      netpolNodeReportCrd,
+      ...POLICY_KINDS.map((k) => policyCrd(k)),
+    ]),
   );
   files.set(
     'files/rbac/aggregate.yaml',
@@ -75,14 +82,17 @@ export function chartFiles(): Map<string, string> {
       ...controllerLeaseRole(NAMESPACE),
     ]),
   );
-  files.set(
-    `files/rbac/${AGENT_NAME}.yaml`,
-    docs([
-      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: AGENT_NAME, namespace: NAMESPACE } },
-      agentClusterRole(),
-      controllerBinding(AGENT_NAME, NAMESPACE),
-    ]),
-  );
+  // the agent's grant follows agent.podSource: with slices (the default) no Pod at all
+  for (const source of ['slices', 'pods'] as const)
+    files.set(
+      `files/rbac/${AGENT_NAME}-${source}.yaml`,
+      docs([
+        { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: AGENT_NAME, namespace: NAMESPACE } },
+        agentClusterRole(AGENT_NAME, source),
+        controllerBinding(AGENT_NAME, NAMESPACE),
+        ...agentReportPolicy(NAMESPACE),
+      ]),
+    );
   return files;
 }
 

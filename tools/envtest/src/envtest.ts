@@ -321,9 +321,17 @@ export class Envtest {
    * A ServiceAccount with exactly these RBAC objects (ClusterRoles, ClusterRoleBindings, Roles,
    * RoleBindings; its namespace is created when missing), and the path of a kubeconfig that acts as
    * it, once the authorizer has the bindings (checked with `probe`, a path the account may GET). A
-   * component run with it proves its RBAC: a missing grant fails the test.
+   * component run with it proves its RBAC: a missing grant fails the test. `boundToPod`: the token is
+   * bound to that pod of `namespace` (which must exist), so it carries the pod's node as a DaemonSet
+   * pod's token does (`authentication.kubernetes.io/node-name` in the user's extra).
    */
-  async serviceAccount(namespace: string, name: string, rbac: unknown[], probe: string): Promise<string> {
+  async serviceAccount(
+    namespace: string,
+    name: string,
+    rbac: unknown[],
+    probe: string,
+    boundToPod?: string,
+  ): Promise<string> {
     await this.call('POST', '/api/v1/namespaces', {
       apiVersion: 'v1',
       kind: 'Namespace',
@@ -355,11 +363,12 @@ export class Envtest {
     const tr = await this.call('POST', `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`, {
       apiVersion: 'authentication.k8s.io/v1',
       kind: 'TokenRequest',
-      spec: { expirationSeconds: 3600 },
+      spec: { expirationSeconds: 3600, ...(await this.boundRef(namespace, boundToPod)) },
     });
-    if (tr.status !== 201) throw new Error(`token of ${namespace}/${name}: ${tr.status}`);
+    if (tr.status !== 201)
+      throw new Error(`token of ${namespace}/${name}: ${tr.status} ${JSON.stringify(tr.body).slice(0, 300)}`);
     const token = (tr.body as { status: { token: string } }).status.token;
-    const path = join(this.dir, `kubeconfig-${namespace}-${name}`);
+    const path = join(this.dir, `kubeconfig-${namespace}-${name}${boundToPod ? `-${boundToPod}` : ''}`);
     writeFileSync(
       path,
       JSON.stringify({
@@ -379,6 +388,14 @@ export class Envtest {
       return r.status === 200 ? true : undefined;
     });
     return path;
+  }
+
+  private async boundRef(namespace: string, pod?: string): Promise<object> {
+    if (!pod) return {};
+    const r = await this.call('GET', `/api/v1/namespaces/${namespace}/pods/${pod}`);
+    if (r.status !== 200) throw new Error(`pod ${namespace}/${pod} to bind a token to: ${r.status}`);
+    const uid = (r.body as { metadata: { uid: string } }).metadata.uid;
+    return { boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: pod, uid } };
   }
 
   async stop(): Promise<void> {

@@ -9,6 +9,7 @@ import { createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent } from '../../test/fixtures.ts';
+import { type Finding, NODE_REPORT_PATH, netpolNodeReportCrd } from '../cluster/node-report.ts';
 import type { NetpolAgent } from './agent.ts';
 
 const IFS = ['cascade-g0', 'cascade-g1', 'cascade-g2'];
@@ -34,6 +35,11 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
   'the agent attaches to interfaces it finds in the kernel, never to what pods name',
   () => {
     let env: Envtest;
+    /** What the agent's NetpolNodeReport says now. */
+    const findings = async (): Promise<Finding[]> => {
+      const r = await env.call('GET', `${NODE_REPORT_PATH}/n1`);
+      return r.status === 200 ? (r.body as { spec: { findings: Finding[] } }).spec.findings : [];
+    };
     let dp: Awaited<ReturnType<typeof freshDatapath>>;
     let agent: NetpolAgent;
 
@@ -85,7 +91,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
         ip('link', 'set', `${name}p`, 'up');
         ip('route', 'add', `${IPS[i]}/32`, 'dev', name);
       }
-      env = await Envtest.start();
+      env = await Envtest.start({ crdObjects: [netpolNodeReportCrd] });
       await createNamespace(env, 'app');
       await env.call('POST', '/api/v1/nodes', {
         apiVersion: 'v1',
@@ -176,14 +182,14 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
           : undefined,
       );
       expect(agent.addressConflicts.get()).toBe(before + 1);
-      await waitFor('an event on the pod that lost its address', async () => {
-        const evs = (await env.call('GET', '/api/v1/namespaces/app/events')).body as {
-          items: { reason: string; involvedObject: { name: string } }[];
-        };
-        return evs.items.some((e) => e.reason === 'PodAddressConflict' && e.involvedObject.name === 'p0')
+      // in the node's report (the controller posts it as an Event: agent-slices.integration.test.ts)
+      await waitFor('the finding on the pod that lost its address', async () =>
+        (await findings()).some(
+          (f) => f.reason === 'PodAddressConflict' && f.kind === 'Pod' && f.name === 'p0',
+        )
           ? true
-          : undefined;
-      });
+          : undefined,
+      );
       expect(await agent.metrics.render()).toMatch(/\ncascade_datapath_address_conflicts_total 1/);
       await deletePod('dup');
       await waitFor('old owner back', async () =>
@@ -232,20 +238,17 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       await agent.idle();
       expect(agent.refusedPolicies.get('NetworkPolicy/app/flood')!.reason).toMatch(/over its budget of 500/);
       expect(await agent.metrics.render()).toMatch(/\ncascade_netpol_policies_refused 1\n/);
-      await waitFor('an event on the refused policy', async () => {
-        const evs = (await env.call('GET', '/api/v1/namespaces/app/events')).body as {
-          items: { reason: string; involvedObject: { kind: string; name: string }; message: string }[];
-        };
-        return evs.items.some(
-          (e) =>
-            e.reason === 'PolicyMapBudgetExceeded' &&
-            e.involvedObject.kind === 'NetworkPolicy' &&
-            e.involvedObject.name === 'flood' &&
-            /over its budget of 500/.test(e.message),
+      await waitFor('the finding on the refused policy', async () =>
+        (await findings()).some(
+          (f) =>
+            f.reason === 'PolicyMapBudgetExceeded' &&
+            f.kind === 'NetworkPolicy' &&
+            f.name === 'flood' &&
+            /over its budget of 500/.test(f.message),
         )
           ? true
-          : undefined;
-      });
+          : undefined,
+      );
       await dp.dp.clearConntrack();
       expect(await probe('172.16.1.9', 443)).toBe('deny'); // isolated, the refused rule allows nothing
       expect(await probe('10.62.9.1', 443)).toBe('allow'); // the namespace's other policy works

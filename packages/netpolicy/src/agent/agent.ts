@@ -8,8 +8,8 @@
 // everything: default deny for unknown endpoints). Only running pods with their own network own pod
 // addresses; two live owners of one address: the newest wins, reported (log, metric). A rule set
 // that does not fit is refused by the datapath (last good kept; a new endpoint fails closed) and
-// reported here (log, metrics). With podSource 'slices' other nodes' pods come from the
-// netpolicy-controller's PodAddressSlices (every Pod is watched only until they are published).
+// reported here (log, metrics). With podSource 'slices' every pod, this node's included, comes from
+// the netpolicy-controller's PodAddressSlices and the agent reads no Pod (cluster/watch.ts).
 import type { Server } from 'node:http';
 import {
   type COUNTERS,
@@ -20,15 +20,14 @@ import {
 } from '@cascade/bpf-datapath';
 import {
   type Informer,
-  type InvolvedObject,
   jsonLogger,
   type Logger,
   Metrics,
-  postWarningEvent,
   startInformers,
   WorkQueue,
   watchHealth,
 } from '@cascade/core';
+import type { Finding } from '../cluster/node-report.ts';
 import { AddressOwners } from '../cluster/owners.ts';
 import { SLICES_PUBLISHED, SliceIndex } from '../cluster/slices.ts';
 import { clusterInformers } from '../cluster/watch.ts';
@@ -38,6 +37,7 @@ import { ServiceCatalog } from '../engine/services.ts';
 import { datapathState } from './datapath.ts';
 import { FlowLog } from './flows.ts';
 import type { AgentOptions } from './options.ts';
+import { finding, NodeReporter } from './report.ts';
 
 export class NetpolAgent {
   readonly engine: NetpolEngine;
@@ -68,9 +68,11 @@ export class NetpolAgent {
   private readonly opts: AgentOptions;
   private readonly log: Logger;
   private readonly owners = new AddressOwners();
-  /** Other nodes' pods from the PodAddressSlices (podSource 'slices'). */
+  /** This node's NetpolNodeReport: what the controller relays as Events. */
+  private readonly reporter: NodeReporter;
+  /** Every pod from the PodAddressSlices (podSource 'slices'). */
   readonly slices: SliceIndex;
-  private readonly podSource?: { node: string; slices: SliceIndex; bootstrap?: Informer };
+  private readonly podSource?: { slices: SliceIndex };
   /** Services and EndpointSlices: the frontends translated to their backends in the datapath. */
   readonly services: ServiceCatalog;
   /** Services refused now (`ns/name` -> reason), reported once per change. */
@@ -107,6 +109,7 @@ export class NetpolAgent {
   );
   private server?: Server;
   private started = false;
+  private stopped = false;
   private lastProblems = '';
 
   constructor(opts: AgentOptions) {
@@ -115,11 +118,17 @@ export class NetpolAgent {
       opts.foreignIdentityCap !== undefined ? { foreignIdentityCap: opts.foreignIdentityCap } : {},
     );
     this.services = new ServiceCatalog(opts.serviceBudget);
-    this.slices = new SliceIndex(opts.node);
-    if (opts.podSource === 'slices') this.podSource = { node: opts.node, slices: this.slices };
+    this.slices = new SliceIndex();
+    if (opts.podSource === 'slices') this.podSource = { slices: this.slices };
     this.log = opts.log ?? jsonLogger('cascade-netpol-agent');
     this.interfaces =
       opts.interfaces ?? new KernelInterfaces({ recordDir: opts.cniRecordDir ?? '/run/cascade/cni' });
+    this.reporter = new NodeReporter({
+      client: opts.client,
+      node: opts.node,
+      log: this.log,
+      metrics: this.metrics,
+    });
     this.queue = new WorkQueue(() => this.sync(), 1, { registry: this.metrics, name: 'netpol-agent' });
     this.queue.onError = (_k, e) => {
       this.errors.inc();
@@ -149,12 +158,8 @@ export class NetpolAgent {
     this.metrics.processMetrics();
     // the datapath keeps enforcing what it has while a watch fails: logged once and counted, and
     // the sync after recovery catches up
-    watchHealth(
-      [...this.informers, ...(this.podSource?.bootstrap ? [this.podSource.bootstrap] : [])],
-      this.metrics,
-      this.log,
-      'the datapath keeps what it enforces',
-      () => this.queue.add('sync'),
+    watchHealth(this.informers, this.metrics, this.log, 'the datapath keeps what it enforces', () =>
+      this.queue.add('sync'),
     );
     this.metrics.gauge(
       'cascade_datapath_services_refused',
@@ -188,9 +193,9 @@ export class NetpolAgent {
     return this.started && this.informers.every((i) => i.synced) && this.lastReport !== undefined;
   }
 
-  /** With podSource 'slices': every Pod is watched until the controller has published its slices. */
-  get bootstrapping(): boolean {
-    return !this.slices.published && this.podSource?.bootstrap?.synced === true;
+  /** With podSource 'slices': no complete set of slices seen yet, so the datapath is not touched. */
+  get waitingForSlices(): boolean {
+    return this.podSource !== undefined && !this.slices.published;
   }
 
   async start(): Promise<void> {
@@ -237,20 +242,24 @@ export class NetpolAgent {
     this.flowTimer = setInterval(() => void this.drainFlows(), 1000);
     this.flowTimer.unref();
     await synced;
-    // Slices but no marker yet (a new install, the controller not leading yet): every Pod is watched
-    // until the controller's slices are complete, so this node enforces with every pod known (its
-    // pods' CNI attachment fails closed until then, the controller's own pods included).
-    const bootstrap = this.podSource?.bootstrap;
-    if (bootstrap && !this.slices.published) {
-      this.log('info', 'no PodAddressSlices published yet: watching every Pod until they are', {
+    // Slices but no marker yet (a new install, no controller leading yet): the datapath is not
+    // touched until a complete set is out (pinned maps keep their verdicts; a new node's pods fail
+    // closed at CNI ADD, the release namespace's excepted: cascade-cni's exemptNamespace).
+    if (this.waitingForSlices) {
+      this.log('info', 'no PodAddressSlices published yet: the datapath waits for them', {
         marker: `PodAddressSlice/${SLICES_PUBLISHED}`,
       });
-      bootstrap.start();
-      // until it has listed, or the marker came meanwhile (then it was stopped, unlisted)
-      while (!bootstrap.synced && !this.slices.published) await new Promise((r) => setTimeout(r, 50));
+      void (async () => {
+        while (this.waitingForSlices && !this.stopped) await new Promise((r) => setTimeout(r, 50));
+        if (this.stopped) return;
+        this.started = true;
+        this.queue.add('sync');
+        this.log('info', 'PodAddressSlices published: enforcing', { pods: this.slices.size });
+      })();
+    } else {
+      this.started = true;
+      this.queue.add('sync');
     }
-    this.started = true;
-    this.queue.add('sync');
     this.log('info', 'caches synced', { node: this.opts.node });
   }
 
@@ -258,7 +267,7 @@ export class NetpolAgent {
     clearInterval(this.housekeepingTimer);
     clearInterval(this.flowTimer);
     for (const i of this.informers) i.stop();
-    this.podSource?.bootstrap?.stop();
+    this.stopped = true;
     this.queue.stop();
     await this.queue.drain();
     await new Promise((r) => (this.server ? this.server.close(r) : r(undefined)));
@@ -309,16 +318,6 @@ export class NetpolAgent {
         entries: r.entries,
         reason: r.reason,
       });
-      this.event(
-        {
-          kind: 'NetworkPolicy',
-          apiVersion: 'networking.k8s.io/v1',
-          namespace: r.namespace,
-          name: r.original.name,
-        },
-        'PolicyMapBudgetExceeded',
-        r.reason,
-      );
     }
     const problems = JSON.stringify(this.engine.problems());
     if (problems !== this.lastProblems) {
@@ -344,6 +343,7 @@ export class NetpolAgent {
     if (report.failClosed.length)
       this.log('error', 'endpoints fail closed until their rule set fits', { endpoints: report.failClosed });
     this.reportRefusedServices();
+    await this.reporter.publish(this.findings());
     await this.reconcileAttachments();
     this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
   }
@@ -366,11 +366,6 @@ export class NetpolAgent {
           reason: r.reason,
         },
       );
-      this.event(
-        { kind: 'Service', apiVersion: 'v1', namespace: r.namespace, name: r.name },
-        'ServiceBudgetExceeded',
-        `not translated on node ${this.opts.node}: ${r.reason}; new connections to its ClusterIPs from this node's pods are dropped`,
-      );
     }
     for (const k of this.refusedServices.keys())
       if (!now.has(k)) this.log('info', 'Service translated again', { service: k });
@@ -378,14 +373,38 @@ export class NetpolAgent {
   }
 
   /**
-   * A Warning Event on the object concerned (best effort, never retried: the log line and the metric
-   * are the record). Names are generated from ours, never from user text.
+   * What this node found that a tenant or an admin must hear about, as it stands now: refused
+   * NetworkPolicies and Services, pods whose address a newer pod took. The controller turns each into a
+   * Warning Event on the object (the agent has no Event grant: agent/rbac.ts).
    */
-  private event(obj: InvolvedObject, reason: string, message: string): void {
-    void postWarningEvent(this.opts.client, obj, reason, message, {
-      component: 'cascade-netpol-agent',
-      host: this.opts.node,
-    }).catch((e: unknown) => this.log('warn', 'event not recorded', { reason, error: String(e) }));
+  private findings(): Finding[] {
+    const out: Finding[] = [];
+    for (const r of this.refusedPolicies.values())
+      out.push(finding('PolicyMapBudgetExceeded', 'NetworkPolicy', r.namespace, r.original.name, r.reason));
+    for (const r of this.services.refused(this.opts.node))
+      out.push(
+        finding(
+          'ServiceBudgetExceeded',
+          'Service',
+          r.namespace,
+          r.name,
+          `not translated on node ${this.opts.node}: ${r.reason}; new connections to its ClusterIPs from this node's pods are dropped`,
+        ),
+      );
+    for (const c of this.owners.conflicts())
+      for (const loser of c.losers) {
+        const [namespace, name] = loser.split('/') as [string, string];
+        out.push(
+          finding(
+            'PodAddressConflict',
+            'Pod',
+            namespace,
+            name,
+            `address ${c.address} is also claimed by the newer pod ${c.owner}, which owns it on node ${this.opts.node}: this pod is not enforced under that address`,
+          ),
+        );
+      }
+    return out;
   }
 
   /** Drains the kernel's flow events (every second): named, rate-limited per flow, logged, kept. */
@@ -408,14 +427,6 @@ export class NetpolAgent {
       if (this.reportedConflicts.has(id)) continue;
       this.addressConflicts.inc();
       this.log('warn', 'two live pods claim one address: the newest owns it', { ...c });
-      for (const loser of c.losers) {
-        const [namespace, name] = loser.split('/') as [string, string];
-        this.event(
-          { kind: 'Pod', apiVersion: 'v1', namespace, name },
-          'PodAddressConflict',
-          `address ${c.address} is also claimed by the newer pod ${c.owner}, which owns it on node ${this.opts.node}: this pod is not enforced under that address`,
-        );
-      }
     }
     this.reportedConflicts.clear();
     for (const id of now) this.reportedConflicts.add(id);

@@ -214,6 +214,23 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
       out = String((e as { stdout?: Buffer }).stdout);
     }
     expect(JSON.parse(out)).toMatchObject({ code: 11, msg: expect.stringMatching(/not pinned/) });
+    // the release namespace's pods (exemptNamespace, from the runtime's CNI_ARGS) get no program at
+    // ADD, even with no agent yet (the controller must reach the API server before any agent knows
+    // it); a tenant namespace still does, and a malformed namespace value is no namespace
+    await dp.dp.detach(client);
+    const exempt = { ...conf, exemptNamespace: 'cascade-system' };
+    const args = (ns: string) => ({ CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns};K8S_POD_NAME=c` });
+    expect(
+      JSON.parse(cni('ADD', args('cascade-system'), { ...exempt, pinDir: '/sys/fs/bpf/cascade-not-there' })),
+    ).toEqual(prevResult);
+    expect(JSON.parse(cni('ADD', args('cascade-system'), exempt))).toEqual(prevResult);
+    expect((await dp.dp.attachments()).get(client)).toBeUndefined();
+    expect(readFileSync(join(recordDir, 'c0ffee'), 'utf8')).toContain(`addr ${IP.client}`);
+    for (const ns of ['tenant', 'cascade-system\nx', 'Cascade-System']) {
+      cni('ADD', args(ns), exempt);
+      expect((await dp.dp.attachments()).get(client), ns).toEqual({ ingress: true, egress: true });
+      await dp.dp.detach(client);
+    }
     // DEL removes the record
     cni('DEL');
     expect(existsSync(join(recordDir, 'c0ffee'))).toBe(false);

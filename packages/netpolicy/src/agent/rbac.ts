@@ -1,18 +1,31 @@
-// RBAC of the node agent: it reads what its engine resolves (pods, namespaces, nodes and the four
-// policy kinds, or with --pod-source=slices its node's pods and the PodAddressSlices), the Services
-// and EndpointSlices it translates in the datapath, and posts Warning Events (address conflicts, refusals). It writes nothing else: no
-// status, no EffectivePolicies, no Leases (every agent works for its own node; none leads).
+// RBAC of the node agent: it reads what its engine resolves (namespaces, nodes, the four policy kinds,
+// and either every Pod or, with --pod-source=slices, the PodAddressSlices and no Pod at all), the
+// Services and EndpointSlices it translates in the datapath. RBAC cannot limit a DaemonSet to its own
+// node, so what it can do anywhere is kept to reads of policy inputs: with slices it reads no Pod
+// (their specs, env and annotations are none of its business), and it posts no Event. It writes one
+// object, its node's NetpolNodeReport (cluster/node-report.ts), and a ValidatingAdmissionPolicy lets
+// it write only the one named after the node its ServiceAccount token is bound to; the controller
+// turns the findings into Events. No status, no EffectivePolicies, no Leases.
 const READ = ['get', 'list', 'watch'];
 
 export const AGENT_NAME = 'netpolicy-agent';
 
-export function agentClusterRole(name = AGENT_NAME): Record<string, unknown> {
+export type PodSource = 'pods' | 'slices';
+
+export function agentClusterRole(
+  name = AGENT_NAME,
+  podSource: PodSource = 'slices',
+): Record<string, unknown> {
   return {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
     metadata: { name, labels: { 'app.kubernetes.io/part-of': 'cascade' } },
     rules: [
-      { apiGroups: [''], resources: ['pods', 'namespaces', 'nodes', 'services'], verbs: READ },
+      {
+        apiGroups: [''],
+        resources: [...(podSource === 'pods' ? ['pods'] : []), 'namespaces', 'nodes', 'services'],
+        verbs: READ,
+      },
       { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: READ },
       { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: READ },
       {
@@ -20,9 +33,65 @@ export function agentClusterRole(name = AGENT_NAME): Record<string, unknown> {
         resources: ['adminnetworkpolicies', 'baselineadminnetworkpolicies', 'clusternetworkpolicies'],
         verbs: READ,
       },
-      // the netpolicy-controller's PodAddressSlices (--pod-source=slices)
-      { apiGroups: ['cascade.dev'], resources: ['podaddressslices'], verbs: READ },
-      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+      ...(podSource === 'slices'
+        ? [{ apiGroups: ['cascade.dev'], resources: ['podaddressslices'], verbs: READ }]
+        : []),
+      // its node's report only: agentReportPolicy() refuses any other name
+      {
+        apiGroups: ['cascade.dev'],
+        resources: ['netpolnodereports'],
+        verbs: ['get', 'create', 'patch', 'update'],
+      },
     ],
   };
+}
+
+/** The claim the API server puts in a pod-bound ServiceAccount token's user info (Kubernetes 1.30+). */
+export const NODE_NAME_CLAIM = 'authentication.kubernetes.io/node-name';
+
+/**
+ * The ValidatingAdmissionPolicy (and its binding) that lets the agent of node N write only the
+ * NetpolNodeReport named N: N is the node its token is bound to, which only the kubelet of N can get.
+ */
+export function agentReportPolicy(namespace: string, name = AGENT_NAME): Record<string, unknown>[] {
+  const policy = `${name}-own-node-report`;
+  return [
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: policy, labels: { 'app.kubernetes.io/part-of': 'cascade' } },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: {
+          resourceRules: [
+            {
+              apiGroups: ['cascade.dev'],
+              apiVersions: ['*'],
+              operations: ['CREATE', 'UPDATE', 'DELETE'],
+              resources: ['netpolnodereports'],
+            },
+          ],
+        },
+        matchConditions: [
+          {
+            name: 'the-agent',
+            expression: `request.userInfo.username == 'system:serviceaccount:${namespace}:${name}'`,
+          },
+        ],
+        validations: [
+          {
+            expression: `'${NODE_NAME_CLAIM}' in request.userInfo.extra && request.userInfo.extra['${NODE_NAME_CLAIM}'].size() == 1 && request.name == request.userInfo.extra['${NODE_NAME_CLAIM}'][0]`,
+            message: 'an agent writes only the NetpolNodeReport of the node its token is bound to',
+            reason: 'Forbidden',
+          },
+        ],
+      },
+    },
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name: policy, labels: { 'app.kubernetes.io/part-of': 'cascade' } },
+      spec: { policyName: policy, validationActions: ['Deny'] },
+    },
+  ];
 }

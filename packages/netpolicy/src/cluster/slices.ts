@@ -86,21 +86,16 @@ export function addressSliceFromObject(o: {
 }
 
 /**
- * The agent's view of the slices: pod key (namespace/name) -> the pod. Pods on `skipNode` are left
- * out (the agent reads its own pods from the Pod API). A pod in two slices (moving from one to the
+ * The agent's view of the slices: pod key (namespace/name) -> the pod, every node's (the agent reads
+ * no Pod, its own node's included). A pod in two slices (moving from one to the
  * other, events in any order) is the one the most recent slice event gave.
  */
 export class SliceIndex {
   private readonly slices = new Map<string, Map<string, Pod>>();
   /** pod key -> the slices holding it, the most recently applied last */
   private readonly holders = new Map<string, string[]>();
-  private readonly skipNode?: string;
   /** The controller's SLICES_PUBLISHED marker has been seen (stays true: the slices stay valid). */
   published = false;
-
-  constructor(skipNode?: string) {
-    this.skipNode = skipNode;
-  }
 
   get size(): number {
     return this.holders.size;
@@ -120,7 +115,6 @@ export class SliceIndex {
     const before = this.slices.get(name) ?? new Map<string, Pod>();
     const after = new Map<string, Pod>();
     for (const e of spec?.pods ?? []) {
-      if (this.skipNode && e.node === this.skipNode) continue;
       const pod: Pod = {
         namespace: spec!.namespace,
         name: e.name,

@@ -44,11 +44,12 @@ export interface WatchContext {
   /** this pod's claim changed (the controller's slices follow it) */
   podChanged?: (key: string) => void;
   /**
-   * Absent: every Pod is watched. Present: this node's Pods, and the slices for the others. Until the
-   * controller's marker says a complete set is out, `bootstrap` (made here, started by the agent when
-   * needed) watches every Pod; it stops when the marker comes, and its pods are taken from the slices.
+   * Absent: every Pod is watched. Present: no Pod at all; every pod, this node's included, comes from
+   * the controller's PodAddressSlices (the agent's RBAC has no Pod grant: RBAC cannot limit a
+   * DaemonSet's reads to its node, so the agent reads none). Until the marker says a complete set is
+   * out the agent does not touch the datapath (agent.ts).
    */
-  podSource?: { node: string; slices: SliceIndex; bootstrap?: Informer };
+  podSource?: { slices: SliceIndex };
 }
 
 export function clusterInformers(ctx: WatchContext): Informer[] {
@@ -60,14 +61,12 @@ export function clusterInformers(ctx: WatchContext): Informer[] {
     ctx.changed();
   };
   const source = ctx.podSource;
-  /** Pods as the Pod API shows them (all of them, or this node's with a podSource). */
+  /** Pods as the Pod API shows them (without a podSource). */
   const local = new Map<string, Pod>();
-  /** With a podSource, before the marker: every Pod, from the bootstrap watch. */
-  const early = new Map<string, Pod>();
   // A pod without an address (yet, or any more: finished, hostNetwork) has no identity to enforce;
   // an address two live pods claim belongs to the newest.
   const claim = (key: string) => {
-    const pod = local.get(key) ?? early.get(key) ?? source?.slices.get(key);
+    const pod = local.get(key) ?? source?.slices.get(key);
     for (const [k, owned] of ctx.owners.claim(key, pod)) {
       if (owned) ctx.engine.upsertPod(owned);
       else {
@@ -78,28 +77,6 @@ export function clusterInformers(ctx: WatchContext): Informer[] {
     ctx.podChanged?.(key);
     ctx.ownersChanged();
   };
-  const podEvents = (into: Map<string, Pod>) => (t: InformerEvent, o: KubeObject) => {
-    const ns = o.metadata.namespace ?? 'default';
-    const key = `${ns}/${o.metadata.name}`;
-    const p = t === 'DELETED' ? undefined : podFromObject(raw(o));
-    if (p && 'error' in p) {
-      ctx.log('warn', 'ignoring pod', { pod: key, error: p.error });
-      return;
-    }
-    if (p) into.set(key, p);
-    else into.delete(key);
-    claim(key);
-  };
-  if (source) {
-    const bootstrap = new Informer(
-      c,
-      '/api/v1/pods',
-      on((t, o) => {
-        if (!source.slices.published) podEvents(early)(t, o);
-      }),
-    );
-    source.bootstrap = bootstrap;
-  }
   informers.push(
     new Informer(
       c,
@@ -122,14 +99,26 @@ export function clusterInformers(ctx: WatchContext): Informer[] {
         else ctx.engine.upsertNode(n);
       }),
     ),
-    new Informer(
-      c,
-      source
-        ? `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${source.node}`)}`
-        : '/api/v1/pods',
-      on(podEvents(local)),
-    ),
   );
+  if (!source)
+    informers.push(
+      new Informer(
+        c,
+        '/api/v1/pods',
+        on((t, o) => {
+          const ns = o.metadata.namespace ?? 'default';
+          const key = `${ns}/${o.metadata.name}`;
+          const p = t === 'DELETED' ? undefined : podFromObject(raw(o));
+          if (p && 'error' in p) {
+            ctx.log('warn', 'ignoring pod', { pod: key, error: p.error });
+            return;
+          }
+          if (p) local.set(key, p);
+          else local.delete(key);
+          claim(key);
+        }),
+      ),
+    );
   if (source)
     informers.push(
       new Informer(
@@ -144,16 +133,7 @@ export function clusterInformers(ctx: WatchContext): Informer[] {
             });
             return;
           }
-          const before = source.slices.published;
           for (const key of source.slices.apply(o.metadata.name, spec)) claim(key);
-          if (!before && source.slices.published && early.size) {
-            // a complete set is out: the every-Pod watch stops, its pods come from the slices
-            source.bootstrap?.stop();
-            const keys = [...early.keys()];
-            early.clear();
-            for (const key of keys) claim(key);
-            ctx.log('info', 'PodAddressSlices published: stopped watching every Pod', { pods: keys.length });
-          }
         }),
       ),
     );

@@ -32,6 +32,7 @@ import {
   WorkQueue,
   watchHealth,
 } from '@cascade/core';
+import { NODE_REPORT_PATH } from '../cluster/node-report.ts';
 import { AddressOwners } from '../cluster/owners.ts';
 import { clusterInformers, POLICY_PATHS } from '../cluster/watch.ts';
 import { NetpolEngine } from '../engine/engine.ts';
@@ -39,6 +40,7 @@ import { CappedNamespaceReport } from './capped-namespaces.ts';
 import { type Failed, NetworkPublisher } from './network-publisher.ts';
 import type { NetworkEffective } from './published.ts';
 import { DEFAULT_ANALYSIS_INTERVAL_MS, PublishedState, type PublishedUpdate } from './published-state.ts';
+import { ReportRelay } from './report-relay.ts';
 import { SlicePublisher } from './slice-publisher.ts';
 
 export interface NetpolControllerOptions {
@@ -99,6 +101,9 @@ export class NetpolController {
   private readonly log: Logger;
   /** Namespaces past the identity cap: Event, log, metric. */
   private readonly capped: CappedNamespaceReport;
+  /** Agents' NetpolNodeReports, and what of them is posted as Events. */
+  private readonly reports: Informer;
+  private readonly relay: ReportRelay;
   private readonly informers: Informer[];
   private readonly effective: Informer;
   private readonly owners = new AddressOwners();
@@ -141,10 +146,16 @@ export class NetpolController {
       ...(opts.entryBudget ? { entryBudget: opts.entryBudget } : {}),
     });
     // two keys: 'slices' (cheap, latency matters to enforcement) and 'sync' (EffectivePolicies, status)
-    this.queue = new WorkQueue((k) => (k === 'slices' ? this.reconcileSlices() : this.reconcile()), 2, {
-      registry: this.metrics,
-      name: this.name,
-    });
+    // and 'reports': agents' findings relayed as Events (report-relay.ts)
+    this.queue = new WorkQueue(
+      (k) =>
+        k === 'slices' ? this.reconcileSlices() : k === 'reports' ? this.relayReports() : this.reconcile(),
+      2,
+      {
+        registry: this.metrics,
+        name: this.name,
+      },
+    );
     this.queue.onError = (_k, e) => {
       this.errors.inc();
       this.log('warn', 'reconcile failed, retrying', { error: String(e) });
@@ -211,6 +222,20 @@ export class NetpolController {
         });
       else this.log('info', 'published after failing', { object });
     };
+    this.reports = new Informer(
+      this.client,
+      NODE_REPORT_PATH,
+      () => this.queue.add('reports'),
+      undefined,
+      true,
+    );
+    this.informers.push(this.reports);
+    this.relay = new ReportRelay({
+      client: this.client,
+      reports: this.reports,
+      log: this.log,
+      writes: this.writes,
+    });
     this.capped = new CappedNamespaceReport({
       metrics: this.metrics,
       log: this.log,
@@ -247,6 +272,7 @@ export class NetpolController {
           this.full = true;
           this.queue.add('slices');
           this.queue.add('sync');
+          this.queue.add('reports');
         }
       },
     );
@@ -270,6 +296,7 @@ export class NetpolController {
     if (this.opts.healthProbeBindAddress)
       this.servers.push(await this.metrics.serveOn(this.opts.healthProbeBindAddress, ready, 'probes'));
     await this.publisher.seedReported();
+    await this.relay.seedPosted();
     await startInformers(this.informers);
     this.started = true;
     this.elector.start();
@@ -362,6 +389,12 @@ export class NetpolController {
       this.compareAll = true;
       throw e;
     }
+  }
+
+  /** Agents' findings as Events (leader only); a failed Event is tried again after 5 s. */
+  private async relayReports(): Promise<void> {
+    if (!this.started || !this.elector.leader || !this.reports.synced) return;
+    if ((await this.relay.relay()) > 0) setTimeout(() => this.queue.add('reports'), 5000).unref();
   }
 
   /**

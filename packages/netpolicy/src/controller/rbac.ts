@@ -4,8 +4,9 @@ export const CONTROLLER_NAME = 'netpolicy-controller';
 
 /**
  * RBAC of the netpolicy-controller: it reads what the agents read (no Services), writes the status of
- * the admin policy kinds, the EffectivePolicies of kind Network and the PodAddressSlices, and posts (and lists, to not
- * repeat them after a restart) Events. Its Lease is granted by a Role in its own namespace
+ * the admin policy kinds, the EffectivePolicies of kind Network and the PodAddressSlices, reads the
+ * agents' NetpolNodeReports, and posts (and lists, to not repeat them after a restart) Events: its
+ * own and the agents' findings (agents have no Event grant). Its Lease is granted by a Role in its own namespace
  * (controllerLeaseRole).
  */
 export function netpolControllerClusterRole(name = CONTROLLER_NAME): Record<string, unknown> {
@@ -28,6 +29,8 @@ export function netpolControllerClusterRole(name = CONTROLLER_NAME): Record<stri
         resources: ['effectivepolicies', 'podaddressslices'],
         verbs: [...READ, 'create', 'patch', 'update', 'delete'],
       },
+      // the agents' findings, relayed as Events (report-relay.ts)
+      { apiGroups: ['cascade.dev'], resources: ['netpolnodereports'], verbs: READ },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list'] },
     ],
   };

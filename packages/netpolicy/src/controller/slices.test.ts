@@ -171,7 +171,7 @@ describe('SliceIndex', () => {
       ['add', 'remove'],
       ['remove', 'add'],
     ]) {
-      const ix = new SliceIndex('n1');
+      const ix = new SliceIndex();
       ix.apply('a', spec({ app: 'web' }, [{ name: 'p', ips: ['10.0.0.1'], node: 'n2' }]));
       expect(ix.get('shop/p')?.labels).toEqual({ app: 'web' });
       for (const step of order)
@@ -183,16 +183,17 @@ describe('SliceIndex', () => {
     }
   });
 
-  it("leaves its own node's pods out and reports only pods that changed", () => {
-    const ix = new SliceIndex('n1');
+  it("keeps every node's pods, its own included, and reports only pods that changed", () => {
+    const ix = new SliceIndex();
     const s = spec({ app: 'web' }, [
       { name: 'mine', ips: ['10.0.0.1'], node: 'n1' },
       { name: 'theirs', ips: ['10.0.0.2'], node: 'n2' },
     ]);
-    expect(ix.apply('a', s)).toEqual(['shop/theirs']);
-    expect(ix.get('shop/mine')).toBeUndefined();
+    expect(ix.apply('a', s)).toEqual(['shop/mine', 'shop/theirs']);
+    expect(ix.get('shop/mine')).toMatchObject({ node: 'n1', ips: ['10.0.0.1'] });
     expect(ix.apply('a', structuredClone(s))).toEqual([]);
     expect(ix.apply('a', spec({ app: 'web' }, [{ name: 'theirs', ips: ['10.0.0.3'], node: 'n2' }]))).toEqual([
+      'shop/mine',
       'shop/theirs',
     ]);
     expect(ix.apply('a', undefined)).toEqual(['shop/theirs']);
@@ -200,7 +201,7 @@ describe('SliceIndex', () => {
   });
 
   it("notes the controller's marker (no pods), and keeps it noted if the marker goes", () => {
-    const ix = new SliceIndex('n1');
+    const ix = new SliceIndex();
     expect(ix.published).toBe(false);
     expect(ix.apply(SLICES_PUBLISHED, { namespace: 'cascade-system', labels: {}, pods: [] })).toEqual([]);
     expect(ix.published).toBe(true);
@@ -239,7 +240,7 @@ describe('an agent fed by slices', () => {
       fc.property(clusterArb, fc.integer({ min: 1, max: 4 }), fc.nat(), (c, max, seed) => {
         const full = NetpolEngine.fromCluster({ ...c, pods: owned(c.pods) });
         const plan = planSlices(new Map(), c.pods, max);
-        const ix = new SliceIndex('n1');
+        const ix = new SliceIndex();
         const names = [...plan.keys()];
         // the slice events in a seeded shuffled order
         for (let i = names.length - 1; i > 0; i--) {
@@ -247,11 +248,8 @@ describe('an agent fed by slices', () => {
           [names[i], names[j]] = [names[j]!, names[i]!];
         }
         for (const n of names) ix.apply(n, plan.get(n));
-        const local = c.pods.filter((p) => p.node === 'n1');
         const keys = new Set([...c.pods.map((p) => `${p.namespace}/${p.name}`)]);
-        const fed = [...keys].flatMap(
-          (k) => local.find((p) => `${p.namespace}/${p.name}` === k) ?? ix.get(k) ?? [],
-        );
+        const fed = [...keys].flatMap((k) => ix.get(k) ?? []);
         const sliced = NetpolEngine.fromCluster({ ...c, pods: owned(fed) });
         expect(canonical(sliced)).toEqual(canonical(full));
       }),

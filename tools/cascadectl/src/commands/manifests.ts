@@ -10,7 +10,7 @@ import {
   policyCrd,
   viewClusterRole,
 } from '@cascade/core';
-import { podAddressSliceCrd } from '@cascade/netpolicy';
+import { netpolNodeReportCrd, podAddressSliceCrd } from '@cascade/netpolicy';
 import { stringify } from 'yaml';
 import { type Command, out } from '../cli.ts';
 import { POLICY_KINDS } from '../world.ts';
@@ -30,6 +30,7 @@ export function manifests(namespace = 'cascade-system'): Record<string, unknown>
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } },
     effectivePolicyCrd as Record<string, unknown>,
     podAddressSliceCrd as Record<string, unknown>,
+    netpolNodeReportCrd as Record<string, unknown>,
     ...POLICY_KINDS.map((k) => policyCrd(k)),
     viewClusterRole(POLICY_KINDS),
     editClusterRole(POLICY_KINDS),

@@ -1,0 +1,74 @@
+// NetpolNodeReports: what one node agent found that a tenant or an admin must hear about (a Service
+// its node's budgets leave untranslated, a NetworkPolicy refused for its namespace's policy-map
+// budget, a pod whose address a newer pod took), one cluster-scoped object per node, named after it.
+// Agents hold no Event grant: RBAC cannot limit a DaemonSet's Events (or reads) to its own node, so
+// the agent writes only this object, a ValidatingAdmissionPolicy (agent/rbac.ts) lets it write only
+// the one named after the node in its ServiceAccount token, and the netpolicy-controller, which
+// reads the whole cluster anyway, turns each finding into a Warning Event on the object concerned.
+// `kubectl get netpolnodereports` (nnr) shows every node's findings when no controller runs.
+import { crdFor, EFFECTIVE_GROUP } from '@cascade/core';
+import { z } from 'zod';
+
+export const NODE_REPORT_VERSION = 'v1alpha1';
+/** Who found what a report says: the Events relayed for it carry this source component. */
+export const AGENT_COMPONENT = 'cascade-netpol-agent';
+export const NODE_REPORT_PATH = `/apis/${EFFECTIVE_GROUP}/${NODE_REPORT_VERSION}/netpolnodereports`;
+/** Findings one report holds; more are counted in `spec.omitted`. */
+export const MAX_FINDINGS = 256;
+
+export const FINDING_REASONS = [
+  'ServiceBudgetExceeded',
+  'PolicyMapBudgetExceeded',
+  'PodAddressConflict',
+] as const;
+export type FindingReason = (typeof FINDING_REASONS)[number];
+
+/** The kinds a finding can concern, with their apiVersion (what the Event's involvedObject says). */
+export const FINDING_KINDS = { Service: 'v1', Pod: 'v1', NetworkPolicy: 'networking.k8s.io/v1' } as const;
+
+const dnsName = z.string().min(1).max(253);
+export const nodeReportSpecSchema = z.object({
+  findings: z
+    .array(
+      z.object({
+        reason: z.enum(FINDING_REASONS),
+        kind: z.enum(['Service', 'Pod', 'NetworkPolicy']),
+        namespace: z.string().min(1).max(63),
+        name: dnsName,
+        message: z.string().min(1).max(1024),
+      }),
+    )
+    .max(MAX_FINDINGS),
+  /** Findings left out past MAX_FINDINGS (the log and metrics of the agent have them all). */
+  omitted: z.number().int().min(0).optional(),
+});
+export type NodeReportSpec = z.infer<typeof nodeReportSpecSchema>;
+export type Finding = NodeReportSpec['findings'][number];
+
+export const netpolNodeReportCrd = crdFor({
+  group: EFFECTIVE_GROUP,
+  version: NODE_REPORT_VERSION,
+  kind: 'NetpolNodeReport',
+  plural: 'netpolnodereports',
+  scope: 'Cluster',
+  spec: nodeReportSpecSchema,
+  status: false,
+  categories: ['cascade'],
+  shortNames: ['nnr'],
+  printerColumns: [
+    { name: 'Reasons', type: 'string', jsonPath: '.spec.findings[*].reason' },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  ],
+});
+
+/** A report as read: its spec checked, or why it is ignored. */
+export function nodeReportFromObject(o: { spec?: unknown }): NodeReportSpec | { error: string } {
+  const r = nodeReportSpecSchema.safeParse(o.spec);
+  if (r.success) return r.data;
+  const i = r.error.issues[0]!;
+  return { error: `spec.${i.path.join('.')}: ${i.message}` };
+}
+
+/** One finding's identity (what the controller has posted once). */
+export const findingKey = (node: string, f: Finding): string =>
+  JSON.stringify([node, f.reason, f.kind, f.namespace, f.name, f.message]);
