@@ -9,7 +9,8 @@
  *   1 parse.h     Ethernet, IPv4/IPv6 with extension headers, fragments, L4 ports, ICMP errors
  *   2 endpoint.h  not an IP packet (not_ip): ARP/NDP claims checked from a pod, the rest dropped
  *   3 fragments.h a later fragment takes its first fragment's protocol and ports
- *   4 conntrack.h an ICMP error passes with the allowed flow it reports about (cascade_icmp_related);
+ *   4 conntrack.h an ICMP error passes with the allowed flow it reports about (cascade_icmp_related),
+ *                 cut to the headers a stack reads (cascade_icmp_trim);
  *                 then (here) a current conntrack entry answers in one lookup
  *   5 endpoint.h  without an entry, the endpoint must own the local address on this interface
  *                 (spoofing, unknown endpoints), before anything is created for the packet
@@ -75,6 +76,11 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	 * ICMP packet */
 	if (f.icmp_error && cascade_icmp_related(&f, dir, ifindex, generation, skb->len)) {
 		count(CNT_ICMP_RELATED);
+		int cut = cascade_icmp_trim(skb, f.l4_off, f.v6);
+		if (cut < 0)
+			return TC_ACT_SHOT; /* cut but not made whole: never a broken packet */
+		if (cut)
+			count(CNT_ICMP_TRIMMED);
 		return TC_ACT_OK;
 	}
 

@@ -215,6 +215,7 @@ struct frag_value {
 #define CNT_NDP_REFUSED 16    /* unicast NS/NA to or from an address that is not on the link */
 #define CNT_EVENTS_SUPPRESSED 17 /* flow events an endpoint's bucket refused (events.h) */
 #define CNT_FLOW_BUDGET 18    /* new flows dropped: their endpoint was over its budget of new flows */
-#define CNT_MAX 19
+#define CNT_ICMP_TRIMMED 19   /* related ICMP errors cut to the headers a stack reads (conntrack.h) */
+#define CNT_MAX 20
 
 #endif

@@ -37,8 +37,9 @@ static __always_inline void track(struct ct_key *ck, int dir, struct flow *f, __
  * that flow is open and allowed at this endpoint (on this interface, in this generation) and the error
  * travels as errors do: one a pod sends (egress) is about a packet it received and goes back to that
  * packet's sender; one a pod receives (ingress) is about a packet it sent (any router on the path may
- * send it). Its size is bounded by what stacks send (RFC 1812: 576 bytes; RFC 4443: 1280). Before, an
- * error naming an allowed flow passed to and from anywhere with any payload (found in review). A
+ * send it). Its size is bounded by what stacks send (RFC 1812: 576 bytes; RFC 4443: 1280), and what passes
+ * is cut to the headers a stack reads (cascade_icmp_trim). Before, an error naming an allowed flow passed
+ * to and from anywhere with any payload (found in review). A
  * global function, verified once on its own (inlined it took to_endpoint past the verifier's limit). */
 __attribute__((noinline)) int cascade_icmp_related(struct flow *f, int dir, __u32 ifindex, __u32 generation,
 						    __u32 len)
@@ -63,6 +64,98 @@ __attribute__((noinline)) int cascade_icmp_related(struct flow *f, int dir, __u3
 	}
 	struct ct_value *rc = bpf_map_lookup_elem(&cascade_ct, &rk);
 	return rc && rc->ifindex == ifindex && rc->verdict == VERDICT_ALLOW && rc->generation == generation;
+}
+
+/* What of an ICMP error travels: its 8-byte header, the embedded IP header, the 8 bytes of the embedded
+ * L4 header every stack reads (RFC 792, 4443) and a small margin. The rest of a body (a stack sends up
+ * to 576 or 1280 bytes in all) would be a channel on the side of the flow: it is cut off. */
+#define ICMP_ERR_MARGIN 32
+#define ICMP_ERR_KEEP_MAX (8 + 60 + 8 + ICMP_ERR_MARGIN)
+
+/* Cuts a related ICMP error (cascade_icmp_related said yes) to ICMP_ERR_KEEP_MAX at most: the tail is
+ * trimmed, the IP length set (and the IPv4 header checksum), and the ICMP checksum computed again over
+ * what is left (with the IPv6 pseudo-header for ICMPv6). 1 when it cut, 0 when the error was short
+ * enough (or could not be cut: then it passes as it was, within the size the caller checked), -1 when
+ * it was cut but not made whole again (the caller drops it). A global function, verified once. */
+__attribute__((noinline)) int cascade_icmp_trim(struct __sk_buff *skb, __u32 l4_off, __u32 v6)
+{
+	if (!skb || l4_off > 512)
+		return 0;
+	__u32 ihl = 40;
+	if (!v6) {
+		__u8 b;
+		if (bpf_skb_load_bytes(skb, l4_off + 8, &b, 1))
+			return 0;
+		ihl = (b & 0xf) * 4;
+		if (ihl < 20)
+			return 0;
+	}
+	__u32 mlen = 8 + ihl + 8 + ICMP_ERR_MARGIN; /* a multiple of 4, at most ICMP_ERR_KEEP_MAX */
+	__u32 keep = l4_off + mlen;
+	if (skb->len <= keep)
+		return 0;
+	if (bpf_skb_change_tail(skb, keep, 0))
+		return 0;
+	if (v6) {
+		__be16 plen = bpf_htons(keep - ETH_HLEN - 40);
+		if (bpf_skb_store_bytes(skb, ETH_HLEN + 4, &plen, 2, 0))
+			return -1;
+	} else {
+		__be16 old, now = bpf_htons(keep - ETH_HLEN);
+		if (bpf_skb_load_bytes(skb, ETH_HLEN + 2, &old, 2) || bpf_skb_store_bytes(skb, ETH_HLEN + 2, &now, 2, 0))
+			return -1;
+		if (bpf_l3_csum_replace(skb, ETH_HLEN + 10, old, now, 2))
+			return -1;
+	}
+	/* the sums read the packet itself (the caller's stack leaves no room for a copy) */
+	__u16 zero = 0;
+	if (bpf_skb_store_bytes(skb, l4_off + 2, &zero, 2, 0))
+		return -1;
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	__s64 sum = 0;
+	if (v6) {
+		if (data + ETH_HLEN + 40 > end)
+			return -1;
+		__be32 tail[2] = { bpf_htonl(mlen), bpf_htonl(58) };
+		sum = bpf_csum_diff(NULL, 0, (__be32 *)(data + ETH_HLEN + 8), 32, 0);
+		if (sum < 0)
+			return -1;
+		sum = bpf_csum_diff(NULL, 0, tail, sizeof(tail), (__wsum)sum);
+		if (sum < 0)
+			return -1;
+	}
+	/* constant sizes for the verifier: the whole of an ICMPv6 error, or an ICMPv4 error without the
+	 * embedded header's options, then those options 4 bytes at a time */
+	__u64 off = l4_off;
+	asm volatile("%0 &= 0x3ff" : "+r"(off)); /* at most 512 already: the mask, kept, tells the verifier */
+	void *msg = data + off;
+	if (v6) {
+		if (msg + 8 + 40 + 8 + ICMP_ERR_MARGIN > end)
+			return -1;
+		sum = bpf_csum_diff(NULL, 0, (__be32 *)msg, 8 + 40 + 8 + ICMP_ERR_MARGIN, (__wsum)sum);
+	} else {
+		if (msg + 8 + 20 + 8 + ICMP_ERR_MARGIN > end)
+			return -1;
+		sum = bpf_csum_diff(NULL, 0, (__be32 *)msg, 8 + 20 + 8 + ICMP_ERR_MARGIN, 0);
+		msg += 8 + 20 + 8 + ICMP_ERR_MARGIN;
+#pragma unroll
+		for (int i = 0; i < 10; i++) {
+			if (sum < 0 || (__u32)i * 4 >= ihl - 20)
+				break;
+			if (msg + 4 > end)
+				return -1;
+			sum = bpf_csum_diff(NULL, 0, (__be32 *)msg, 4, (__wsum)sum);
+			msg += 4;
+		}
+	}
+	if (sum < 0)
+		return -1;
+	__u32 c = (__u32)sum;
+	c = (c & 0xffff) + (c >> 16);
+	c = (c & 0xffff) + (c >> 16);
+	__u16 csum = (__u16)~c;
+	return bpf_skb_store_bytes(skb, l4_off + 2, &csum, 2, 0) ? -1 : 1;
 }
 
 #endif

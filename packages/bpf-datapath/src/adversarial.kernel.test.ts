@@ -25,6 +25,15 @@ const both = EP_FLAGS.ENFORCE_INGRESS | EP_FLAGS.ENFORCE_EGRESS;
 
 const e = entry;
 
+/** The ones' complement sum of a buffer (0xffff: its checksum field is right). */
+function onesSum(b: Buffer): number {
+  let sum = 0;
+  for (let i = 0; i + 1 < b.length; i += 2) sum += b.readUInt16BE(i);
+  if (b.length % 2) sum += b[b.length - 1]! << 8;
+  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+  return sum;
+}
+
 /**
  * A's ingress: an admin rule denies B on tcp/22 and udp/5353; the lower layer allows B on anything
  * (so a packet judged as "protocol 0, port 0" would be allowed: the bypass), isolates the rest.
@@ -390,6 +399,62 @@ describe.skipIf(!kernelTestsEnabled())('the datapath against hostile packets', (
       };
       expect(await ingress(big)).toBe('deny');
       expect(await ingress({ ...big, icmp: { ...big.icmp, body: Buffer.alloc(100) } })).toBe('allow');
+    });
+
+    it('a related error is cut to the headers a stack reads, lengths and checksums made right (round two)', async () => {
+      await dp.clearConntrack();
+      // v4: A's port unreachable back to B about B's datagram, with 400 bytes of body
+      const flow = { src: B, dst: A, proto: 17, sport: 5001, dport: 80 };
+      expect(await ingress(flow)).toBe('allow');
+      const long = buildPacket({
+        src: A,
+        dst: B,
+        proto: 1,
+        icmp: { type: 3, code: 3, embedded: flow, body: Buffer.alloc(400, 0x42) },
+      });
+      long.writeUInt16BE(0, 24); // a sender's IPv4 header checksum (the program adjusts it)
+      long.writeUInt16BE(~onesSum(long.subarray(14, 34)) & 0xffff, 24);
+      let out: Buffer = Buffer.alloc(0);
+      const trimmed = await counted('icmpTrimmed', async () => {
+        const r = await dp.run('from_endpoint', long);
+        expect(r.retval).not.toBe(TC_ACT_SHOT);
+        out = r.out;
+      });
+      expect(trimmed).toBe(1);
+      // Ethernet 14 + IPv4 20 + ICMP 8 + the embedded IPv4 header 20 + 8 + the 32-byte margin
+      expect(out.length).toBe(14 + 20 + 8 + 20 + 8 + 32);
+      expect(out.readUInt16BE(14 + 2)).toBe(out.length - 14); // total length
+      expect(onesSum(out.subarray(14, 34))).toBe(0xffff); // IPv4 header checksum
+      expect(onesSum(out.subarray(34))).toBe(0xffff); // ICMP checksum over what is left
+      expect(out.subarray(34 + 8, 34 + 8 + 28)).toEqual(long.subarray(34 + 8, 34 + 8 + 28)); // the embedded headers
+      // short enough already: passes untouched
+      const short = buildPacket({
+        src: A,
+        dst: B,
+        proto: 1,
+        icmp: { type: 3, code: 3, embedded: flow, body: Buffer.alloc(8) },
+      });
+      expect((await dp.run('from_endpoint', short)).out).toEqual(short);
+      // v6: a packet too big towards A about A's flow, with 600 bytes of body: cut, pseudo-header checksum
+      const out6 = { src: A6, dst: B6, proto: 17, sport: 44010, dport: 7000 };
+      expect(await egress(out6)).toBe('allow');
+      const ptb = buildPacket({
+        src: 'fd00::1:1',
+        dst: A6,
+        proto: 58,
+        icmp: { type: 2, embedded: out6, body: Buffer.alloc(600, 0x43) },
+      });
+      const r6 = await dp.run('to_endpoint', ptb);
+      expect(r6.retval).not.toBe(TC_ACT_SHOT);
+      const o6 = r6.out;
+      expect(o6.length).toBe(14 + 40 + 8 + 40 + 8 + 32);
+      expect(o6.readUInt16BE(14 + 4)).toBe(o6.length - 54); // payload length
+      const pseudo = Buffer.alloc(40);
+      o6.copy(pseudo, 0, 14 + 8, 14 + 40);
+      pseudo.writeUInt32BE(o6.length - 54, 32);
+      pseudo.writeUInt32BE(58, 36);
+      expect(onesSum(Buffer.concat([pseudo, o6.subarray(54)]))).toBe(0xffff);
+      expect(o6.readUInt32BE(54 + 4)).toBe(ptb.readUInt32BE(54 + 4)); // the MTU a stack reads
     });
 
     it('ICMPv6 packet too big about an allowed flow passes; about a denied one it does not', async () => {

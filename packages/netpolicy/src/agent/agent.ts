@@ -214,6 +214,15 @@ export class NetpolAgent {
       ['extHeaders', 'IPv6 packets with more extension headers than the program walks'],
       ['icmpRelated', 'ICMP errors passed with the allowed flow they report on'],
       ['ndp', 'IPv6 neighbour discovery and MLD packets passed'],
+      ['svcNew', 'New flows to a Service frontend sent to a backend'],
+      ['svcNat', 'Packets translated to a backend, or back to the frontend'],
+      [
+        'ndpRefused',
+        'Unicast neighbour solicitations and advertisements refused (an address not on the link)',
+      ],
+      ['eventsSuppressed', "Flow events an endpoint's budget refused (64/s, burst 640 per endpoint)"],
+      ['flowBudget', 'New flows dropped: their endpoint was over its budget of new flows'],
+      ['icmpTrimmed', 'Related ICMP errors cut to the headers a stack reads'],
     ] as const)
       this.metrics.counterFrom(
         `cascade_datapath_packets_${name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_total`,
