@@ -1,9 +1,10 @@
-// An agent that reads no Pod (--pod-source=slices) end to end: a real kube-apiserver, the
-// netpolicy-controller publishing PodAddressSlices, the agent of node n1 learning every pod, its own
-// included, from the slices, each component as its ServiceAccount with exactly the chart's RBAC (the
-// agent's token bound to its pod on n1, as a DaemonSet's is), the chart's ValidatingAdmissionPolicy,
-// and the real BPF program judging packets from a pod on another node. The agent's findings go to its
-// node's NetpolNodeReport, and the controller posts them as Events (the agent has no Event grant).
+// An agent that reads no Pod cluster-wide (--pod-source=slices) end to end: a real kube-apiserver,
+// the netpolicy-controller publishing PodAddressSlices, the agent of node n1 learning every pod, its
+// own node's included, from the slices (and Cascade's own namespace's Pods directly, a Role's grant),
+// each component as its ServiceAccount with exactly the chart's RBAC (the agent's token bound to its
+// pod on n1, as a DaemonSet's is), the chart's ValidatingAdmissionPolicy, and the real BPF program
+// judging packets from a pod on another node. The agent's findings go to its node's NetpolNodeReport,
+// and the controller posts them as Events (the agent has no Event grant).
 import { FixedInterface, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled, kernelVerdict } from '@cascade/bpf-datapath/testing';
 import { controllerBinding, effectivePolicyCrd } from '@cascade/core';
@@ -11,7 +12,7 @@ import { clientOf, createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NetpolAgent } from '../src/agent/agent.ts';
-import { AGENT_NAME, agentClusterRole, agentReportPolicy } from '../src/agent/rbac.ts';
+import { AGENT_NAME, agentClusterRole, agentOwnPodsRole, agentReportPolicy } from '../src/agent/rbac.ts';
 import { NODE_REPORT_PATH, netpolNodeReportCrd } from '../src/cluster/node-report.ts';
 import { podAddressSliceCrd } from '../src/cluster/slices.ts';
 import type { NetpolController } from '../src/controller/controller.ts';
@@ -21,6 +22,7 @@ import { startAgent, startNetpolController } from './fixtures.ts';
 const CLIENT = '10.62.0.1';
 const MOVED = '10.62.0.3';
 const SERVER = '10.62.0.2';
+const CONTROLLER = '10.62.0.9';
 const SYS = 'cascade-system';
 
 describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
@@ -95,7 +97,9 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
         );
         expect(r.status).toBe(201);
       }
-      const rbac = [agentClusterRole(), controllerBinding(AGENT_NAME, SYS)];
+      const rbac = [agentClusterRole(), controllerBinding(AGENT_NAME, SYS), ...agentOwnPodsRole(SYS)];
+      // a controller's pod in Cascade's own namespace, with an address on n1
+      await pod(SYS, 'controller', 'n1', CONTROLLER);
       const probe = '/apis/cascade.dev/v1alpha1/podaddressslices?limit=1';
       agentKc = await env.serviceAccount(SYS, AGENT_NAME, rbac, probe, 'agent-n1');
       otherAgentKc = await env.serviceAccount(SYS, AGENT_NAME, rbac, probe, 'agent-n2');
@@ -108,6 +112,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
           interfaces: new FixedInterface(TEST_RUN_IFINDEX),
           manageAttachments: false,
           podSource: 'slices',
+          ownNamespace: SYS,
           // one Service per namespace: the second Service of a namespace is a finding to report
           serviceBudget: { frontends: 1, backends: 16_384, reserved: [] },
         },
@@ -134,6 +139,8 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       await new Promise((r) => setTimeout(r, 500));
       expect(agent.waitingForSlices).toBe(true);
       expect(agent.ready).toBe(false);
+      // ... but it knows Cascade's own pods from its namespace's Pods (a Role): no wait on itself
+      expect(agent.engine.pods.get(`${SYS}/controller`)).toMatchObject({ node: 'n1', ips: [CONTROLLER] });
       controller = await startNetpolController(kubeconfig(controllerKc), {
         identity: 'c1',
         leaseNamespace: SYS,
@@ -149,7 +156,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
     it('judges a pod of another node it knows only from a slice (named port resolved on its own pod)', async () => {
       await becomes('client from its slice', CLIENT, 80, 'allow');
       expect(await verdict(CLIENT, 81)).toBe('deny');
-      expect(agent.slices.size).toBe(2); // the client, and its own server
+      expect(agent.slices.size).toBe(3); // the client, its own server, and the controller's pod
       expect(agent.slices.get('app/client')).toMatchObject({ node: 'n2', ips: [CLIENT] });
     });
 

@@ -21,6 +21,7 @@ import {
 import {
   AGENT_NAME,
   agentClusterRole,
+  agentOwnPodsRole,
   agentReportPolicy,
   CONTROLLER_NAME,
   controllerLeaseRole,
@@ -90,6 +91,7 @@ export function chartFiles(): Map<string, string> {
         { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: AGENT_NAME, namespace: NAMESPACE } },
         agentClusterRole(AGENT_NAME, source),
         controllerBinding(AGENT_NAME, NAMESPACE),
+        ...(source === 'slices' ? agentOwnPodsRole(NAMESPACE) : []),
         ...agentReportPolicy(NAMESPACE),
       ]),
     );

@@ -72,7 +72,7 @@ export class NetpolAgent {
   private readonly reporter: NodeReporter;
   /** Every pod from the PodAddressSlices (podSource 'slices'). */
   readonly slices: SliceIndex;
-  private readonly podSource?: { slices: SliceIndex };
+  private readonly podSource?: { slices: SliceIndex; namespace?: string };
   /** Services and EndpointSlices: the frontends translated to their backends in the datapath. */
   readonly services: ServiceCatalog;
   /** Services refused now (`ns/name` -> reason), reported once per change. */
@@ -119,7 +119,11 @@ export class NetpolAgent {
     );
     this.services = new ServiceCatalog(opts.serviceBudget);
     this.slices = new SliceIndex();
-    if (opts.podSource === 'slices') this.podSource = { slices: this.slices };
+    if (opts.podSource === 'slices')
+      this.podSource = {
+        slices: this.slices,
+        ...(opts.ownNamespace ? { namespace: opts.ownNamespace } : {}),
+      };
     this.log = opts.log ?? jsonLogger('cascade-netpol-agent');
     this.interfaces =
       opts.interfaces ?? new KernelInterfaces({ recordDir: opts.cniRecordDir ?? '/run/cascade/cni' });

@@ -110,6 +110,8 @@ const agent = new NetpolAgent({
   foreignIdentityCap: b.whole('foreign-identity-cap', 'label sets', 1_000_000),
   serviceBudget,
   podSource,
+  // the downward API's metadata.namespace (the chart sets it): Cascade's own pods are read directly
+  ...(env.POD_NAMESPACE ? { ownNamespace: env.POD_NAMESPACE } : {}),
 });
 await agent.start();
 process.on(

@@ -40,9 +40,15 @@ export interface AgentOptions {
    */
   serviceBudget?: ServiceBudget;
   /**
-   * Where the pods come from (default 'pods'): every Pod of the cluster, or 'slices': this node's Pods
-   * (fieldSelector spec.nodeName) and the PodAddressSlices the netpolicy-controller publishes for the
-   * others (slices.ts), which drops every other node's Pod objects and status-only Pod updates.
+   * Where the pods come from (default 'pods'): every Pod of the cluster, or 'slices': the
+   * PodAddressSlices the netpolicy-controller publishes (slices.ts), every node's, and no Pod object
+   * but those of `ownNamespace`.
    */
   podSource?: 'pods' | 'slices';
+  /**
+   * With 'slices': the agent's own (release) namespace, whose Pods it reads directly (a Role, not a
+   * cluster-wide grant): Cascade's own controllers are known, and enforced, without waiting for the
+   * slices they publish, so an upgrade can never wait on itself.
+   */
+  ownNamespace?: string;
 }

@@ -46,6 +46,30 @@ export function agentClusterRole(
   };
 }
 
+/**
+ * With slices: the Pods of the agent's own (release) namespace, Cascade's controllers, read directly
+ * (agent options' ownNamespace): a Role and its RoleBinding there, nothing cluster-wide.
+ */
+export function agentOwnPodsRole(namespace: string, name = AGENT_NAME): Record<string, unknown>[] {
+  const labels = { 'app.kubernetes.io/part-of': 'cascade' };
+  const role = `${name}-own-pods`;
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: role, namespace, labels },
+      rules: [{ apiGroups: [''], resources: ['pods'], verbs: READ }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: role, namespace, labels },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role },
+      subjects: [{ kind: 'ServiceAccount', name, namespace }],
+    },
+  ];
+}
+
 /** The claim the API server puts in a pod-bound ServiceAccount token's user info (Kubernetes 1.30+). */
 export const NODE_NAME_CLAIM = 'authentication.kubernetes.io/node-name';
 

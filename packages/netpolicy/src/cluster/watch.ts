@@ -44,12 +44,13 @@ export interface WatchContext {
   /** this pod's claim changed (the controller's slices follow it) */
   podChanged?: (key: string) => void;
   /**
-   * Absent: every Pod is watched. Present: no Pod at all; every pod, this node's included, comes from
-   * the controller's PodAddressSlices (the agent's RBAC has no Pod grant: RBAC cannot limit a
-   * DaemonSet's reads to its node, so the agent reads none). Until the marker says a complete set is
-   * out the agent does not touch the datapath (agent.ts).
+   * Absent: every Pod is watched. Present: every pod, this node's included, comes from the
+   * controller's PodAddressSlices (RBAC cannot limit a DaemonSet's reads to its node, so the agent
+   * reads no Pod cluster-wide), except those of `namespace` (Cascade's own, a Role's grant), read
+   * directly so that the controllers never wait for the slices they publish. Until the marker says a
+   * complete set is out the agent does not touch the datapath (agent.ts).
    */
-  podSource?: { slices: SliceIndex };
+  podSource?: { slices: SliceIndex; namespace?: string };
 }
 
 export function clusterInformers(ctx: WatchContext): Informer[] {
@@ -61,7 +62,7 @@ export function clusterInformers(ctx: WatchContext): Informer[] {
     ctx.changed();
   };
   const source = ctx.podSource;
-  /** Pods as the Pod API shows them (without a podSource). */
+  /** Pods as the Pod API shows them (every one, or with a podSource its namespace's): they win over slices. */
   const local = new Map<string, Pod>();
   // A pod without an address (yet, or any more: finished, hostNetwork) has no identity to enforce;
   // an address two live pods claim belongs to the newest.
@@ -100,11 +101,11 @@ export function clusterInformers(ctx: WatchContext): Informer[] {
       }),
     ),
   );
-  if (!source)
+  if (!source || source.namespace)
     informers.push(
       new Informer(
         c,
-        '/api/v1/pods',
+        source ? `/api/v1/namespaces/${encodeURIComponent(source.namespace!)}/pods` : '/api/v1/pods',
         on((t, o) => {
           const ns = o.metadata.namespace ?? 'default';
           const key = `${ns}/${o.metadata.name}`;
