@@ -1,6 +1,7 @@
 // Bad input: clear reasons naming the field, no crash, other policies unaffected.
 import { describe, expect, it } from 'vitest';
 import { NetpolEngine } from '../engine/engine.ts';
+import { lintNetpol } from '../engine/lint.ts';
 import type { NetPolicyObject } from '../engine/model.ts';
 import { mapConnection } from '../engine/verdict.ts';
 import { networkEffectives } from './published.ts';
@@ -157,14 +158,81 @@ describe('network policy bad input', () => {
     ]);
   });
 
-  it('a named port that matches nothing is reported', () => {
-    const p = run({
+  it('a named port that matches nothing is reported: a NetworkPolicy against its own pods only', () => {
+    const named: NetPolicyObject = {
       kind: 'NetworkPolicy',
       namespace: 'x',
       name: 'named',
-      spec: { podSelector: {}, ingress: [{ ports: [{ port: 'grpc' }] }] },
+      spec: { podSelector: {}, ingress: [{ ports: [{ port: 'grpc' }, { port: 'http' }] }] },
+    };
+    const e = NetpolEngine.fromCluster({ ...cluster, policies: [named] });
+    expect(e.problems().find((x) => x.policy === 'NetworkPolicy/x/named')).toBeUndefined();
+    expect(lintNetpol(e)).toEqual([
+      expect.objectContaining({
+        policy: 'NetworkPolicy/x/named',
+        code: 'UnknownNamedPort',
+        message:
+          'ingress[0]: named port "grpc" matches no container port of the pods it selects: that port allows nothing',
+      }),
+    ]);
+    const cond = networkPolicyConditions(e).get('NetworkPolicy/x/named')!;
+    expect(cond.find((c) => c.type === 'RulesEffective')).toMatchObject({
+      status: 'False',
+      reason: 'UnknownNamedPort',
+    });
+    // an admin policy's named ports are still checked against every pod (its author sees them all)
+    const p = run({
+      kind: 'AdminNetworkPolicy',
+      name: 'admin-named',
+      spec: {
+        priority: 2,
+        subject: { namespaces: {} },
+        ingress: [{ action: 'Allow', from: [{ namespaces: {} }], ports: [{ namedPort: 'grpc' }] }],
+      },
     });
     expect(p?.warnings).toEqual(['ingress[0]: named port "grpc" matches no container port']);
+  });
+
+  it('a NetworkPolicy that selects no pod, or whose egress named port its own pods lack, is reported; peers elsewhere are not looked at', () => {
+    const policies: NetPolicyObject[] = [
+      {
+        kind: 'NetworkPolicy',
+        namespace: 'x',
+        name: 'typo',
+        spec: { podSelector: { matchLabels: { app: 'wbe' } } },
+      },
+      {
+        kind: 'NetworkPolicy',
+        namespace: 'x',
+        name: 'egress',
+        spec: {
+          podSelector: {},
+          policyTypes: ['Egress'],
+          egress: [
+            { to: [{ podSelector: { matchLabels: { app: 'b' } } }], ports: [{ port: 'htpp' }] },
+            // a peer in other namespaces: whether their pods have the port is not this author's to learn
+            { to: [{ namespaceSelector: {} }], ports: [{ port: 'htpp' }] },
+          ],
+        },
+      },
+    ];
+    const e = NetpolEngine.fromCluster({ ...cluster, policies });
+    const found = lintNetpol(e).map((f) => [f.policy, f.code, f.message]);
+    expect(found).toEqual([
+      [
+        'NetworkPolicy/x/typo',
+        'NoPods',
+        'selects no pod: podSelector {app=wbe} matches none of the pods in namespace x; the policy has no effect now',
+      ],
+      [
+        'NetworkPolicy/x/egress',
+        'UnknownNamedPort',
+        'egress[0]: named port "htpp" matches no container port of the pods it reaches: that port allows nothing',
+      ],
+    ]);
+    const typo = networkPolicyConditions(e).get('NetworkPolicy/x/typo')!;
+    expect(typo.find((c) => c.type === 'Selecting')).toMatchObject({ status: 'False', reason: 'NoPods' });
+    expect(typo.find((c) => c.type === 'RulesEffective')).toMatchObject({ status: 'True' });
   });
 });
 

@@ -142,10 +142,15 @@ export class NetworkPublisher {
     );
   }
 
-  /** NetworkPolicy has no status in the API: a Warning Event when it is invalid or has a dead rule. */
+  /**
+   * NetworkPolicy has no status in the API: a Warning Event when it is invalid, selects no pod, or has
+   * a dead rule or a named port that matches nothing.
+   */
   private async event(key: string, conds: PolicyCondition[]): Promise<void> {
     const bad = conds.filter(
-      (c) => (c.type === 'Accepted' || c.type === 'RulesEffective') && c.status === 'False',
+      (c) =>
+        (c.type === 'Accepted' || c.type === 'RulesEffective' || c.type === 'Selecting') &&
+        c.status === 'False',
     );
     const message = bad.map((c) => `${c.reason}: ${c.message}`).join('; ');
     if (!message || this.reported.get(key) === message) return;

@@ -95,7 +95,13 @@ export function networkPolicyConditions(
     if (!l) notes.set(policy, (l = []));
     l.push(message);
   };
+  const ports = new Map<string, string[]>();
   for (const f of findings) {
+    if (f.code === 'NoPods') continue; // the Selecting condition says it
+    if (f.code === 'UnknownNamedPort') {
+      ports.set(f.policy, [...(ports.get(f.policy) ?? []), f.message]);
+      continue;
+    }
     note(f.policy, f.summary ?? f.message);
     // an equal-priority overlap is reported once, on the first of the pair: both say it in status
     const pair = /^(\S+) and (\S+) have the same priority/.exec(f.message);
@@ -153,8 +159,13 @@ export function networkPolicyConditions(
               reason: 'NoOverlap',
               message: 'no policy at the same priority selects the same pods',
             },
-        dead.length
-          ? { type: 'RulesEffective', status: 'False', reason: 'DeadRules', message: dead.join('; ') }
+        dead.length || ports.has(key)
+          ? {
+              type: 'RulesEffective',
+              status: 'False',
+              reason: dead.length ? 'DeadRules' : 'UnknownNamedPort',
+              message: [...dead, ...(ports.get(key) ?? [])].join('; '),
+            }
           : {
               type: 'RulesEffective',
               status: 'True',

@@ -517,7 +517,9 @@ export class NetpolEngine {
     const out: { policy: string; errors: string[]; warnings: string[] }[] = [];
     for (const p of this.policies.values()) {
       const warnings = [...p.built.warnings];
-      for (const r of p.built.rules) {
+      // a NetworkPolicy's named ports are checked against its own namespace's pods only (feedback.ts):
+      // a cluster-wide check here would tell its author about other namespaces' pods
+      for (const r of p.built.isolation ? [] : p.built.rules) {
         for (const m of r.ports ?? []) {
           if (m.kind === 'named' && !known.has(m.name))
             warnings.push(

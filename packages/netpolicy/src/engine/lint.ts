@@ -1,11 +1,12 @@
 // Admin tooling the AdminNetworkPolicy proposal asks for: overlapping ANPs of equal priority (their
 // order is this project's tie-break, not upstream's), baseline rules that an earlier baseline rule
 // with the same peers and ports always decides first, and NetworkPolicy rules that admin rules make
-// dead in the cluster as it is.
+// dead in the cluster as it is; and policies that do nothing (feedback.ts).
 
 import { budgetOverruns, DEFAULT_NAMESPACE_ENTRY_BUDGET, networkPolicyCosts } from './budget.ts';
 import { DEAD_RULE_BUDGET, deadNetworkPolicyRules } from './dead-rules.ts';
 import type { NetpolEngine } from './engine.ts';
+import { lintTenantFeedback } from './feedback.ts';
 import type { Rule } from './rules.ts';
 import { subjectSelects } from './selection.ts';
 
@@ -18,6 +19,8 @@ export interface LintFinding {
    * conditions and Events say, so that pod churn does not rewrite them.
    */
   summary?: string;
+  /** What kind of finding (status conditions route on it): NoPods, UnknownNamedPort; none for the others. */
+  code?: 'NoPods' | 'UnknownNamedPort';
 }
 
 const policyOf = (r: Rule) =>
@@ -79,6 +82,8 @@ export function lintStructure(engine: NetpolEngine): LintFinding[] {
       });
     else seen.set(key, r);
   }
+  // Policies that do nothing: selecting no pod, named ports matching no container port.
+  out.push(...lintTenantFeedback(engine));
   return out;
 }
 
