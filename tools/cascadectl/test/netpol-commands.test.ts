@@ -1,6 +1,8 @@
 // Golden tests of the netpol commands on examples/netpol; expectations follow from the policies in
 // the example files (see the comments there), not from captured output.
-import { resolve } from 'node:path';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { run } from './run.ts';
 
@@ -122,6 +124,43 @@ describe('cascadectl netpol explain and maps', () => {
     expect(r.stdout).toContain('passed by AdminNetworkPolicy/protect-sensitive#ingress[0]');
     expect(r.stdout).toMatch(/admin layer pass entry monitoring\/\{app=prometheus\}#\d+ any -> pass/);
     expect(r.stdout).toContain('=> ALLOW');
+  });
+
+  it("explain says when the remote pod's label set is past its namespace's identity cap", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cascadectl-cap-'));
+    try {
+      cpSync(NP, dir, { recursive: true });
+      // an older label set in monitoring: with a cap of 1, prometheus's is the one left out
+      writeFileSync(
+        join(dir, '30-older.yaml'),
+        'apiVersion: v1\nkind: Pod\nmetadata: { name: agent, namespace: monitoring, labels: { app: aaa } }\nspec: { nodeName: node-1, containers: [{ name: a }] }\nstatus: { phase: Running, podIP: 10.0.9.9, podIPs: [{ ip: 10.0.9.9 }] }\n',
+      );
+      const explain = () =>
+        run(
+          'netpol',
+          'explain',
+          dir,
+          '--from',
+          'monitoring/prometheus',
+          '--to',
+          'payments/ledger',
+          '--port',
+          '9090',
+        );
+      expect((await explain()).stdout).toContain('=> ALLOW');
+      process.env.CASCADE_FOREIGN_IDENTITY_CAP = '1';
+      const r = await explain();
+      expect(r.stdout).toContain('ingress at payments/ledger: DENY by networkpolicy');
+      expect(r.stdout).toContain(
+        "note: monitoring/prometheus's label set is past namespace monitoring's identity cap (1 label set, the oldest first)",
+      );
+      expect(r.stdout).toContain('=> DENY');
+      process.env.CASCADE_FOREIGN_IDENTITY_CAP = 'many';
+      expect((await explain()).code).toBe(2);
+    } finally {
+      delete process.env.CASCADE_FOREIGN_IDENTITY_CAP;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('maps lists both layers of an endpoint with decoded entries', async () => {

@@ -69,6 +69,17 @@ function explainFlow(engine: NetpolEngine, src: string, dst: string, proto: numb
         `  ${dir} at ${local.pod.namespace}/${local.pod.name}: ${d.verdict.toUpperCase()} by ${d.tier}${d.policy ? ` ${d.policy}` : ''}${d.rule ? ` ${d.rule}` : ''}${d.priority !== undefined ? ` (priority ${d.priority})` : ''}`,
       );
       if (d.passedBy) lines.push(`    passed by ${d.passedBy.join(', ')} to the NetworkPolicy/baseline tier`);
+      const remote = remoteOf(engine, remoteIp);
+      if (
+        d.tier === 'networkpolicy' &&
+        d.verdict === 'deny' &&
+        remote.kind === 'pod' &&
+        remote.pod.namespace !== local.pod.namespace &&
+        rs.capped?.(remote.pod)
+      )
+        lines.push(
+          `    note: ${remote.pod.namespace}/${remote.pod.name}'s label set is past namespace ${remote.pod.namespace}'s identity cap (${engine.foreignIdentityCap} label set${engine.foreignIdentityCap === 1 ? '' : 's'}, the oldest first): other namespaces' NetworkPolicies select it only through a peer that admits every pod`,
+        );
       const layers = engine.tableOf(local.pod.namespace, local.pod.name, dir);
       if (layers) {
         lines.push(
