@@ -415,6 +415,9 @@ case ${1:-} in
   status) status ;;
   install) shift; bins; install_cascade "$@" ;;
   import) shift; import_archives "$@" ;;
-  env) echo "export KUBECONFIG=$KUBECONFIG" ;;
+  env) # what a shell needs to use this cluster: its kubeconfig, and the kubectl and helm built for it
+    bin=$(bash "$root/tools/cluster/build/build.sh")
+    echo "export KUBECONFIG=$KUBECONFIG"
+    echo "export PATH=\"$bin:\$PATH\"" ;;
   *) echo "usage: npm run cluster -- up [--no-cascade] | down | status | install [TAG [TIMEOUT]] | import ARCHIVE... | env" >&2; exit 2 ;;
 esac
