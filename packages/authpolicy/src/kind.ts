@@ -132,6 +132,7 @@ export const authPolicyKind = definePolicyKind({
   version: 'v1alpha1',
   kind: 'AuthPolicy',
   plural: 'authpolicies',
+  shortNames: ['authpol'],
   targetKinds: ['Gateway', 'HTTPRoute', 'GRPCRoute'],
   ruleSet: {
     rules: authRulesSchema.optional(),

@@ -35,6 +35,8 @@ export interface PolicyKindDefinition<RuleSet extends z.ZodRawShape = z.ZodRawSh
   version: string;
   kind: string;
   plural: string;
+  /** kubectl short names of the CRD (`kubectl get rlp`). */
+  shortNames?: readonly string[];
   /** Kinds a policy may target: GatewayClass, Gateway (listener via sectionName), HTTPRoute, GRPCRoute. */
   targetKinds: readonly string[];
   /** Fields of one rule set (every field optional). Used bare, and inside defaults / overrides. */

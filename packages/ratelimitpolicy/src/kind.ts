@@ -40,6 +40,7 @@ export const rateLimitPolicyKind = definePolicyKind({
   version: 'v1alpha1',
   kind: 'RateLimitPolicy',
   plural: 'ratelimitpolicies',
+  shortNames: ['rlp'],
   targetKinds: ['Gateway', 'HTTPRoute', 'GRPCRoute'],
   ruleSet: {
     limits: z.record(z.string().min(1).max(63), limitSchema).optional(),

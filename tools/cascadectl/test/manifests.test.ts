@@ -40,6 +40,19 @@ describe('cascadectl manifests', () => {
       'Role/kuadrant-system/ratelimitpolicy-controller',
       'RoleBinding/kuadrant-system/ratelimitpolicy-controller',
     ]);
+    // kubectl short names (`kubectl get rlp`), none that a built-in resource has (`ep` is Endpoints')
+    const shortNames = Object.fromEntries(
+      docs
+        .filter((d) => d.kind === 'CustomResourceDefinition')
+        .map((d) => [d.spec.names.plural, d.spec.names.shortNames ?? []]),
+    );
+    expect(shortNames).toMatchObject({
+      effectivepolicies: ['effpol'],
+      podaddressslices: ['pas'],
+      netpolnodereports: ['nnr'],
+      authpolicies: ['authpol'],
+      ratelimitpolicies: ['rlp'],
+    });
     const view = docs.find((d) => d.metadata.name === 'cascade-view')!;
     expect(view.metadata.labels['rbac.authorization.k8s.io/aggregate-to-view']).toBe('true');
     expect(

@@ -78,6 +78,8 @@ export const effectivePolicyCrd = crdFor({
   spec: effectivePolicySpecSchema,
   status: false,
   categories: ['cascade'],
+  // `ep` is Endpoints': `effpol`
+  shortNames: ['effpol'],
   printerColumns: [
     { name: 'Kind', type: 'string', jsonPath: '.spec.policyKind' },
     { name: 'Target', type: 'string', jsonPath: '.spec.targetRef.name' },
@@ -169,6 +171,7 @@ export function policyCrd(kind: PolicyKind): Record<string, unknown> {
     spec: kind.specSchema,
     labels: { 'gateway.networking.k8s.io/policy': 'inherited' },
     categories: ['cascade', 'gateway-api'],
+    ...(kind.shortNames ? { shortNames: [...kind.shortNames] } : {}),
     printerColumns: [
       { name: 'Accepted', type: 'string', jsonPath: '.status.conditions[?(@.type=="Accepted")].status' },
       { name: 'Enforced', type: 'string', jsonPath: '.status.conditions[?(@.type=="Enforced")].reason' },
