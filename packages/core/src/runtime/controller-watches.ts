@@ -113,7 +113,24 @@ export function controllerWatches(
     },
     scope,
   );
-  for (const { informer } of rendered.values()) informers.push(informer);
+  for (const [res, { informer }] of rendered) {
+    // Installed after the controller (Authorino, Limitador, a provider), or removed: every gateway's
+    // rendered objects are published again at once, not at the next unrelated change.
+    informer.onServed = (served) => {
+      log(
+        'info',
+        served
+          ? 'rendered resource now served: rendering every gateway'
+          : 'rendered resource no longer served',
+        {
+          resource: res,
+        },
+      );
+      for (const gw of engine.topology.gateways.values()) sink.gateway(`${gw.namespace}/${gw.name}`);
+      sink.changed();
+    };
+    informers.push(informer);
+  }
   const effective = new Informer(
     c,
     `/apis/${EFFECTIVE_GROUP}/v1alpha1/effectivepolicies?labelSelector=${encodeURIComponent(`${MANAGED_BY}=${opts.name}`)}`,

@@ -21,6 +21,12 @@ export class Informer {
   onHealth: (path: string, error: string | undefined) => void = () => {};
   /** Called for every list or watch error (a counter). */
   onError: (path: string) => void = () => {};
+  /**
+   * An optional resource became served (true: its CRD was installed) or stopped being served (false):
+   * called once per change. A list that is empty raises no event, so without this nothing would
+   * notice an AuthConfig CRD installed after the controller started.
+   */
+  onServed: (served: boolean) => void = () => {};
   private readonly aborts = new Set<AbortController>();
   private stopped = false;
   private readonly client: KubeClient;
@@ -97,7 +103,10 @@ export class Informer {
     }
     this.relists++;
     this.markSynced(path);
-    this.missing = false;
+    if (this.missing) {
+      this.missing = false;
+      this.onServed(true);
+    }
     this.healthy();
     return r.metadata.resourceVersion;
   }
@@ -166,7 +175,11 @@ export class Informer {
           rv = undefined; // too old: relist
         else if (this.optional && e instanceof ApiError && e.status === 404) {
           rv = undefined;
-          this.missing = true;
+          if (!this.missing) {
+            this.missing = true;
+            // not at the first list: a resource absent from the start was never served
+            if (this.relists > 0) this.onServed(false);
+          }
           this.markSynced(path);
           await new Promise((r) => setTimeout(r, 10_000));
         } else {

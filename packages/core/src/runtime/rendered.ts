@@ -194,6 +194,7 @@ export class RenderedPublisher {
       const { res, ns, name } = RenderedPublisher.parseKey(key);
       const target = this.deps.renderInformers.get(res);
       if (!target) return;
+      if (!target.informer.missing) this.missingWarned.delete(res); // warned again if it goes
       if (target.informer.missing) {
         if (!this.missingWarned.has(res)) {
           this.missingWarned.add(res);
