@@ -8,6 +8,7 @@
 // `kubectl get netpolnodereports` (nnr) shows every node's findings when no controller runs.
 import { crdFor, EFFECTIVE_GROUP } from '@cascade/core';
 import { z } from 'zod';
+import { zodMessage } from '../engine/model.ts';
 
 export const NODE_REPORT_VERSION = 'v1alpha1';
 /** Who found what a report says: the Events relayed for it carry this source component. */
@@ -64,9 +65,7 @@ export const netpolNodeReportCrd = crdFor({
 /** A report as read: its spec checked, or why it is ignored. */
 export function nodeReportFromObject(o: { spec?: unknown }): NodeReportSpec | { error: string } {
   const r = nodeReportSpecSchema.safeParse(o.spec);
-  if (r.success) return r.data;
-  const i = r.error.issues[0]!;
-  return { error: `spec.${i.path.join('.')}: ${i.message}` };
+  return r.success ? r.data : { error: zodMessage(r.error, 'spec') };
 }
 
 /** One finding's identity (what the controller has posted once). */

@@ -11,7 +11,7 @@
 import { crdFor, EFFECTIVE_GROUP } from '@cascade/core';
 import { z } from 'zod';
 import { hostPrefix } from '../engine/cidr.ts';
-import type { Pod } from '../engine/model.ts';
+import { type Pod, zodMessage } from '../engine/model.ts';
 
 export const MAX_PODS_PER_SLICE = 100;
 /**
@@ -75,10 +75,7 @@ export function addressSliceFromObject(o: {
   spec?: unknown;
 }): SliceSpec | { error: string } {
   const r = sliceSpecSchema.safeParse(o.spec);
-  if (!r.success) {
-    const i = r.error.issues[0]!;
-    return { error: `spec.${i.path.join('.')}: ${i.message}` };
-  }
+  if (!r.success) return { error: zodMessage(r.error, 'spec') };
   for (const [i, p] of r.data.pods.entries())
     for (const ip of p.ips)
       if (!hostPrefix(ip)) return { error: `spec.pods.${i}.ips: not an address: ${ip}` };

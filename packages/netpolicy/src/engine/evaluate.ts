@@ -5,7 +5,7 @@ import { contains, hostPrefix } from './cidr.ts';
 import type { Node, Pod } from './model.ts';
 import { PROTO_NAMES } from './ports.ts';
 import type { Direction, Isolation, Peer, PortMatch, Rule, Tier } from './rules.ts';
-import { namespaceMatches } from './selection.ts';
+import { namespaceMatches, selectsEveryPod } from './selection.ts';
 
 export type Remote =
   | { kind: 'pod'; pod: Pod; ip: string }
@@ -41,15 +41,9 @@ export interface RuleSet {
  */
 function wildcardPeer(peer: Peer, rs: RuleSet): boolean {
   if (peer.kind === 'all') return true;
-  if (peer.kind === 'pods')
-    return (
-      'selector' in peer.namespaces && emptySelector(peer.namespaces.selector) && emptySelector(peer.pods)
-    );
+  if (peer.kind === 'pods') return selectsEveryPod(peer);
   return peer.kind === 'cidr' && peer.pods && (rs.coversAllPods?.(peer) ?? false);
 }
-
-const emptySelector = (s: { matchLabels?: object; matchExpressions?: unknown[] }) =>
-  Object.keys(s.matchLabels ?? {}).length === 0 && (s.matchExpressions ?? []).length === 0;
 
 /** Whether `peer` (of a rule with `action`) matches `remote`, ports aside. */
 export function peerMatches(peer: Peer, remote: Remote, action: Rule['action'], rs: RuleSet): boolean {

@@ -54,6 +54,13 @@ export function subjectSelects(s: SubjectMatch, info: IdentityInfo): boolean {
 const isEmpty = (s: LabelSelector) =>
   Object.keys(s.matchLabels ?? {}).length === 0 && (s.matchExpressions ?? []).length === 0;
 
+/** A pods peer of every pod of every namespace (`namespaceSelector: {}`, any pod): the ALL_PODS key. */
+export const selectsEveryPod = (peer: Peer): boolean =>
+  peer.kind === 'pods' &&
+  isEmpty(peer.pods) &&
+  'selector' in peer.namespaces &&
+  isEmpty(peer.namespaces.selector);
+
 /** Whether a peer selects one identity (remote side). Unknown peers are resolved by the caller. */
 export function peerSelects(peer: Peer, info: IdentityInfo): boolean {
   switch (peer.kind) {
@@ -109,13 +116,7 @@ export function selectPeer(
   if (peer.kind === 'all') return { kind: 'all' };
   // Fail closed: a peer with no known field selects nothing in Allow, everything in Deny/Pass.
   if (peer.kind === 'unknown') return action === 'allow' ? { kind: 'set', ids: new Set() } : { kind: 'all' };
-  if (
-    peer.kind === 'pods' &&
-    isEmpty(peer.pods) &&
-    'selector' in peer.namespaces &&
-    isEmpty(peer.namespaces.selector)
-  )
-    return { kind: 'pods' };
+  if (selectsEveryPod(peer)) return { kind: 'pods' };
   const ids = new Set<number>();
   for (const info of identities) if (info.id !== ID.HOST && peerSelects(peer, info)) ids.add(info.id);
   return { kind: 'set', ids };
@@ -215,8 +216,7 @@ export class IdentityIndex {
     const skip = (info: IdentityInfo | undefined) => info !== undefined && IdentityIndex.capped(info, capFor);
     if (peer.kind === 'all' || peer.kind === 'unknown') return selectPeer(peer, action, []);
     if (peer.kind === 'pods') {
-      if (isEmpty(peer.pods) && 'selector' in peer.namespaces && isEmpty(peer.namespaces.selector))
-        return { kind: 'pods' };
+      if (selectsEveryPod(peer)) return { kind: 'pods' };
       const ids = new Set<number>();
       const nsList =
         'name' in peer.namespaces
