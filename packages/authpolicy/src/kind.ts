@@ -2,7 +2,7 @@
 // v1beta3 evaluators under `rules`), plus the D/O extensions core provides.
 import { definePolicyKind, predicateIssues, predicateListSchema, type SpecIssue } from '@cascade/core';
 import { z } from 'zod';
-import { renderAuthConfigs } from './render.ts';
+import { authActions, renderAuthConfigs } from './render.ts';
 
 const body = z.record(z.string(), z.unknown());
 
@@ -155,6 +155,7 @@ export const authPolicyKind = definePolicyKind({
   contextFields: ['when'],
   validate: (spec) => [...predicateIssues(spec), ...methodIssues(spec)],
   render: (ctx) => renderAuthConfigs(ctx),
+  actions: (ctx) => authActions(ctx),
   renders: [
     {
       group: 'authorino.kuadrant.io',

@@ -38,10 +38,14 @@
 // the hash kept. Label values are valid label values (hashed when the name is not one); the full
 // references are in annotations. The id host is `<hash>.authconfig.cascade.internal`.
 import {
+  AUTH_SERVICE,
+  type ContributedAction,
   type EffectiveRule,
   hashOf,
   labelValue,
   objectName,
+  PHASE,
+  pathKey,
   type RenderContext,
   type RenderedObject,
   type RenderPath,
@@ -118,15 +122,73 @@ interface Group {
   resultKey: string;
 }
 
+interface Planned {
+  object: RenderedObject;
+  paths: RenderPath[];
+  /** The top-level `when` every rule of the group shares (the wasm-shim auth action's predicates). */
+  predicates: string[];
+}
+
 /** render hook: the AuthConfigs of one gateway. */
 export function renderAuthConfigs(ctx: RenderContext): RenderedObject[] {
+  return planAuthConfigs(ctx).map((p) => p.object);
+}
+
+/**
+ * actions hook: each path calls its AuthConfig (`scope` = the AuthConfig's id host, which is what
+ * Authorino looks it up by). When every rule in force came with the same top-level `when` (one
+ * policy's, usually), that is the action's predicates, as in Kuadrant: a request it does not hold for
+ * is not sent to Authorino. Otherwise each evaluator keeps its own policy's `when` in the AuthConfig
+ * and the action always runs. A path that fails closed (invalid policy) always calls its deny-all.
+ */
+export function authActions(ctx: RenderContext): Map<string, ContributedAction[]> {
+  const out = new Map<string, ContributedAction[]>();
+  for (const plan of planAuthConfigs(ctx)) {
+    const hosts = (plan.object.spec as { hosts: string[] }).hosts;
+    const scope = hosts[hosts.length - 1]!;
+    const sources = [
+      ...new Set(
+        plan.paths.flatMap((p) => [
+          ...[...p.result.rules.values()].map(
+            (r) => `${r.source.kind}:${r.source.namespace}/${r.source.name}`,
+          ),
+          ...p.result.invalid.map((r) => `${r.kind}:${r.namespace}/${r.name}`),
+        ]),
+      ),
+    ].sort();
+    for (const p of plan.paths)
+      out.set(pathKey(p.path), [
+        {
+          phase: PHASE.auth,
+          action: {
+            service: AUTH_SERVICE,
+            scope,
+            ...(plan.predicates.length ? { predicates: plan.predicates } : {}),
+            sources,
+          },
+        },
+      ]);
+  }
+  return out;
+}
+
+function sharedWhen(rules: EffectiveRule[], invalid: number): string[] {
+  if (invalid > 0 || rules.length === 0) return [];
+  const texts = new Set(rules.map((r) => JSON.stringify(r.context?.when ?? [])));
+  if (texts.size !== 1) return [];
+  return predicates(rules[0]!.context?.when)
+    .map((p) => (p as { predicate?: unknown }).predicate)
+    .filter((p): p is string => typeof p === 'string');
+}
+
+function planAuthConfigs(ctx: RenderContext): Planned[] {
   const byRoute = new Map<string, RenderPath[]>();
   for (const p of ctx.paths) {
     if (p.result.rules.size === 0 && p.result.invalid.length === 0) continue;
     const k = `${p.path.route.kind}/${p.path.route.namespace}/${p.path.route.name}`;
     byRoute.set(k, [...(byRoute.get(k) ?? []), p]);
   }
-  const out: RenderedObject[] = [];
+  const out: Planned[] = [];
   for (const paths of byRoute.values()) {
     const groups: Group[] = [];
     for (const p of paths) {
@@ -139,7 +201,12 @@ export function renderAuthConfigs(ctx: RenderContext): RenderedObject[] {
       else groups.push({ paths: [p], resultKey });
     }
     groups.forEach((g, i) => {
-      out.push(authConfigFor(ctx, g, i === 0, groups.length > 1));
+      const p0 = g.paths[0]!;
+      out.push({
+        object: authConfigFor(ctx, g, i === 0, groups.length > 1),
+        paths: g.paths,
+        predicates: sharedWhen([...p0.result.rules.values()], p0.result.invalid.length),
+      });
     });
   }
   return out;

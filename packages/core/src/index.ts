@@ -34,3 +34,8 @@ export * from './topology/hostnames.ts';
 export * from './topology/selectors.ts';
 export * from './topology/topology.ts';
 export * from './topology/types.ts';
+export * from './wiring/gateway.ts';
+export * from './wiring/matches.ts';
+export * from './wiring/providers.ts';
+export * from './wiring/request.ts';
+export * from './wiring/wasm.ts';

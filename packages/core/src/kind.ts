@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { ChainResult, EffectiveRule } from './merge/fold.ts';
 import type { PathRef } from './topology/types.ts';
+import type { ContributedAction } from './wiring/wasm.ts';
 
 /** A named rule section inside a rule set, e.g. `limits` or `rules.authentication`. */
 export interface RuleSection {
@@ -57,6 +58,12 @@ export interface PolicyKindDefinition<RuleSet extends z.ZodRawShape = z.ZodRawSh
    * publishes what it returns and deletes what it no longer returns; the CLI prints it.
    */
   render?: (ctx: RenderContext) => RenderedObject[];
+  /**
+   * What the kind asks the gateway's data plane (Kuadrant's wasm-shim) to do on each path through one
+   * gateway, keyed by pathKey: calls to the auth or rate-limit service with their scope and data.
+   * Pure; core assembles every kind's actions into the gateway's one configuration (wiring/).
+   */
+  actions?: (ctx: RenderContext) => Map<string, ContributedAction[]>;
   /**
    * An effective rule's value as published (EffectivePolicy, CLI), when the kind makes something
    * explicit that depends on where the rule came from (e.g. a rate-limit counter's scope by level).

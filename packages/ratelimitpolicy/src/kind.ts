@@ -2,7 +2,7 @@
 // the D/O extensions core provides (targetRefs, unset, condition) and an explicit counter scope.
 import { definePolicyKind, predicateIssues, predicateListSchema } from '@cascade/core';
 import { z } from 'zod';
-import { effectiveLimit, renderLimitador } from './render.ts';
+import { effectiveLimit, rateLimitActions, renderLimitador } from './render.ts';
 
 /** Kuadrant's duration format: up to four number+unit groups, e.g. `1m`, `1h30m`, `500ms`. */
 export const WINDOW_PATTERN = /^([0-9]{1,5}(h|m|s|ms)){1,4}$/;
@@ -19,11 +19,10 @@ export const rateSchema = z.strictObject({
 export const counterSchema = z.strictObject({ expression: z.string().min(1).max(1024) });
 
 /**
- * Where one counter is kept. Kuadrant shares a gateway-level limit's counter across every route it
- * reaches, which surprises route owners; here the scope is explicit (and shown in the effective
- * policy) and defaults by level: a limit from a route-level policy counts per route (`route`), one
- * from a gateway-level policy per gateway (`gateway`, Kuadrant's sharing); `shared` keeps one counter
- * for every gateway the limit reaches.
+ * Where one counter is kept. By default every limit counts per route (`route`), whatever the level of
+ * the policy that wrote it, as kuadrant-operator counts (a gateway default of 100/min gives each
+ * route its own 100/min). `gateway` keeps one counter for every route of the gateway, `shared` one for
+ * every gateway the limit reaches. The resolved scope is shown in the effective policy.
  */
 export const scopeSchema = z.enum(['route', 'gateway', 'shared']);
 
@@ -50,6 +49,7 @@ export const rateLimitPolicyKind = definePolicyKind({
   contextFields: ['when'],
   validate: (spec) => predicateIssues(spec),
   render: (ctx) => renderLimitador(ctx),
+  actions: (ctx) => rateLimitActions(ctx),
   // Limitador reads its limits in its own namespace (as in Kuadrant): with the setting, every
   // ConfigMap goes there and the controller may write ConfigMaps there only
   renders: [

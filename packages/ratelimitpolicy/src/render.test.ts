@@ -1,11 +1,19 @@
 // Limitador rendering, from the semantics: one ConfigMap per gateway, one limit per (effective limit,
 // rate), counters as variables, scope explicit, predicates of the rule's own policy.
-import { pathHostnames, renderGateway, toPathResult } from '@cascade/core';
+import {
+  PHASE,
+  pathHostnames,
+  pathKey,
+  renderContext,
+  renderGateway,
+  toPathResult,
+  type WasmAction,
+} from '@cascade/core';
 import { policy, standardEngine } from '@cascade/core/testing';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { rateLimitPolicyKind } from './kind.ts';
-import { type ActionGroup, expandActions, type LimitadorLimit } from './render.ts';
+import { type LimitadorLimit, rateLimitActions } from './render.ts';
 
 const RLP = { kind: 'RateLimitPolicy' };
 const rate = (limit: number, window = '1m') => ({ rates: [{ limit, window }] });
@@ -19,16 +27,36 @@ function rendered(policies: ReturnType<typeof policy>[], gateway = 'gw') {
     objs,
     cm,
     limits: cm ? (parse(cm.data['limits.yaml']!) as LimitadorLimit[]) : [],
-    actions: cm ? expandActions(parse(cm.data['actions.yaml']!) as ActionGroup[]) : [],
+    actions: actionsOf(e, gateway),
   };
 }
+
+/** The wasm-shim rate-limit actions of every path, one entry per path. */
+function actionsOf(e: ReturnType<typeof standardEngine>, gateway: string) {
+  const ctx = renderContext(e, 'infra', gateway, 'ratelimitpolicy-controller')!;
+  const byPath = rateLimitActions(ctx);
+  return ctx.paths
+    .filter((p) => byPath.has(pathKey(p.path)))
+    .map((p) => ({
+      route: `${p.path.route.kind}/${p.path.route.namespace}/${p.path.route.name}`,
+      rule: p.path.rule,
+      hostnames: p.hostnames,
+      actions: byPath.get(pathKey(p.path))!.map((a) => a.action) as WasmAction[],
+    }));
+}
+
+/** The limit keys a wasm action sends (the `limit.*` entries of its blocks). */
+const keysOf = (a: WasmAction) =>
+  (a.conditionalData ?? []).flatMap((b) =>
+    b.data.map((d) => d.expression.key).filter((k) => k.startsWith('limit.')),
+  );
 
 describe('RateLimitPolicy -> Limitador', () => {
   it('renders nothing for a gateway without limits', () => {
     expect(rendered([]).objs).toEqual([]);
   });
 
-  it('a gateway default: one ConfigMap per gateway, one limit shared by its routes (scope gateway)', () => {
+  it('a gateway default: one ConfigMap per gateway, the limit counted per route (as kuadrant-operator counts)', () => {
     const { objs, cm, limits, actions } = rendered([
       policy(
         'platform',
@@ -48,25 +76,33 @@ describe('RateLimitPolicy -> Limitador', () => {
       },
       ownerReferences: [{ kind: 'Gateway', name: 'gw', uid: 'uid-1' }],
     });
-    expect(limits).toHaveLength(1);
-    expect(limits[0]).toMatchObject({
-      namespace: 'infra/gw',
-      max_value: 100,
-      seconds: 60,
-      variables: [],
-      name: 'global from RateLimitPolicy infra/platform (default), scope gateway',
-    });
-    expect(limits[0]!.conditions).toEqual([
-      expect.stringMatching(/^descriptors\[0\]\["cascade\.limit\.global__[0-9a-f]{12}"\] == "1"$/),
-    ]);
-    // Every path through gw (r1: 2 rules, r2, r3; http and admin listeners where hostnames allow) sends it.
+    // one limit per route the default reaches, each in the route's own namespace
+    const routes = [...new Set(actions.map((a) => a.route.split('/').slice(1).join('/')))].sort();
+    expect(limits.map((l) => l.namespace).sort()).toEqual(routes);
+    for (const l of limits) {
+      expect(l).toMatchObject({
+        max_value: 100,
+        seconds: 60,
+        variables: [],
+        name: 'global from RateLimitPolicy infra/platform (default), scope route',
+      });
+      expect(l.conditions).toEqual([
+        expect.stringMatching(/^descriptors\[0\]\["limit\.global__[0-9a-f]{8}"\] == "1"$/),
+      ]);
+    }
+    // Every path through gw (r1: 2 rules, r2, r3; http and admin listeners where hostnames allow) sends
+    // the key of its route's limit, in its route's namespace
     expect(actions.length).toBeGreaterThanOrEqual(4);
-    for (const a of actions)
-      expect(a.actions.map((x) => x.limit)).toEqual([limits[0]!.conditions[0]!.match(/limit\.(\w+)"/)![1]]);
+    for (const a of actions) {
+      const ns = a.route.split('/').slice(1).join('/');
+      expect(a.actions.map((x) => x.scope)).toEqual([ns]);
+      const mine = limits.find((l) => l.namespace === ns)!;
+      expect(keysOf(a.actions[0]!)).toEqual([mine.conditions[0]!.match(/"(limit\.\w+)"/)![1]]);
+    }
   });
 
-  it('a route limit counts per route: the route is a variable; counters and windows carried', () => {
-    const { limits, actions } = rendered([
+  it("a route limit counts in the route's namespace; counters and windows carried; after auth when it reads auth.*", () => {
+    const { e, limits, actions } = rendered([
       policy(
         'own',
         'app',
@@ -90,19 +126,21 @@ describe('RateLimitPolicy -> Limitador', () => {
       [100, 3600],
     ]);
     for (const l of limits) {
-      expect(l.variables).toEqual([
-        'descriptors[0]["auth.identity.userid"]',
-        'descriptors[0]["cascade.route"]',
-      ]);
+      expect(l.namespace).toBe('app/r1');
+      expect(l.variables).toEqual(['descriptors[0]["auth.identity.userid"]']);
       expect(l.name).toMatch(/^user\[\d\] from RateLimitPolicy app\/own \(own rule\), scope route$/);
     }
     const r1 = actions.filter((a) => a.route === 'HTTPRoute/app/r1');
     expect(r1.map((a) => a.rule).sort()).toEqual(['read', 'rule-2']);
-    expect(r1[0]!.actions[0]!.data).toEqual([
-      { key: 'auth.identity.userid', expression: 'auth.identity.userid' },
-      { key: 'cascade.route', expression: '"app/r1"' },
+    expect(r1[0]!.actions[0]!.conditionalData![0]!.data.slice(1)).toEqual([
+      { expression: { key: 'auth.identity.userid', value: 'auth.identity.userid' } },
     ]);
     expect(r1[0]!.hostnames).toEqual(['api.example.com']);
+    // it reads auth.*: the action runs after auth
+    const phases = [...rateLimitActions(renderContext(e, 'infra', 'gw', 'c')!).values()]
+      .flat()
+      .map((a) => a.phase);
+    expect(new Set(phases)).toEqual(new Set([PHASE.rateLimitAfterAuth]));
   });
 
   it('an explicit scope wins over the level default and shows in the effective policy', () => {
@@ -132,7 +170,9 @@ describe('RateLimitPolicy -> Limitador', () => {
         }
       ).data['limits.yaml']!,
     ) as LimitadorLimit[];
-    expect(gw[0]!.variables).toEqual(['descriptors[0]["cascade.route"]']);
+    expect(gw.every((l) => l.variables.length === 0 && /^[a-z0-9-]+\/[a-z0-9-]+$/.test(l.namespace))).toBe(
+      true,
+    );
     expect(gw[0]!.name).toContain('scope route');
     const gw2 = parse(
       (
@@ -141,7 +181,7 @@ describe('RateLimitPolicy -> Limitador', () => {
         }
       ).data['limits.yaml']!,
     ) as LimitadorLimit[];
-    expect(gw2[0]!.namespace).toBe('cascade/shared');
+    expect(gw2[0]!.namespace).toBe('cascade:shared');
     // The effective policy states the scope, including the defaulted one.
     const [path, r] = [...e.results()].find(([p]) => p.gateway.name === 'gw' && p.route.name === 'r3')!;
     expect(toPathResult('RateLimitPolicy', path, r, rateLimitPolicyKind).rules['limits.g']!.value).toEqual({
@@ -163,7 +203,28 @@ describe('RateLimitPolicy -> Limitador', () => {
     const [p2, r2] = [...e2.results()][0]!;
     expect(
       toPathResult('RateLimitPolicy', p2, r2, rateLimitPolicyKind).rules['limits.g']!.value,
-    ).toMatchObject({ scope: 'gateway' });
+    ).toMatchObject({ scope: 'route' });
+    // scope gateway: one namespace for every route of the gateway
+    const e3 = standardEngine(
+      [
+        policy(
+          'platform',
+          'infra',
+          { kind: 'Gateway', name: 'gw' },
+          { defaults: { limits: { g: { ...rate(10), scope: 'gateway' } } } },
+          RLP,
+        ),
+      ],
+      rateLimitPolicyKind,
+    );
+    const gw3 = parse(
+      (
+        renderGateway(e3, 'infra', 'gw', 'c').values().next().value as unknown as {
+          data: Record<string, string>;
+        }
+      ).data['limits.yaml']!,
+    ) as LimitadorLimit[];
+    expect(gw3.map((l) => l.namespace)).toEqual(['cascade:gateway/infra/gw']);
   });
 
   it("a default merged into a route keeps its own policy's predicates, not the route policy's", () => {
@@ -193,12 +254,16 @@ describe('RateLimitPolicy -> Limitador', () => {
       ),
     ]);
     const r3 = actions.find((a) => a.route === 'HTTPRoute/app/r3')!;
+    const blocks = r3.actions.flatMap((a) => a.conditionalData ?? []);
     const byName = (n: string) =>
-      r3.actions.find((a) =>
-        limits.some((l) => l.name.startsWith(`${n} `) && l.conditions[0]!.includes(a.limit)),
+      blocks.find((b) =>
+        limits.some(
+          (l) => l.name.startsWith(`${n} `) && l.conditions[0]!.includes(b.data[0]!.expression.key),
+        ),
       )!;
     expect(byName('global').predicates).toEqual(['request.method == "GET"']);
-    expect(byName('mine').predicates).toEqual(['request.path == "/x"', 'request.host == "r3"']);
+    // the writing policy's top-level when first, then the limit's own (Kuadrant's order)
+    expect(byName('mine').predicates).toEqual(['request.host == "r3"', 'request.path == "/x"']);
   });
 
   it("a limit clipped by a constraint keeps its author's route scope", () => {
@@ -213,7 +278,7 @@ describe('RateLimitPolicy -> Limitador', () => {
       policy('own', 'app', { kind: 'HTTPRoute', name: 'r3' }, { limits: { mine: rate(5000) } }, RLP),
     ]);
     expect(limits).toHaveLength(1);
-    expect(limits[0]).toMatchObject({ max_value: 1000, variables: ['descriptors[0]["cascade.route"]'] });
+    expect(limits[0]).toMatchObject({ max_value: 1000, variables: [], namespace: 'app/r3' });
     expect(limits[0]!.name).toBe('mine from RateLimitPolicy infra/cap (override), scope route');
   });
 });

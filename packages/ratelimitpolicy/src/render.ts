@@ -1,35 +1,42 @@
-// RateLimitPolicy -> Limitador. One ConfigMap per gateway, rendered from the effective policy of every
-// path through it (never from a single policy):
+// RateLimitPolicy -> Limitador and the gateway's wasm-shim. Rendered from the effective policy of
+// every path through a gateway (never from a single policy):
 //
-// - `limits.yaml`: Limitador's limits file. One entry per (effective limit, rate): `namespace` is the
-//   gateway's rate-limit domain (`<ns>/<gateway>`, or `cascade/shared` for scope `shared`),
-//   `max_value`/`seconds` from the rate, `conditions` select the limit by its id descriptor, and
-//   `variables` are the counters plus, for scope `route`, the route itself (one counter per route).
-//   `name` shows the limit, the source policy and how it got there.
-// - `actions.yaml`: what the gateway's rate-limit filter does per path (hostnames, route rule), with
-//   the paths that do the same grouped: for each limit, the descriptors to send and the request
-//   predicates that gate it. The predicates are
-//   the limit's own `when` plus the top-level `when` of the policy that wrote it (its context), never
-//   the winning policy's: a default merged into a route keeps its own predicates.
+// - the Limitador limits (`limits.yaml` of one ConfigMap per gateway, or Limitador.spec.limits): one
+//   entry per (effective limit, rate, counter namespace). `namespace` is where the limit counts:
+//   `<route-ns>/<route-name>` for scope `route` (the default at every level, as kuadrant-operator
+//   counts), `cascade:gateway/<ns>/<gateway>` for scope `gateway`, `cascade:shared` for `shared` (a
+//   colon never appears in a route's namespace/name, so the three cannot collide).
+//   `max_value`/`seconds` from the rate, `conditions` select the limit by its key
+//   (`limit.<name>__<hash>` = "1"), `variables` are the counters. `name` shows the limit, the source
+//   policy and how it got there.
+// - the wasm-shim actions of each path (PolicyKind.actions): one rate-limit action per counter
+//   namespace (its `scope`), one `conditionalData` block per limit: predicates = the top-level `when`
+//   of the policy that wrote the limit, then the limit's own `when` (never the winning policy's: a
+//   default merged into a route keeps its own predicates); data = the limit key with value "1", then
+//   one entry per counter. The actions run before auth unless a limit reads `auth.*`.
 import { createHash } from 'node:crypto';
 import {
+  type ContributedAction,
   type EffectiveRule,
   labelValue,
   objectName,
+  PHASE,
+  pathKey,
+  RATELIMIT_SERVICE,
   REFUSED_POLICIES_ANNOTATION,
   type RenderContext,
   type RenderedObject,
+  type RenderPath,
   toYaml,
+  type WasmAction,
 } from '@cascade/core';
 import { type Limit, windowSeconds } from './kind.ts';
 
 export type Scope = 'route' | 'gateway' | 'shared';
 
-/** An explicit scope wins; otherwise route-level limits count per route, gateway-level ones per gateway (Kuadrant's sharing). */
+/** An explicit scope wins; otherwise every limit counts per route (kuadrant-operator's counting). */
 export function scopeOf(rule: Pick<EffectiveRule, 'value' | 'level'>): Scope {
-  const explicit = (rule.value as Limit | undefined)?.scope;
-  if (explicit) return explicit;
-  return rule.level >= 3 ? 'route' : 'gateway';
+  return (rule.value as Limit | undefined)?.scope ?? 'route';
 }
 
 /** The effective value with its scope made explicit (what EffectivePolicy and the CLI show). */
@@ -47,70 +54,40 @@ export interface LimitadorLimit {
   name: string;
 }
 
-export interface LimitAction {
-  /** The limit id: the descriptor key `cascade.limit.<id>` the filter sends with value "1". */
-  limit: string;
-  /** Descriptor entries to send: the counters' expressions (and the route for scope `route`). */
-  data: { key: string; expression: string }[];
-  /** All must hold for the limit to apply: the limit's own `when`, then its policy's top-level `when`. */
-  predicates: string[];
+export const SHARED_NAMESPACE = 'cascade:shared';
+
+/** The Limitador namespace a limit counts in, for one path. */
+export function counterNamespace(
+  scope: Scope,
+  p: RenderPath,
+  gateway: { namespace: string; name: string },
+): string {
+  if (scope === 'shared') return SHARED_NAMESPACE;
+  if (scope === 'gateway') return `cascade:gateway/${gateway.namespace}/${gateway.name}`;
+  return `${p.path.route.namespace}/${p.path.route.name}`;
 }
 
-export interface PathActions {
-  route: string;
-  rule: string;
-  listener: string;
-  hostnames: string[];
-  domain: string;
-  actions: LimitAction[];
-}
-
-/** `actions.yaml` groups the paths that do exactly the same (most paths share the gateway's limits). */
-export interface ActionGroup {
-  domain: string;
-  actions: LimitAction[];
-  paths: Pick<PathActions, 'route' | 'rule' | 'listener' | 'hostnames'>[];
-}
-
-export function groupActions(paths: PathActions[]): ActionGroup[] {
-  const groups = new Map<string, ActionGroup>();
-  for (const p of paths) {
-    const k = JSON.stringify([p.domain, p.actions]);
-    let g = groups.get(k);
-    if (!g) groups.set(k, (g = { domain: p.domain, actions: p.actions, paths: [] }));
-    g.paths.push({ route: p.route, rule: p.rule, listener: p.listener, hostnames: p.hostnames });
-  }
-  return [...groups.values()];
-}
-
-/** One entry per path again (what a filter configuration per route needs). */
-export function expandActions(groups: ActionGroup[]): PathActions[] {
-  return groups.flatMap((g) => g.paths.map((p) => ({ ...p, domain: g.domain, actions: g.actions })));
-}
-
-const ROUTE_DESCRIPTOR = 'cascade.route';
 const descriptor = (key: string) => `descriptors[0][${JSON.stringify(key)}]`;
 const sourceText = (r: EffectiveRule) =>
   `${r.source.kind} ${r.source.namespace}/${r.source.name} (${r.as === 'intent' ? 'own rule' : r.as})`;
+const sourceId = (r: EffectiveRule) => `${r.source.kind}:${r.source.namespace}/${r.source.name}`;
 
-/** Ids by rule object: paths with the same chain share their EffectiveRule objects. */
-const ids = new WeakMap<EffectiveRule, Map<string, string>>();
+/** Keys by rule object: paths with the same chain share their EffectiveRule objects. */
+const keys = new WeakMap<EffectiveRule, Map<string, string>>();
 
-function limitId(r: EffectiveRule, scope: Scope, domain: string): string {
-  let byDomain = ids.get(r);
-  if (!byDomain) ids.set(r, (byDomain = new Map()));
-  const k = `${scope}|${domain}`;
-  let id = byDomain.get(k);
-  if (id === undefined) byDomain.set(k, (id = computeLimitId(r, scope, domain)));
-  return id;
-}
-
-function computeLimitId(r: EffectiveRule, scope: Scope, domain: string): string {
-  const h = createHash('sha256')
-    .update(JSON.stringify([r.key, r.source, r.as, r.value, r.context ?? null, scope, domain]))
-    .digest('hex')
-    .slice(0, 12);
-  return `${r.name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 40)}__${h}`;
+/** The limit key (`limit.<name>__<hash>`, Kuadrant's form): the descriptor entry that selects the limit. */
+function limitKey(r: EffectiveRule, namespace: string): string {
+  let byNs = keys.get(r);
+  if (!byNs) keys.set(r, (byNs = new Map()));
+  let k = byNs.get(namespace);
+  if (k === undefined) {
+    const h = createHash('sha256')
+      .update(JSON.stringify([r.key, r.source, r.as, r.value, r.context ?? null, namespace]))
+      .digest('hex')
+      .slice(0, 8);
+    byNs.set(namespace, (k = `limit.${r.name.replace(/[^A-Za-z0-9_]/g, '_').slice(0, 40)}__${h}`));
+  }
+  return k;
 }
 
 const predicatesOf = (when: unknown): string[] =>
@@ -118,85 +95,100 @@ const predicatesOf = (when: unknown): string[] =>
     ? when.map((p) => (p as { predicate?: string }).predicate).filter((p): p is string => Boolean(p))
     : [];
 
-/** The ConfigMap contents for one gateway: the Limitador limits and the per-path actions. */
-export function limitadorConfig(ctx: RenderContext): { limits: LimitadorLimit[]; paths: PathActions[] } {
-  const gatewayDomain = `${ctx.gateway.namespace}/${ctx.gateway.name}`;
+const readsAuth = (texts: string[]) => texts.some((t) => /(^|[^A-Za-z0-9_.])auth\./.test(t));
+
+/** The limits and the wasm-shim actions of one gateway. */
+export function limitadorConfig(ctx: RenderContext): {
+  limits: LimitadorLimit[];
+  actions: Map<string, ContributedAction[]>;
+} {
   const limits = new Map<string, LimitadorLimit[]>();
-  const paths: PathActions[] = [];
+  const actions = new Map<string, ContributedAction[]>();
   for (const p of ctx.paths) {
-    const actions: LimitAction[] = [];
+    const byNs = new Map<string, { action: WasmAction; sources: Set<string> }>();
+    let auth = false;
     for (const r of p.result.rules.values()) {
       if (r.section !== 'limits') continue;
       const v = r.value as Limit;
-      const scope = scopeOf(r);
-      const domain = scope === 'shared' ? 'cascade/shared' : gatewayDomain;
-      const id = limitId(r, scope, domain);
+      const namespace = counterNamespace(scopeOf(r), p, ctx.gateway);
+      const key = limitKey(r, namespace);
       const counters = (v.counters ?? []).map((c) => c.expression);
-      if (!limits.has(id)) {
-        const variables = [
-          ...counters.map(descriptor),
-          ...(scope === 'route' ? [descriptor(ROUTE_DESCRIPTOR)] : []),
-        ];
+      const id = `${namespace}\u0000${key}`;
+      if (!limits.has(id))
         limits.set(
           id,
           v.rates.map((rate, i) => ({
-            namespace: domain,
+            namespace,
             max_value: rate.limit,
             seconds: windowSeconds(rate.window),
-            conditions: [`${descriptor(`cascade.limit.${id}`)} == "1"`],
-            variables,
-            name: `${r.name}${v.rates.length > 1 ? `[${i}]` : ''} from ${sourceText(r)}, scope ${scope}`,
+            conditions: [`${descriptor(key)} == "1"`],
+            variables: counters.map(descriptor),
+            name: `${r.name}${v.rates.length > 1 ? `[${i}]` : ''} from ${sourceText(r)}, scope ${scopeOf(r)}`,
           })),
         );
-      }
-      actions.push({
-        limit: id,
+      const predicates = [...predicatesOf(r.context?.when), ...predicatesOf(v.when)];
+      auth ||= readsAuth([...predicates, ...counters]);
+      let a = byNs.get(namespace);
+      if (!a)
+        byNs.set(
+          namespace,
+          (a = {
+            action: { service: RATELIMIT_SERVICE, scope: namespace, conditionalData: [] },
+            sources: new Set(),
+          }),
+        );
+      a.sources.add(sourceId(r));
+      a.action.conditionalData!.push({
+        ...(predicates.length ? { predicates } : {}),
         data: [
-          ...counters.map((c) => ({ key: c, expression: c })),
-          ...(scope === 'route'
-            ? [
-                {
-                  key: ROUTE_DESCRIPTOR,
-                  expression: JSON.stringify(`${p.path.route.namespace}/${p.path.route.name}`),
-                },
-              ]
-            : []),
+          { expression: { key, value: '1' } },
+          ...counters.map((c) => ({ expression: { key: c, value: c } })),
         ],
-        predicates: [...predicatesOf(v.when), ...predicatesOf(r.context?.when)],
       });
     }
-    if (actions.length === 0) continue;
-    paths.push({
-      route: `${p.path.route.kind}/${p.path.route.namespace}/${p.path.route.name}`,
-      rule: p.path.rule,
-      listener: p.path.listener,
-      hostnames: p.hostnames,
-      domain: gatewayDomain,
-      actions,
-    });
+    if (byNs.size === 0) continue;
+    actions.set(
+      pathKey(p.path),
+      [...byNs.values()].map((a) => ({
+        phase: auth ? PHASE.rateLimitAfterAuth : PHASE.rateLimit,
+        action: { ...a.action, sources: [...a.sources].sort() },
+      })),
+    );
   }
-  const all = [...limits.values()].flat().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return { limits: all, paths };
+  const all = [...limits.values()]
+    .flat()
+    .sort((a, b) =>
+      a.namespace !== b.namespace
+        ? a.namespace < b.namespace
+          ? -1
+          : 1
+        : a.name < b.name
+          ? -1
+          : a.name > b.name
+            ? 1
+            : 0,
+    );
+  return { limits: all, actions };
 }
 
 export const LIMITS_CONFIGMAP_PREFIX = 'limitador-limits-';
 
-/** render hook: one ConfigMap per gateway that has any effective limit. */
 /** What a ConfigMap's data may take: under the 1 MiB the API server stores, with room for metadata. */
 export const MAX_LIMITS_BYTES = 900_000;
 
-const policyIdOf = (r: EffectiveRule) => `${r.source.kind}:${r.source.namespace}/${r.source.name}`;
+const policyIdOf = sourceId;
 
-export function renderLimitador(ctx: RenderContext): RenderedObject[] {
+/** The limits that fit, the policies left out, and the wasm-shim actions of what is published. */
+function limitsPlan(ctx: RenderContext) {
   // Over the size the API server stores, the largest contributor's limits are left out (and said in
   // an annotation, so that policy alone is told), until the rest fits: one tenant's huge policy never
   // keeps the others' limits from being published.
   const refused: { policy: string; reason: string }[] = [];
   let view = ctx;
   let built = limitadorConfig(view);
-  let data = { 'limits.yaml': toYaml(built.limits), 'actions.yaml': toYaml(groupActions(built.paths)) };
+  let data = { 'limits.yaml': toYaml(built.limits) };
   for (let guard = 0; guard < 64; guard++) {
-    const size = Buffer.byteLength(data['limits.yaml']) + Buffer.byteLength(data['actions.yaml']);
+    const size = Buffer.byteLength(data['limits.yaml']);
     if (size <= MAX_LIMITS_BYTES) break;
     const weight = new Map<string, number>();
     for (const p of view.paths)
@@ -220,8 +212,19 @@ export function renderLimitador(ctx: RenderContext): RenderedObject[] {
       })),
     };
     built = limitadorConfig(view);
-    data = { 'limits.yaml': toYaml(built.limits), 'actions.yaml': toYaml(groupActions(built.paths)) };
+    data = { 'limits.yaml': toYaml(built.limits) };
   }
+  return { built, data, refused };
+}
+
+/** actions hook: the rate-limit actions of every path, for the limits that are published. */
+export function rateLimitActions(ctx: RenderContext): Map<string, ContributedAction[]> {
+  return limitsPlan(ctx).built.actions;
+}
+
+/** render hook: one ConfigMap per gateway that has any effective limit. */
+export function renderLimitador(ctx: RenderContext): RenderedObject[] {
+  const { built, data, refused } = limitsPlan(ctx);
   if (built.limits.length === 0 && refused.length === 0) return [];
   // Limitador's namespace when configured (every gateway's limits there: the name carries the
   // gateway's namespace too), else beside the gateway. Names are valid for any gateway name (253

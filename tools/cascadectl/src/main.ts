@@ -15,6 +15,7 @@ import { explainNetpolCommand } from './commands/netpol-explain.ts';
 import { mapsCommand } from './commands/netpol-maps.ts';
 import { renderCommand } from './commands/render.ts';
 import { reportCommand } from './commands/report.ts';
+import { requestCommand } from './commands/request.ts';
 import { statusCommand } from './commands/status.ts';
 import { useClusterObjects } from './load.ts';
 import { version } from './version.ts';
@@ -31,6 +32,7 @@ export const COMMANDS: Command[] = [
   graphCommand,
   reportCommand,
   renderCommand,
+  requestCommand,
   manifestsCommand,
   getEffectiveCommand,
   flowsCommand,

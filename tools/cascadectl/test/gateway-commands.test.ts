@@ -37,9 +37,9 @@ describe('cascadectl effective -o json on examples/gateway', async () => {
 
   it('a route without policies gets the merged 100/min default', () => {
     expect(at(RLP, 'team-a/catalog', 'browse').rules).toEqual({
-      // A gateway-level limit counts per gateway unless it says otherwise: the scope is explicit.
+      // Every limit counts per route unless it says otherwise (as kuadrant-operator counts): explicit.
       'limits.global': {
-        value: { rates: [{ limit: 100, window: '1m' }], scope: 'gateway' },
+        value: { rates: [{ limit: 100, window: '1m' }], scope: 'route' },
         source: src(RLP, 'infra', 'platform-limits'),
         as: 'default',
       },

@@ -1,6 +1,6 @@
 // cascadectl render on the example story: what the controllers publish, from the semantics.
 import { resolve } from 'node:path';
-import { type ActionGroup, expandActions } from '@cascade/ratelimitpolicy';
+import type { WasmConfig } from '@cascade/core';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { run } from './run.ts';
@@ -25,7 +25,7 @@ describe('cascadectl render -o json on examples/gateway', async () => {
         o.metadata.annotations?.['cascade.dev/route'] === `HTTPRoute/${route}`,
     )!;
 
-  it('one AuthConfig per route, placed where its Secret references resolve, and one limits ConfigMap', () => {
+  it('one AuthConfig per route, placed where its Secret references resolve, one limits ConfigMap, the wiring', () => {
     expect(r.code).toBe(0);
     expect(
       objs.map(
@@ -41,6 +41,10 @@ describe('cascadectl render -o json on examples/gateway', async () => {
       // team-a replaced the API key by its own JWT: nothing to resolve elsewhere.
       'AuthConfig team-a/HTTPRoute/team-a/catalog',
       'ConfigMap infra/limitador-limits-main',
+      // the gateway's wiring (its class is Istio's): the wasm-shim and the two service clusters
+      'EnvoyFilter infra/cascade-main-auth',
+      'EnvoyFilter infra/cascade-main-ratelimit',
+      'WasmPlugin infra/cascade-main',
     ]);
     for (const o of objs.filter((x) => x.kind === 'AuthConfig'))
       expect(o.metadata.name).toMatch(/^[a-z0-9-]+-[0-9a-f]{10}$/);
@@ -62,28 +66,59 @@ describe('cascadectl render -o json on examples/gateway', async () => {
     expect(admin.metadata.annotations!['cascade.dev/refused-references']).toBeUndefined();
   });
 
-  it('the Limitador limits: 100/min per gateway, team-b clipped to 1000/min per route, team-c without', () => {
+  it('the Limitador limits: 100/min per route, team-b clipped to 1000/min, team-c without', () => {
     const cm = objs.find((o) => o.kind === 'ConfigMap')!;
+    expect(Object.keys(cm.data!)).toEqual(['limits.yaml']);
     const limits = parse(cm.data!['limits.yaml']!) as {
+      namespace: string;
       max_value: number;
       seconds: number;
       variables: string[];
       name: string;
     }[];
-    expect(limits.map((l) => [l.name, l.max_value, l.seconds])).toEqual([
-      ['global from RateLimitPolicy infra/platform-limits (default), scope gateway', 100, 60],
-      ['per-user from RateLimitPolicy infra/platform-cap (override), scope route', 1000, 60],
+    expect(limits.map((l) => [l.namespace, l.name, l.max_value, l.seconds])).toEqual([
+      ['team-a/catalog', 'global from RateLimitPolicy infra/platform-limits (default), scope route', 100, 60],
+      ['team-b/orders', 'global from RateLimitPolicy infra/platform-limits (default), scope route', 100, 60],
+      ['team-b/orders', 'per-user from RateLimitPolicy infra/platform-cap (override), scope route', 1000, 60],
+      ['team-d/admin', 'global from RateLimitPolicy infra/platform-limits (default), scope route', 100, 60],
     ]);
-    expect(limits[1]!.variables).toEqual([
-      'descriptors[0]["auth.identity.userid"]',
-      'descriptors[0]["cascade.route"]',
+    expect(limits[2]!.variables).toEqual(['descriptors[0]["auth.identity.userid"]']);
+  });
+
+  it("the gateway's wasm-shim wiring: a WasmPlugin and two EnvoyFilters for the Istio class", () => {
+    const plugin = objs.find((o) => o.kind === 'WasmPlugin') as unknown as {
+      metadata: { namespace: string; name: string };
+      spec: { targetRefs: unknown[]; phase: string; url: string; pluginConfig: WasmConfig };
+    };
+    expect(plugin.metadata).toMatchObject({ namespace: 'infra', name: 'cascade-main' });
+    expect(plugin.spec).toMatchObject({
+      targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'main' }],
+      phase: 'STATS',
+    });
+    expect(plugin.spec.url).toMatch(/^oci:\/\/quay\.io\/kuadrant\/wasm-shim:/);
+    expect(objs.filter((o) => o.kind === 'EnvoyFilter').map((o) => o.metadata.name)).toEqual([
+      'cascade-main-auth',
+      'cascade-main-ratelimit',
     ]);
-    const actions = expandActions(parse(cm.data!['actions.yaml']!) as ActionGroup[]);
-    // Grouped in the ConfigMap: the three routes with only the gateway's limit share one entry.
-    expect((parse(cm.data!['actions.yaml']!) as ActionGroup[]).length).toBe(2);
-    expect(actions.map((a) => a.route)).not.toContain('HTTPRoute/team-c/status');
-    const orders = actions.find((a) => a.route === 'HTTPRoute/team-b/orders')!;
-    expect(orders.actions.map((a) => a.predicates)).toEqual([[], ['request.method == "POST"']]);
+    const config = plugin.spec.pluginConfig;
+    expect(Object.keys(config.services)).toEqual(['auth-service', 'ratelimit-service']);
+    // team-c/status has no limit: auth only; team-b/orders' limit reads auth.*: auth runs first
+    const byRoute = (r: string) => config.actionSets.find((s) => s.name.startsWith(`HTTPRoute/${r}#`))!;
+    expect(byRoute('team-c/status').actions.map((a) => a.service)).toEqual(['auth-service']);
+    expect(byRoute('team-b/orders').actions.map((a) => a.service)).toEqual([
+      'auth-service',
+      'ratelimit-service',
+    ]);
+    expect(byRoute('team-a/catalog').actions.map((a) => a.service)).toEqual([
+      'ratelimit-service',
+      'auth-service',
+    ]);
+    const orders = byRoute('team-b/orders').actions[1]!;
+    expect(orders.scope).toBe('team-b/orders');
+    expect(orders.conditionalData!.map((b) => b.predicates ?? [])).toEqual([
+      [],
+      ['request.method == "POST"'],
+    ]);
   });
 
   it('exits 2 on unknown flags', async () => {

@@ -181,6 +181,12 @@ export function measure(v: unknown, into: Sizes = { list: 0, string: 0 }, budget
   else if (Array.isArray(v)) {
     into.list = Math.max(into.list, v.length);
     for (const x of v) measure(x, into, budget);
+  } else if (v instanceof Map) {
+    into.list = Math.max(into.list, v.size);
+    for (const [k, x] of v) {
+      measure(k, into, budget);
+      measure(x, into, budget);
+    }
   } else if (v && typeof v === 'object') {
     const values = Object.values(v);
     into.list = Math.max(into.list, values.length);

@@ -37,6 +37,16 @@ function re2(pattern: string): RE2JS {
   }
   return r;
 }
+/** Why RE2 does not compile a pattern (undefined: it does). */
+export function re2Problem(pattern: string): string | undefined {
+  try {
+    re2(pattern);
+    return undefined;
+  } catch (e) {
+    return (e as Error).message.split('\n')[0];
+  }
+}
+
 const re2Matches = (s: string, p: string) => {
   let r: RE2JS;
   try {
@@ -47,7 +57,30 @@ const re2Matches = (s: string, p: string) => {
   return r.matcher(s).find();
 };
 
+/**
+ * wasm-shim's `queryMap(request.query)`: the query string's parameters by name, the first value of
+ * each, percent-decoded (a bad escape keeps its text).
+ */
+export function queryMap(query: string): Map<string, string> {
+  const m = new Map<string, string>();
+  const decode = (t: string) => {
+    try {
+      return decodeURIComponent(t.replace(/\+/g, ' '));
+    } catch {
+      return t;
+    }
+  };
+  for (const kv of query.replace(/^\?/, '').split('&')) {
+    if (!kv) continue;
+    const i = kv.indexOf('=');
+    const k = decode(i < 0 ? kv : kv.slice(0, i));
+    if (!m.has(k)) m.set(k, i < 0 ? '' : decode(kv.slice(i + 1)));
+  }
+  return m;
+}
+
 const env = new Environment({ unlistedVariablesAreDyn: true })
+  .registerFunction('queryMap(string): map', queryMap)
   .registerFunction('string.re2Matches(string): bool', re2Matches)
   .registerFunction('re2Matches(string, string): bool', re2Matches)
   .registerFunction(`${METER_FN}(dyn): dyn`, charge);
@@ -60,6 +93,11 @@ export interface CompiledCondition {
   exceeded?: string;
   /** `rule` is the lower rule `{name, value}` for a wildcard constraint, else null. */
   evaluate(self: unknown, rule?: unknown): { ok: true; value: boolean } | { ok: false; error: string };
+  /**
+   * The expression over other variables (a request's attributes: `request`, `source`, `auth`...),
+   * with the same cost bounds; any result type.
+   */
+  evaluateWith(vars: Record<string, unknown>): { ok: true; value: unknown } | { ok: false; error: string };
 }
 
 function firstLine(e: unknown): string {
@@ -124,9 +162,38 @@ function compileUncached(source: string, limit = COST_LIMIT): CompiledCondition 
     return { error: `cannot be metered: ${firstLine(e)}` };
   }
   useRe2(program.ast);
+  const run = (
+    vars: Record<string, unknown>,
+  ): { ok: true; value: unknown } | { ok: false; error: string } => {
+    if (compiled.exceeded) return { ok: false, error: compiled.exceeded };
+    try {
+      return { ok: true, value: metered(limit, () => program(vars)) };
+    } catch (e) {
+      if (e instanceof CostExceeded || (e as { cause?: unknown })?.cause instanceof CostExceeded) {
+        compiled.exceeded = `runtime cost limit: evaluation stopped after ${spent()} cost units, over the limit of ${limit} (the condition builds values larger than its estimate of ${Math.round(cost)}); refused from now on`;
+        return { ok: false, error: compiled.exceeded };
+      }
+      return { ok: false, error: firstLine(e) };
+    }
+  };
   const compiled: CompiledCondition = {
     source,
     cost,
+    evaluateWith(vars) {
+      const sizes = measure(vars);
+      if (sizes.list > MAX_LIST || sizes.string > MAX_STRING) {
+        const real = new CostEstimator({
+          list: Math.max(sizes.list, MAX_LIST),
+          string: Math.max(sizes.string, MAX_STRING),
+        }).cost(ast);
+        if (real > limit)
+          return {
+            ok: false,
+            error: `runtime cost limit: estimated ${Math.round(real)} over ${limit} for an input with ${sizes.list} items and ${sizes.string} characters at most; not evaluated`,
+          };
+      }
+      return run(vars);
+    },
     evaluate(self, rule = null) {
       if (compiled.exceeded) return { ok: false, error: compiled.exceeded };
       // the real input larger than assumed: estimate again with its sizes before running anything

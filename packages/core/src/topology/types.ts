@@ -17,6 +17,7 @@ export type Level = (typeof Level)[keyof typeof Level];
 
 export interface GatewayClassObject {
   name: string;
+  /** spec.controllerName: which data-plane provider runs the class's gateways. */
   controllerName?: string;
 }
 
@@ -58,14 +59,41 @@ export interface ParentRef {
   port?: number;
 }
 
+/** A header or query-parameter match of a route rule (Gateway API; the type defaults to Exact). */
+export interface ValueMatch {
+  type: 'Exact' | 'RegularExpression';
+  name: string;
+  value: string;
+}
+
+/**
+ * One match of a route rule, as plain data: an HTTPRouteMatch, or a GRPCRouteMatch whose method match
+ * is in `grpc` (gRPC requests are HTTP/2 POSTs to `/<service>/<method>`).
+ */
+export interface RouteMatch {
+  path?: { type: 'Exact' | 'PathPrefix' | 'RegularExpression'; value: string };
+  method?: string;
+  headers?: ValueMatch[];
+  queryParams?: ValueMatch[];
+  grpc?: { type: 'Exact' | 'RegularExpression'; service?: string; method?: string };
+}
+
+export interface RouteRuleSpec {
+  name?: string;
+  /** The rule's matches; absent or empty: every request (HTTPRoute: PathPrefix /). */
+  matches?: RouteMatch[];
+}
+
 export interface RouteObject {
   kind: RouteKind;
   namespace: string;
   name: string;
   hostnames?: string[];
   parentRefs: ParentRef[];
-  /** Only the rule names matter to policy attachment; unnamed rules are addressed as `rule-<n>`. */
-  rules: { name?: string }[];
+  /** Unnamed rules are addressed as `rule-<n>`; matches matter to the data-plane wiring only. */
+  rules: RouteRuleSpec[];
+  /** metadata.creationTimestamp: Gateway API breaks match-precedence ties by the older route. */
+  createdAt?: string;
 }
 
 export interface NamespaceObject {

@@ -1,0 +1,195 @@
+// The provider objects that put a gateway's wasm-shim configuration into its Envoy, chosen by the
+// GatewayClass controllerName:
+//   - Istio: a WasmPlugin (extensions.istio.io/v1alpha1) targeting the Gateway, phase STATS, with the
+//     configuration as pluginConfig; two EnvoyFilters (networking.istio.io/v1alpha3) that ADD the
+//     clusters the services call (`kuadrant-auth-service` -> Authorino's authorization Service,
+//     `kuadrant-ratelimit-service` -> Limitador's gRPC port; STRICT_DNS, HTTP/2).
+//   - Envoy Gateway: an EnvoyExtensionPolicy (gateway.envoyproxy.io/v1alpha1) with the wasm-shim
+//     image, root id `kuadrant_wasm_shim` and the configuration, failOpen false; two
+//     EnvoyPatchPolicies (JSONPatch) adding the same clusters (Envoy Gateway must run with
+//     `extensionApis.enableEnvoyPatchPolicy: true`).
+// Pure: the controller publishes them (beside the Gateway, owned by it), the CLI prints them.
+
+import { labelValue, objectName } from '../effective/names.ts';
+import type { RenderedObject } from '../kind.ts';
+import { AUTH_CLUSTER, RATELIMIT_CLUSTER, type WasmConfig } from './wasm.ts';
+
+export type Provider = 'istio' | 'envoy-gateway';
+
+export interface Endpoint {
+  host: string;
+  port: number;
+}
+
+export interface ProviderSettings {
+  /** GatewayClass controllerNames run by Istio. */
+  istioControllers: readonly string[];
+  /** GatewayClass controllerNames run by Envoy Gateway. */
+  envoyGatewayControllers: readonly string[];
+  /** The wasm-shim image (an OCI reference without scheme). */
+  wasmShimImage: string;
+  authorino: Endpoint;
+  limitador: Endpoint;
+}
+
+export const DEFAULT_PROVIDERS: ProviderSettings = {
+  istioControllers: ['istio.io/gateway-controller', 'openshift.io/gateway-controller/v1'],
+  envoyGatewayControllers: ['gateway.envoyproxy.io/gatewayclass-controller'],
+  wasmShimImage: 'quay.io/kuadrant/wasm-shim:v0.12.0',
+  authorino: { host: 'authorino-authorino-authorization.kuadrant-system.svc.cluster.local', port: 50051 },
+  limitador: { host: 'limitador-limitador.kuadrant-system.svc.cluster.local', port: 8081 },
+};
+
+/** The resources each provider's objects are (for informers, RBAC and the "is it served" check). */
+export const PROVIDER_RESOURCES: Record<
+  Provider,
+  { group: string; version: string; kind: string; plural: string }[]
+> = {
+  istio: [
+    { group: 'extensions.istio.io', version: 'v1alpha1', kind: 'WasmPlugin', plural: 'wasmplugins' },
+    { group: 'networking.istio.io', version: 'v1alpha3', kind: 'EnvoyFilter', plural: 'envoyfilters' },
+  ],
+  'envoy-gateway': [
+    {
+      group: 'gateway.envoyproxy.io',
+      version: 'v1alpha1',
+      kind: 'EnvoyExtensionPolicy',
+      plural: 'envoyextensionpolicies',
+    },
+    {
+      group: 'gateway.envoyproxy.io',
+      version: 'v1alpha1',
+      kind: 'EnvoyPatchPolicy',
+      plural: 'envoypatchpolicies',
+    },
+  ],
+};
+
+export function providerOf(controllerName: string | undefined, s: ProviderSettings): Provider | undefined {
+  if (!controllerName) return undefined;
+  if (s.istioControllers.includes(controllerName)) return 'istio';
+  if (s.envoyGatewayControllers.includes(controllerName)) return 'envoy-gateway';
+  return undefined;
+}
+
+/** An Envoy cluster for one service (STRICT_DNS, HTTP/2: both services speak gRPC). */
+function cluster(name: string, e: Endpoint): Record<string, unknown> {
+  return {
+    name,
+    type: 'STRICT_DNS',
+    connect_timeout: '1s',
+    lb_policy: 'ROUND_ROBIN',
+    http2_protocol_options: {},
+    load_assignment: {
+      cluster_name: name,
+      endpoints: [
+        {
+          lb_endpoints: [
+            { endpoint: { address: { socket_address: { address: e.host, port_value: e.port } } } },
+          ],
+        },
+      ],
+    },
+  };
+}
+
+export interface ProviderTarget {
+  gateway: { namespace: string; name: string; uid?: string };
+  controller: string;
+}
+
+/** The provider objects of one gateway's configuration. */
+export function providerObjects(
+  provider: Provider,
+  t: ProviderTarget,
+  config: WasmConfig,
+  s: ProviderSettings,
+): RenderedObject[] {
+  const gw = t.gateway;
+  const meta = (suffix: string) => ({
+    name: objectName(`cascade-${gw.name}${suffix}`),
+    namespace: gw.namespace,
+    labels: {
+      'cascade.dev/managed-by': t.controller,
+      'cascade.dev/gateway': labelValue(gw.name),
+      'cascade.dev/wiring': provider,
+    },
+    annotations: { 'cascade.dev/gateway': `${gw.namespace}/${gw.name}` },
+    ...(gw.uid
+      ? {
+          ownerReferences: [
+            { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: gw.name, uid: gw.uid },
+          ],
+        }
+      : {}),
+  });
+  const targetRef = { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: gw.name };
+  const clusters: [string, string, Endpoint][] = [
+    ['-auth', AUTH_CLUSTER, s.authorino],
+    ['-ratelimit', RATELIMIT_CLUSTER, s.limitador],
+  ];
+  if (provider === 'istio')
+    return [
+      {
+        apiVersion: 'extensions.istio.io/v1alpha1',
+        kind: 'WasmPlugin',
+        metadata: meta(''),
+        spec: {
+          targetRefs: [targetRef],
+          url: `oci://${s.wasmShimImage}`,
+          phase: 'STATS',
+          pluginConfig: config,
+        },
+      },
+      ...clusters.map(([suffix, name, e]) => ({
+        apiVersion: 'networking.istio.io/v1alpha3',
+        kind: 'EnvoyFilter',
+        metadata: meta(suffix),
+        spec: {
+          targetRefs: [targetRef],
+          configPatches: [
+            {
+              applyTo: 'CLUSTER',
+              match: { context: 'GATEWAY' },
+              patch: { operation: 'ADD', value: cluster(name, e) },
+            },
+          ],
+        },
+      })),
+    ];
+  return [
+    {
+      apiVersion: 'gateway.envoyproxy.io/v1alpha1',
+      kind: 'EnvoyExtensionPolicy',
+      metadata: meta(''),
+      spec: {
+        targetRefs: [targetRef],
+        wasm: [
+          {
+            name: 'kuadrant-wasm-shim',
+            rootID: 'kuadrant_wasm_shim',
+            failOpen: false,
+            code: { type: 'Image', image: { url: s.wasmShimImage } },
+            config,
+          },
+        ],
+      },
+    },
+    ...clusters.map(([suffix, name, e]) => ({
+      apiVersion: 'gateway.envoyproxy.io/v1alpha1',
+      kind: 'EnvoyPatchPolicy',
+      metadata: meta(suffix),
+      spec: {
+        targetRef,
+        type: 'JSONPatch',
+        jsonPatches: [
+          {
+            type: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+            name,
+            operation: { op: 'add', path: '', value: cluster(name, e) },
+          },
+        ],
+      },
+    })),
+  ];
+}

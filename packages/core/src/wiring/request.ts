@@ -1,0 +1,269 @@
+// One request through a gateway's wasm-shim configuration, as wasm-shim decides it: which action set
+// it meets, why the earlier ones do not take it, and what each action sends (the auth scope, the
+// rate-limit descriptor), then which Limitador limits count it. Pure and bounded (the project's CEL,
+// with its cost limits): `cascadectl request` prints it and the Kuadrant compatibility tests compare
+// Cascade's configuration with kuadrant-operator's through it.
+//
+// Selection (wasm-shim's index): the action sets of the longest hostname that matches the request's
+// host (exact, then the longest `*.` suffix, then `*`) are the only candidates; of those, the first
+// whose predicates all hold is run. A predicate that errors (a missing header read without `in`) does
+// not hold. In an action, a `conditionalData` block whose predicates hold adds its entries to the one
+// descriptor sent; an entry whose expression errors is left out (so a limit counting it does not
+// count). An action's own predicates skip it whole.
+import { compileCondition, isCompiled } from '../merge/cel.ts';
+import type { ActionSet, WasmAction, WasmConfig } from './wasm.ts';
+
+export interface HttpRequest {
+  host: string;
+  method: string;
+  /** Path with the query string, as sent. */
+  path: string;
+  /** Header names are compared case-insensitively (stored lower-case, as Envoy does). */
+  headers?: Record<string, string>;
+  source?: { address: string; port?: number };
+  /** `auth.identity` as Authorino would have resolved it (for limits that read `auth.*`). */
+  identity?: Record<string, unknown>;
+}
+
+export type SetOutcome =
+  | { outcome: 'matched' }
+  | { outcome: 'other-hostname'; hostname: string }
+  | { outcome: 'predicate-false'; predicate: string }
+  | { outcome: 'predicate-error'; predicate: string; error: string };
+
+export interface BlockTrace {
+  predicates: string[];
+  holds: boolean;
+  /** Why it does not hold (the first predicate that is false or errors). */
+  why?: string;
+  entries: { key: string; value?: string; error?: string }[];
+}
+
+export interface ActionTrace {
+  service: string;
+  type: 'auth' | 'ratelimit' | 'unknown';
+  scope: string;
+  sources: string[];
+  run: boolean;
+  why?: string;
+  /** ratelimit: the blocks, and the descriptor sent (undefined: nothing sent, no block held). */
+  blocks?: BlockTrace[];
+  descriptor?: Record<string, string>;
+}
+
+export interface RequestTrace {
+  host: string;
+  /** The hostname whose action sets were considered (undefined: none matches the host). */
+  hostname?: string;
+  sets: { name: string; hostname: string; result: SetOutcome }[];
+  matched?: string;
+  actions: ActionTrace[];
+}
+
+/** The request's attributes as wasm-shim exposes them to CEL. */
+export function requestAttributes(req: HttpRequest): Record<string, unknown> {
+  const q = req.path.indexOf('?');
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers ?? {})) headers[k.toLowerCase()] = v;
+  headers[':authority'] ??= req.host;
+  return {
+    request: {
+      url_path: q < 0 ? req.path : req.path.slice(0, q),
+      path: req.path,
+      query: q < 0 ? '' : req.path.slice(q + 1),
+      method: req.method.toUpperCase(),
+      host: req.host,
+      scheme: 'http',
+      protocol: 'HTTP/1.1',
+      headers,
+    },
+    source: { address: req.source?.address ?? '10.0.0.1', port: req.source?.port ?? 40000 },
+    destination: { address: '10.0.0.2', port: 8080 },
+    ...(req.identity ? { auth: { identity: req.identity } } : {}),
+  };
+}
+
+function hostMatches(pattern: string, host: string): boolean {
+  if (pattern === '*') return true;
+  if (pattern.startsWith('*.')) return host.endsWith(pattern.slice(1)) && host.length > pattern.length - 1;
+  return pattern === host;
+}
+
+/** The most specific hostname of the configuration that matches the host (wasm-shim's longest match). */
+export function longestHostname(hostnames: Iterable<string>, host: string): string | undefined {
+  let best: string | undefined;
+  const rank = (h: string) => (h === '*' ? [2, 0] : h.startsWith('*') ? [1, -h.length] : [0, 0]);
+  for (const h of hostnames) {
+    if (!hostMatches(h, host)) continue;
+    if (best === undefined) best = h;
+    else {
+      const [a, al] = rank(h);
+      const [b, bl] = rank(best);
+      if (a! < b! || (a === b && al! < bl!)) best = h;
+    }
+  }
+  return best;
+}
+
+/** Evaluates one predicate: true, false, or why it could not. */
+export function evaluatePredicate(
+  predicate: string,
+  vars: Record<string, unknown>,
+): true | false | { error: string } {
+  const c = compileCondition(predicate);
+  if (!isCompiled(c)) return { error: c.error };
+  const r = c.evaluateWith(vars);
+  if (!r.ok) return { error: r.error };
+  if (typeof r.value !== 'boolean') return { error: `evaluates to ${typeof r.value}, not bool` };
+  return r.value;
+}
+
+function allHold(
+  predicates: string[] | undefined,
+  vars: Record<string, unknown>,
+): { holds: boolean; why?: string; error?: string; predicate?: string } {
+  for (const p of predicates ?? []) {
+    const v = evaluatePredicate(p, vars);
+    if (v === true) continue;
+    if (v === false) return { holds: false, predicate: p, why: `${p} is false` };
+    return { holds: false, predicate: p, error: v.error, why: `${p} errors: ${v.error}` };
+  }
+  return { holds: true };
+}
+
+function stringOf(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'bigint' || typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return JSON.stringify(v);
+}
+
+function traceAction(a: WasmAction, config: WasmConfig, vars: Record<string, unknown>): ActionTrace {
+  const type = config.services[a.service]?.type ?? 'unknown';
+  const base = { service: a.service, type, scope: a.scope, sources: a.sources ?? [] } as const;
+  const gate = allHold(a.predicates, vars);
+  if (!gate.holds) return { ...base, run: false, ...(gate.why ? { why: gate.why } : {}) };
+  if (type !== 'ratelimit') return { ...base, run: true };
+  const blocks: BlockTrace[] = [];
+  const descriptor: Record<string, string> = {};
+  let any = false;
+  for (const b of a.conditionalData ?? []) {
+    const h = allHold(b.predicates, vars);
+    const entries: BlockTrace['entries'] = [];
+    if (h.holds) {
+      any = true;
+      for (const d of b.data) {
+        const c = compileCondition(d.expression.value);
+        const r = isCompiled(c) ? c.evaluateWith(vars) : { ok: false as const, error: c.error };
+        if (r.ok) {
+          const value = stringOf(r.value);
+          entries.push({ key: d.expression.key, value });
+          descriptor[d.expression.key] = value;
+        } else entries.push({ key: d.expression.key, error: r.error });
+      }
+    }
+    blocks.push({
+      predicates: b.predicates ?? [],
+      holds: h.holds,
+      ...(h.why ? { why: h.why } : {}),
+      entries,
+    });
+  }
+  return {
+    ...base,
+    run: any,
+    ...(any ? {} : { why: 'no conditionalData block holds: nothing is sent' }),
+    blocks,
+    ...(any ? { descriptor } : {}),
+  };
+}
+
+/** What wasm-shim does with one request (see the header). */
+export function traceRequest(config: WasmConfig, req: HttpRequest): RequestTrace {
+  const host = req.host.replace(/:\d+$/, '').toLowerCase();
+  const vars = requestAttributes({ ...req, host });
+  const hostname = longestHostname(
+    new Set(config.actionSets.flatMap((s) => s.routeRuleConditions.hostnames)),
+    host,
+  );
+  const trace: RequestTrace = { host, ...(hostname ? { hostname } : {}), sets: [], actions: [] };
+  let matched: ActionSet | undefined;
+  for (const s of config.actionSets) {
+    const h = s.routeRuleConditions.hostnames.includes(hostname ?? '\u0000') ? hostname! : undefined;
+    if (!h) {
+      if (!matched && s.routeRuleConditions.hostnames.some((x) => hostMatches(x, host)))
+        trace.sets.push({
+          name: s.name,
+          hostname: s.routeRuleConditions.hostnames[0]!,
+          result: { outcome: 'other-hostname', hostname: hostname! },
+        });
+      continue;
+    }
+    if (matched) continue;
+    const r = allHold(s.routeRuleConditions.predicates, vars);
+    if (r.holds) {
+      matched = s;
+      trace.sets.push({ name: s.name, hostname: h, result: { outcome: 'matched' } });
+    } else if (r.error)
+      trace.sets.push({
+        name: s.name,
+        hostname: h,
+        result: { outcome: 'predicate-error', predicate: r.predicate!, error: r.error },
+      });
+    else
+      trace.sets.push({
+        name: s.name,
+        hostname: h,
+        result: { outcome: 'predicate-false', predicate: r.predicate! },
+      });
+  }
+  if (!matched) return trace;
+  trace.matched = matched.name;
+  trace.actions = matched.actions.map((a) => traceAction(a, config, vars));
+  return trace;
+}
+
+/** A Limitador limit as the limits file holds it. */
+export interface CountedLimitSpec {
+  namespace: string;
+  max_value: number;
+  seconds: number;
+  conditions: string[];
+  variables: string[];
+  name?: string;
+}
+
+export interface CountedLimit {
+  limit: CountedLimitSpec;
+  /** The counter's key: the variables' values, in order. */
+  counter: string[];
+}
+
+/**
+ * The limits Limitador counts for one descriptor in one namespace: every limit of that namespace
+ * whose conditions hold and whose variables are all present in the descriptor.
+ */
+export function countedLimits(
+  limits: readonly CountedLimitSpec[],
+  namespace: string,
+  descriptor: Record<string, string>,
+): CountedLimit[] {
+  const vars = { descriptors: [descriptor] };
+  const out: CountedLimit[] = [];
+  for (const l of limits) {
+    if (l.namespace !== namespace) continue;
+    if (!l.conditions.every((c) => evaluatePredicate(c, vars) === true)) continue;
+    const counter: string[] = [];
+    let present = true;
+    for (const v of l.variables) {
+      const c = compileCondition(v);
+      const r = isCompiled(c) ? c.evaluateWith(vars) : undefined;
+      if (!r?.ok) {
+        present = false;
+        break;
+      }
+      counter.push(stringOf(r.value));
+    }
+    if (present) out.push({ limit: l, counter });
+  }
+  return out;
+}

@@ -1,0 +1,232 @@
+// cascadectl request FILES... --host HOST [...]: the HTTP counterpart of `netpol explain`. Which
+// action set of the gateway's wasm-shim configuration a request meets and why the earlier ones do not,
+// which AuthConfig is called (its evaluators and the policies that wrote them), which Limitador limits
+// count it with which counter values and namespace: in wasm-shim's order, evaluated from the same
+// configuration the gateway-wiring writer publishes, with the project's bounded CEL.
+import {
+  type CountedLimitSpec,
+  countedLimits,
+  type HttpRequest,
+  type RequestTrace,
+  toPathResult,
+  traceRequest,
+} from '@cascade/core';
+import { parse as parseYaml } from 'yaml';
+import { type Command, oneOf, out, UsageError } from '../cli.ts';
+import { loadGatewayWorld } from './gateway-common.ts';
+import { renderedObjects } from './render.ts';
+import { gatewayWirings } from './wiring.ts';
+
+function headersOf(v: unknown): Record<string, string> {
+  const list = Array.isArray(v) ? v : v === undefined ? [] : [v];
+  const out: Record<string, string> = {};
+  for (const h of list) {
+    const m = /^([^:\s]+)\s*:\s?(.*)$/.exec(String(h));
+    if (!m) throw new UsageError(`--header "${String(h).slice(0, 80)}": expected "Name: value"`);
+    out[m[1]!.toLowerCase()] = m[2]!;
+  }
+  return out;
+}
+
+function identityOf(v: unknown): Record<string, unknown> | undefined {
+  if (v === undefined) return undefined;
+  try {
+    const o = JSON.parse(String(v)) as unknown;
+    if (o && typeof o === 'object' && !Array.isArray(o)) return o as Record<string, unknown>;
+  } catch {}
+  throw new UsageError('--identity: expected a JSON object, e.g. \'{"sub":"alice"}\'');
+}
+
+interface AuthView {
+  authConfig?: string;
+  evaluators: { name: string; source?: string }[];
+}
+
+interface LimitView {
+  namespace: string;
+  name?: string;
+  max_value: number;
+  seconds: number;
+  counter: string[];
+}
+
+export const requestCommand: Command = {
+  name: 'request',
+  summary: "why a request gets its auth and rate-limit treatment at a gateway (wasm-shim's decision)",
+  usage:
+    'cascadectl request FILES... --host HOST [--gateway NS/NAME] [-X METHOD] [--path /p?q=v] [-H "Name: value"]... [--identity JSON] [--source ADDR] [-o text|json]',
+  options: {
+    host: { type: 'string' },
+    gateway: { type: 'string' },
+    method: { type: 'string', short: 'X' },
+    path: { type: 'string' },
+    header: { type: 'string', short: 'H', multiple: true },
+    identity: { type: 'string' },
+    source: { type: 'string' },
+    output: { type: 'string', short: 'o' },
+  },
+  run(values, files) {
+    const format = oneOf('output', values.output, ['text', 'json'], 'text');
+    if (!values.host) throw new UsageError("--host is required (the request's Host)");
+    const path = String(values.path ?? '/');
+    if (!path.startsWith('/')) throw new UsageError(`--path "${path.slice(0, 80)}": must start with /`);
+    const req: HttpRequest = {
+      host: String(values.host),
+      method: String(values.method ?? 'GET'),
+      path,
+      headers: headersOf(values.header),
+      ...(values.source ? { source: { address: String(values.source) } } : {}),
+      ...(values.identity ? { identity: identityOf(values.identity)! } : {}),
+    };
+    const { world, problems } = loadGatewayWorld(files, undefined);
+    const wirings = gatewayWirings(world).filter((w) => !values.gateway || w.gateway === values.gateway);
+    const traces = wirings
+      .map((w) => ({ w, trace: traceRequest(w.wiring.config, req) }))
+      .filter((t) => values.gateway || t.trace.hostname !== undefined);
+    if (traces.length === 0) {
+      out(
+        values.gateway
+          ? `gateway ${values.gateway}: no wasm-shim configuration (no policy reaches it, or no such gateway)`
+          : `no gateway has an action set for host ${req.host}: wasm-shim does nothing for this request`,
+      );
+      return problems > 0 ? 2 : 0;
+    }
+    if (traces.length > 1 && !values.gateway)
+      throw new UsageError(
+        `host ${req.host} is served by several gateways (${traces.map((t) => t.w.gateway).join(', ')}): say which with --gateway`,
+      );
+    const { w, trace } = traces[0]!;
+    const rendered = renderedObjects(world);
+    const limits: CountedLimitSpec[] = rendered
+      .filter(
+        (o) => o.kind === 'ConfigMap' && (o.data as Record<string, string> | undefined)?.['limits.yaml'],
+      )
+      .flatMap((o) => parseYaml((o.data as Record<string, string>)['limits.yaml']!) as CountedLimitSpec[]);
+    const origin = trace.matched ? w.wiring.origins[trace.matched] : undefined;
+    const authOf = (scope: string): AuthView => {
+      const ac = rendered.find(
+        (o) => o.kind === 'AuthConfig' && ((o.spec as { hosts?: string[] }).hosts ?? []).includes(scope),
+      );
+      const evaluators: AuthView['evaluators'] = [];
+      const engine = world.engines.get('AuthPolicy');
+      const result = origin && engine && findResult(engine, w.gateway, origin);
+      if (result)
+        for (const [key, r] of Object.entries(toPathResult('AuthPolicy', result[0], result[1]).rules))
+          evaluators.push({
+            name: key,
+            source: `${r.source.kind} ${r.source.namespace}/${r.source.name} (${r.as})`,
+          });
+      else if (ac)
+        for (const section of ['authentication', 'metadata', 'authorization', 'response', 'callbacks'])
+          for (const name of Object.keys(((ac.spec as Record<string, unknown>)[section] as object) ?? {}))
+            evaluators.push({ name: `${section}.${name}` });
+      return { ...(ac ? { authConfig: `${ac.metadata.namespace}/${ac.metadata.name}` } : {}), evaluators };
+    };
+    const actions = trace.actions.map((a) => ({
+      ...a,
+      ...(a.type === 'auth' && a.run ? { auth: authOf(a.scope) } : {}),
+      ...(a.type === 'ratelimit' && a.descriptor
+        ? {
+            counted: countedLimits(limits, a.scope, a.descriptor).map(
+              (c): LimitView => ({
+                namespace: c.limit.namespace,
+                ...(c.limit.name ? { name: c.limit.name } : {}),
+                max_value: c.limit.max_value,
+                seconds: c.limit.seconds,
+                counter: c.counter,
+              }),
+            ),
+          }
+        : {}),
+    }));
+    const report = {
+      gateway: w.gateway,
+      provider: w.provider ?? null,
+      request: req,
+      ...trace,
+      ...(origin ? { origin } : {}),
+      actions,
+    };
+    if (format === 'json') out(JSON.stringify(report, null, 2));
+    else out(formatText(report, trace));
+    return problems > 0 ? 2 : 0;
+  },
+};
+
+function findResult(
+  engine: NonNullable<
+    ReturnType<typeof loadGatewayWorld>['world']['engines'] extends Map<string, infer E> ? E : never
+  >,
+  gateway: string,
+  origin: { route: string; rule: string; listener: string },
+) {
+  for (const [path, r] of engine.results())
+    if (
+      `${path.gateway.namespace}/${path.gateway.name}` === gateway &&
+      `${path.route.kind}/${path.route.namespace}/${path.route.name}` === origin.route &&
+      path.rule === origin.rule &&
+      path.listener === origin.listener
+    )
+      return [path, r] as const;
+  return undefined;
+}
+
+function formatText(
+  report: {
+    gateway: string;
+    provider: string | null;
+    actions: (RequestTrace['actions'][number] & { auth?: AuthView; counted?: LimitView[] })[];
+  },
+  trace: RequestTrace,
+): string {
+  const lines: string[] = [];
+  lines.push(
+    `gateway ${report.gateway} (${report.provider ?? 'no known provider'}), host ${trace.host}: ${trace.hostname ? `the action sets of hostname ${trace.hostname}` : 'no hostname of the configuration matches'}`,
+  );
+  for (const s of trace.sets) {
+    const r = s.result;
+    if (r.outcome === 'matched') lines.push(`  MATCH    ${s.name}`);
+    else if (r.outcome === 'other-hostname')
+      lines.push(`  not met  ${s.name}: the more specific hostname ${r.hostname} is used`);
+    else if (r.outcome === 'predicate-false') lines.push(`  not met  ${s.name}: ${r.predicate} is false`);
+    else lines.push(`  not met  ${s.name}: ${r.predicate} errors (${r.error})`);
+  }
+  if (!trace.matched) {
+    lines.push('no action set matches: wasm-shim neither authenticates nor limits this request');
+    return lines.join('\n');
+  }
+  lines.push('actions, in the order wasm-shim runs them:');
+  report.actions.forEach((a, i) => {
+    const head = `  ${i + 1}. ${a.service} (${a.type}), scope ${a.scope}`;
+    if (!a.run) {
+      lines.push(`${head}: skipped (${a.why})`);
+      return;
+    }
+    lines.push(`${head}${a.sources.length ? `, from ${a.sources.join(', ')}` : ''}`);
+    if (a.auth) {
+      lines.push(`     AuthConfig ${a.auth.authConfig ?? '(none declares this host: Authorino denies)'}`);
+      for (const e of a.auth.evaluators)
+        lines.push(`       ${e.name}${e.source ? `  from ${e.source}` : ''}`);
+    }
+    for (const b of a.blocks ?? []) {
+      const when = b.predicates.length ? b.predicates.join(' && ') : 'always';
+      if (!b.holds) lines.push(`     block [${when}]: does not hold (${b.why})`);
+      else
+        lines.push(
+          `     block [${when}]: sends ${b.entries.map((e) => (e.error ? `${e.key}=<error: ${e.error}>` : `${e.key}=${e.value}`)).join(', ')}`,
+        );
+    }
+    if (a.counted)
+      lines.push(
+        ...(a.counted.length
+          ? a.counted.map(
+              (c) =>
+                `     counts: ${c.name ?? '(limit)'}: ${c.max_value} per ${c.seconds} s in ${c.namespace}${c.counter.length ? `, counter [${c.counter.join(', ')}]` : ''}`,
+            )
+          : [
+              '     counts: no limit (none of the namespace has its conditions and counters in this descriptor)',
+            ]),
+      );
+  });
+  return lines.join('\n');
+}

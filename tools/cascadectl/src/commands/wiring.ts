@@ -1,0 +1,57 @@
+// The gateway data-plane wiring from files: each gateway's wasm-shim configuration, its provider (by
+// the GatewayClass controllerName) and the provider objects the gateway-wiring writer publishes.
+import {
+  DEFAULT_PROVIDERS,
+  gatewayWiring,
+  type Provider,
+  providerObjects,
+  providerOf,
+  type RenderedObject,
+  type WiringResult,
+} from '@cascade/core';
+import type { GatewayWorld } from '../world.ts';
+
+export interface GatewayWiringView {
+  gateway: string;
+  controllerName?: string;
+  provider?: Provider;
+  wiring: WiringResult;
+  objects: RenderedObject[];
+}
+
+export const WIRING_CONTROLLER = 'gateway-wiring-controller';
+
+/** Every gateway's wiring, in namespace/name order (gateways without any action are left out). */
+export function gatewayWirings(world: GatewayWorld): GatewayWiringView[] {
+  const engines = [...world.engines.values()];
+  const topology = engines[0]?.topology;
+  if (!topology) return [];
+  const out: GatewayWiringView[] = [];
+  const gateways = [...topology.gateways.values()].sort((a, b) =>
+    `${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1,
+  );
+  for (const gw of gateways) {
+    const wiring = gatewayWiring(engines, gw.namespace, gw.name, {
+      controller: WIRING_CONTROLLER,
+      referenceGrants: world.referenceGrants,
+    });
+    if (!wiring || wiring.config.actionSets.length === 0) continue;
+    const controllerName = topology.classes.get(gw.gatewayClassName)?.controllerName;
+    const provider = providerOf(controllerName, DEFAULT_PROVIDERS);
+    out.push({
+      gateway: `${gw.namespace}/${gw.name}`,
+      ...(controllerName ? { controllerName } : {}),
+      ...(provider ? { provider } : {}),
+      wiring,
+      objects: provider
+        ? providerObjects(
+            provider,
+            { gateway: gw, controller: WIRING_CONTROLLER },
+            wiring.config,
+            DEFAULT_PROVIDERS,
+          )
+        : [],
+    });
+  }
+  return out;
+}
