@@ -29,6 +29,23 @@ if [[ ! -f $stamp ]]; then
   chmod u+w "$crds"/*.yaml
   touch "$stamp"
 fi
+# The data-plane providers' CRDs (Istio's WasmPlugin and EnvoyFilter, Envoy Gateway's
+# EnvoyExtensionPolicy and EnvoyPatchPolicy), for the gateway wiring's server-side dry runs and tests.
+ISTIO_API=${ISTIO_API:-v1.28.0}
+ENVOY_GATEWAY=${ENVOY_GATEWAY:-v1.9.1}
+providers="$cache/provider-crds"
+pstamp="$providers/.stamp-$ISTIO_API-$ENVOY_GATEWAY"
+if [[ ! -f $pstamp ]] && command -v go >/dev/null; then
+  log "fetching CRDs: istio.io/api@$ISTIO_API, github.com/envoyproxy/gateway@$ENVOY_GATEWAY"
+  rm -rf "$providers" && mkdir -p "$providers"
+  dir() { (cd "$cache" && GOFLAGS=-mod=mod go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'); }
+  istio=$(dir "istio.io/api@$ISTIO_API")
+  eg=$(dir "github.com/envoyproxy/gateway@$ENVOY_GATEWAY")
+  cp "$istio/kubernetes/customresourcedefinitions.gen.yaml" "$providers/istio.yaml"
+  cp "$eg"/charts/gateway-helm/charts/crds/crds/generated/gateway.envoyproxy.io_{envoyextensionpolicies,envoypatchpolicies}.yaml "$providers/"
+  chmod u+w "$providers"/*.yaml
+  touch "$pstamp"
+fi
 mkdir -p "$root/tools/envtest/.local"
-printf '{"bin":"%s","crds":"%s"}\n' "$bin" "$crds" > "$root/tools/envtest/.local/paths.json"
+printf '{"bin":"%s","crds":"%s","providerCrds":"%s"}\n' "$bin" "$crds" "$providers" > "$root/tools/envtest/.local/paths.json"
 log "binaries in $bin, CRDs in $crds"

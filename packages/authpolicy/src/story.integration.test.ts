@@ -79,9 +79,10 @@ describe.skipIf(!apiServerTestsEnabled())(
         rates: [{ limit: 1000, window: '1m' }],
         scope: 'route',
       });
+      // a gateway default counts per route too (kuadrant-operator's counting)
       expect(rules['limits.global']!.value).toMatchObject({
         rates: [{ limit: 100, window: '1m' }],
-        scope: 'gateway',
+        scope: 'route',
       });
       // AuthPolicy on team-a/catalog: its own JWT replaces the default API key; the override stays.
       const catalog = await waitFor('catalog EffectivePolicy', () =>
@@ -177,7 +178,7 @@ describe.skipIf(!apiServerTestsEnabled())(
       );
       expect(cm.data!['limits.yaml']).toContain('max_value: 1000');
       expect(cm.data!['limits.yaml']).toContain(
-        'name: global from RateLimitPolicy infra/platform-limits (default), scope gateway',
+        'name: global from RateLimitPolicy infra/platform-limits (default), scope route',
       );
     });
 

@@ -33,19 +33,24 @@ describe.skipIf(!apiServerTestsEnabled())('publishing under hostile input (kube-
       [LONG_ROUTE, LONG_GW, 'long.example.com'],
     ] as const)
       await createRoute(env, { namespace: 'team', name, gateway, hostnames: [host] });
-    // ~1 MB of predicates, just under the 1 MiB spec limit: the rendered ConfigMap (YAML around them)
-    // is over what the API server stores
-    const predicates = Array.from({ length: 60 }, (_, i) => ({
+    // 200 KB of top-level predicates, which every effective rule carries as its context: its
+    // EffectivePolicies (5 rules) are over what the API server stores; and long counters on 16 rates:
+    // the Limitador limits (one entry per limit, rate and route, each with every counter) are over
+    // what a ConfigMap holds
+    const when = Array.from({ length: 60 }, (_, i) => ({
       predicate: `request.path == '/${String(i).padStart(3, '0')}${'a'.repeat(3350)}'`,
+    }));
+    const counters = Array.from({ length: 16 }, (_, i) => ({
+      expression: `request.headers['x-${String(i).padStart(2, '0')}${'c'.repeat(990)}']`,
     }));
     const limits = Object.fromEntries(
       Array.from({ length: 5 }, (_, i) => [
         `l${i}`,
-        { rates: [{ limit: 10 + i, window: '1m' }], when: predicates },
+        { rates: Array.from({ length: 16 }, (_, r) => ({ limit: 10 + i, window: `${r + 1}m` })), counters },
       ]),
     );
     for (const [name, target, spec] of [
-      ['huge', { kind: 'Gateway', name: 'big' }, { limits }],
+      ['huge', { kind: 'Gateway', name: 'big' }, { limits, when }],
       [
         'ok',
         { kind: 'Gateway', name: LONG_GW },

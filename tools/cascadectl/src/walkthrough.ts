@@ -25,6 +25,21 @@ const STEPS: Step[] = [
     args: ['explain', 'examples/gateway', '--route', 'team-b/orders', '--kind', 'rlp'],
   },
   {
+    say: "What does the gateway do with a POST to team-b's checkout? `request` runs it through the wasm-shim configuration the wiring-controller writes: the action set it meets, then each call in order (auth first here, because the limit counts `auth.identity.userid`), the AuthConfig's evaluators with their policies, and the Limitador limits the descriptor counts.",
+    args: [
+      'request',
+      'examples/gateway',
+      '--host',
+      'orders.apps.example.com',
+      '-X',
+      'POST',
+      '--path',
+      '/checkout',
+      '--identity',
+      '{"userid":"alice"}',
+    ],
+  },
+  {
     say: 'Status as the controllers write it. team-d tried to unset a platform override: the policy is only partially enforced, and the message says why.',
     args: ['status', 'examples/gateway', '-n', 'team-d'],
   },

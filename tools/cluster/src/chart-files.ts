@@ -17,6 +17,8 @@ import {
   effectivePolicyCrd,
   policyCrd,
   viewClusterRole,
+  WIRING_RESOURCES,
+  wiringClusterRole,
 } from '@cascade/core';
 import {
   AGENT_NAME,
@@ -74,6 +76,18 @@ export function chartFiles(): Map<string, string> {
     files.set(`files/rbac/${name}-binding.yaml`, docs([controllerBinding(name, NAMESPACE)]));
     files.set(`files/rbac/${name}-cluster-reads.yaml`, docs(controllerClusterReads(name, NAMESPACE)));
   }
+  // the wiring-controller: every gateway kind's policies read, the providers' objects written
+  const wiring = 'wiring-controller';
+  files.set(
+    `files/rbac/${wiring}.yaml`,
+    docs([
+      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: wiring, namespace: NAMESPACE } },
+      wiringClusterRole(POLICY_KINDS, WIRING_RESOURCES, wiring),
+      ...controllerRoles({ ...POLICY_KINDS[0]!, renders: [] }, wiring, NAMESPACE),
+    ]),
+  );
+  files.set(`files/rbac/${wiring}-binding.yaml`, docs([controllerBinding(wiring, NAMESPACE)]));
+  files.set(`files/rbac/${wiring}-cluster-reads.yaml`, docs(controllerClusterReads(wiring, NAMESPACE)));
   files.set(
     `files/rbac/${CONTROLLER_NAME}.yaml`,
     docs([

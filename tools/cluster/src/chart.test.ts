@@ -114,12 +114,33 @@ describe('charts/cascade', () => {
         'authpolicy.enabled=false',
         'ratelimitpolicy.enabled=false',
         'netpolicy.enabled=false',
+        'wiring.enabled=false',
         'agent.enabled=false',
       );
       expect(names(none).filter((n) => !n.startsWith('ClusterRole/cascade-'))).toEqual([]);
       const noController = render('netpolicy.enabled=false');
       expect(names(noController).some((n) => n.includes('netpolicy-controller'))).toBe(false);
       expect(names(noController)).toContain('DaemonSet/netpolicy-agent');
+      // the wiring-controller: its flags from the values, its grant on the providers' objects only
+      const wiring = render('wiring.authFailureMode=allow', 'wiring.limitadorAddress=lim.x.svc:9000');
+      const wargs = wiring.find((d) => d.kind === 'Deployment' && d.metadata.name === 'wiring-controller')
+        ?.spec.template.spec.containers[0].args as string[];
+      expect(wargs).toEqual(
+        expect.arrayContaining([
+          '--auth-failure-mode=allow',
+          '--limitador-address=lim.x.svc:9000',
+          '--istio-controllers=istio.io/gateway-controller,openshift.io/gateway-controller/v1',
+        ]),
+      );
+      const wrole = wiring.find((d) => d.kind === 'ClusterRole' && d.metadata.name === 'wiring-controller');
+      const writable = wrole?.rules.filter((r: { verbs: string[] }) => r.verbs.includes('create'));
+      expect(writable.flatMap((r: { resources: string[] }) => r.resources).sort()).toEqual([
+        'envoyextensionpolicies',
+        'envoyfilters',
+        'envoypatchpolicies',
+        'events',
+        'wasmplugins',
+      ]);
       const noAgent = render('agent.enabled=false');
       expect(names(noAgent).some((n) => n.includes('netpolicy-agent'))).toBe(false);
       const moved = render('ratelimitpolicy.limitadorNamespace=limitador');
@@ -137,7 +158,7 @@ describe('charts/cascade', () => {
       const args = (docs: Doc[], name: string) =>
         docs.find((d) => d.kind === 'Deployment' && d.metadata.name === name)?.spec.template.spec
           .containers[0].args as string[];
-      for (const name of ['authpolicy-controller', 'ratelimitpolicy-controller']) {
+      for (const name of ['authpolicy-controller', 'ratelimitpolicy-controller', 'wiring-controller']) {
         expect(args(watched, name)).toContain('--watch-namespace=team-a,infra');
         expect(args(cluster, name).some((a) => a.startsWith('--watch-namespace'))).toBe(false);
         // cluster-wide: the ClusterRole bound cluster-wide; watched: RoleBindings to it in each namespace

@@ -5,7 +5,7 @@
 //
 // The steps run in this order on one cluster, each building on the ones before; their bodies are in
 // e2e/ by subject: lifecycle.ts (install, restart and upgrade, capabilities, upstream suites,
-// uninstall, down), gateway.ts, netpol.ts, services.ts; probes.ts and shared.ts are what they share.
+// uninstall, down), gateway.ts, wiring.ts, netpol.ts, services.ts; probes.ts and shared.ts are what they share.
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it } from 'vitest';
@@ -21,6 +21,7 @@ import {
 import { effectivePoliciesExplain, flowsOfRefusedConnection, netpolExampleOnRealPods } from './e2e/netpol.ts';
 import { servicesAndDns } from './e2e/services.ts';
 import { figures, helm, NS, net, work } from './e2e/shared.ts';
+import { gatewayWiring } from './e2e/wiring.ts';
 import { CLUSTER_SH, clusterTestsEnabled, ROOT, sh } from './harness.ts';
 
 const enabled = clusterTestsEnabled();
@@ -58,6 +59,12 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
   it(
     'leader failover: the new leader takes over within one lease duration; a change made meanwhile is published exactly once',
     leaderFailover,
+    180_000,
+  );
+
+  it(
+    "the providers' CRDs installed after Cascade: examples/gateway's WasmPlugin and EnvoyFilters as cascadectl renders them, rewritten once on a policy change, deleted with the gateway",
+    gatewayWiring,
     180_000,
   );
 

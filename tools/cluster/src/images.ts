@@ -208,6 +208,7 @@ export function recipes(clusterBin?: string, conformanceBin?: string): Recipe[] 
       '@cascade/ratelimitpolicy',
       '/app/packages/ratelimitpolicy/src/main.ts',
     ),
+    controller('wiring-controller', '@cascade/wiring', '/app/packages/wiring/src/main.ts'),
     controller(
       'netpolicy-controller',
       '@cascade/netpolicy',

@@ -16,6 +16,18 @@ const here = dirname(fileURLToPath(import.meta.url));
 export interface EnvtestPaths {
   bin: string;
   crds: string;
+  /** The data-plane providers' CRDs (Istio, Envoy Gateway), installed only where a test asks. */
+  providerCrds?: string;
+}
+
+/** The providers' CRD directory (Istio's WasmPlugin/EnvoyFilter, Envoy Gateway's policies); throws when the set-up did not fetch them. */
+export function providerCrdDir(): string {
+  const d = envtestPaths()?.providerCrds;
+  if (!d || !existsSync(d))
+    throw new Error(
+      'provider CRDs missing: run scripts/setup.sh (it fetches them from istio.io/api and envoyproxy/gateway)',
+    );
+  return d;
 }
 
 export function envtestPaths(): EnvtestPaths | undefined {

@@ -91,6 +91,36 @@ export function controllerClusterRole(
 }
 
 /**
+ * The wiring-controller's cluster-wide grant: read the topology and every wired kind's policies, and
+ * write the providers' objects beside the gateways (WasmPlugin, EnvoyFilter, EnvoyExtensionPolicy,
+ * EnvoyPatchPolicy: exactly the verbs its publisher uses), and Events on routes it refuses. No status,
+ * no EffectivePolicies: those are the kind controllers'. Its Lease: controllerRoles with no renders.
+ */
+export function wiringClusterRole(
+  kinds: readonly PolicyKind[],
+  resources: readonly { group: string; plural: string }[],
+  controller: string,
+): Obj {
+  return clusterRole(controller, {}, [
+    {
+      apiGroups: [GATEWAY_GROUP],
+      resources: ['gatewayclasses', 'gateways', 'httproutes', 'grpcroutes', 'referencegrants'],
+      verbs: READ,
+    },
+    { apiGroups: [''], resources: ['namespaces'], verbs: READ },
+    ...groups(kinds).map(([group, plurals]) => ({ apiGroups: [group], resources: plurals, verbs: READ })),
+    ...groups(resources.map((r) => ({ group: r.group, plural: r.plural }) as PolicyKind)).map(
+      ([group, plurals]) => ({
+        apiGroups: [group],
+        resources: plurals,
+        verbs: [...READ, 'create', 'patch', 'update', 'delete'],
+      }),
+    ),
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+  ]);
+}
+
+/**
  * The controller's namespaced grants: its Lease in its own namespace, and each rendered resource
  * confined to a namespace by a setting (e.g. Limitador's ConfigMaps) there. Roles and RoleBindings.
  */

@@ -71,6 +71,20 @@ export interface RendererDeps extends WriterDeps {
   log: Logger;
   uidOf: (path: string, ns: string, name: string) => string | undefined;
   settings: Readonly<Record<string, string>>;
+  /**
+   * What one gateway renders (default: the kind's render hook over `engine`). The gateway-wiring
+   * controller renders from several engines at once.
+   */
+  render?: (
+    namespace: string,
+    name: string,
+    uid: string | undefined,
+    grants: ReferenceGrant[],
+  ) => Map<string, RenderedObject>;
+  /** Policies whose rules a gateway's objects carry (default: from `engine`). */
+  carried?: (gw: string) => string[];
+  /** Whether a live object that is no longer rendered is ours to delete (default: our policy-kind label). */
+  owns?: (live: KubeObject) => boolean;
 }
 
 export class RenderedPublisher {
@@ -119,6 +133,7 @@ export class RenderedPublisher {
 
   /** Policies whose rules a gateway's rendered objects carry. */
   carriedByGateway(gw: string): string[] {
+    if (this.deps.carried) return this.deps.carried(gw);
     const [ns, name] = gw.split('/') as [string, string];
     const ids = new Set<string>();
     for (const pk of this.deps.engine.topology.pathsThrough(gatewayKey(ns, name)))
@@ -136,7 +151,7 @@ export class RenderedPublisher {
     gateways: string[] | undefined,
     extra: string[] | undefined,
   ): Promise<{ item: string; failure: PublishFailure }[]> {
-    if (!this.deps.kind.render) return [];
+    if (!this.deps.kind.render && !this.deps.render) return [];
     const check = new Set<string>(extra ?? []);
     const grants = this.referenceGrants();
     const todo = gateways ?? [
@@ -152,7 +167,9 @@ export class RenderedPublisher {
         if (this.renderedByKey.get(k) === o) this.renderedByKey.delete(k);
       }
       const uid = this.deps.uidOf('/gateways', ns, name);
-      const next = renderGateway(this.deps.engine, ns, name, this.deps.name, uid, grants, this.deps.settings);
+      const next = this.deps.render
+        ? this.deps.render(ns, name, uid, grants)
+        : renderGateway(this.deps.engine, ns, name, this.deps.name, uid, grants, this.deps.settings);
       const before = this.refusals.get(gw) ?? [];
       const refusals = [...next.values()].flatMap((o) => {
         const text = o.metadata.annotations?.[REFUSED_POLICIES_ANNOTATION];
@@ -219,7 +236,12 @@ export class RenderedPublisher {
         checkSize(want);
         target.informer.cache.set(`${ns}/${name}`, await c.apply(path, want, this.deps.name));
         this.deps.writes.inc();
-      } else if (live && live.metadata.labels?.['cascade.dev/policy-kind'] === this.deps.kind.kind) {
+      } else if (
+        live &&
+        (this.deps.owns
+          ? this.deps.owns(live)
+          : live.metadata.labels?.['cascade.dev/policy-kind'] === this.deps.kind.kind)
+      ) {
         await c.request('DELETE', path).catch((e) => {
           if ((e as { status?: number }).status !== 404) throw e;
         });

@@ -21,7 +21,7 @@ const IRRELEVANT: Record<string, string[]> = {
   Route: [
     'spec.rules[].backendRefs', // where traffic goes, not which policies apply
     'spec.rules[].filters',
-    'spec.rules[].matches', // request matching: policies attach per rule, not per match
+    'spec.rules[].matches', // read for the data-plane wiring by ruleMatches (from-k8s.ts), with its own schemas
     'spec.rules[].timeouts',
     'spec.rules[].retry',
     'spec.rules[].sessionPersistence',

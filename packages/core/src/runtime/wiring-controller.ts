@@ -1,0 +1,400 @@
+// The gateway-wiring controller: the one writer of each gateway's data-plane wiring (the provider
+// objects that carry its wasm-shim configuration: WasmPlugin + EnvoyFilters for Istio,
+// EnvoyExtensionPolicy + EnvoyPatchPolicies for Envoy Gateway). Kind-agnostic: it resolves every
+// gateway policy kind it is given with the same engines the kind controllers use (so the AuthConfig
+// hosts and limit keys it points at are the ones they publish) and asks each kind for its actions
+// through PolicyKind.actions; wiring/ assembles them. Leader-elected; objects are written by
+// server-side apply only when their content differs (steady state: zero writes) and deleted when a
+// gateway has no action set left or its class is not a known provider. A provider whose CRDs are not
+// served gets nothing (logged once; published as soon as they are).
+import { hostname } from 'node:os';
+import { renderedKey } from '../effective/render.ts';
+import type { PolicyKind, RenderedObject } from '../kind.ts';
+import { PolicyEngine } from '../merge/engine.ts';
+import { gatewayKey, routeKey } from '../topology/types.ts';
+import { gatewayWiring } from '../wiring/gateway.ts';
+import {
+  DEFAULT_PROVIDERS,
+  PROVIDER_RESOURCES,
+  type ProviderSettings,
+  providerObjects,
+  providerOf,
+} from '../wiring/providers.ts';
+import { DEFAULT_WIRING, type WiringProblem, type WiringSettings } from '../wiring/wasm.ts';
+import type { KubeClient } from './client.ts';
+import { leaderMetrics, leaseHealth, serveEndpoints, watchHealth } from './controller-metrics.ts';
+import { postWarningEvent } from './events.ts';
+import { Informer, startInformers } from './informer.ts';
+import { LeaderElector } from './leader.ts';
+import { type BindAddress, jsonLogger, type Logger, Metrics } from './metrics.ts';
+import { type PublishFailure, PublishLedger } from './publish.ts';
+import { WorkQueue } from './queue.ts';
+import { RenderedPublisher, renderInformers } from './rendered.ts';
+import { TOPOLOGY_RESOURCES, TopologyFeed } from './topology-feed.ts';
+
+export interface WiringControllerOptions {
+  client: KubeClient;
+  kinds: readonly PolicyKind[];
+  /** Field manager and `cascade.dev/managed-by` of the objects. */
+  name: string;
+  leaseNamespace?: string;
+  leaseDurationSeconds?: number;
+  identity?: string;
+  metricsPort?: number;
+  metricsBindAddress?: BindAddress;
+  healthProbeBindAddress?: BindAddress;
+  log?: Logger;
+  resyncSeconds?: number;
+  writeConcurrency?: number;
+  watchNamespaces?: readonly string[];
+  /** Each kind's settings (limitadorNamespace...), by kind name: they must be the kind controllers'. */
+  kindSettings?: ReadonlyMap<string, Readonly<Record<string, string>>>;
+  wiring?: WiringSettings;
+  providers?: ProviderSettings;
+}
+
+/** The resources the wiring writes, as a render target (informers, RBAC, the served check). */
+export const WIRING_RESOURCES = [...PROVIDER_RESOURCES.istio, ...PROVIDER_RESOURCES['envoy-gateway']];
+export const WIRING_LABEL = 'cascade.dev/wiring';
+
+export class WiringController {
+  readonly engines: PolicyEngine[];
+  readonly metrics = new Metrics();
+  readonly writes = this.metrics.counter('cascade_writes_issued_total', 'API writes issued (apply, delete)');
+  readonly skipped = this.metrics.counter(
+    'cascade_writes_skipped_total',
+    'Writes skipped because the live object already matched',
+  );
+  readonly ledger = new PublishLedger(this.metrics);
+  /** The routes each gateway's wiring refused (fail closed), by gateway ns/name. */
+  readonly problems = new Map<string, WiringProblem[]>();
+  private readonly errors = this.metrics.counter('cascade_reconcile_errors_total', 'Failed reconciles');
+  private readonly informers: Informer[] = [];
+  private readonly queue: WorkQueue;
+  private readonly elector: LeaderElector;
+  private readonly renderer: RenderedPublisher;
+  private readonly opts: WiringControllerOptions;
+  private readonly log: Logger;
+  private readonly servers: import('node:http').Server[] = [];
+  private readonly pendingGateways = new Set<string>();
+  private readonly pendingRendered = new Set<string>();
+  private readonly unknownClassWarned = new Set<string>();
+  private full = true;
+  private started = false;
+  private resyncTimer?: NodeJS.Timeout;
+
+  constructor(opts: WiringControllerOptions) {
+    this.opts = opts;
+    this.log = opts.log ?? jsonLogger(opts.name);
+    this.engines = opts.kinds.map((k) => new PolicyEngine(k));
+    const c = opts.client;
+    const scope = opts.watchNamespaces;
+    this.queue = new WorkQueue(() => this.reconcile(), 1, { registry: this.metrics, name: opts.name });
+    this.queue.onError = (_k, e) => {
+      this.errors.inc();
+      this.log('warn', 'reconcile failed, retrying', { error: String(e) });
+    };
+    const wake = () => this.queue.add('wiring');
+    const allGateways = () => {
+      for (const gw of this.engines[0]?.topology.gateways.values() ?? [])
+        this.pendingGateways.add(`${gw.namespace}/${gw.name}`);
+    };
+    const feeds = this.engines.map((e) => new TopologyFeed(e, this.log));
+    for (const [path, kind, scoped] of TOPOLOGY_RESOURCES)
+      this.informers.push(
+        new Informer(
+          c,
+          path,
+          (type, o) => {
+            const ns = o.metadata.namespace ?? 'default';
+            // the route's gateways before and after (matches and hostnames change the wiring)
+            const before =
+              kind === 'HTTPRoute' || kind === 'GRPCRoute'
+                ? this.routeGateways(routeKey(kind, ns, o.metadata.name))
+                : [];
+            let changed = false;
+            for (const f of feeds) changed = f.apply(type, o, kind) || changed;
+            if (!changed) return;
+            if (kind === 'HTTPRoute' || kind === 'GRPCRoute')
+              for (const gw of [...before, ...this.routeGateways(routeKey(kind, ns, o.metadata.name))])
+                this.pendingGateways.add(gw);
+            else if (kind === 'Gateway') this.pendingGateways.add(`${ns}/${o.metadata.name}`);
+            else if (kind === 'GatewayClass') allGateways();
+            wake();
+          },
+          undefined,
+          false,
+          scoped === 'namespaced' ? scope : undefined,
+        ),
+      );
+    opts.kinds.forEach((k, i) => {
+      const engine = this.engines[i]!;
+      this.informers.push(
+        new Informer(
+          c,
+          `/apis/${k.group}/${k.version}/${k.plural}`,
+          (type, o) => {
+            if (type === 'DELETED')
+              engine.removePolicy(k.kind, o.metadata.namespace ?? 'default', o.metadata.name);
+            else
+              engine.upsertPolicy({
+                apiVersion: o.apiVersion,
+                kind: k.kind,
+                metadata: { ...o.metadata, namespace: o.metadata.namespace ?? 'default' },
+                spec: o.spec,
+              } as never);
+            wake();
+          },
+          undefined,
+          false,
+          scope,
+        ),
+      );
+    });
+    const grants = new Informer(
+      c,
+      '/apis/gateway.networking.k8s.io/v1beta1/referencegrants',
+      () => {
+        allGateways();
+        wake();
+      },
+      undefined,
+      true,
+      scope,
+    );
+    this.informers.push(grants);
+    const target = { kind: 'GatewayWiring', renders: WIRING_RESOURCES } as unknown as PolicyKind;
+    const rendered = renderInformers(
+      c,
+      target,
+      opts.name,
+      {},
+      (key) => {
+        this.pendingRendered.add(key);
+        wake();
+      },
+      scope,
+    );
+    for (const [res, { informer }] of rendered) {
+      informer.onServed = (served) => {
+        this.log(
+          'info',
+          served
+            ? 'provider resource now served: wiring every gateway'
+            : 'provider resource no longer served',
+          { resource: res },
+        );
+        allGateways();
+        wake();
+      };
+      this.informers.push(informer);
+    }
+    this.renderer = new RenderedPublisher({
+      engine: this.engines[0]!,
+      client: c,
+      kind: target,
+      name: opts.name,
+      ledger: this.ledger,
+      writes: this.writes,
+      skipped: this.skipped,
+      writeConcurrency: opts.writeConcurrency ?? 8,
+      renderInformers: rendered,
+      grants,
+      log: this.log,
+      uidOf: (_p, ns, name) =>
+        this.informers.find((i) => i.path.endsWith('/gateways'))?.cache.get(`${ns}/${name}`)?.metadata.uid,
+      settings: {},
+      render: (ns, name, uid, g) => this.renderGateway(ns, name, uid, g),
+      carried: (gw) => this.carried(gw),
+      owns: (live) => live.metadata.labels?.[WIRING_LABEL] !== undefined,
+    });
+    this.ledger.onChange = (object, failure) => {
+      if (failure)
+        this.log('warn', 'publish failed: the object is retried on its own, the others go on', {
+          object,
+          status: failure.status,
+          error: failure.message,
+        });
+      else this.log('info', 'published after failing', { object });
+    };
+    this.metrics.gauge(
+      'cascade_wiring_refused_routes',
+      'Routes refused (denied) by the wiring of their gateway',
+      () => [...this.problems.values()].reduce((n, p) => n + new Set(p.map((x) => x.route)).size, 0),
+    );
+    this.metrics.processMetrics();
+    watchHealth(this.informers, this.metrics, this.log, '/readyz fails meanwhile', wake);
+    const { leaseErrors, transitions } = leaderMetrics(this.metrics, `${opts.name}-leader`, () =>
+      Boolean(this.elector?.leader),
+    );
+    this.elector = new LeaderElector(
+      c,
+      opts.leaseNamespace ?? 'default',
+      `${opts.name}-leader`,
+      opts.identity ?? `${hostname()}-${process.pid}`,
+      opts.leaseDurationSeconds ?? 15,
+      (leader) => {
+        transitions.inc();
+        this.log('info', leader ? 'became leader' : 'lost leadership');
+        if (leader) {
+          this.full = true;
+          wake();
+        }
+      },
+    );
+    leaseHealth(this.elector, leaseErrors, this.log);
+  }
+
+  get ready(): boolean {
+    return this.started && this.informers.every((i) => i.synced && i.failing === undefined);
+  }
+
+  get leader(): boolean {
+    return this.elector.leader;
+  }
+
+  async start(): Promise<void> {
+    const synced = startInformers(this.informers);
+    this.servers.push(...(await serveEndpoints(this.metrics, this.opts, () => this.ready)));
+    await synced;
+    this.started = true;
+    this.resyncTimer = setInterval(() => this.resyncNow(), (this.opts.resyncSeconds ?? 600) * 1000);
+    this.resyncTimer.unref();
+    this.elector.start();
+    this.log('info', 'caches synced', { kinds: this.opts.kinds.map((k) => k.kind) });
+  }
+
+  async stop(opts: { releaseLease?: boolean } = {}): Promise<void> {
+    for (const i of this.informers) i.stop();
+    clearInterval(this.resyncTimer);
+    this.queue.stop();
+    await this.queue.drain();
+    if (opts.releaseLease === false) this.elector.abandon();
+    else await this.elector.release();
+    await Promise.all(this.servers.map((srv) => new Promise((r) => srv.close(r))));
+  }
+
+  resyncNow(): void {
+    this.full = true;
+    this.queue.add('wiring');
+  }
+
+  async idle(): Promise<void> {
+    await this.queue.drain();
+  }
+
+  private routeGateways(rk: string): string[] {
+    const out = new Set<string>();
+    for (const pk of this.engines[0]?.topology.routePathKeys(rk) ?? [])
+      out.add(pk.slice('Gateway:'.length, pk.indexOf('#')));
+    return [...out];
+  }
+
+  private carried(gw: string): string[] {
+    const [ns, name] = gw.split('/') as [string, string];
+    const ids = new Set<string>();
+    for (const e of this.engines)
+      for (const pk of e.topology.pathsThrough(gatewayKey(ns, name)))
+        for (const r of e.result(pk)?.sources ?? []) ids.add(`${r.kind}:${r.namespace}/${r.name}`);
+    return [...ids];
+  }
+
+  /** One gateway's provider objects (empty: none wanted). */
+  private renderGateway(
+    ns: string,
+    name: string,
+    uid: string | undefined,
+    grants: import('../kind.ts').ReferenceGrant[],
+  ): Map<string, RenderedObject> {
+    const out = new Map<string, RenderedObject>();
+    const gw = `${ns}/${name}`;
+    const w = gatewayWiring(this.engines, ns, name, {
+      controller: this.opts.name,
+      referenceGrants: grants,
+      ...(this.opts.kindSettings ? { kindSettings: this.opts.kindSettings } : {}),
+      wiring: this.opts.wiring ?? DEFAULT_WIRING,
+    });
+    this.reportProblems(gw, w?.problems ?? []);
+    if (!w || w.config.actionSets.length === 0) return out;
+    const topology = this.engines[0]!.topology;
+    const className = topology.gateways.get(gatewayKey(ns, name))?.gatewayClassName;
+    const controllerName = className ? topology.classes.get(className)?.controllerName : undefined;
+    const providers = this.opts.providers ?? DEFAULT_PROVIDERS;
+    const provider = providerOf(controllerName, providers);
+    if (!provider) {
+      if (!this.unknownClassWarned.has(gw)) {
+        this.unknownClassWarned.add(gw);
+        this.log('warn', 'gateway not wired: its GatewayClass controller is not a known provider', {
+          gateway: gw,
+          gatewayClass: className,
+          controllerName,
+        });
+      }
+      return out;
+    }
+    this.unknownClassWarned.delete(gw);
+    for (const o of providerObjects(
+      provider,
+      { gateway: { namespace: ns, name, ...(uid ? { uid } : {}) }, controller: this.opts.name },
+      w.config,
+      providers,
+    ))
+      out.set(renderedKey(o), o);
+    return out;
+  }
+
+  /** Refused routes: logged and a Warning Event on the route when the refusal is new. */
+  private reportProblems(gw: string, problems: WiringProblem[]): void {
+    const before = new Set((this.problems.get(gw) ?? []).map((p) => `${p.route}|${p.reason}`));
+    if (problems.length) this.problems.set(gw, problems);
+    else this.problems.delete(gw);
+    for (const p of problems) {
+      if (before.has(`${p.route}|${p.reason}`)) continue;
+      this.log('warn', 'route refused by the gateway wiring (its requests are denied)', {
+        gateway: gw,
+        route: p.route,
+        reason: p.reason,
+      });
+      if (!this.elector?.leader) continue;
+      const [kind, namespace, name] = p.route.split('/') as [string, string, string];
+      void postWarningEvent(
+        this.opts.client,
+        { apiVersion: 'gateway.networking.k8s.io/v1', kind, namespace, name },
+        'WiringRefused',
+        `gateway ${gw}: ${p.reason}`.slice(0, 1000),
+        { component: this.opts.name },
+      ).catch(() => undefined);
+    }
+  }
+
+  private async reconcile(): Promise<void> {
+    if (!this.ready || !this.elector.leader) return;
+    for (const e of this.engines) {
+      const report = e.flush();
+      for (const pk of [...report.changed, ...report.removed])
+        this.pendingGateways.add(pk.slice('Gateway:'.length, pk.indexOf('#')));
+    }
+    const full = this.full;
+    this.full = false;
+    const gateways = full ? undefined : [...this.pendingGateways];
+    const rendered = full ? undefined : [...this.pendingRendered];
+    this.pendingGateways.clear();
+    this.pendingRendered.clear();
+    let failed: { item: string; failure: PublishFailure }[];
+    try {
+      failed = await this.renderer.publish(gateways, rendered);
+    } catch (e) {
+      if (full) this.full = true;
+      for (const g of gateways ?? []) this.pendingGateways.add(g);
+      for (const r of rendered ?? []) this.pendingRendered.add(r);
+      throw e;
+    }
+    let delay = Number.POSITIVE_INFINITY;
+    for (const { item, failure } of failed) {
+      if (failure.permanent) continue;
+      this.pendingRendered.add(item);
+      delay = Math.min(delay, PublishLedger.backoffMs(failure));
+    }
+    if (delay !== Number.POSITIVE_INFINITY) setTimeout(() => this.queue.add('wiring'), delay).unref();
+  }
+}

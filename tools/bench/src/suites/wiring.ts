@@ -1,0 +1,292 @@
+// The gateway data-plane wiring (issue 27): 5,000 HTTPRoutes x 3 rules (each rule 1-2 matches) on 25
+// Istio gateways, an AuthPolicy and a RateLimitPolicy default on every gateway and one RateLimitPolicy
+// per tenth route. Pure: the time to build every gateway's wasm-shim configuration and the largest
+// WasmPlugin. Against a real kube-apiserver with Istio's CRDs: the wiring-controller's start to every
+// WasmPlugin written, steady-state writes, and a route change to its gateway's WasmPlugin rewritten
+// (exactly one object).
+
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { authPolicyKind } from '@cascade/authpolicy';
+import {
+  DEFAULT_PROVIDERS,
+  gatewayWiring,
+  KubeClient,
+  PolicyEngine,
+  type PolicyObject,
+  policyCrd,
+  providerObjects,
+  type RouteObject,
+  WiringController,
+} from '@cascade/core';
+import { Envtest, envtestPaths, providerCrdDir } from '@cascade/envtest';
+import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
+import { KubeConfig } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { type Figure, ms, summarize } from '../report.ts';
+
+const SCALE = Number(process.env.WIRING_SCALE ?? 1);
+const ROUTES = Math.round(5000 * SCALE);
+const GATEWAYS = Math.max(1, Math.round(25 * SCALE));
+const INPUT = `${ROUTES.toLocaleString('en')} HTTPRoutes x 3 rules (1-2 matches each), ${GATEWAYS} Istio gateways, ${GATEWAYS} AuthPolicy + ${GATEWAYS} RateLimitPolicy defaults, ${Math.round(ROUTES / 10).toLocaleString('en')} route RateLimitPolicies`;
+const G = 'gateway.networking.k8s.io';
+
+function routeSpec(r: number) {
+  const rule = (i: number) => ({
+    name: `r${i}`,
+    matches: [
+      { path: { type: 'PathPrefix', value: `/svc${r}/p${i}` }, method: i === 0 ? 'GET' : undefined },
+      ...(i === 2
+        ? [
+            {
+              path: { type: 'Exact', value: `/svc${r}/health` },
+              headers: [{ type: 'Exact', name: 'x-probe', value: 'yes' }],
+            },
+          ]
+        : []),
+    ].map((m) => JSON.parse(JSON.stringify(m))),
+  });
+  return {
+    parentRefs: [{ name: `gw-${r % GATEWAYS}`, namespace: 'infra' }],
+    hostnames: [`app${r % 400}.example.com`],
+    rules: [rule(0), rule(1), rule(2)],
+  };
+}
+
+function policies(): { kind: string; ns: string; name: string; spec: Record<string, unknown> }[] {
+  const out: { kind: string; ns: string; name: string; spec: Record<string, unknown> }[] = [];
+  for (let g = 0; g < GATEWAYS; g++) {
+    const targetRef = { group: G, kind: 'Gateway', name: `gw-${g}` };
+    out.push({
+      kind: 'AuthPolicy',
+      ns: 'infra',
+      name: `auth-${g}`,
+      spec: {
+        targetRef,
+        defaults: {
+          rules: { authentication: { key: { apiKey: { selector: { matchLabels: { app: 'x' } } } } } },
+        },
+      },
+    });
+    out.push({
+      kind: 'RateLimitPolicy',
+      ns: 'infra',
+      name: `rl-${g}`,
+      spec: {
+        targetRef,
+        defaults: { strategy: 'merge', limits: { global: { rates: [{ limit: 100, window: '1m' }] } } },
+      },
+    });
+  }
+  for (let r = 0; r < ROUTES; r += 10)
+    out.push({
+      kind: 'RateLimitPolicy',
+      ns: `team-${r % 10}`,
+      name: `route-rl-${r}`,
+      spec: {
+        targetRef: { group: G, kind: 'HTTPRoute', name: `route-${r}` },
+        limits: {
+          user: {
+            rates: [{ limit: 10, window: '1s' }],
+            counters: [{ expression: "request.headers['x-user']" }],
+            when: [{ predicate: "request.method == 'POST'" }],
+          },
+        },
+      },
+    });
+  return out;
+}
+
+function pure(fig: (n: string, v: number, u: string, t?: string) => void): void {
+  const kinds = [authPolicyKind, rateLimitPolicyKind];
+  const engines = kinds.map((k) => new PolicyEngine(k));
+  for (const e of engines) {
+    e.upsertGatewayClass({ name: 'istio', controllerName: 'istio.io/gateway-controller' });
+    for (let g = 0; g < GATEWAYS; g++)
+      e.upsertGateway({
+        namespace: 'infra',
+        name: `gw-${g}`,
+        gatewayClassName: 'istio',
+        listeners: [
+          { name: 'http', port: 80, protocol: 'HTTP', allowedRoutes: { namespaces: { from: 'All' } } },
+        ],
+      });
+    for (let r = 0; r < ROUTES; r++)
+      e.upsertRoute({
+        kind: 'HTTPRoute',
+        namespace: `team-${r % 10}`,
+        name: `route-${r}`,
+        ...routeSpec(r),
+      } as RouteObject);
+  }
+  for (const p of policies()) {
+    const e = engines[p.kind === 'AuthPolicy' ? 0 : 1]!;
+    const kind = kinds[p.kind === 'AuthPolicy' ? 0 : 1]!;
+    e.upsertPolicy({
+      apiVersion: `${kind.group}/${kind.version}`,
+      kind: p.kind,
+      metadata: { namespace: p.ns, name: p.name, creationTimestamp: '2026-01-01T00:00:00Z' },
+      spec: p.spec,
+    } as PolicyObject);
+  }
+  for (const e of engines) e.flush();
+  const rounds: number[] = [];
+  let largest = 0;
+  let sets = 0;
+  for (let round = 0; round < 5; round++) {
+    const t0 = process.hrtime.bigint();
+    sets = 0;
+    for (let g = 0; g < GATEWAYS; g++) {
+      const w = gatewayWiring(engines, 'infra', `gw-${g}`, { controller: 'bench' })!;
+      sets += w.config.actionSets.length;
+      if (round === 0) {
+        const [plugin] = providerObjects(
+          'istio',
+          { gateway: { namespace: 'infra', name: `gw-${g}` }, controller: 'bench' },
+          w.config,
+          DEFAULT_PROVIDERS,
+        );
+        largest = Math.max(largest, Buffer.byteLength(JSON.stringify(plugin)));
+      }
+    }
+    rounds.push(ms(t0));
+  }
+  fig('build every gateway configuration (fastest of 5)', Math.min(...rounds), 'ms');
+  fig('action sets over all gateways', sets, 'sets');
+  fig('largest WasmPlugin (serialized)', largest, 'bytes', '< 1,000,000 (configuration cap)');
+}
+
+async function pool<T>(items: T[], n: number, f: (t: T) => Promise<unknown>): Promise<void> {
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (i < items.length) await f(items[i++]!);
+    }),
+  );
+}
+
+async function live(fig: (n: string, v: number, u: string, t?: string) => void): Promise<void> {
+  const dir = providerCrdDir();
+  const crds = readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .flatMap((f) => parseAllDocuments(readFileSync(join(dir, f), 'utf8')).map((d) => d.toJS()))
+    .filter(
+      (o) =>
+        o?.kind === 'CustomResourceDefinition' && ['WasmPlugin', 'EnvoyFilter'].includes(o.spec?.names?.kind),
+    );
+  const env = await Envtest.start({
+    crdObjects: [policyCrd(authPolicyKind), policyCrd(rateLimitPolicyKind), ...crds],
+  });
+  const progress = (m: string) => process.stderr.write(`[bench:wiring] ${m}\n`);
+  let stop = async () => {};
+  try {
+    for (const ns of ['infra', ...Array.from({ length: 10 }, (_, i) => `team-${i}`)])
+      await env.call('POST', '/api/v1/namespaces', {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: ns },
+      });
+    await env.call('POST', `/apis/${G}/v1/gatewayclasses`, {
+      apiVersion: `${G}/v1`,
+      kind: 'GatewayClass',
+      metadata: { name: 'istio' },
+      spec: { controllerName: 'istio.io/gateway-controller' },
+    });
+    await pool([...Array(GATEWAYS).keys()], 8, (g) =>
+      env.call('POST', `/apis/${G}/v1/namespaces/infra/gateways`, {
+        apiVersion: `${G}/v1`,
+        kind: 'Gateway',
+        metadata: { name: `gw-${g}`, namespace: 'infra' },
+        spec: {
+          gatewayClassName: 'istio',
+          listeners: [
+            { name: 'http', port: 80, protocol: 'HTTP', allowedRoutes: { namespaces: { from: 'All' } } },
+          ],
+        },
+      }),
+    );
+    await pool([...Array(ROUTES).keys()], 16, (r) =>
+      env.call('POST', `/apis/${G}/v1/namespaces/team-${r % 10}/httproutes`, {
+        apiVersion: `${G}/v1`,
+        kind: 'HTTPRoute',
+        metadata: { name: `route-${r}`, namespace: `team-${r % 10}` },
+        spec: routeSpec(r),
+      }),
+    );
+    await pool(policies(), 16, (p) => {
+      const kind = p.kind === 'AuthPolicy' ? authPolicyKind : rateLimitPolicyKind;
+      return env.call('POST', `/apis/${kind.group}/${kind.version}/namespaces/${p.ns}/${kind.plural}`, {
+        apiVersion: `${kind.group}/${kind.version}`,
+        kind: p.kind,
+        metadata: { name: p.name, namespace: p.ns },
+        spec: p.spec,
+      });
+    });
+    progress('objects created');
+    const kc = new KubeConfig();
+    kc.loadFromFile(env.kubeconfig);
+    const controller = new WiringController({
+      client: new KubeClient(kc),
+      kinds: [authPolicyKind, rateLimitPolicyKind],
+      name: 'wiring-controller',
+      log: () => {},
+    });
+    const t0 = process.hrtime.bigint();
+    stop = () => controller.stop();
+    await controller.start();
+    while (!controller.leader) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 200));
+    await controller.idle();
+    fig('start to every gateway wired (WasmPlugin + 2 EnvoyFilters each)', ms(t0), 'ms');
+    fig('writes issued at start', controller.writes.get(), 'writes', `${GATEWAYS * 3}`);
+    const before = controller.writes.get();
+    controller.resyncNow();
+    await controller.idle();
+    await new Promise((r) => setTimeout(r, 10_000));
+    fig('steady-state writes (a full resync, then 10 s)', controller.writes.get() - before, 'writes', '0');
+    const lat: number[] = [];
+    let rewritten = 0;
+    for (let i = 0; i < 10; i++) {
+      const r = i * 37;
+      const w0 = controller.writes.get();
+      const t = process.hrtime.bigint();
+      const spec = routeSpec(r);
+      spec.rules[0]!.matches[0]!.path.value = `/changed-${i}`;
+      await env.call(
+        'PATCH',
+        `/apis/${G}/v1/namespaces/team-${r % 10}/httproutes/route-${r}`,
+        { spec: { rules: spec.rules } },
+        'application/merge-patch+json',
+      );
+      for (;;) {
+        const p = await env.call(
+          'GET',
+          `/apis/extensions.istio.io/v1alpha1/namespaces/infra/wasmplugins/cascade-gw-${r % GATEWAYS}`,
+        );
+        if (JSON.stringify(p.body).includes(`/changed-${i}`)) break;
+        if (ms(t) > 30_000) throw new Error('WasmPlugin not rewritten within 30 s');
+        await new Promise((res) => setTimeout(res, 5));
+      }
+      lat.push(ms(t));
+      await controller.idle();
+      rewritten = Math.max(rewritten, controller.writes.get() - w0);
+    }
+    const s = summarize(lat);
+    fig('route change to its WasmPlugin rewritten: median', s.median, 'ms');
+    fig('route change to its WasmPlugin rewritten: p99', s.p99, 'ms');
+    fig('objects rewritten per route change (most of 10)', rewritten, 'writes', '1');
+  } finally {
+    await stop().catch(() => {});
+    await env.stop();
+  }
+}
+
+export async function run(): Promise<Figure[]> {
+  const figures: Figure[] = [];
+  const fig = (name: string, value: number, unit: string, target?: string) =>
+    figures.push({ suite: 'wiring', name, value, unit, input: INPUT, ...(target ? { target } : {}) });
+  pure(fig);
+  if (envtestPaths()) await live(fig);
+  else fig('skipped (controller): envtest binaries missing', 0, '-');
+  return figures;
+}
