@@ -29,6 +29,7 @@ export * from './runtime/publish.ts';
 export * from './runtime/queue.ts';
 export * from './runtime/tracing.ts';
 export * from './runtime/wiring-controller.ts';
+export * from './runtime/wiring-state.ts';
 export * from './status/conditions.ts';
 export * from './topology/from-k8s.ts';
 export * from './topology/hostnames.ts';

@@ -52,7 +52,7 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
 
   // the gateway story
   it(
-    'examples/gateway applied with kubectl: the EffectivePolicies equal what cascadectl computes offline',
+    "examples/gateway applied with kubectl (the providers' CRDs installed after Cascade): the EffectivePolicies equal what cascadectl computes offline, statuses Enforced once the gateway is wired",
     gatewayExamplePublished,
     180_000,
   );
@@ -63,7 +63,7 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
   );
 
   it(
-    "the providers' CRDs installed after Cascade: examples/gateway's WasmPlugin and EnvoyFilters as cascadectl renders them, rewritten once on a policy change, deleted with the gateway",
+    "the gateway's wiring: examples/gateway's WasmPlugin and EnvoyFilters as cascadectl renders them, rewritten once on a policy change, deleted with the gateway",
     gatewayWiring,
     180_000,
   );

@@ -3,6 +3,7 @@
 // write them. Policy kinds are edited by whoever has `edit`/`admin` in the namespace. Each
 // controller gets exactly what its reconcile uses.
 import type { PolicyKind, RenderedResource } from '../kind.ts';
+import { PROVIDER_RESOURCES } from '../wiring/providers.ts';
 import { EFFECTIVE_GROUP } from './effective-policy.ts';
 
 const AGGREGATE = 'rbac.authorization.k8s.io/aggregate-to-';
@@ -81,6 +82,15 @@ export function controllerClusterRole(
         verbs: [...READ, 'create', 'patch', 'update', 'delete'],
       })),
     { apiGroups: [kind.group], resources: [`${kind.plural}/status`], verbs: ['get', 'patch', 'update'] },
+    // a kind that contributes data-plane actions is Enforced only where its gateways are wired: it
+    // reads (never writes) the objects that carry each gateway's configuration
+    ...(kind.actions
+      ? [PROVIDER_RESOURCES.istio[0]!, PROVIDER_RESOURCES['envoy-gateway'][0]!].map((r) => ({
+          apiGroups: [r.group],
+          resources: [r.plural],
+          verbs: READ,
+        }))
+      : []),
     {
       apiGroups: [EFFECTIVE_GROUP],
       resources: ['effectivepolicies'],

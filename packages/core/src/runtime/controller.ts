@@ -37,6 +37,7 @@ import { type PublishFailure, PublishLedger } from './publish.ts';
 import { WorkQueue } from './queue.ts';
 import { RenderedPublisher, type RenderInformer } from './rendered.ts';
 import { inSpan } from './tracing.ts';
+import { WiringState } from './wiring-state.ts';
 
 export interface ControllerOptions {
   client: KubeClient;
@@ -65,6 +66,13 @@ export interface ControllerOptions {
    * and Namespaces are cluster-scoped and read as before. Undefined: every namespace.
    */
   watchNamespaces?: readonly string[];
+  /**
+   * Enforced only where the data plane is wired: a policy of a kind that contributes data-plane
+   * actions is Enforced=False (MissingDependency) while a gateway it reaches has no WasmPlugin or
+   * EnvoyExtensionPolicy from the wiring-controller (or its provider refuses it). The binaries set it
+   * (--require-wiring, default true); false where no wiring-controller runs by design.
+   */
+  requireWiring?: boolean;
 }
 
 /** A lane's pending work for this pass, emptied (undefined for a full pass: everything is looked at). */
@@ -203,7 +211,26 @@ export class PolicyController {
       this.queue.add('sync');
     };
     this.affected = new AffectedWriter({ ...common, informers: this.informers });
-    this.status = new PolicyStatusWriter({ ...common, policies: this.policies, renderer: this.renderer });
+    const wiring =
+      opts.requireWiring && opts.kind.actions
+        ? new WiringState(
+            c,
+            () => {
+              // a gateway wired or unwired: every policy's Enforced is compared again (no write if equal)
+              for (const key of this.policies.cache.keys())
+                this.pendingPolicies.add(`${opts.kind.kind}:${key}`);
+              this.queue.add('sync');
+            },
+            opts.watchNamespaces,
+          )
+        : undefined;
+    if (wiring) this.informers.push(...wiring.informers);
+    this.status = new PolicyStatusWriter({
+      ...common,
+      policies: this.policies,
+      renderer: this.renderer,
+      ...(wiring ? { wiring } : {}),
+    });
     this.metrics.gauge('cascade_queue_depth', 'Keys waiting for a reconcile', () => this.queue.depth);
     this.metrics.processMetrics();
     // policies by condition, as alerts want them

@@ -21,6 +21,8 @@ Flags (controller-runtime's names):
 ${CONTROLLER_USAGE}  --max-concurrent-writes N          API writes in flight at once within a reconcile (default 8)
   --watch-namespace NS[,NS...]       policies, routes, gateways, ReferenceGrants and what the controller
                                      publishes, in these namespaces only (default "": every namespace)
+  --require-wiring true|false        Enforced only where the wiring-controller has wired the gateway's
+                                     data plane (default true; false without a wiring-controller)
 ${extra.map((s) => `  --${`${s.flag} VALUE`.padEnd(33)}${s.help} (default "${s.default}")\n`).join('')}  --version                          the version
   -h, --help                         this text
 `;
@@ -55,6 +57,7 @@ export async function runPolicyController(
       ...CONTROLLER_FLAGS,
       'max-concurrent-writes': { type: 'string', default: '8' },
       'watch-namespace': { type: 'string', default: '' },
+      'require-wiring': { type: 'string', default: 'true' },
       ...Object.fromEntries(
         settingFlags.map((s) => [s.flag, { type: 'string' as const, default: s.default }]),
       ),
@@ -64,6 +67,9 @@ export async function runPolicyController(
   const { logLevel, ...settings } = controllerSettings(b);
   const watch = watchNamespaces(String(b.values['watch-namespace'] ?? ''));
   if (typeof watch === 'string') return b.fail(`--watch-namespace: ${watch}`);
+  const requireWiring = String(b.values['require-wiring']);
+  if (requireWiring !== 'true' && requireWiring !== 'false')
+    return b.fail(`--require-wiring: "${requireWiring.slice(0, 40)}" is not true or false`);
   const controller = new PolicyController({
     client: new KubeClient(b.kubeConfig()),
     kind,
@@ -71,6 +77,7 @@ export async function runPolicyController(
     ...settings,
     writeConcurrency: b.whole('max-concurrent-writes', 'writes', 256),
     ...(watch ? { watchNamespaces: watch } : {}),
+    requireWiring: requireWiring === 'true',
     log: jsonLogger(name, undefined, logLevel),
     settings: Object.fromEntries(settingFlags.map((s) => [s.key, String(b.values[s.flag] ?? '')])),
   });

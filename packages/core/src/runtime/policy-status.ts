@@ -3,6 +3,7 @@
 // (lastTransitionTime kept while status and reason stay).
 import { isEqual } from 'lodash-es';
 import { type Condition, policyConditions } from '../status/conditions.ts';
+import { postWarningEvent } from './events.ts';
 import type { Informer } from './informer.ts';
 import {
   type PublishFailure,
@@ -11,10 +12,13 @@ import {
   withPublishFailures,
 } from './publish.ts';
 import type { RenderedPublisher } from './rendered.ts';
+import { gatewaysByPolicy, type WiringState, withWiring } from './wiring-state.ts';
 
 export interface PolicyStatusDeps extends WriterDeps {
   policies: Informer;
   renderer: RenderedPublisher;
+  /** The data-plane wiring the kind's policies need to be Enforced (undefined: not required). */
+  wiring?: WiringState;
 }
 
 type LiveCondition = Condition & { lastTransitionTime?: string };
@@ -31,12 +35,26 @@ export class PolicyStatusWriter {
    */
   async publish(ids: string[] | undefined): Promise<{ item: string; failure: PublishFailure }[]> {
     const { kind: k, policies, ledger } = this.deps;
+    this.reach = undefined; // gateways by policy: computed once per pass, when first needed
     const keys =
       ids === undefined
         ? [...policies.cache.keys()]
         : ids.filter((id) => id.startsWith(`${k.kind}:`)).map((id) => id.slice(k.kind.length + 1));
     const what = (key: string) => ({ object: `${k.kind} ${key} status`, policies: () => [] });
     return ledger.each(keys, this.deps.writeConcurrency, what, (key) => this.one(key));
+  }
+
+  private reach?: Map<string, Set<string>>;
+
+  /** Why the gateways a policy reaches are not wired (empty: all are, or wiring is not required). */
+  private wiringGaps(id: string): string[] {
+    const w = this.deps.wiring;
+    if (!w) return [];
+    this.reach ??= gatewaysByPolicy(this.deps.engine);
+    return [...(this.reach.get(id) ?? [])]
+      .sort()
+      .map((gw) => w.gap(gw))
+      .filter((g): g is string => g !== undefined);
   }
 
   private async one(key: string): Promise<void> {
@@ -47,12 +65,15 @@ export class PolicyStatusWriter {
     const id = `${k.kind}:${ns}/${name}`;
     const liveConds = (live.status as { conditions?: LiveCondition[] } | undefined)?.conditions ?? [];
     const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    const conds = withConsumerReadiness(
-      withPublishFailures(policyConditions(this.deps.engine, id), [
-        ...renderer.refusalsFor(id),
-        ...ledger.forPolicy(id),
-      ]),
-      renderer.waitingFor(id),
+    const conds = withWiring(
+      withConsumerReadiness(
+        withPublishFailures(policyConditions(this.deps.engine, id), [
+          ...renderer.refusalsFor(id),
+          ...ledger.forPolicy(id),
+        ]),
+        renderer.waitingFor(id),
+      ),
+      this.wiringGaps(id),
     ).map((cnd) => {
       const prev = liveConds.find((x) => x.type === cnd.type);
       const same = prev && prev.status === cnd.status && prev.reason === cnd.reason;
@@ -80,5 +101,16 @@ export class PolicyStatusWriter {
     );
     policies.cache.set(key, applied);
     this.deps.writes.inc();
+    // a Warning Event when the policy stops being enforced for want of its data plane
+    const enforced = conds.find((c) => c.type === 'Enforced');
+    const before = liveConds.find((c) => c.type === 'Enforced');
+    if (enforced?.reason === 'MissingDependency' && before?.reason !== 'MissingDependency')
+      void postWarningEvent(
+        this.deps.client,
+        { apiVersion: `${k.group}/${k.version}`, kind: k.kind, namespace: ns, name },
+        'MissingDependency',
+        enforced.message.slice(0, 1000),
+        { component: this.deps.name },
+      ).catch(() => undefined);
   }
 }

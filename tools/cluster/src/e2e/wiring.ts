@@ -1,8 +1,9 @@
-// The gateway's data-plane wiring in the real cluster: the providers' real CRDs installed after
-// Cascade (the usual order), the wiring-controller writes examples/gateway's WasmPlugin (its class is
-// Istio's) and the two EnvoyFilters with the configuration `cascadectl render --wasm-config` computes
-// offline; a policy change rewrites the WasmPlugin exactly once and leaves the EnvoyFilters alone;
-// deleting the gateway takes its objects with it.
+// The gateway's data-plane wiring in the real cluster: the providers' real CRDs are installed after
+// Cascade (the usual order; gateway.ts does it before applying the example), the wiring-controller
+// writes examples/gateway's WasmPlugin (its class is Istio's) and the two EnvoyFilters with the
+// configuration `cascadectl render --wasm-config` computes offline; a policy change rewrites the
+// WasmPlugin exactly once and leaves the EnvoyFilters alone; deleting the gateway takes its objects
+// with it.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,18 +26,25 @@ function providerCrds(): unknown[] {
 
 type Wasm = { metadata: { resourceVersion: string }; spec: { pluginConfig: unknown } };
 
-export async function gatewayWiring(): Promise<void> {
+/** Istio's and Envoy Gateway's CRDs of the four kinds, applied to the cluster. */
+export function installProviderCrds(): void {
   sh('kubectl', ['apply', '--server-side', '-f', '-'], {
     input: providerCrds()
       .map((c) => stringify(c))
       .join('---\n'),
   });
-  const t0 = Date.now();
-  const plugin = await until('the WasmPlugin of infra/main', 90, () => {
-    const l = kubectlJson<{ items: Wasm[] }>('get', 'wasmplugins', '-n', 'infra');
-    return l.items[0];
-  });
-  figures.wiringAfterCrdsSeconds = (Date.now() - t0) / 1000;
+}
+
+/** The WasmPlugin of infra/main, once the wiring-controller has written it. */
+export const mainWasmPlugin = () =>
+  until(
+    'the WasmPlugin of infra/main',
+    90,
+    () => kubectlJson<{ items: Wasm[] }>('get', 'wasmplugins', '-n', 'infra').items[0],
+  );
+
+export async function gatewayWiring(): Promise<void> {
+  const plugin = await mainWasmPlugin();
   const offline = JSON.parse(
     cascadectl('render', '-f', join(ROOT, 'examples/gateway'), '--wasm-config', '-o', 'json'),
   ) as Record<string, unknown>;

@@ -1,0 +1,130 @@
+// Enforced means enforced (issue 27 item 5): an AuthPolicy or RateLimitPolicy is Enforced only when
+// every gateway it reaches has its data plane wired (a WasmPlugin or EnvoyExtensionPolicy written by
+// the wiring-controller). Without the providers' CRDs, and with them but no wiring-controller, the
+// policies say MissingDependency naming the gateway, with a Warning Event; once the wiring-controller
+// writes the gateway's WasmPlugin they are Enforced; when it goes, they are not.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { effectivePolicyCrd, type PolicyController, policyCrd, WiringController } from '@cascade/core';
+import { clientOf, createObjects, readObjects, startController } from '@cascade/core/testing';
+import { apiServerTestsEnabled, Envtest, providerCrdDir, waitFor } from '@cascade/envtest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { GATEWAY_POLICY_KINDS } from './flags.ts';
+
+const EXAMPLES = resolve(import.meta.dirname, '../../../examples/gateway');
+const RLP = '/apis/cascade.dev/v1alpha1/namespaces/infra/ratelimitpolicies/platform-limits';
+
+type Cond = { type: string; status: string; reason: string; message: string };
+
+describe.skipIf(!apiServerTestsEnabled())('Enforced requires the data-plane wiring', () => {
+  let env: Envtest;
+  const controllers: PolicyController[] = [];
+  let wiring: WiringController | undefined;
+  const enforced = async () =>
+    ((await env.call('GET', RLP)).body as { status?: { conditions?: Cond[] } }).status?.conditions?.find(
+      (c) => c.type === 'Enforced',
+    );
+
+  beforeAll(async () => {
+    env = await Envtest.start({
+      crdObjects: [effectivePolicyCrd, ...GATEWAY_POLICY_KINDS.map((k) => policyCrd(k))],
+    });
+    await createObjects(env, readObjects(EXAMPLES));
+    for (const kind of GATEWAY_POLICY_KINDS)
+      controllers.push(await startController(env, kind, { requireWiring: true }));
+  }, 120_000);
+  afterAll(async () => {
+    await wiring?.stop().catch(() => {});
+    for (const c of controllers) await c.stop().catch(() => {});
+    await env?.stop();
+  });
+
+  it("without the providers' CRDs: MissingDependency naming the gateway, and a Warning Event", async () => {
+    const c = await waitFor('MissingDependency', async () => {
+      const e = await enforced();
+      return e?.reason === 'MissingDependency' ? e : undefined;
+    });
+    expect(c.status).toBe('False');
+    expect(c.message).toMatch(
+      /gateway infra\/main is not wired to its data plane: neither Istio's WasmPlugin nor Envoy Gateway's EnvoyExtensionPolicy is served/,
+    );
+    await waitFor('the Event', async () => {
+      const r = await env.call('GET', '/api/v1/namespaces/infra/events');
+      return (r.body as { items: { reason: string; involvedObject: { name: string } }[] }).items.some(
+        (e) => e.reason === 'MissingDependency' && e.involvedObject.name === 'platform-limits',
+      )
+        ? true
+        : undefined;
+    });
+  });
+
+  it('the CRDs installed, no wiring-controller yet: still MissingDependency, saying nothing was written', async () => {
+    const dir = providerCrdDir();
+    const crds = readdirSync(dir)
+      .filter((f) => f.endsWith('.yaml'))
+      .flatMap((f) => parseAllDocuments(readFileSync(join(dir, f), 'utf8')).map((d) => d.toJS()))
+      .filter(
+        (o) =>
+          o?.kind === 'CustomResourceDefinition' &&
+          ['WasmPlugin', 'EnvoyFilter'].includes(o.spec?.names?.kind),
+      );
+    await env.installCrds(crds);
+    const c = await waitFor(
+      'the message about the missing WasmPlugin',
+      async () => {
+        const e = await enforced();
+        return e?.message.includes('no WasmPlugin or EnvoyExtensionPolicy has been written for it')
+          ? e
+          : undefined;
+      },
+      30_000,
+    );
+    expect(c.reason).toBe('MissingDependency');
+  }, 40_000);
+
+  it('the wiring-controller writes the WasmPlugin: Enforced; the WasmPlugin gone: not', async () => {
+    wiring = new WiringController({
+      client: clientOf(env),
+      kinds: GATEWAY_POLICY_KINDS,
+      name: 'wiring-controller',
+      leaseDurationSeconds: 3,
+      log: () => {},
+    });
+    await wiring.start();
+    const c = await waitFor(
+      'Enforced',
+      async () => {
+        const e = await enforced();
+        return e && e.reason !== 'MissingDependency' ? e : undefined;
+      },
+      30_000,
+    );
+    // platform-limits is partially enforced (team-c unsets its limit): True either way
+    expect(c.status).toBe('True');
+    for (const k of ['authpolicies', 'ratelimitpolicies']) {
+      const items = (
+        (await env.call('GET', `/apis/cascade.dev/v1alpha1/${k}`)).body as {
+          items: { status?: { conditions?: Cond[] } }[];
+        }
+      ).items;
+      for (const p of items)
+        expect(p.status?.conditions?.find((x) => x.type === 'Enforced')?.reason).not.toBe(
+          'MissingDependency',
+        );
+    }
+    await wiring.stop();
+    wiring = undefined;
+    expect(
+      (
+        await env.call(
+          'DELETE',
+          '/apis/extensions.istio.io/v1alpha1/namespaces/infra/wasmplugins/cascade-main',
+        )
+      ).status,
+    ).toBe(200);
+    await waitFor('MissingDependency again', async () =>
+      (await enforced())?.reason === 'MissingDependency' ? true : undefined,
+    );
+  }, 60_000);
+});
