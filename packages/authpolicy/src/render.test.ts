@@ -165,6 +165,30 @@ describe('AuthPolicy -> Authorino AuthConfig', () => {
     expect(c!.spec.authentication.sso.when).toEqual([{ predicate: 'request.host == "r3"' }]);
   });
 
+  it("one policy's top-level `when` shared by every rule is the AuthConfig's own `when` (Kuadrant's form), not each evaluator's", () => {
+    const cs = configs([
+      policy(
+        'own',
+        'app',
+        { kind: 'HTTPRoute', name: 'r3' },
+        {
+          rules: {
+            authentication: { sso: jwt },
+            authorization: {
+              admins: { opa: { rego: 'allow = true' }, when: [{ predicate: 'request.path == "/a"' }] },
+            },
+          },
+          when: [{ predicate: 'request.method != "OPTIONS"' }],
+        },
+        AP,
+      ),
+    ]);
+    const [c] = of(cs, 'r3');
+    expect(c!.spec.when).toEqual([{ predicate: 'request.method != "OPTIONS"' }]);
+    expect(c!.spec.authentication.sso.when).toBeUndefined();
+    expect(c!.spec.authorization.admins.when).toEqual([{ predicate: 'request.path == "/a"' }]);
+  });
+
   it('rules that resolve differently split the route into one AuthConfig per group; patterns become lists', () => {
     const cs = configs([
       policy(

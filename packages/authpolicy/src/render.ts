@@ -77,16 +77,19 @@ export function secretReferences(value: unknown, base = ''): string[] {
 
 const predicates = (when: unknown): Json[] => (Array.isArray(when) ? (when as Json[]) : []);
 
-/** The evaluator with its own `when` followed by its policy's top-level `when`. */
-function withWhen(r: EffectiveRule): Json {
+/**
+ * The evaluator with its own `when` followed by its policy's top-level `when` (unless that is the
+ * AuthConfig's own top-level `when`, shared by every rule: `shared`).
+ */
+function withWhen(r: EffectiveRule, shared: boolean): Json {
   const v = { ...(r.value as Json) };
-  const when = [...predicates(v.when), ...predicates(r.context?.when)];
+  const when = [...predicates(v.when), ...(shared ? [] : predicates(r.context?.when))];
   if (when.length) v.when = when;
   else delete v.when;
   return v;
 }
 
-function place(spec: Json, r: EffectiveRule): void {
+function place(spec: Json, r: EffectiveRule, shared: boolean): void {
   const at = (path: string[]) => {
     let cur = spec;
     for (const p of path) cur = (cur[p] ??= {}) as Json;
@@ -97,16 +100,16 @@ function place(spec: Json, r: EffectiveRule): void {
     case 'metadata':
     case 'authorization':
     case 'callbacks':
-      at([r.section])[r.name] = withWhen(r);
+      at([r.section])[r.name] = withWhen(r, shared);
       return;
     case 'response':
       at(['response'])[r.name] = r.value;
       return;
     case 'response.success.headers':
-      at(['response', 'success', 'headers'])[r.name] = withWhen(r);
+      at(['response', 'success', 'headers'])[r.name] = withWhen(r, shared);
       return;
     case 'response.success.filters':
-      at(['response', 'success', 'filters'])[r.name] = withWhen(r);
+      at(['response', 'success', 'filters'])[r.name] = withWhen(r, shared);
       return;
     case 'patterns':
       // Kuadrant's {allOf: [...]} is Authorino's list of pattern expressions.
@@ -255,8 +258,11 @@ function authConfigFor(ctx: RenderContext, g: Group, first: boolean, split: bool
     }
   }
   const invalid = p0.result.invalid.map((r) => `${r.namespace}/${r.name}`);
-  let spec: Json = {};
-  for (const r of rules) if (!refused.has(r.key)) place(spec, r);
+  // one top-level `when` shared by every rule (one policy's, usually): the AuthConfig's own `when`, as
+  // Kuadrant writes it; otherwise each evaluator keeps its own policy's
+  const shared = sharedWhen(rules, p0.result.invalid.length).length > 0;
+  let spec: Json = shared ? { when: predicates(rules[0]!.context?.when) } : {};
+  for (const r of rules) if (!refused.has(r.key)) place(spec, r, shared);
   if (invalid.length > 0)
     // fail closed: nothing of the (incomplete) effective policy is served
     spec = {

@@ -176,6 +176,9 @@ function requests(dir: string): HttpRequest[] {
   const headers: Record<string, string>[] = [{}];
   const queries = new Set<string>(['']);
   for (const d of docs) {
+    if (d.kind === 'Gateway')
+      for (const l of (d.spec.listeners as { hostname?: string }[] | undefined) ?? [])
+        hosts.add((l.hostname ?? 'any.example.net').replace(/^\*/, 'any'));
     if (d.kind !== 'HTTPRoute' && d.kind !== 'GRPCRoute') continue;
     for (const h of (d.spec.hostnames as string[] | undefined) ?? []) hosts.add(h.replace(/^\*/, 'any'));
     for (const rule of (d.spec.rules as { matches?: Record<string, unknown>[] }[] | undefined) ?? [])
