@@ -71,6 +71,24 @@ export interface PolicyKindDefinition<RuleSet extends z.ZodRawShape = z.ZodRawSh
   effectiveValue?: (rule: EffectiveRule) => unknown;
   /** The resources `render` produces (for the controller's informers and RBAC). */
   renders?: readonly RenderedResource[];
+  /**
+   * One object every gateway contributes to and someone else owns (limitador-operator's Limitador CR,
+   * whose spec.limits holds every gateway's limits). Enabled when the controller setting `nameSetting`
+   * names the object; it lives in the namespace named by the setting `namespaceSetting`. The controller
+   * applies only the fields `combine` returns (server-side apply: it owns those fields and nothing
+   * else), only to an object that exists, and only when they differ.
+   */
+  aggregate?: AggregateTarget;
+}
+
+export interface AggregateTarget {
+  resource: { group: string; version: string; kind: string; plural: string };
+  nameSetting: string;
+  namespaceSetting: string;
+  /** One gateway's part (e.g. its limits). */
+  part: (ctx: RenderContext) => unknown[];
+  /** The fields to apply, from every gateway's part (in gateway order). */
+  combine: (parts: unknown[][]) => Record<string, unknown>;
 }
 
 export interface RenderedResource {

@@ -2,7 +2,13 @@
 // the D/O extensions core provides (targetRefs, unset, condition) and an explicit counter scope.
 import { definePolicyKind, predicateIssues, predicateListSchema } from '@cascade/core';
 import { z } from 'zod';
-import { effectiveLimit, rateLimitActions, renderLimitador } from './render.ts';
+import {
+  combineLimits,
+  effectiveLimit,
+  publishedLimits,
+  rateLimitActions,
+  renderLimitador,
+} from './render.ts';
 
 /** Kuadrant's duration format: up to four number+unit groups, e.g. `1m`, `1h30m`, `500ms`. */
 export const WINDOW_PATTERN = /^([0-9]{1,5}(h|m|s|ms)){1,4}$/;
@@ -61,6 +67,20 @@ export const rateLimitPolicyKind = definePolicyKind({
       namespaceSetting: 'limitadorNamespace',
     },
   ],
+  // limitador-operator's Limitador CR (--limitador-cr NAME, in Limitador's namespace): its spec.limits
+  // gets every gateway's limits, beside the ConfigMaps
+  aggregate: {
+    resource: {
+      group: 'limitador.kuadrant.io',
+      version: 'v1alpha1',
+      kind: 'Limitador',
+      plural: 'limitadors',
+    },
+    nameSetting: 'limitadorCr',
+    namespaceSetting: 'limitadorNamespace',
+    part: (ctx) => publishedLimits(ctx),
+    combine: (parts) => combineLimits(parts),
+  },
   effectiveValue: (rule) => effectiveLimit(rule),
 });
 

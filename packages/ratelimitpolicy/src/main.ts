@@ -9,4 +9,10 @@ await runPolicyController(rateLimitPolicyKind, 'ratelimitpolicy-controller', [
     default: 'kuadrant-system',
     help: 'namespace of Limitador: every limits ConfigMap goes there ("" : beside its gateway)',
   },
+  {
+    flag: 'limitador-cr',
+    key: 'limitadorCr',
+    default: '',
+    help: 'name of limitador-operator\'s Limitador in that namespace: its spec.limits gets every gateway\'s limits ("": not written)',
+  },
 ]);

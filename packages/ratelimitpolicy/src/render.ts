@@ -217,6 +217,18 @@ function limitsPlan(ctx: RenderContext) {
   return { built, data, refused };
 }
 
+/** aggregate hook: the limits of one gateway as published (what Limitador.spec.limits gathers). */
+export function publishedLimits(ctx: RenderContext): LimitadorLimit[] {
+  return limitsPlan(ctx).built.limits;
+}
+
+/** Every gateway's limits in one list (a limit two gateways share appears once), in a stable order. */
+export function combineLimits(parts: unknown[][]): { spec: { limits: LimitadorLimit[] } } {
+  const seen = new Map<string, LimitadorLimit>();
+  for (const l of parts.flat() as LimitadorLimit[]) seen.set(JSON.stringify(l), l);
+  return { spec: { limits: [...seen.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([, l]) => l) } };
+}
+
 /** actions hook: the rate-limit actions of every path, for the limits that are published. */
 export function rateLimitActions(ctx: RenderContext): Map<string, ContributedAction[]> {
   return limitsPlan(ctx).built.actions;

@@ -103,10 +103,15 @@ describe('charts/cascade', () => {
       expect(spec.initContainers[0].command).toContain('/app/packages/bpf-datapath/src/install-cni.ts');
       expect(spec.initContainers[0].securityContext.capabilities).toEqual({ drop: ['ALL'] });
       expect(spec.volumes.map((v: Doc) => v.hostPath?.path)).toContain('/opt/cni/bin');
-      // the Limitador ConfigMaps role lives in Limitador's namespace only
+      // the Limitador ConfigMaps role lives in Limitador's namespace only, with the Limitador CR (read
+      // and patch: the controller owns spec.limits, never creates or deletes it)
+      const limitadorRole = docs.find((d) => d.kind === 'Role' && d.metadata.namespace === 'kuadrant-system');
       expect(
-        docs.find((d) => d.kind === 'Role' && d.metadata.namespace === 'kuadrant-system')?.rules[0].resources,
-      ).toEqual(['configmaps']);
+        limitadorRole?.rules.map((r: { resources: string[]; verbs: string[] }) => [r.resources, r.verbs]),
+      ).toEqual([
+        [['limitadors'], ['get', 'list', 'watch', 'patch']],
+        [['configmaps'], ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete']],
+      ]);
     });
 
     it('every component can be switched off, and the namespaces follow the values', () => {

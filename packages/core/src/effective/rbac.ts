@@ -152,6 +152,14 @@ export function controllerRoles(
       ],
     ],
   ]);
+  // the aggregate object (e.g. the Limitador CR) in its namespace: read it, patch the fields we own
+  const agg = kind.aggregate;
+  const aggNs = agg ? settings[agg.namespaceSetting] : undefined;
+  if (agg && aggNs)
+    grants.set(aggNs, [
+      ...(grants.get(aggNs) ?? []),
+      { apiGroups: [agg.resource.group], resources: [agg.resource.plural], verbs: [...READ, 'patch'] },
+    ]);
   for (const r of kind.renders ?? []) {
     const ns = confinedTo(r, settings);
     if (!ns) continue;

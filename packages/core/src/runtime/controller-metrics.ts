@@ -4,9 +4,11 @@
 // recovers, never per retry.
 
 import type { Server } from 'node:http';
+import { hostname } from 'node:os';
 import type { Condition } from '../status/conditions.ts';
+import type { KubeClient } from './client.ts';
 import type { Informer } from './informer.ts';
-import type { LeaderElector } from './leader.ts';
+import { LeaderElector } from './leader.ts';
 import type { BindAddress, Logger, Metrics } from './metrics.ts';
 
 /** cascade_policies{kind,condition,status,reason}: counted from the policies' live status. */
@@ -106,4 +108,36 @@ export async function serveEndpoints(
   if (at.healthProbeBindAddress)
     servers.push(await metrics.serveOn(at.healthProbeBindAddress, ready, 'probes'));
   return servers;
+}
+
+/**
+ * A controller's leader election with its metrics and log lines: the Lease `<name>-leader` in
+ * `leaseNamespace`, the leadership families, transitions counted and logged, lease errors logged once
+ * per state change; `onLeader` runs each time this replica becomes the leader.
+ */
+export function electedLeader(
+  client: KubeClient,
+  opts: { name: string; leaseNamespace?: string; identity?: string; leaseDurationSeconds?: number },
+  metrics: Metrics,
+  log: Logger,
+  onLeader: () => void,
+): LeaderElector {
+  let elector: LeaderElector | undefined;
+  const { leaseErrors, transitions } = leaderMetrics(metrics, `${opts.name}-leader`, () =>
+    Boolean(elector?.leader),
+  );
+  elector = new LeaderElector(
+    client,
+    opts.leaseNamespace ?? 'default',
+    `${opts.name}-leader`,
+    opts.identity ?? `${hostname()}-${process.pid}`,
+    opts.leaseDurationSeconds ?? 15,
+    (leader) => {
+      transitions.inc();
+      log('info', leader ? 'became leader' : 'lost leadership');
+      if (leader) onLeader();
+    },
+  );
+  leaseHealth(elector, leaseErrors, log);
+  return elector;
 }

@@ -14,23 +14,17 @@
 // endpoints (controller-metrics.ts serveEndpoints), the binary's flags and start-up (main.ts).
 
 import type { Server } from 'node:http';
-import { hostname } from 'node:os';
 import type { PolicyKind } from '../kind.ts';
 import { PolicyEngine } from '../merge/engine.ts';
 import { AffectedWriter } from './affected.ts';
+import { AggregatePublisher } from './aggregate.ts';
 import type { KubeClient } from './client.ts';
-import {
-  leaderMetrics,
-  leaseHealth,
-  policiesByCondition,
-  serveEndpoints,
-  watchHealth,
-} from './controller-metrics.ts';
+import { electedLeader, policiesByCondition, serveEndpoints, watchHealth } from './controller-metrics.ts';
 import { controllerWatches } from './controller-watches.ts';
 import { EffectivePublisher } from './effective-writer.ts';
 import { postWarningEvent } from './events.ts';
 import { type Informer, startInformers } from './informer.ts';
-import { LeaderElector } from './leader.ts';
+import type { LeaderElector } from './leader.ts';
 import { type BindAddress, jsonLogger, type Logger, Metrics } from './metrics.ts';
 import { PolicyStatusWriter } from './policy-status.ts';
 import { type PublishFailure, PublishLedger } from './publish.ts';
@@ -136,6 +130,9 @@ export class PolicyController {
   private readonly renderer: RenderedPublisher;
   private readonly effectivePublisher: EffectivePublisher;
   private readonly status: PolicyStatusWriter;
+  /** The kind's aggregate object (e.g. the Limitador CR), when a setting names one. */
+  private aggregate?: AggregatePublisher;
+  private pendingAggregate = false;
   /** Objects whose last write failed, with the policies they carry (their status says so). */
   readonly ledger = new PublishLedger(this.metrics);
   private get writeConcurrency(): number {
@@ -225,6 +222,27 @@ export class PolicyController {
           )
         : undefined;
     if (wiring) this.informers.push(...wiring.informers);
+    const settings = opts.settings ?? {};
+    if (opts.kind.aggregate && AggregatePublisher.enabled(opts.kind.aggregate, settings)) {
+      this.aggregate = new AggregatePublisher(
+        opts.kind.aggregate,
+        {
+          engine: this.engine,
+          client: c,
+          controller: opts.name,
+          log: this.log,
+          settings,
+          writes: this.writes,
+          skipped: this.skipped,
+        },
+        () => {
+          // the object changed under us (or appeared): compare again
+          this.pendingAggregate = true;
+          this.queue.add('downstream');
+        },
+      );
+      this.informers.push(this.aggregate.informer);
+    }
     this.status = new PolicyStatusWriter({
       ...common,
       policies: this.policies,
@@ -240,26 +258,11 @@ export class PolicyController {
       this.queue.add('sync');
       this.queue.add('downstream');
     });
-    const { leaseErrors, transitions } = leaderMetrics(this.metrics, `${opts.name}-leader`, () =>
-      Boolean(this.elector?.leader),
-    );
-    this.elector = new LeaderElector(
-      c,
-      opts.leaseNamespace ?? 'default',
-      `${opts.name}-leader`,
-      opts.identity ?? `${hostname()}-${process.pid}`,
-      opts.leaseDurationSeconds ?? 15,
-      (leader) => {
-        transitions.inc();
-        this.log('info', leader ? 'became leader' : 'lost leadership');
-        if (leader) {
-          this.full = true;
-          this.downstreamFull = true;
-          this.queue.add('sync');
-        }
-      },
-    );
-    leaseHealth(this.elector, leaseErrors, this.log);
+    this.elector = electedLeader(c, opts, this.metrics, this.log, () => {
+      this.full = true;
+      this.downstreamFull = true;
+      this.queue.add('sync');
+    });
   }
 
   /** Ready: every informer has listed and none is failing (an unreachable API server fails it). */
@@ -401,14 +404,19 @@ export class PolicyController {
     const gateways = take(this.pendingGateways, full);
     const rendered = take(this.pendingRendered, full);
     const affected = take(this.pendingAffected, full);
+    const aggregate = this.pendingAggregate;
+    this.pendingAggregate = false;
     try {
       this.retry(
         await this.renderer.publish(gateways, rendered),
         (key) => this.pendingRendered.add(key),
         'downstream',
       );
+      if (this.aggregate && (full || aggregate || (gateways?.length ?? 0) > 0))
+        await this.aggregate.publish(gateways, this.renderer.referenceGrants());
       await this.publishAffected(affected);
     } catch (e) {
+      if (aggregate) this.pendingAggregate = true;
       if (full) this.downstreamFull = true;
       putBack(this.pendingGateways, gateways);
       putBack(this.pendingRendered, rendered);

@@ -7,7 +7,6 @@
 // server-side apply only when their content differs (steady state: zero writes) and deleted when a
 // gateway has no action set left or its class is not a known provider. A provider whose CRDs are not
 // served gets nothing (logged once; published as soon as they are).
-import { hostname } from 'node:os';
 import { renderedKey } from '../effective/render.ts';
 import type { PolicyKind, RenderedObject } from '../kind.ts';
 import { PolicyEngine } from '../merge/engine.ts';
@@ -22,10 +21,10 @@ import {
 } from '../wiring/providers.ts';
 import { DEFAULT_WIRING, type WiringProblem, type WiringSettings } from '../wiring/wasm.ts';
 import type { KubeClient } from './client.ts';
-import { leaderMetrics, leaseHealth, serveEndpoints, watchHealth } from './controller-metrics.ts';
+import { electedLeader, serveEndpoints, watchHealth } from './controller-metrics.ts';
 import { postWarningEvent } from './events.ts';
 import { Informer, startInformers } from './informer.ts';
-import { LeaderElector } from './leader.ts';
+import type { LeaderElector } from './leader.ts';
 import { type BindAddress, jsonLogger, type Logger, Metrics } from './metrics.ts';
 import { type PublishFailure, PublishLedger } from './publish.ts';
 import { WorkQueue } from './queue.ts';
@@ -224,25 +223,10 @@ export class WiringController {
     );
     this.metrics.processMetrics();
     watchHealth(this.informers, this.metrics, this.log, '/readyz fails meanwhile', wake);
-    const { leaseErrors, transitions } = leaderMetrics(this.metrics, `${opts.name}-leader`, () =>
-      Boolean(this.elector?.leader),
-    );
-    this.elector = new LeaderElector(
-      c,
-      opts.leaseNamespace ?? 'default',
-      `${opts.name}-leader`,
-      opts.identity ?? `${hostname()}-${process.pid}`,
-      opts.leaseDurationSeconds ?? 15,
-      (leader) => {
-        transitions.inc();
-        this.log('info', leader ? 'became leader' : 'lost leadership');
-        if (leader) {
-          this.full = true;
-          wake();
-        }
-      },
-    );
-    leaseHealth(this.elector, leaseErrors, this.log);
+    this.elector = electedLeader(c, opts, this.metrics, this.log, () => {
+      this.full = true;
+      wake();
+    });
   }
 
   get ready(): boolean {

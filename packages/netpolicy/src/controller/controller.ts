@@ -13,17 +13,15 @@
 // identities recomputes nothing, and only the EffectivePolicies whose live object moved are compared.
 
 import type { Server } from 'node:http';
-import { hostname } from 'node:os';
 import {
   type BindAddress,
   EFFECTIVE_GROUP,
+  electedLeader,
   Informer,
   jsonLogger,
   type KubeClient,
-  LeaderElector,
+  type LeaderElector,
   type Logger,
-  leaderMetrics,
-  leaseHealth,
   MANAGED_BY,
   Metrics,
   PublishLedger,
@@ -255,28 +253,13 @@ export class NetpolController {
       this.queue.add('slices');
       this.queue.add('sync');
     });
-    const { leaseErrors, transitions } = leaderMetrics(this.metrics, `${this.name}-leader`, () =>
-      Boolean(this.elector?.leader),
-    );
-    this.elector = new LeaderElector(
-      this.client,
-      opts.leaseNamespace ?? 'default',
-      `${this.name}-leader`,
-      opts.identity ?? `${hostname()}-${process.pid}`,
-      opts.leaseDurationSeconds ?? 15,
-      (leader) => {
-        transitions.inc();
-        this.log('info', leader ? 'became leader' : 'lost leadership');
-        if (leader) {
-          this.slices?.resync(); // another leader may have written since
-          this.full = true;
-          this.queue.add('slices');
-          this.queue.add('sync');
-          this.queue.add('reports');
-        }
-      },
-    );
-    leaseHealth(this.elector, leaseErrors, this.log);
+    this.elector = electedLeader(this.client, { ...opts, name: this.name }, this.metrics, this.log, () => {
+      this.slices?.resync(); // another leader may have written since
+      this.full = true;
+      this.queue.add('slices');
+      this.queue.add('sync');
+      this.queue.add('reports');
+    });
   }
 
   get leader(): boolean {
