@@ -3,13 +3,11 @@
 // the wiring-controller). Without the providers' CRDs, and with them but no wiring-controller, the
 // policies say MissingDependency naming the gateway, with a Warning Event; once the wiring-controller
 // writes the gateway's WasmPlugin they are Enforced; when it goes, they are not.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { effectivePolicyCrd, type PolicyController, policyCrd, WiringController } from '@cascade/core';
 import { clientOf, createObjects, readObjects, startController } from '@cascade/core/testing';
-import { apiServerTestsEnabled, Envtest, providerCrdDir, waitFor } from '@cascade/envtest';
+import { apiServerTestsEnabled, Envtest, providerCrds, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
 import { GATEWAY_POLICY_KINDS } from './flags.ts';
 
 const EXAMPLES = resolve(import.meta.dirname, '../../../examples/gateway');
@@ -60,16 +58,7 @@ describe.skipIf(!apiServerTestsEnabled())('Enforced requires the data-plane wiri
   });
 
   it('the CRDs installed, no wiring-controller yet: still MissingDependency, saying nothing was written', async () => {
-    const dir = providerCrdDir();
-    const crds = readdirSync(dir)
-      .filter((f) => f.endsWith('.yaml'))
-      .flatMap((f) => parseAllDocuments(readFileSync(join(dir, f), 'utf8')).map((d) => d.toJS()))
-      .filter(
-        (o) =>
-          o?.kind === 'CustomResourceDefinition' &&
-          ['WasmPlugin', 'EnvoyFilter'].includes(o.spec?.names?.kind),
-      );
-    await env.installCrds(crds);
+    await env.installCrds(providerCrds(['WasmPlugin', 'EnvoyFilter']));
     const c = await waitFor(
       'the message about the missing WasmPlugin',
       async () => {

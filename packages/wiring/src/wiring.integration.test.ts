@@ -4,13 +4,11 @@
 // accepted by those schemas, it writes once and then nothing in steady state, a route change
 // rewrites exactly the one object that carries it, a route whose match cannot be written is refused
 // alone (denied, with an Event), and a gateway's objects go when it has nothing left to wire.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { policyCrd, type WasmConfig, WiringController } from '@cascade/core';
 import { clientOf, createObjects, readObjects } from '@cascade/core/testing';
-import { apiServerTestsEnabled, Envtest, providerCrdDir, waitFor } from '@cascade/envtest';
+import { apiServerTestsEnabled, Envtest, providerCrds, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
 import { GATEWAY_POLICY_KINDS } from './flags.ts';
 
 const EXAMPLES = resolve(import.meta.dirname, '../../../examples/gateway');
@@ -18,17 +16,6 @@ const WASMPLUGINS = '/apis/extensions.istio.io/v1alpha1/namespaces/infra/wasmplu
 const ENVOYFILTERS = '/apis/networking.istio.io/v1alpha3/namespaces/infra/envoyfilters';
 const EEPS = '/apis/gateway.envoyproxy.io/v1alpha1/namespaces/infra/envoyextensionpolicies';
 const EPPS = '/apis/gateway.envoyproxy.io/v1alpha1/namespaces/infra/envoypatchpolicies';
-const WIRED = new Set(['WasmPlugin', 'EnvoyFilter', 'EnvoyExtensionPolicy', 'EnvoyPatchPolicy']);
-
-/** The providers' CRDs of the four kinds the wiring writes (the Istio file holds every Istio CRD). */
-function providerCrds(): unknown[] {
-  const dir = providerCrdDir();
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.yaml'))
-    .flatMap((f) => parseAllDocuments(readFileSync(join(dir, f), 'utf8')).map((d) => d.toJS()))
-    .filter((o) => o?.kind === 'CustomResourceDefinition' && WIRED.has(o.spec?.names?.kind));
-}
-
 type Item = { metadata: { name: string; resourceVersion: string }; spec: Record<string, unknown> };
 
 describe.skipIf(!apiServerTestsEnabled())('wiring-controller on a real API server', () => {

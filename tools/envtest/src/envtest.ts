@@ -20,6 +20,17 @@ export interface EnvtestPaths {
   providerCrds?: string;
 }
 
+/** The CRDs of these provider kinds (WasmPlugin, EnvoyFilter, EnvoyExtensionPolicy, EnvoyPatchPolicy) from the providers' modules. */
+export function providerCrds(
+  kinds: readonly string[] = ['WasmPlugin', 'EnvoyFilter', 'EnvoyExtensionPolicy', 'EnvoyPatchPolicy'],
+): Record<string, unknown>[] {
+  const dir = providerCrdDir();
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .flatMap((f) => parseAllDocuments(readFileSync(join(dir, f), 'utf8')).map((d) => d.toJS()))
+    .filter((o) => o?.kind === 'CustomResourceDefinition' && kinds.includes(o.spec?.names?.kind));
+}
+
 /** The providers' CRD directory (Istio's WasmPlugin/EnvoyFilter, Envoy Gateway's policies); throws when the set-up did not fetch them. */
 export function providerCrdDir(): string {
   const d = envtestPaths()?.providerCrds;

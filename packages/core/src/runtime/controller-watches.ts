@@ -5,8 +5,10 @@
 // reconcile (controller.ts) decides what to write. With --watch-namespace the namespaced resources are
 // watched in those namespaces only.
 import { EFFECTIVE_GROUP, MANAGED_BY } from '../effective/effective-policy.ts';
+import type { PolicyKind } from '../kind.ts';
 import type { PolicyEngine } from '../merge/engine.ts';
 import { routeKey } from '../topology/types.ts';
+import type { KubeClient } from './client.ts';
 import type { ControllerOptions } from './controller.ts';
 import { Informer } from './informer.ts';
 import type { Logger } from './metrics.ts';
@@ -69,24 +71,15 @@ export function controllerWatches(
       ),
     );
   const k = opts.kind;
-  const policies = new Informer(
+  const policies = policyInformer(
     c,
-    `/apis/${k.group}/${k.version}/${k.plural}`,
-    (type, o) => {
-      if (type === 'DELETED') engine.removePolicy(k.kind, o.metadata.namespace ?? 'default', o.metadata.name);
-      else
-        engine.upsertPolicy({
-          apiVersion: o.apiVersion,
-          kind: k.kind,
-          metadata: { ...o.metadata, namespace: o.metadata.namespace ?? 'default' },
-          spec: o.spec,
-        } as never);
+    k,
+    engine,
+    (id) => {
       // Status carries observedGeneration: every event re-checks this policy's status.
-      sink.policy(`${k.kind}:${o.metadata.namespace ?? 'default'}/${o.metadata.name}`);
+      sink.policy(id);
       sink.changed();
     },
-    undefined,
-    false,
     scope,
   );
   const grants = new Informer(
@@ -144,4 +137,33 @@ export function controllerWatches(
   );
   informers.push(policies, effective);
   return { informers, policies, grants, effective, renderInformers: rendered };
+}
+
+/** An informer of one kind's policies feeding `engine`; `onEvent` gets the policy's id (`Kind:ns/name`). */
+export function policyInformer(
+  client: KubeClient,
+  k: PolicyKind,
+  engine: PolicyEngine,
+  onEvent: (id: string) => void,
+  scope?: readonly string[],
+): Informer {
+  return new Informer(
+    client,
+    `/apis/${k.group}/${k.version}/${k.plural}`,
+    (type, o) => {
+      const ns = o.metadata.namespace ?? 'default';
+      if (type === 'DELETED') engine.removePolicy(k.kind, ns, o.metadata.name);
+      else
+        engine.upsertPolicy({
+          apiVersion: o.apiVersion,
+          kind: k.kind,
+          metadata: { ...o.metadata, namespace: ns },
+          spec: o.spec,
+        } as never);
+      onEvent(`${k.kind}:${ns}/${o.metadata.name}`);
+    },
+    undefined,
+    false,
+    scope,
+  );
 }

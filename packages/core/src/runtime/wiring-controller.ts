@@ -22,6 +22,7 @@ import {
 import { DEFAULT_WIRING, type WiringProblem, type WiringSettings } from '../wiring/wasm.ts';
 import type { KubeClient } from './client.ts';
 import { electedLeader, serveEndpoints, watchHealth } from './controller-metrics.ts';
+import { policyInformer } from './controller-watches.ts';
 import { postWarningEvent } from './events.ts';
 import { Informer, startInformers } from './informer.ts';
 import type { LeaderElector } from './leader.ts';
@@ -127,28 +128,7 @@ export class WiringController {
         ),
       );
     opts.kinds.forEach((k, i) => {
-      const engine = this.engines[i]!;
-      this.informers.push(
-        new Informer(
-          c,
-          `/apis/${k.group}/${k.version}/${k.plural}`,
-          (type, o) => {
-            if (type === 'DELETED')
-              engine.removePolicy(k.kind, o.metadata.namespace ?? 'default', o.metadata.name);
-            else
-              engine.upsertPolicy({
-                apiVersion: o.apiVersion,
-                kind: k.kind,
-                metadata: { ...o.metadata, namespace: o.metadata.namespace ?? 'default' },
-                spec: o.spec,
-              } as never);
-            wake();
-          },
-          undefined,
-          false,
-          scope,
-        ),
-      );
+      this.informers.push(policyInformer(c, k, this.engines[i]!, wake, scope));
     });
     const grants = new Informer(
       c,

@@ -5,8 +5,6 @@
 // WasmPlugin written, steady-state writes, and a route change to its gateway's WasmPlugin rewritten
 // (exactly one object).
 
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { authPolicyKind } from '@cascade/authpolicy';
 import {
   DEFAULT_PROVIDERS,
@@ -19,10 +17,9 @@ import {
   type RouteObject,
   WiringController,
 } from '@cascade/core';
-import { Envtest, envtestPaths, providerCrdDir } from '@cascade/envtest';
+import { Envtest, envtestPaths, providerCrds } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
 import { KubeConfig } from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
 import { type Figure, ms, summarize } from '../report.ts';
 
 const SCALE = Number(process.env.WIRING_SCALE ?? 1);
@@ -166,14 +163,7 @@ async function pool<T>(items: T[], n: number, f: (t: T) => Promise<unknown>): Pr
 }
 
 async function live(fig: (n: string, v: number, u: string, t?: string) => void): Promise<void> {
-  const dir = providerCrdDir();
-  const crds = readdirSync(dir)
-    .filter((f) => f.endsWith('.yaml'))
-    .flatMap((f) => parseAllDocuments(readFileSync(join(dir, f), 'utf8')).map((d) => d.toJS()))
-    .filter(
-      (o) =>
-        o?.kind === 'CustomResourceDefinition' && ['WasmPlugin', 'EnvoyFilter'].includes(o.spec?.names?.kind),
-    );
+  const crds = providerCrds(['WasmPlugin', 'EnvoyFilter']);
   const env = await Envtest.start({
     crdObjects: [policyCrd(authPolicyKind), policyCrd(rateLimitPolicyKind), ...crds],
   });

@@ -5,24 +5,12 @@
 // WasmPlugin exactly once and leaves the EnvoyFilters alone; deleting the gateway takes its objects
 // with it.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { providerCrdDir } from '@cascade/envtest';
+import { providerCrds } from '@cascade/envtest';
 import { expect } from 'vitest';
-import { parseAllDocuments, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { canon, cascadectl, env, kubectl, kubectlJson, ROOT, sh, until } from '../harness.ts';
 import { figures } from './shared.ts';
-
-const WIRED = new Set(['WasmPlugin', 'EnvoyFilter', 'EnvoyExtensionPolicy', 'EnvoyPatchPolicy']);
-
-/** The four providers' CRDs the wiring writes, from the modules the set-up fetched. */
-function providerCrds(): unknown[] {
-  const dir = providerCrdDir();
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.yaml'))
-    .flatMap((f) => parseAllDocuments(readFileSync(join(dir, f), 'utf8')).map((d) => d.toJS()))
-    .filter((o) => o?.kind === 'CustomResourceDefinition' && WIRED.has(o.spec?.names?.kind));
-}
 
 type Wasm = { metadata: { resourceVersion: string }; spec: { pluginConfig: unknown } };
 
