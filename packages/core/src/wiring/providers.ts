@@ -35,7 +35,7 @@ export interface ProviderSettings {
 export const DEFAULT_PROVIDERS: ProviderSettings = {
   istioControllers: ['istio.io/gateway-controller', 'openshift.io/gateway-controller/v1'],
   envoyGatewayControllers: ['gateway.envoyproxy.io/gatewayclass-controller'],
-  wasmShimImage: 'quay.io/kuadrant/wasm-shim:v0.12.0',
+  wasmShimImage: 'quay.io/kuadrant/wasm-shim:v0.12.4',
   authorino: { host: 'authorino-authorino-authorization.kuadrant-system.svc.cluster.local', port: 50051 },
   limitador: { host: 'limitador-limitador.kuadrant-system.svc.cluster.local', port: 8081 },
 };
