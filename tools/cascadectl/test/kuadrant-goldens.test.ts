@@ -25,7 +25,11 @@ import { gatewayWirings } from '../src/commands/wiring.ts';
 import { loadManifests } from '../src/load.ts';
 import { buildGatewayWorld } from '../src/world.ts';
 
-const GOLDENS = new URL('../../../../shared/kuadrant-goldens/', import.meta.url).pathname;
+/** `../shared` beside the repository (CI has it too); CASCADE_SHARED points elsewhere. */
+const GOLDENS = join(
+  process.env.CASCADE_SHARED ?? new URL('../../../../shared/', import.meta.url).pathname,
+  'kuadrant-goldens',
+);
 
 interface Golden {
   authConfigs: { name: string; spec: Record<string, unknown> }[];
@@ -224,7 +228,10 @@ const scenarios = existsSync(GOLDENS)
 
 describe('Cascade against kuadrant-operator (../shared/kuadrant-goldens)', () => {
   it('finds the goldens', () => {
-    expect(scenarios.length).toBeGreaterThanOrEqual(5);
+    expect(
+      scenarios.length,
+      `scenarios in ${GOLDENS} (the repository's ../shared, or $CASCADE_SHARED)`,
+    ).toBeGreaterThanOrEqual(5);
   });
 
   for (const scenario of scenarios)

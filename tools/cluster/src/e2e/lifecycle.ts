@@ -30,11 +30,22 @@ export function installUntilReady(): void {
     'netpolicy-controller',
     'ratelimitpolicy-controller',
     'ratelimitpolicy-controller',
+    'wiring-controller',
+    'wiring-controller',
   ]);
   expect(ready.length).toBe(pods.length);
   // CoreDNS could start only once the agent pinned its programs (cascade-cni fails closed)
   kubectl('-n', 'kube-system', 'rollout', 'status', 'deploy/coredns', '--timeout=120s');
 }
+
+/** Every image the chart runs (each is rebuilt and imported for the upgrade). */
+const COMPONENT_IMAGES = [
+  'authpolicy-controller',
+  'ratelimitpolicy-controller',
+  'wiring-controller',
+  'netpolicy-controller',
+  'netpolicy-agent',
+];
 
 /** agent restart and helm upgrade to a rebuilt image: no wrong verdict throughout, no EffectivePolicy rewritten */
 export async function restartAndUpgrade(): Promise<void> {
@@ -92,19 +103,11 @@ export async function restartAndUpgrade(): Promise<void> {
         '0.1.0-rebuilt',
         '--out',
         join(work, 'images'),
-        'authpolicy-controller',
-        'ratelimitpolicy-controller',
-        'netpolicy-controller',
-        'netpolicy-agent',
+        ...COMPONENT_IMAGES,
       ],
       { timeoutMs: 300_000 },
     );
-    for (const img of [
-      'authpolicy-controller',
-      'ratelimitpolicy-controller',
-      'netpolicy-controller',
-      'netpolicy-agent',
-    ])
+    for (const img of COMPONENT_IMAGES)
       sh(
         'ctr',
         [
