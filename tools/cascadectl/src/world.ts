@@ -29,6 +29,8 @@ export interface GatewayWorld {
 export const NETWORK_KINDS = new Set([
   'Pod',
   'Node',
+  'Service',
+  'EndpointSlice',
   'NetworkPolicy',
   'AdminNetworkPolicy',
   'BaselineAdminNetworkPolicy',
