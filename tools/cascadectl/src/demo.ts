@@ -6,6 +6,7 @@ import { table } from './cli.ts';
 import { loadGatewayWorld } from './commands/gateway-common.ts';
 import { loadNetpol, readProbes, simulateProbe, truthTable } from './commands/netpol.ts';
 import { renderedObjects } from './commands/render.ts';
+import { gatewayWirings } from './commands/wiring.ts';
 import { kernelProbes } from './kernel-demo.ts';
 import { main } from './main.ts';
 
@@ -50,7 +51,37 @@ export async function demo(): Promise<number> {
     process.stdout.write(`${table(rows)}\n\n`);
     const cm = objects.find((o) => o.kind === 'ConfigMap') as { data?: Record<string, string> } | undefined;
     if (cm?.data) process.stdout.write(`limits.yaml:\n${cm.data['limits.yaml']}`);
+    // what the gateway's Envoy is told: the wasm-shim configuration inside its provider's objects
+    for (const w of gatewayWirings(world)) {
+      process.stdout.write(
+        `\nwasm-shim configuration of gateway ${w.gateway} (${w.provider ?? 'no known provider'}: ${w.objects.map((o) => `${o.kind} ${o.metadata.name}`).join(', ') || 'no object'}), in the order wasm-shim tries the action sets:\n`,
+      );
+      const sets = [['#', 'HOSTNAME', 'MATCH', 'ACTIONS']];
+      w.wiring.config.actionSets.forEach((set, i) => {
+        sets.push([
+          String(i + 1),
+          set.routeRuleConditions.hostnames.join(','),
+          (set.routeRuleConditions.predicates ?? ['(any)']).join(' && '),
+          set.actions
+            .map((a) => `${a.service}(${a.scope.length > 24 ? `${a.scope.slice(0, 21)}...` : a.scope})`)
+            .join(' -> '),
+        ]);
+      });
+      process.stdout.write(`${table(sets)}\n`);
+    }
   }
+  await run("What the gateway does with team-b's checkout POST", [
+    'request',
+    gw,
+    '--host',
+    'orders.apps.example.com',
+    '-X',
+    'POST',
+    '--path',
+    '/checkout',
+    '--identity',
+    '{"userid":"alice"}',
+  ]);
   await run('Lint warnings', ['lint', gw, np]);
   await run('Network policy: the example flows', ['netpol', 'simulate', np, '--probes', probesFile]);
 
