@@ -162,6 +162,17 @@ function compileUncached(source: string, limit = COST_LIMIT): CompiledCondition 
     return { error: `cannot be metered: ${firstLine(e)}` };
   }
   useRe2(program.ast);
+  /** An input larger than assumed at admission, estimated again with its real sizes: why it is refused (undefined: within the limit). */
+  const overBudget = (sizes: Sizes): string | undefined => {
+    if (sizes.list <= MAX_LIST && sizes.string <= MAX_STRING) return undefined;
+    const real = new CostEstimator({
+      list: Math.max(sizes.list, MAX_LIST),
+      string: Math.max(sizes.string, MAX_STRING),
+    }).cost(ast);
+    return real > limit
+      ? `runtime cost limit: estimated ${Math.round(real)} over ${limit} for an input with ${sizes.list} items and ${sizes.string} characters at most; not evaluated`
+      : undefined;
+  };
   const run = (
     vars: Record<string, unknown>,
   ): { ok: true; value: unknown } | { ok: false; error: string } => {
@@ -180,19 +191,8 @@ function compileUncached(source: string, limit = COST_LIMIT): CompiledCondition 
     source,
     cost,
     evaluateWith(vars) {
-      const sizes = measure(vars);
-      if (sizes.list > MAX_LIST || sizes.string > MAX_STRING) {
-        const real = new CostEstimator({
-          list: Math.max(sizes.list, MAX_LIST),
-          string: Math.max(sizes.string, MAX_STRING),
-        }).cost(ast);
-        if (real > limit)
-          return {
-            ok: false,
-            error: `runtime cost limit: estimated ${Math.round(real)} over ${limit} for an input with ${sizes.list} items and ${sizes.string} characters at most; not evaluated`,
-          };
-      }
-      return run(vars);
+      const over = overBudget(measure(vars));
+      return over ? { ok: false, error: over } : run(vars);
     },
     evaluate(self, rule = null) {
       if (compiled.exceeded) return { ok: false, error: compiled.exceeded };
@@ -202,28 +202,13 @@ function compileUncached(source: string, limit = COST_LIMIT): CompiledCondition 
         sizes = measure(rule, measure(self));
         if (self && typeof self === 'object') measured.set(self, sizes);
       } else if (rule) sizes = measure(rule, { ...sizes });
-      if (sizes.list > MAX_LIST || sizes.string > MAX_STRING) {
-        const real = new CostEstimator({
-          list: Math.max(sizes.list, MAX_LIST),
-          string: Math.max(sizes.string, MAX_STRING),
-        }).cost(ast);
-        if (real > limit)
-          return {
-            ok: false,
-            error: `runtime cost limit: estimated ${Math.round(real)} over ${limit} for an input with ${sizes.list} items and ${sizes.string} characters at most; not evaluated`,
-          };
-      }
-      try {
-        const v = metered(limit, () => program({ self, rule }));
-        if (typeof v !== 'boolean') return { ok: false, error: `evaluates to ${typeof v}, not bool` };
-        return { ok: true, value: v };
-      } catch (e) {
-        if (e instanceof CostExceeded || (e as { cause?: unknown })?.cause instanceof CostExceeded) {
-          compiled.exceeded = `runtime cost limit: evaluation stopped after ${spent()} cost units, over the limit of ${limit} (the condition builds values larger than its estimate of ${Math.round(cost)}); refused from now on`;
-          return { ok: false, error: compiled.exceeded };
-        }
-        return { ok: false, error: firstLine(e) };
-      }
+      const over = overBudget(sizes);
+      if (over) return { ok: false, error: over };
+      const r = run({ self, rule });
+      if (!r.ok) return r;
+      if (typeof r.value !== 'boolean')
+        return { ok: false, error: `evaluates to ${typeof r.value}, not bool` };
+      return { ok: true, value: r.value };
     },
   };
   return compiled;
