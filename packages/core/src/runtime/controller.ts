@@ -27,7 +27,7 @@ import { type Informer, startInformers } from './informer.ts';
 import type { LeaderElector } from './leader.ts';
 import { type BindAddress, jsonLogger, type Logger, Metrics } from './metrics.ts';
 import { PolicyStatusWriter } from './policy-status.ts';
-import { type PublishFailure, PublishLedger } from './publish.ts';
+import { logPublishChange, type PublishFailure, PublishLedger } from './publish.ts';
 import { WorkQueue } from './queue.ts';
 import { RenderedPublisher, type RenderInformer } from './rendered.ts';
 import { inSpan } from './tracing.ts';
@@ -168,16 +168,10 @@ export class PolicyController {
     this.effective = w.effective;
     this.renderInformers = w.renderInformers;
     this.ledger.onChange = (object, failure, policies) => {
-      if (failure) {
-        this.log('warn', 'publish failed: the object is retried on its own, the others go on', {
-          object,
-          status: failure.status,
-          error: failure.message,
-          policies,
-        });
+      logPublishChange(this.log, object, failure, { policies });
+      if (failure)
         for (const id of policies.slice(0, 10))
           this.policyEvent(id, 'PublishFailed', `could not publish ${object}: ${failure.message}`);
-      } else this.log('info', 'published after failing', { object });
       // the Enforced condition of the policies it carries changes
       for (const id of policies) this.pendingPolicies.add(id);
       if (policies.length) this.queue.add('sync');

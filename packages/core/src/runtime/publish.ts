@@ -9,7 +9,7 @@
 import type { PolicyKind } from '../kind.ts';
 import type { PolicyEngine } from '../merge/engine.ts';
 import { ApiError, type KubeClient } from './client.ts';
-import type { Metrics } from './metrics.ts';
+import type { Logger, Metrics } from './metrics.ts';
 
 /** Serialized bytes an object may have (etcd takes ~1.5 MB requests; a ConfigMap's data 1 MiB). */
 export const MAX_OBJECT_BYTES = 1_000_000;
@@ -201,4 +201,21 @@ export function withConsumerReadiness<
         }
       : c,
   );
+}
+
+/** The log line of a ledger change: a write that started failing (retried on its own) or recovered. */
+export function logPublishChange(
+  log: Logger,
+  object: string,
+  failure: PublishFailure | undefined,
+  fields: Record<string, unknown> = {},
+): void {
+  if (failure)
+    log('warn', 'publish failed: the object is retried on its own, the others go on', {
+      object,
+      status: failure.status,
+      error: failure.message,
+      ...fields,
+    });
+  else log('info', 'published after failing', { object });
 }

@@ -27,7 +27,7 @@ import { postWarningEvent } from './events.ts';
 import { Informer, startInformers } from './informer.ts';
 import type { LeaderElector } from './leader.ts';
 import { type BindAddress, jsonLogger, type Logger, Metrics } from './metrics.ts';
-import { type PublishFailure, PublishLedger } from './publish.ts';
+import { logPublishChange, type PublishFailure, PublishLedger } from './publish.ts';
 import { WorkQueue } from './queue.ts';
 import { RenderedPublisher, renderInformers } from './rendered.ts';
 import { TOPOLOGY_RESOURCES, TopologyFeed } from './topology-feed.ts';
@@ -187,15 +187,7 @@ export class WiringController {
       carried: (gw) => this.carried(gw),
       owns: (live) => live.metadata.labels?.[WIRING_LABEL] !== undefined,
     });
-    this.ledger.onChange = (object, failure) => {
-      if (failure)
-        this.log('warn', 'publish failed: the object is retried on its own, the others go on', {
-          object,
-          status: failure.status,
-          error: failure.message,
-        });
-      else this.log('info', 'published after failing', { object });
-    };
+    this.ledger.onChange = (object, failure) => logPublishChange(this.log, object, failure);
     this.metrics.gauge(
       'cascade_wiring_refused_routes',
       'Routes refused (denied) by the wiring of their gateway',

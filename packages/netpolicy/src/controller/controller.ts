@@ -22,6 +22,7 @@ import {
   type KubeClient,
   type LeaderElector,
   type Logger,
+  logPublishChange,
   MANAGED_BY,
   Metrics,
   PublishLedger,
@@ -211,15 +212,7 @@ export class NetpolController {
       skipped: this.skipped,
       log: this.log,
     });
-    this.ledger.onChange = (object, failure) => {
-      if (failure)
-        this.log('warn', 'publish failed: the object is retried on its own, the others go on', {
-          object,
-          status: failure.status,
-          error: failure.message,
-        });
-      else this.log('info', 'published after failing', { object });
-    };
+    this.ledger.onChange = (object, failure) => logPublishChange(this.log, object, failure);
     this.reports = new Informer(
       this.client,
       NODE_REPORT_PATH,
