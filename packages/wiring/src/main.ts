@@ -7,6 +7,7 @@ import {
   controllerSettings,
   jsonLogger,
   KubeClient,
+  runUntilSigterm,
   setupTracing,
   WiringController,
   watchNamespaces,
@@ -53,16 +54,4 @@ const controller = new WiringController({
   providers,
 });
 const stopTracing = setupTracing(NAME);
-try {
-  await controller.start();
-} catch (e) {
-  b.fail(`cannot start: ${(e as Error).message}`);
-}
-process.on(
-  'SIGTERM',
-  () =>
-    void controller
-      .stop()
-      .then(() => stopTracing?.())
-      .then(() => process.exit(0)),
-);
+await runUntilSigterm(b, controller, stopTracing);

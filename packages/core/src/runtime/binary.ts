@@ -131,3 +131,27 @@ export function controllerSettings(b: Binary) {
     ...(healthProbeBindAddress ? { healthProbeBindAddress } : {}),
   };
 }
+
+/**
+ * Starts a controller (exit 2 naming why when it cannot), then on SIGTERM stops it, flushes tracing
+ * when given, and exits 0.
+ */
+export async function runUntilSigterm(
+  b: Pick<Binary, 'fail'>,
+  controller: { start(): Promise<void>; stop(): Promise<void> },
+  stopTracing?: () => unknown,
+): Promise<void> {
+  try {
+    await controller.start();
+  } catch (e) {
+    b.fail(`cannot start: ${(e as Error).message}`);
+  }
+  process.on(
+    'SIGTERM',
+    () =>
+      void controller
+        .stop()
+        .then(() => stopTracing?.())
+        .then(() => process.exit(0)),
+  );
+}

@@ -1,7 +1,7 @@
 // A controller binary's main: flags (controller-runtime's names where one exists), kubeconfig, the
 // controller, SIGTERM. Split from controller.ts: this is the edge that reads argv and the process.
 import type { PolicyKind } from '../kind.ts';
-import { binary, CONTROLLER_FLAGS, CONTROLLER_USAGE, controllerSettings } from './binary.ts';
+import { binary, CONTROLLER_FLAGS, CONTROLLER_USAGE, controllerSettings, runUntilSigterm } from './binary.ts';
 import { KubeClient } from './client.ts';
 import { PolicyController } from './controller.ts';
 import { jsonLogger } from './metrics.ts';
@@ -82,18 +82,6 @@ export async function runPolicyController(
     settings: Object.fromEntries(settingFlags.map((s) => [s.key, String(b.values[s.flag] ?? '')])),
   });
   const stopTracing = setupTracing(name);
-  try {
-    await controller.start();
-  } catch (e) {
-    return b.fail(`cannot start: ${(e as Error).message}`);
-  }
-  process.on(
-    'SIGTERM',
-    () =>
-      void controller
-        .stop()
-        .then(() => stopTracing?.())
-        .then(() => process.exit(0)),
-  );
+  await runUntilSigterm(b, controller, stopTracing);
   return controller;
 }

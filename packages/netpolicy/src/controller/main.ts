@@ -7,6 +7,7 @@ import {
   controllerSettings,
   jsonLogger,
   KubeClient,
+  runUntilSigterm,
 } from '@cascade/core';
 import { NetpolController } from './controller.ts';
 import { CONTROLLER_NAME } from './rbac.ts';
@@ -67,9 +68,4 @@ const controller = new NetpolController({
   ...own,
   log: jsonLogger(CONTROLLER_NAME, undefined, logLevel),
 });
-try {
-  await controller.start();
-} catch (e) {
-  b.fail(`cannot start: ${(e as Error).message}`);
-}
-process.on('SIGTERM', () => void controller.stop().then(() => process.exit(0)));
+await runUntilSigterm(b, controller);
