@@ -9,6 +9,7 @@ import { renderedObjects } from './commands/render.ts';
 import { gatewayWirings } from './commands/wiring.ts';
 import { kernelProbes } from './kernel-demo.ts';
 import { main } from './main.ts';
+import { checkoutRequest } from './walkthrough.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const examples = join(root, 'examples');
@@ -70,18 +71,7 @@ export async function demo(): Promise<number> {
       process.stdout.write(`${table(sets)}\n`);
     }
   }
-  await run("What the gateway does with team-b's checkout POST", [
-    'request',
-    gw,
-    '--host',
-    'orders.apps.example.com',
-    '-X',
-    'POST',
-    '--path',
-    '/checkout',
-    '--identity',
-    '{"userid":"alice"}',
-  ]);
+  await run("What the gateway does with team-b's checkout POST", checkoutRequest(gw));
   await run('Lint warnings', ['lint', gw, np]);
   await run('Network policy: the example flows', ['netpol', 'simulate', np, '--probes', probesFile]);
 

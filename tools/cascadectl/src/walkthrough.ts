@@ -15,6 +15,20 @@ interface Step {
   args: string[];
 }
 
+/** team-b's checkout POST through the example gateway (the walk-through and the demo both show it). */
+export const checkoutRequest = (gateway: string): string[] => [
+  'request',
+  gateway,
+  '--host',
+  'orders.apps.example.com',
+  '-X',
+  'POST',
+  '--path',
+  '/checkout',
+  '--identity',
+  '{"userid":"alice"}',
+];
+
 const STEPS: Step[] = [
   {
     say: "What applies to team-b's `orders` route? One block per path (gateway, listener, route, rule) and kind: each rule, the policy it comes from, and how it won.",
@@ -26,18 +40,7 @@ const STEPS: Step[] = [
   },
   {
     say: "What does the gateway do with a POST to team-b's checkout? `request` runs it through the wasm-shim configuration the wiring-controller writes: the action set it meets, then each call in order (auth first here, because the limit counts `auth.identity.userid`), the AuthConfig's evaluators with their policies, and the Limitador limits the descriptor counts.",
-    args: [
-      'request',
-      'examples/gateway',
-      '--host',
-      'orders.apps.example.com',
-      '-X',
-      'POST',
-      '--path',
-      '/checkout',
-      '--identity',
-      '{"userid":"alice"}',
-    ],
+    args: checkoutRequest('examples/gateway'),
   },
   {
     say: 'Status as the controllers write it. team-d tried to unset a platform override: the policy is only partially enforced, and the message says why.',
