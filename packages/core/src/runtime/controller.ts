@@ -13,19 +13,19 @@
 // Not here: what is watched and which work each event makes pending (controller-watches.ts), the HTTP
 // endpoints (controller-metrics.ts serveEndpoints), the binary's flags and start-up (main.ts).
 
-import type { Server } from 'node:http';
 import type { PolicyKind } from '../kind.ts';
 import { PolicyEngine } from '../merge/engine.ts';
 import { AffectedWriter } from './affected.ts';
 import { AggregatePublisher } from './aggregate.ts';
 import type { KubeClient } from './client.ts';
-import { electedLeader, policiesByCondition, serveEndpoints, watchHealth } from './controller-metrics.ts';
+import { electedLeader, policiesByCondition, watchHealth } from './controller-metrics.ts';
+import { ControllerProcess } from './controller-process.ts';
 import { controllerWatches } from './controller-watches.ts';
 import { EffectivePublisher } from './effective-writer.ts';
 import { postWarningEvent } from './events.ts';
-import { type Informer, startInformers } from './informer.ts';
+import type { Informer } from './informer.ts';
 import type { LeaderElector } from './leader.ts';
-import { type BindAddress, jsonLogger, type Logger, Metrics } from './metrics.ts';
+import { type BindAddress, jsonLogger, type Logger } from './metrics.ts';
 import { PolicyStatusWriter } from './policy-status.ts';
 import { logPublishChange, type PublishFailure, PublishLedger } from './publish.ts';
 import { WorkQueue } from './queue.ts';
@@ -81,9 +81,8 @@ function putBack<T>(pending: Set<T>, items: T[] | undefined): void {
   for (const i of items ?? []) pending.add(i);
 }
 
-export class PolicyController {
+export class PolicyController extends ControllerProcess {
   readonly engine: PolicyEngine;
-  readonly metrics = new Metrics();
   readonly writes = this.metrics.counter(
     'cascade_writes_issued_total',
     'API writes issued (apply, status, delete)',
@@ -99,18 +98,14 @@ export class PolicyController {
     ['lane', 'outcome'],
   );
   private readonly latency = this.metrics.histogram('cascade_reconcile_seconds', 'Reconcile latency');
-  private readonly informers: Informer[] = [];
   private readonly effective: Informer;
   private readonly policies: Informer;
-  private readonly queue: WorkQueue;
-  private readonly elector: LeaderElector;
-  private readonly opts: ControllerOptions;
-  private readonly log: Logger;
-  private readonly servers: Server[] = [];
-  private started = false;
+  protected readonly queue: WorkQueue;
+  protected readonly elector: LeaderElector;
+  protected readonly opts: ControllerOptions;
+  protected readonly log: Logger;
   /** Next reconcile compares everything (start, new leader, periodic resync). */
   private full = true;
-  private resyncTimer?: NodeJS.Timeout;
   private readonly pendingRoutes = new Set<string>();
   private readonly pendingPolicies = new Set<string>();
   private readonly pendingEffective = new Set<string>();
@@ -140,6 +135,7 @@ export class PolicyController {
   }
 
   constructor(opts: ControllerOptions) {
+    super();
     this.opts = opts;
     this.log = opts.log ?? jsonLogger(opts.name);
     this.engine = new PolicyEngine(opts.kind);
@@ -259,43 +255,8 @@ export class PolicyController {
     });
   }
 
-  /** Ready: every informer has listed and none is failing (an unreachable API server fails it). */
-  get ready(): boolean {
-    return this.started && this.informers.every((i) => i.synced && i.failing === undefined);
-  }
-
-  get leader(): boolean {
-    return this.elector.leader;
-  }
-
-  async start(): Promise<void> {
-    const synced = startInformers(this.informers);
-    this.servers.push(...(await serveEndpoints(this.metrics, this.opts, () => this.ready)));
-    await synced;
-    this.started = true;
-    this.resyncTimer = setInterval(
-      () => {
-        this.full = true;
-        this.downstreamFull = true;
-        this.queue.add('sync');
-      },
-      (this.opts.resyncSeconds ?? 600) * 1000,
-    );
-    this.resyncTimer.unref();
-    this.elector.start();
-    this.log('info', 'caches synced', { kind: this.opts.kind.kind });
-  }
-
-  /** Graceful stop: no new work, finish in-flight reconciles, release the lease. */
-  async stop(opts: { releaseLease?: boolean } = {}): Promise<void> {
-    for (const i of this.informers) i.stop();
-    clearInterval(this.resyncTimer);
-    this.queue.stop();
-    await this.queue.drain();
-    // releaseLease false: leave as a killed process would (the lease expires on its own).
-    if (opts.releaseLease === false) this.elector.abandon();
-    else await this.elector.release();
-    await Promise.all(this.servers.map((srv) => new Promise((r) => srv.close(r))));
+  protected describe(): Record<string, unknown> {
+    return { kind: this.opts.kind.kind };
   }
 
   /** Next reconcile compares every object (what the periodic resync does). */
@@ -303,11 +264,6 @@ export class PolicyController {
     this.full = true;
     this.downstreamFull = true;
     this.queue.add('sync');
-  }
-
-  /** Waits until nothing is queued or running (tests). */
-  async idle(): Promise<void> {
-    await this.queue.drain();
   }
 
   /** One span per reconcile: kind, key, full or incremental, what it looked at, what it wrote, outcome. */

@@ -21,12 +21,13 @@ import {
 } from '../wiring/providers.ts';
 import { DEFAULT_WIRING, type WiringProblem, type WiringSettings } from '../wiring/wasm.ts';
 import type { KubeClient } from './client.ts';
-import { electedLeader, serveEndpoints, watchHealth } from './controller-metrics.ts';
+import { electedLeader, watchHealth } from './controller-metrics.ts';
+import { ControllerProcess } from './controller-process.ts';
 import { policyInformer } from './controller-watches.ts';
 import { postWarningEvent } from './events.ts';
-import { Informer, startInformers } from './informer.ts';
+import { Informer } from './informer.ts';
 import type { LeaderElector } from './leader.ts';
-import { type BindAddress, jsonLogger, type Logger, Metrics } from './metrics.ts';
+import { type BindAddress, jsonLogger, type Logger } from './metrics.ts';
 import { logPublishChange, type PublishFailure, PublishLedger } from './publish.ts';
 import { WorkQueue } from './queue.ts';
 import { RenderedPublisher, renderInformers } from './rendered.ts';
@@ -57,9 +58,8 @@ export interface WiringControllerOptions {
 export const WIRING_RESOURCES = [...PROVIDER_RESOURCES.istio, ...PROVIDER_RESOURCES['envoy-gateway']];
 export const WIRING_LABEL = 'cascade.dev/wiring';
 
-export class WiringController {
+export class WiringController extends ControllerProcess {
   readonly engines: PolicyEngine[];
-  readonly metrics = new Metrics();
   readonly writes = this.metrics.counter('cascade_writes_issued_total', 'API writes issued (apply, delete)');
   readonly skipped = this.metrics.counter(
     'cascade_writes_skipped_total',
@@ -69,21 +69,18 @@ export class WiringController {
   /** The routes each gateway's wiring refused (fail closed), by gateway ns/name. */
   readonly problems = new Map<string, WiringProblem[]>();
   private readonly errors = this.metrics.counter('cascade_reconcile_errors_total', 'Failed reconciles');
-  private readonly informers: Informer[] = [];
-  private readonly queue: WorkQueue;
-  private readonly elector: LeaderElector;
+  protected readonly queue: WorkQueue;
+  protected readonly elector: LeaderElector;
   private readonly renderer: RenderedPublisher;
-  private readonly opts: WiringControllerOptions;
-  private readonly log: Logger;
-  private readonly servers: import('node:http').Server[] = [];
+  protected readonly opts: WiringControllerOptions;
+  protected readonly log: Logger;
   private readonly pendingGateways = new Set<string>();
   private readonly pendingRendered = new Set<string>();
   private readonly unknownClassWarned = new Set<string>();
   private full = true;
-  private started = false;
-  private resyncTimer?: NodeJS.Timeout;
 
   constructor(opts: WiringControllerOptions) {
+    super();
     this.opts = opts;
     this.log = opts.log ?? jsonLogger(opts.name);
     this.engines = opts.kinds.map((k) => new PolicyEngine(k));
@@ -201,42 +198,13 @@ export class WiringController {
     });
   }
 
-  get ready(): boolean {
-    return this.started && this.informers.every((i) => i.synced && i.failing === undefined);
-  }
-
-  get leader(): boolean {
-    return this.elector.leader;
-  }
-
-  async start(): Promise<void> {
-    const synced = startInformers(this.informers);
-    this.servers.push(...(await serveEndpoints(this.metrics, this.opts, () => this.ready)));
-    await synced;
-    this.started = true;
-    this.resyncTimer = setInterval(() => this.resyncNow(), (this.opts.resyncSeconds ?? 600) * 1000);
-    this.resyncTimer.unref();
-    this.elector.start();
-    this.log('info', 'caches synced', { kinds: this.opts.kinds.map((k) => k.kind) });
-  }
-
-  async stop(opts: { releaseLease?: boolean } = {}): Promise<void> {
-    for (const i of this.informers) i.stop();
-    clearInterval(this.resyncTimer);
-    this.queue.stop();
-    await this.queue.drain();
-    if (opts.releaseLease === false) this.elector.abandon();
-    else await this.elector.release();
-    await Promise.all(this.servers.map((srv) => new Promise((r) => srv.close(r))));
+  protected describe(): Record<string, unknown> {
+    return { kinds: this.opts.kinds.map((k) => k.kind) };
   }
 
   resyncNow(): void {
     this.full = true;
     this.queue.add('wiring');
-  }
-
-  async idle(): Promise<void> {
-    await this.queue.drain();
   }
 
   private routeGateways(rk: string): string[] {
