@@ -2,18 +2,38 @@
 // the HTTP endpoints it serves, the periodic full resync, readiness, leadership and a graceful stop.
 // PolicyController and WiringController extend it; each builds its own queue, informers and elector.
 import type { Server } from 'node:http';
+import type { KubeClient } from './client.ts';
 import { serveEndpoints } from './controller-metrics.ts';
 import { type Informer, startInformers } from './informer.ts';
 import type { LeaderElector } from './leader.ts';
 import { type BindAddress, type Logger, Metrics } from './metrics.ts';
 import type { WorkQueue } from './queue.ts';
 
+/** What every controller of core is given: the API server, its name, lease, endpoints and pace. */
 export interface ProcessOptions {
+  client: KubeClient;
+  /** Field manager and `cascade.dev/managed-by` of what it writes; its Lease is `<name>-leader`. */
+  name: string;
+  leaseNamespace?: string;
+  leaseDurationSeconds?: number;
+  identity?: string;
+  /** Serves /metrics, /healthz and /readyz on 127.0.0.1 at this port (tests; 0 picks a free one). */
   metricsPort?: number;
+  /** controller-runtime's --metrics-bind-address: /metrics there (undefined: not served). */
   metricsBindAddress?: BindAddress;
+  /** controller-runtime's --health-probe-bind-address: /healthz and /readyz there. */
   healthProbeBindAddress?: BindAddress;
-  /** Full reconcile at least this often. Default 600. */
+  log?: Logger;
+  /** Full reconcile (every object compared, orphans collected) at least this often. Default 600. */
   resyncSeconds?: number;
+  /** API writes in flight at once within a reconcile. Default 8. */
+  writeConcurrency?: number;
+  /**
+   * --watch-namespace: the namespaced resources (policies, routes, gateways, ReferenceGrants, what it
+   * publishes) are listed and watched in these namespaces only; GatewayClasses and Namespaces are
+   * cluster-scoped and read as before. Undefined: every namespace.
+   */
+  watchNamespaces?: readonly string[];
 }
 
 export abstract class ControllerProcess {

@@ -17,15 +17,14 @@ import type { PolicyKind } from '../kind.ts';
 import { PolicyEngine } from '../merge/engine.ts';
 import { AffectedWriter } from './affected.ts';
 import { AggregatePublisher } from './aggregate.ts';
-import type { KubeClient } from './client.ts';
 import { electedLeader, policiesByCondition, watchHealth } from './controller-metrics.ts';
-import { ControllerProcess } from './controller-process.ts';
+import { ControllerProcess, type ProcessOptions } from './controller-process.ts';
 import { controllerWatches } from './controller-watches.ts';
 import { EffectivePublisher } from './effective-writer.ts';
 import { postWarningEvent } from './events.ts';
 import type { Informer } from './informer.ts';
 import type { LeaderElector } from './leader.ts';
-import { type BindAddress, jsonLogger, type Logger } from './metrics.ts';
+import { jsonLogger, type Logger } from './metrics.ts';
 import { PolicyStatusWriter } from './policy-status.ts';
 import { logPublishChange, type PublishFailure, PublishLedger } from './publish.ts';
 import { WorkQueue } from './queue.ts';
@@ -33,33 +32,10 @@ import { RenderedPublisher, type RenderInformer } from './rendered.ts';
 import { inSpan } from './tracing.ts';
 import { WiringState } from './wiring-state.ts';
 
-export interface ControllerOptions {
-  client: KubeClient;
+export interface ControllerOptions extends ProcessOptions {
   kind: PolicyKind;
-  /** Field manager and EffectivePolicy owner label. */
-  name: string;
-  leaseNamespace?: string;
-  leaseDurationSeconds?: number;
-  identity?: string;
-  /** Serves /metrics, /healthz and /readyz on 127.0.0.1 at this port (tests; 0 picks a free one). */
-  metricsPort?: number;
-  /** controller-runtime's --metrics-bind-address: /metrics there (undefined: not served). */
-  metricsBindAddress?: BindAddress;
-  /** controller-runtime's --health-probe-bind-address: /healthz and /readyz there. */
-  healthProbeBindAddress?: BindAddress;
-  log?: Logger;
-  /** Full reconcile (every object compared, orphans collected) at least this often. Default 600. */
-  resyncSeconds?: number;
-  /** API writes in flight at once within a reconcile. Default 8. */
-  writeConcurrency?: number;
   /** Settings for the kind (e.g. limitadorNamespace): see RenderedResource.namespaceSetting. */
   settings?: Readonly<Record<string, string>>;
-  /**
-   * --watch-namespace: the namespaced resources (policies, routes, gateways, ReferenceGrants,
-   * EffectivePolicies, rendered objects) are listed and watched in these namespaces only; GatewayClasses
-   * and Namespaces are cluster-scoped and read as before. Undefined: every namespace.
-   */
-  watchNamespaces?: readonly string[];
   /**
    * Enforced only where the data plane is wired: a policy of a kind that contributes data-plane
    * actions is Enforced=False (MissingDependency) while a gateway it reaches has no WasmPlugin or

@@ -20,34 +20,20 @@ import {
   providerOf,
 } from '../wiring/providers.ts';
 import { DEFAULT_WIRING, type WiringProblem, type WiringSettings } from '../wiring/wasm.ts';
-import type { KubeClient } from './client.ts';
 import { electedLeader, watchHealth } from './controller-metrics.ts';
-import { ControllerProcess } from './controller-process.ts';
+import { ControllerProcess, type ProcessOptions } from './controller-process.ts';
 import { policyInformer } from './controller-watches.ts';
 import { postWarningEvent } from './events.ts';
 import { Informer } from './informer.ts';
 import type { LeaderElector } from './leader.ts';
-import { type BindAddress, jsonLogger, type Logger } from './metrics.ts';
+import { jsonLogger, type Logger } from './metrics.ts';
 import { logPublishChange, type PublishFailure, PublishLedger } from './publish.ts';
 import { WorkQueue } from './queue.ts';
 import { RenderedPublisher, renderInformers } from './rendered.ts';
 import { TOPOLOGY_RESOURCES, TopologyFeed } from './topology-feed.ts';
 
-export interface WiringControllerOptions {
-  client: KubeClient;
+export interface WiringControllerOptions extends ProcessOptions {
   kinds: readonly PolicyKind[];
-  /** Field manager and `cascade.dev/managed-by` of the objects. */
-  name: string;
-  leaseNamespace?: string;
-  leaseDurationSeconds?: number;
-  identity?: string;
-  metricsPort?: number;
-  metricsBindAddress?: BindAddress;
-  healthProbeBindAddress?: BindAddress;
-  log?: Logger;
-  resyncSeconds?: number;
-  writeConcurrency?: number;
-  watchNamespaces?: readonly string[];
   /** Each kind's settings (limitadorNamespace...), by kind name: they must be the kind controllers'. */
   kindSettings?: ReadonlyMap<string, Readonly<Record<string, string>>>;
   wiring?: WiringSettings;
