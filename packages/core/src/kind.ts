@@ -2,6 +2,7 @@
 // rules live; core builds the whole spec schema (targets, defaults/overrides blocks, unset) around it,
 // so every kind gets the same D/O surface and core never branches on a kind's name.
 import { z } from 'zod';
+import { registerConditionFunction } from './merge/cel.ts';
 import type { ChainResult, EffectiveRule } from './merge/fold.ts';
 import type { PathRef } from './topology/types.ts';
 import type { ContributedAction } from './wiring/wasm.ts';
@@ -23,6 +24,20 @@ export interface RuleSection {
    * strategy: with `merge`, a lower policy could otherwise escape the override by adding a method.
    */
   alternatives?: boolean;
+  /**
+   * How a constraint (an overrides `"*"` rule) changes a lower rule of this section: the clipped
+   * value from the lower rule's value and the constraint's. Unset: JSON merge patch (RFC 7386). A
+   * kind whose values have units (rates per window) compares them here; it must never loosen.
+   */
+  clip?: (lower: unknown, constraint: unknown) => unknown;
+}
+
+/** A function a kind adds to the CEL of conditions (e.g. `ratePer(rate, '1m')`); cheap and total. */
+export interface ConditionFunction {
+  /** cel-js signature, e.g. `ratePer(map, string): double`. */
+  signature: string;
+  // biome-ignore lint/suspicious/noExplicitAny: CEL passes its own value types
+  impl: (...args: any[]) => unknown;
 }
 
 /** A semantic problem the schema cannot see; `field` is a dotted path under `spec`. */
@@ -48,6 +63,8 @@ export interface PolicyKindDefinition<RuleSet extends z.ZodRawShape = z.ZodRawSh
    * (e.g. top-level request predicates). They land in each effective rule's `context`.
    */
   contextFields?: readonly string[];
+  /** Functions this kind's rules need in conditions (registered once, for every condition). */
+  conditionFunctions?: readonly ConditionFunction[];
   /** Semantic validation beyond the schema (e.g. CEL predicates that must compile). */
   validate?: (spec: Record<string, unknown>) => SpecIssue[];
   /** 1 turns the kind into 1:1 attachment: later policies on a taken target are Conflicted. */
@@ -238,6 +255,7 @@ export function definePolicyKind<RuleSet extends z.ZodRawShape>(
   ]) {
     if (fields.includes(reserved)) throw new Error(`${def.kind}: rule-set field "${reserved}" is reserved`);
   }
+  for (const f of def.conditionFunctions ?? []) registerConditionFunction(f.signature, f.impl);
   return {
     ...(def as unknown as PolicyKindDefinition),
     specSchema: specSchemaFor(def.ruleSet) as unknown as z.ZodType<Record<string, unknown>>,

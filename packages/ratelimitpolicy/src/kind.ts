@@ -2,6 +2,7 @@
 // the D/O extensions core provides (targetRefs, unset, condition) and an explicit counter scope.
 import { definePolicyKind, predicateIssues, predicateListSchema } from '@cascade/core';
 import { z } from 'zod';
+import { clipLimit, ratePer } from './rates.ts';
 import {
   combineLimits,
   effectiveLimit,
@@ -51,7 +52,9 @@ export const rateLimitPolicyKind = definePolicyKind({
     limits: z.record(z.string().min(1).max(63), limitSchema).optional(),
     when: predicateListSchema.optional(),
   },
-  sections: [{ name: 'limits', path: ['limits'] }],
+  // a constraint compares rates per second, never raw numbers across windows (rates.ts)
+  sections: [{ name: 'limits', path: ['limits'], clip: clipLimit }],
+  conditionFunctions: [{ signature: 'ratePer(map, string): double', impl: ratePer }],
   contextFields: ['when'],
   validate: (spec) => predicateIssues(spec),
   render: (ctx) => renderLimitador(ctx),
@@ -84,12 +87,4 @@ export const rateLimitPolicyKind = definePolicyKind({
   effectiveValue: (rule) => effectiveLimit(rule),
 });
 
-/** Window in seconds (Limitador's `seconds`); sub-second windows round up to 1 s. */
-export function windowSeconds(window: string): number {
-  let ms = 0;
-  for (const m of window.matchAll(/([0-9]+)(ms|h|m|s)/g)) {
-    const n = Number(m[1]);
-    ms += m[2] === 'h' ? n * 3_600_000 : m[2] === 'm' ? n * 60_000 : m[2] === 's' ? n * 1000 : n;
-  }
-  return Math.max(1, Math.ceil(ms / 1000));
-}
+export { windowSeconds } from './rates.ts';

@@ -60,11 +60,12 @@ describe.skipIf(!apiServerTestsEnabled())('Limitador.spec.limits', () => {
       30_000,
     );
     expect(cr.spec.replicas).toBe(2);
-    // the example: 100/min per route for three routes, team-b's 1000/min per user
+    // the example: 100/min per route for three routes, team-b's 1000/min (clipped) and 50000/h per user
     expect(cr.spec.limits!.map((l) => [l.namespace, l.max_value]).sort()).toEqual([
       ['team-a/catalog', 100],
       ['team-b/orders', 100],
       ['team-b/orders', 1000],
+      ['team-b/orders', 50000],
       ['team-d/admin', 100],
     ]);
     // the same limits as the ConfigMap

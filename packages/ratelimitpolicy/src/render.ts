@@ -30,7 +30,8 @@ import {
   toYaml,
   type WasmAction,
 } from '@cascade/core';
-import { type Limit, windowSeconds } from './kind.ts';
+import type { Limit } from './kind.ts';
+import { windowSeconds } from './rates.ts';
 
 export type Scope = 'route' | 'gateway' | 'shared';
 

@@ -35,7 +35,7 @@ const STEPS: Step[] = [
     args: ['effective', 'examples/gateway', '--route', 'team-b/orders'],
   },
   {
-    say: "team-b asked for 5,000 requests per user and minute. Why is it 1,000? `explain` shows the fold: the platform's constraint clipped it.",
+    say: "team-b asked for 5,000 requests per user and minute, and 50,000 per hour. Why is the minute 1,000? `explain` shows the fold: the platform's constraint clipped it. Constraints compare rates per second: the hour's 50,000 (833 per minute) is within the cap and stays.",
     args: ['explain', 'examples/gateway', '--route', 'team-b/orders', '--kind', 'rlp'],
   },
   {

@@ -31,7 +31,7 @@ describe('npm run demo', () => {
       '== BPF maps (lowered MapState, shared layers)',
       '== Downstream configuration the controllers publish',
       'AuthConfig  infra/orders-main-',
-      'name: per-user from RateLimitPolicy infra/platform-cap (override), scope route',
+      "name: 'per-user[1] from RateLimitPolicy infra/platform-cap (override), scope route'",
       '5 endpoints,',
     ]) {
       expect(r.stdout).toContain(line);

@@ -49,14 +49,20 @@ describe('cascadectl diff', () => {
       path: { gateway: 'infra/main', route: 'team-b/orders', rule: 'checkout' },
       change: 'changed',
     });
-    // Before: team-b's 5000/min was clipped to 1000/min by the platform's constraint.
-    // After: 500/min is under the cap: team-b's own rule stands as the intent.
+    // Before: team-b's 5000/min was clipped to 1000/min by the platform's constraint (its 50000/h,
+    // 833/min, kept). After: 500/min is under the cap: team-b's own rule stands as the intent.
     expect(d.paths[0].rules).toHaveLength(1);
     const [c] = d.paths[0].rules;
     expect(c.key).toBe('limits.per-user');
     expect(c.change).toBe('changed');
-    expect(c.before.value.rates).toEqual([{ limit: 1000, window: '1m' }]);
-    expect(c.after.value.rates).toEqual([{ limit: 500, window: '1m' }]);
+    expect(c.before.value.rates).toEqual([
+      { limit: 50000, window: '1h' },
+      { limit: 1000, window: '1m' },
+    ]);
+    expect(c.after.value.rates).toEqual([
+      { limit: 500, window: '1m' },
+      { limit: 50000, window: '1h' },
+    ]);
     expect(c.after.source).toEqual({ kind: 'RateLimitPolicy', namespace: 'team-b', name: 'orders-per-user' });
     expect(c.after.as).toBe('intent');
   });

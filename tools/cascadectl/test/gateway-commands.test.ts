@@ -46,12 +46,16 @@ describe('cascadectl effective -o json on examples/gateway', async () => {
     });
   });
 
-  it('a route limit above the cap is clipped to 1000/min, keeping its counters and own predicates', () => {
+  it('a route limit above the cap is clipped to 1000/min, keeping its counters, own predicates and the rates within the cap', () => {
     const o = at(RLP, 'team-b/orders', 'checkout');
     expect(o.rules['limits.per-user']).toEqual({
-      // Still team-b's route-level rule (clipped): its counter stays per route.
+      // Still team-b's route-level rule (clipped): its counter stays per route. Its 5000/1m is above
+      // the cap and goes; its 50000/1h is 833/min, within the cap, and stays.
       value: {
-        rates: [{ limit: 1000, window: '1m' }],
+        rates: [
+          { limit: 50000, window: '1h' },
+          { limit: 1000, window: '1m' },
+        ],
         counters: [{ expression: 'auth.identity.userid' }],
         scope: 'route',
       },

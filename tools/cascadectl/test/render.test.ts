@@ -66,7 +66,7 @@ describe('cascadectl render -o json on examples/gateway', async () => {
     expect(admin.metadata.annotations!['cascade.dev/refused-references']).toBeUndefined();
   });
 
-  it('the Limitador limits: 100/min per route, team-b clipped to 1000/min, team-c without', () => {
+  it('the Limitador limits: 100/min per route, team-b clipped to 1000/min (its 50000/h kept), team-c without', () => {
     const cm = objs.find((o) => o.kind === 'ConfigMap')!;
     expect(Object.keys(cm.data!)).toEqual(['limits.yaml']);
     const limits = parse(cm.data!['limits.yaml']!) as {
@@ -79,10 +79,22 @@ describe('cascadectl render -o json on examples/gateway', async () => {
     expect(limits.map((l) => [l.namespace, l.name, l.max_value, l.seconds])).toEqual([
       ['team-a/catalog', 'global from RateLimitPolicy infra/platform-limits (default), scope route', 100, 60],
       ['team-b/orders', 'global from RateLimitPolicy infra/platform-limits (default), scope route', 100, 60],
-      ['team-b/orders', 'per-user from RateLimitPolicy infra/platform-cap (override), scope route', 1000, 60],
+      [
+        'team-b/orders',
+        'per-user[0] from RateLimitPolicy infra/platform-cap (override), scope route',
+        50000,
+        3600,
+      ],
+      [
+        'team-b/orders',
+        'per-user[1] from RateLimitPolicy infra/platform-cap (override), scope route',
+        1000,
+        60,
+      ],
       ['team-d/admin', 'global from RateLimitPolicy infra/platform-limits (default), scope route', 100, 60],
     ]);
     expect(limits[2]!.variables).toEqual(['descriptors[0]["auth.identity.userid"]']);
+    expect(limits[3]!.variables).toEqual(['descriptors[0]["auth.identity.userid"]']);
   });
 
   it("the gateway's wasm-shim wiring: a WasmPlugin and two EnvoyFilters for the Istio class", () => {

@@ -85,6 +85,20 @@ const env = new Environment({ unlistedVariablesAreDyn: true })
   .registerFunction('re2Matches(string, string): bool', re2Matches)
   .registerFunction(`${METER_FN}(dyn): dyn`, charge);
 
+const registered = new Set<string>();
+/**
+ * Adds a function to the CEL of every condition (a PolicyKind's `conditionFunctions`). Once per
+ * signature; conditions compiled before are compiled again. It is costed as any function: linear in
+ * its operands, so it must be cheap.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: CEL passes its own value types
+export function registerConditionFunction(signature: string, impl: (...args: any[]) => unknown): void {
+  if (registered.has(signature)) return;
+  env.registerFunction(signature, impl);
+  registered.add(signature);
+  cache.clear();
+}
+
 export interface CompiledCondition {
   source: string;
   /** Estimated cost with the admission-time size assumptions. */

@@ -6,6 +6,7 @@
 //   overrides B into p: atomic: p := B; merge: p[r] := r for each rule of B.
 //   a block with a condition applies only where the CEL condition holds against p (`self`).
 // Every rule keeps its provenance, and every rule that lost is recorded with who beat it.
+import { isDeepStrictEqual } from 'node:util';
 import type { RuleSection } from '../kind.ts';
 import type { Level } from '../topology/types.ts';
 import type { ChainLink } from './order.ts';
@@ -115,6 +116,7 @@ export function renderRuleSet(
 
 export function resolveChain(ordered: readonly ChainLink[], sections: readonly RuleSection[]): ChainResult {
   const alternatives = new Set(sections.filter((s) => s.alternatives).map((s) => s.name));
+  const bySection = new Map(sections.map((s) => [s.name, s]));
   let ep = new Map<string, EffectiveRule>();
   const lost: LostRule[] = [];
   const steps: FoldStep[] = [];
@@ -172,9 +174,12 @@ export function resolveChain(ordered: readonly ChainLink[], sections: readonly R
             if (!applied) continue; // a constraint is an override: it applies when its condition errs
           } else if (!res.value) continue;
         }
+        const sec = bySection.get(old.section);
+        const value = sec?.clip ? sec.clip(old.value, c.value) : mergePatch(old.value, c.value);
+        if (isDeepStrictEqual(value, old.value)) continue; // within the constraint already: not clipped
         const e: EffectiveRule = {
           ...old,
-          value: mergePatch(old.value, c.value),
+          value,
           source: link.policy.ref,
           as: 'override',
           // The rule is still its author's, only clipped: it keeps the author's level (and context).
