@@ -76,7 +76,10 @@ describe.skipIf(!apiServerTestsEnabled())(
         }[]
       )[0]!.rules;
       expect(rules['limits.per-user']!.value).toMatchObject({
-        rates: [{ limit: 1000, window: '1m' }],
+        rates: [
+          { limit: 50000, window: '1h' },
+          { limit: 1000, window: '1m' },
+        ],
         scope: 'route',
       });
       // a gateway default counts per route too (kuadrant-operator's counting)
