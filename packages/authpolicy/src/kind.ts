@@ -2,7 +2,7 @@
 // v1beta3 evaluators under `rules`), plus the D/O extensions core provides.
 import { definePolicyKind, predicateIssues, predicateListSchema, type SpecIssue } from '@cascade/core';
 import { z } from 'zod';
-import { authActions, renderAuthConfigs } from './render.ts';
+import { authActions, INVALID_POLICY_RULE, renderAuthConfigs } from './render.ts';
 
 const body = z.record(z.string(), z.unknown());
 
@@ -154,6 +154,18 @@ export const authPolicyKind = definePolicyKind({
   ],
   contextFields: ['when'],
   validate: (spec) => [...predicateIssues(spec), ...methodIssues(spec)],
+  // security policy: a path an invalid AuthPolicy names denies every request (render.ts), and every
+  // view of the effective policy shows that deny-all, written by the invalid policy
+  failClosed: {
+    rules: () => [
+      {
+        section: 'authorization',
+        name: INVALID_POLICY_RULE,
+        value: { patternMatching: { patterns: [{ predicate: 'false' }] } },
+      },
+    ],
+    effect: 'it fails closed: every request on the path is denied (403) until it is fixed',
+  },
   render: (ctx) => renderAuthConfigs(ctx),
   actions: (ctx) => authActions(ctx),
   renders: [

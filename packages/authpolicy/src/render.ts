@@ -52,6 +52,9 @@ import {
   referenceAllowed,
 } from '@cascade/core';
 
+/** The always-false authorization rule a path gets while an AuthPolicy that names it is invalid. */
+export const INVALID_POLICY_RULE = 'cascade-invalid-policy';
+
 export const AUTHCONFIG_API_VERSION = 'authorino.kuadrant.io/v1beta3';
 
 type Json = Record<string, unknown>;
@@ -267,7 +270,7 @@ function authConfigFor(ctx: RenderContext, g: Group, first: boolean, split: bool
     // fail closed: nothing of the (incomplete) effective policy is served
     spec = {
       authorization: {
-        'cascade-invalid-policy': { patternMatching: { patterns: [{ predicate: 'false' }] } },
+        [INVALID_POLICY_RULE]: { patternMatching: { patterns: [{ predicate: 'false' }] } },
       },
       response: {
         unauthorized: {

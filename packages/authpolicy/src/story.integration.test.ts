@@ -263,7 +263,7 @@ describe.skipIf(!apiServerTestsEnabled())(
       }
     }, 60_000);
 
-    it('200 invalid policies next to valid ones: each gets a precise answer, the valid ones stay Enforced', async () => {
+    it('200 invalid policies next to valid ones: each gets a precise answer, valid RateLimitPolicies stay Enforced, invalid AuthPolicies close their routes in every view', async () => {
       const G = 'gateway.networking.k8s.io';
       await createGateway(env, { namespace: 'bulk' });
       for (let i = 0; i < 10; i++)
@@ -395,9 +395,50 @@ describe.skipIf(!apiServerTestsEnabled())(
         expect(acc.reason, c.name).toBe('Invalid');
         expect(acc.message, c.name).toMatch(c.invalid!);
       }
+      // AuthPolicy fails closed: two-methods-i (invalid) names every route, so the valid AuthPolicies'
+      // rules are not in force there (each request is denied), and every view says so
+      for (const i of [5, 6, 7, 8, 9]) {
+        const n = `valid-auth-${i}`;
+        const o = await waitFor(`${n} FailedClosed`, async () => {
+          const x = await get(`${EP}/bulk/authpolicies/${n}`);
+          return conds(x).some((y) => y.type === 'Enforced' && y.reason === 'FailedClosed') ? x : undefined;
+        });
+        expect(conds(o).find((y) => y.type === 'Enforced')).toMatchObject({
+          status: 'False',
+          message: `Policy is not in force; routes bulk/r${i} fail closed: bulk/two-methods-${i} invalid (its rules are not in force there)`,
+        });
+        const bad = conds(await get(`${EP}/bulk/authpolicies/two-methods-${i}`)).find(
+          (y) => y.type === 'Enforced',
+        );
+        expect(bad).toMatchObject({ status: 'False', reason: 'FailedClosed' });
+        expect(bad!.message).toContain(`routes bulk/r${i})`);
+        const ep = await waitFor(`r${i} EffectivePolicy shows the deny-all`, async () => {
+          const x = await get(`${EP}/bulk/effectivepolicies/authpolicy-httproute-r${i}`);
+          return JSON.stringify(x?.spec ?? {}).includes('cascade-invalid-policy') ? x : undefined;
+        });
+        const path = (ep.spec!.paths as { rules: Record<string, { source: { name: string } }> }[])[0]!;
+        expect(Object.keys(path.rules)).toEqual(['authorization.cascade-invalid-policy']);
+        expect(path.rules['authorization.cascade-invalid-policy']!.source.name).toBe(`two-methods-${i}`);
+        const rt = (await get(`/apis/${G}/v1/namespaces/bulk/httproutes/r${i}`)) as {
+          status?: { parents?: { conditions?: { type: string; reason: string; message: string }[] }[] };
+        };
+        expect(
+          rt.status?.parents?.[0]?.conditions?.find((c) => c.type === 'AuthPolicyAffected'),
+        ).toMatchObject({
+          reason: 'FailedClosed',
+          message: expect.stringContaining(`bulk/two-methods-${i}`),
+        });
+      }
+      const events = await waitFor('FailedClosed Events', async () => {
+        const l = (await env.call('GET', '/api/v1/namespaces/bulk/events')).body as {
+          items: { reason: string; involvedObject: { name: string } }[];
+        };
+        const names = l.items.filter((e) => e.reason === 'FailedClosed').map((e) => e.involvedObject.name);
+        return names.includes('two-methods-5') && names.includes('valid-auth-5') ? names : undefined;
+      });
+      expect(events.length).toBeGreaterThanOrEqual(2);
       for (const [plural, names] of [
         ['ratelimitpolicies', [0, 1, 2, 3, 4].map((i) => `valid-rl-${i}`)],
-        ['authpolicies', [5, 6, 7, 8, 9].map((i) => `valid-auth-${i}`)],
       ] as const)
         for (const n of names) {
           const o = await waitFor(

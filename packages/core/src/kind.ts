@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { registerConditionFunction } from './merge/cel.ts';
 import type { ChainResult, EffectiveRule } from './merge/fold.ts';
+import type { PolicyRef } from './merge/policy.ts';
 import type { PathRef } from './topology/types.ts';
 import type { ContributedAction } from './wiring/wasm.ts';
 
@@ -30,6 +31,18 @@ export interface RuleSection {
    * kind whose values have units (rates per window) compares them here; it must never loosen.
    */
   clip?: (lower: unknown, constraint: unknown) => unknown;
+}
+
+/**
+ * What a security kind enforces on a path while an invalid policy names a target on it: instead of
+ * dropping the invalid policy (and serving the path without it), the path gets these rules (a
+ * deny-all), which every view shows as the effective policy.
+ */
+export interface FailClosed {
+  /** The rules in force, from the invalid policies. */
+  rules: (invalid: readonly PolicyRef[]) => { section: string; name: string; value: unknown }[];
+  /** What they do, for messages: "every request is denied (403) until it is fixed". */
+  effect: string;
 }
 
 /** A function a kind adds to the CEL of conditions (e.g. `ratePer(rate, '1m')`); cheap and total. */
@@ -63,6 +76,8 @@ export interface PolicyKindDefinition<RuleSet extends z.ZodRawShape = z.ZodRawSh
    * (e.g. top-level request predicates). They land in each effective rule's `context`.
    */
   contextFields?: readonly string[];
+  /** Security policy: fail closed on paths an invalid policy names (see FailClosed). */
+  failClosed?: FailClosed;
   /** Functions this kind's rules need in conditions (registered once, for every condition). */
   conditionFunctions?: readonly ConditionFunction[];
   /** Semantic validation beyond the schema (e.g. CEL predicates that must compile). */

@@ -219,3 +219,42 @@ describe('cascadectl errors', () => {
     expect(r.stderr).toContain('/nonexistent/x.yaml: cannot read: ENOENT');
   });
 });
+
+describe('an invalid AuthPolicy fails closed, and every view shows the deny-all in force', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cascadectl-'));
+  const f = join(dir, 'typo.yaml');
+  writeFileSync(
+    f,
+    'apiVersion: cascade.dev/v1alpha1\nkind: AuthPolicy\nmetadata: {name: orders-typo, namespace: team-b}\nspec:\n  targetRef: {group: gateway.networking.k8s.io, kind: HTTPRoute, name: orders}\n  rules: {authorization: {admins: {patternMatching: {patterns: [{predicate: "auth.identity.group =="}]}}}}\n',
+  );
+
+  it('effective: the route has only the deny-all, written by the invalid policy; what it replaced is listed', async () => {
+    const r = await run('effective', EX, f, '--kind', AP, '-o', 'json');
+    const orders = (
+      JSON.parse(r.stdout) as {
+        path: { route: string };
+        rules: Record<string, { source: unknown }>;
+        overridden: { rule: string; reason: string }[];
+      }[]
+    ).find((x) => x.path.route === 'team-b/orders')!;
+    expect(Object.keys(orders.rules)).toEqual(['authorization.cascade-invalid-policy']);
+    expect(orders.rules['authorization.cascade-invalid-policy']!.source).toEqual(
+      src(AP, 'team-b', 'orders-typo'),
+    );
+    expect(orders.overridden.map((o) => `${o.rule} ${o.reason}`).sort()).toEqual([
+      'authentication.primary failed-closed',
+      'authorization.deny-anonymous failed-closed',
+    ]);
+  });
+
+  it('explain names the invalid policy and the fail-closed step; status names the closed route', async () => {
+    const x = await run('explain', EX, f, '--kind', AP, '--route', 'team-b/orders');
+    expect(x.stdout).toContain('team-b/orders-typo (invalid: not folded)');
+    expect(x.stdout).toContain('FAIL CLOSED: team-b/orders-typo is invalid: it fails closed');
+    const s = await run('status', EX, f);
+    expect(s.stdout).toMatch(
+      /AuthPolicy team-b\/orders-typo Enforced: Policy is not enforced: it is invalid and fails closed: every request on the path is denied \(403\) until it is fixed \(1 path\(s\), routes team-b\/orders\)/,
+    );
+    expect(s.stdout).toMatch(/HTTPRoute team-b\/orders +True\/FailedClosed/);
+  });
+});

@@ -3,16 +3,17 @@
 // ordered chain of policies is identical share one fold (and one result object).
 import { isEqual } from 'lodash-es';
 import type { PolicyKind } from '../kind.ts';
-import { objectKeysOfPath, Topology, type TopologyDelta } from '../topology/topology.ts';
+import { objectKeyLevel, objectKeysOfPath, Topology, type TopologyDelta } from '../topology/topology.ts';
 import {
   type GatewayClassObject,
   type GatewayObject,
+  Level,
   type NamespaceObject,
   type PathRef,
   type RouteObject,
   routeKey,
 } from '../topology/types.ts';
-import { type ChainResult, resolveChain } from './fold.ts';
+import { applyFailClosed, type ChainResult, resolveChain } from './fold.ts';
 import { normalizePolicy, targetKeysOfInvalid } from './normalize.ts';
 import { type ChainLink, compareAge, foldOrder } from './order.ts';
 import type { NormalizedPolicy, PolicyObject, PolicyRef } from './policy.ts';
@@ -218,19 +219,21 @@ export class PolicyEngine {
   }
 
   /** Invalid policies whose spec names a target on the path. */
-  private invalidOn(path: PathRef): PolicyRef[] {
+  private invalidOn(path: PathRef): { refs: PolicyRef[]; level: Level } {
     const out: PolicyRef[] = [];
+    let level: Level = Level.RouteRule;
     for (const key of objectKeysOfPath(path))
       for (const id of this.byTarget.get(key) ?? []) {
         const s = this.policies.get(id);
         if (!s || s.policy || out.some((r) => `${r.kind}:${r.namespace}/${r.name}` === id)) continue;
+        if (out.length === 0) level = objectKeyLevel(key);
         out.push({
           kind: s.object.kind,
           namespace: s.object.metadata.namespace ?? 'default',
           name: s.object.metadata.name,
         });
       }
-    return out;
+    return { refs: out, level };
   }
 
   /** Interned fragment of the chain key for one object key: attached policies and revisions, newest first. */
@@ -305,8 +308,10 @@ export class PolicyEngine {
         let cached = this.chains.get(ck);
         if (!cached) {
           const path = this.topology.paths.get(pk)!;
-          const result = resolveChain(this.chainOf(path), this.kind.sections);
-          result.invalid = this.invalidOn(path);
+          const folded = resolveChain(this.chainOf(path), this.kind.sections);
+          const invalid = this.invalidOn(path);
+          folded.invalid = invalid.refs;
+          const result = applyFailClosed(folded, this.kind.failClosed, invalid.level);
           cached = { result, refs: 0, fragments: [g4, gRoute, g2, g1, g0] };
           this.chains.set(ck, cached);
           report.folds++;

@@ -7,7 +7,7 @@
 //   a block with a condition applies only where the CEL condition holds against p (`self`).
 // Every rule keeps its provenance, and every rule that lost is recorded with who beat it.
 import { isDeepStrictEqual } from 'node:util';
-import type { RuleSection } from '../kind.ts';
+import type { FailClosed, RuleSection } from '../kind.ts';
 import type { Level } from '../topology/types.ts';
 import type { ChainLink } from './order.ts';
 import { mergePatch } from './patch.ts';
@@ -30,8 +30,12 @@ export interface EffectiveRule {
   replaced: LostRule[];
 }
 
-/** overridden/superseded: replaced; unset: removed; clipped: kept but changed by a constraint. */
-export type LossReason = 'overridden' | 'superseded' | 'unset' | 'clipped';
+/**
+ * overridden/superseded: replaced; unset: removed; clipped: kept but changed by a constraint;
+ * failed-closed: not in force because an invalid policy of a fail-closed kind names a target on the
+ * path (the kind's deny-all is in force instead).
+ */
+export type LossReason = 'overridden' | 'superseded' | 'unset' | 'clipped' | 'failed-closed';
 
 export interface LostRule {
   key: string;
@@ -52,7 +56,8 @@ export type StepOutcome =
   | 'ignored'
   | 'condition-false'
   | 'condition-error'
-  | 'condition-error-applied';
+  | 'condition-error-applied'
+  | 'failed-closed';
 
 export interface FoldStep {
   policy: PolicyRef;
@@ -86,6 +91,54 @@ export interface ChainResult {
    * security policy fails closed where this is not empty (AuthPolicy renders a deny-all).
    */
   invalid: PolicyRef[];
+  /**
+   * Set when the kind fails closed and `invalid` is not empty: `rules` is then the kind's deny-all,
+   * written by the invalid policies, and every rule the fold produced is in `lost` as failed-closed.
+   */
+  failedClosed?: { by: PolicyRef[]; message: string };
+}
+
+/**
+ * The effective policy that is in force on a path of a kind that fails closed (`failClosed`) while
+ * invalid policies name a target on it: the kind's deny-all rules, attributed to the first invalid
+ * policy, replace the fold's rules, which are recorded as lost (failed-closed) so `explain` still
+ * shows what would apply once the policy is fixed.
+ */
+export function applyFailClosed(
+  result: ChainResult,
+  failClosed: FailClosed | undefined,
+  level: Level,
+): ChainResult {
+  if (!failClosed || result.invalid.length === 0) return result;
+  const by = result.invalid;
+  const source = by[0]!;
+  const lost: LostRule[] = [...result.lost];
+  for (const r of result.rules.values())
+    lost.push({ key: r.key, source: r.source, as: r.as, by, reason: 'failed-closed' });
+  const rules = new Map<string, EffectiveRule>();
+  for (const d of failClosed.rules(by)) {
+    const key = `${d.section}.${d.name}`;
+    rules.set(key, {
+      key,
+      section: d.section,
+      name: d.name,
+      value: d.value,
+      source,
+      as: 'override',
+      level,
+      replaced: [],
+    });
+  }
+  const message = `${by.map(policyName).join(', ')} ${by.length > 1 ? 'are' : 'is'} invalid: ${failClosed.effect}`;
+  const step: FoldStep = {
+    policy: source,
+    level,
+    block: 'override',
+    strategy: 'atomic',
+    outcome: 'failed-closed',
+    detail: message,
+  };
+  return { ...result, rules, lost, steps: [...result.steps, step], failedClosed: { by, message } };
 }
 
 /** Whether an `unset` entry names a rule key: `section.name`, or a bare `name` for any section. */

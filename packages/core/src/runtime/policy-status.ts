@@ -101,14 +101,16 @@ export class PolicyStatusWriter {
     );
     policies.cache.set(key, applied);
     this.deps.writes.inc();
-    // a Warning Event when the policy stops being enforced for want of its data plane
+    // a Warning Event when the policy stops being enforced for want of its data plane, or closes the
+    // routes it names (an invalid policy of a fail-closed kind, or a valid one whose routes it closes)
     const enforced = conds.find((c) => c.type === 'Enforced');
     const before = liveConds.find((c) => c.type === 'Enforced');
-    if (enforced?.reason === 'MissingDependency' && before?.reason !== 'MissingDependency')
+    const warn = enforced?.reason === 'MissingDependency' || enforced?.reason === 'FailedClosed';
+    if (warn && before?.reason !== enforced.reason)
       void postWarningEvent(
         this.deps.client,
         { apiVersion: `${k.group}/${k.version}`, kind: k.kind, namespace: ns, name },
-        'MissingDependency',
+        enforced.reason,
         enforced.message.slice(0, 1000),
         { component: this.deps.name },
       ).catch(() => undefined);

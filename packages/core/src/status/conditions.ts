@@ -47,7 +47,7 @@ export function policyConditions(engine: PolicyEngine, id: string): Condition[] 
   if (!p) {
     return [
       cond('Accepted', 'False', 'Invalid', `Policy is invalid: ${state.errors.join('; ')}`, gen),
-      cond('Enforced', 'False', 'Unknown', 'Policy is not enforced: it is invalid', gen),
+      invalidEnforced(engine, id, gen),
     ];
   }
   // a condition that hit the run-time cost limit is refused from then on: the policy is invalid
@@ -102,6 +102,30 @@ export function policyConditions(engine: PolicyEngine, id: string): Condition[] 
   return [accepted, enforcedCondition(engine, id, gen)];
 }
 
+/** The route of a path, as `ns/name`. */
+function routeOfPath(engine: PolicyEngine, pk: string): string {
+  const r = engine.topology.paths.get(pk)?.route;
+  return r ? `${r.namespace}/${r.name}` : pk;
+}
+
+/** Enforced of an invalid policy: for a kind that fails closed, the routes it closes. */
+function invalidEnforced(engine: PolicyEngine, id: string, gen: number | undefined): Condition {
+  const fc = engine.kind.failClosed;
+  if (!fc) return cond('Enforced', 'False', 'Unknown', 'Policy is not enforced: it is invalid', gen);
+  const closed: string[] = [];
+  for (const [result, pks] of engine.reach(id).results)
+    if (result.failedClosed?.by.some((r) => policyId(r) === id)) closed.push(...pks);
+  if (closed.length === 0)
+    return cond('Enforced', 'False', 'Unknown', 'Policy is not enforced: it is invalid (no route reached)', gen);
+  return cond(
+    'Enforced',
+    'False',
+    'FailedClosed',
+    `Policy is not enforced: it is invalid and ${fc.effect.replace(/^it /, '')} (${closed.length} path(s), routes ${list(new Set(closed.map((pk) => routeOfPath(engine, pk))))})`,
+    gen,
+  );
+}
+
 function enforcedCondition(engine: PolicyEngine, id: string, gen: number | undefined): Condition {
   const { paths, results } = engine.reach(id);
   if (paths.length === 0) {
@@ -120,14 +144,22 @@ function enforcedCondition(engine: PolicyEngine, id: string, gen: number | undef
   const refused = new Map<string, Set<string>>();
   const condErrors = new Map<string, { paths: number; applied: boolean }>();
   let condFalse = 0;
-  const routeOf = (pk: string) => {
-    const r = engine.topology.paths.get(pk)?.route;
-    return r ? `${r.namespace}/${r.name}` : pk;
-  };
+  let closedCount = 0;
+  const closedBy = new Map<string, Set<string>>();
+  const routeOf = (pk: string) => routeOfPath(engine, pk);
   for (const [result, pks] of results as Map<ChainResult, string[]>) {
     for (const rule of result.rules.values()) if (isSelf(rule.source)) enforced += pks.length;
     for (const l of result.lost) {
       if (!isSelf(l.source)) continue;
+      if (l.reason === 'failed-closed') {
+        lostCount += pks.length;
+        closedCount += pks.length;
+        const k = l.by.map(policyName).join(', ');
+        let e = closedBy.get(k);
+        if (!e) closedBy.set(k, (e = new Set()));
+        for (const pk of pks) e.add(routeOf(pk));
+        continue;
+      }
       // A clipped rule is still enforced, with the constraint's bounds: partial, not overridden.
       if (l.reason === 'clipped') enforced += pks.length;
       lostCount += pks.length;
@@ -165,7 +197,11 @@ function enforcedCondition(engine: PolicyEngine, id: string, gen: number | undef
       `condition failed on ${e.paths} path(s): ${msg} (${e.applied ? 'the override was applied: fail safe' : 'the default was skipped'})`,
     );
   const overriders = byKey(lostBy).map(([by, e]) => `${list(e.rules)} by ${by} (routes ${list(e.routes)})`);
+  for (const [by, routes] of byKey(closedBy))
+    notes.unshift(`routes ${list(routes)} fail closed: ${by} invalid (its rules are not in force there)`);
   const tail = notes.length ? `; ${notes.join('; ')}` : '';
+  if (enforced === 0 && lostCount > 0 && closedCount === lostCount)
+    return cond('Enforced', 'False', 'FailedClosed', `Policy is not in force${tail}`, gen);
   if (enforced === 0 && lostCount > 0) {
     return cond(
       'Enforced',
@@ -180,7 +216,7 @@ function enforcedCondition(engine: PolicyEngine, id: string, gen: number | undef
       'Enforced',
       'True',
       'PartiallyEnforced',
-      `Policy has been partially enforced on ${paths.length} path(s); overridden: ${overriders.join('; ')}${tail}`,
+      `Policy has been partially enforced on ${paths.length} path(s)${overriders.length ? `; overridden: ${overriders.join('; ')}` : ''}${tail}`,
       gen,
     );
   }
@@ -215,6 +251,19 @@ export function affectedCondition(
   sections: readonly string[],
 ): Condition {
   const type = `${engine.kind.kind}Affected`;
+  // a route an invalid policy closes: what is in force there is the deny-all, named first
+  if (engine.kind.failClosed && /^(HTTPRoute|GRPCRoute):/.test(objectKey)) {
+    const by = new Map<string, string>();
+    for (const pk of engine.topology.routePathKeys(objectKey))
+      for (const r of engine.result(pk)?.failedClosed?.by ?? []) by.set(policyId(r), policyName(r));
+    if (by.size > 0)
+      return cond(
+        type,
+        'True',
+        'FailedClosed',
+        `The object is affected by ${engine.kind.kind} ${list(by.values())}, which ${by.size > 1 ? 'are' : 'is'} invalid: ${engine.kind.failClosed.effect}`,
+      );
+  }
   const enforcedIds = (key: string) =>
     engine
       .attachedAt(key)

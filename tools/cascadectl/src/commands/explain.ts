@@ -46,6 +46,8 @@ export const explainCommand: Command = {
         ];
         lines.push('  policies, least established first:');
         for (const s of engine.chainOf(p)) lines.push(`    ${policyName(s.policy.ref)} (${LEVELS[s.level]})`);
+        for (const bad of r.invalid) lines.push(`    ${policyName(bad)} (invalid: not folded)`);
+        if (r.failedClosed) lines.push(`  FAIL CLOSED: ${r.failedClosed.message}`);
         lines.push('  fold:');
         r.steps.forEach((s, i) =>
           lines.push(
