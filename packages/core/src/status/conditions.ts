@@ -116,7 +116,7 @@ function invalidEnforced(engine: PolicyEngine, id: string, gen: number | undefin
   for (const [result, pks] of engine.reach(id).results)
     if (result.failedClosed?.by.some((r) => policyId(r) === id)) closed.push(...pks);
   if (closed.length === 0)
-    return cond('Enforced', 'False', 'Unknown', 'Policy is not enforced: it is invalid (no route reached)', gen);
+    return cond('Enforced', 'False', 'Unknown', 'Policy is not enforced: it is invalid', gen);
   return cond(
     'Enforced',
     'False',
