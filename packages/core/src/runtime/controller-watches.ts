@@ -10,6 +10,7 @@ import type { PolicyEngine } from '../merge/engine.ts';
 import { routeKey } from '../topology/types.ts';
 import type { KubeClient } from './client.ts';
 import type { ControllerOptions } from './controller.ts';
+import { programmedSignature } from './gateway-readiness.ts';
 import { Informer } from './informer.ts';
 import type { Logger } from './metrics.ts';
 import { type RenderInformer, renderInformers } from './rendered.ts';
@@ -27,6 +28,8 @@ export interface WatchSinks {
   rendered(key: string): void;
   /** one of our EffectivePolicies changed under us (`ns/name`) */
   effective(key: string): void;
+  /** a gateway's Accepted/Programmed status moved (a status-only change the engine does not read) */
+  gatewayStatus(): void;
   /** wake the sync lane */
   changed(): void;
 }
@@ -50,12 +53,24 @@ export function controllerWatches(
   const scope = opts.watchNamespaces;
   const informers: Informer[] = [];
   const feed = new TopologyFeed(engine, log);
+  /** Gateway ns/name -> what of its status Enforced reads (see gateway-readiness.ts). */
+  const programmed = new Map<string, string>();
   for (const [path, kind, scoped] of TOPOLOGY_RESOURCES)
     informers.push(
       new Informer(
         c,
         path,
         (type, o) => {
+          if (kind === 'Gateway' && opts.requireReady) {
+            const gw = `${o.metadata.namespace ?? 'default'}/${o.metadata.name}`;
+            const sig = type === 'DELETED' ? undefined : programmedSignature(o);
+            if (programmed.get(gw) !== sig) {
+              if (sig === undefined) programmed.delete(gw);
+              else programmed.set(gw, sig);
+              sink.gatewayStatus();
+              sink.changed();
+            }
+          }
           if (!feed.apply(type, o, kind)) return;
           // A route event always re-checks its EffectivePolicy (a new uid must reach the owner
           // reference) and the rendering of its gateways (hostnames); a gateway event its rendering.

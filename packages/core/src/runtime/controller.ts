@@ -22,6 +22,7 @@ import { ControllerProcess, type ProcessOptions } from './controller-process.ts'
 import { controllerWatches } from './controller-watches.ts';
 import { EffectivePublisher } from './effective-writer.ts';
 import { postWarningEvent } from './events.ts';
+import { gatewayNotProgrammed } from './gateway-readiness.ts';
 import type { Informer } from './informer.ts';
 import type { LeaderElector } from './leader.ts';
 import { jsonLogger, type Logger } from './metrics.ts';
@@ -43,6 +44,14 @@ export interface ControllerOptions extends ProcessOptions {
    * (--require-wiring, default true); false where no wiring-controller runs by design.
    */
   requireWiring?: boolean;
+  /**
+   * Enforced means enforced (--require-ready, default true in the binaries): a policy is Enforced only
+   * while every gateway it reaches is Accepted and Programmed by its controller (else
+   * TargetNotProgrammed), and every object carrying its rules is served (else MissingDependency) and
+   * reported ready by its consumer, which reporting nothing is not (else Pending). Tests leave it off
+   * where no gateway controller or Authorino runs.
+   */
+  requireReady?: boolean;
 }
 
 /** A lane's pending work for this pass, emptied (undefined for a full pass: everything is looked at). */
@@ -132,6 +141,7 @@ export class PolicyController extends ControllerProcess {
       policy: (id) => this.pendingPolicies.add(id),
       rendered: (key) => this.pendingRendered.add(key),
       effective: (key) => this.pendingEffective.add(key),
+      gatewayStatus: () => this.recheckAllStatus(),
       changed: () => this.queue.add('sync'),
     });
     this.informers.push(...w.informers);
@@ -168,6 +178,7 @@ export class PolicyController extends ControllerProcess {
       log: this.log,
       uidOf,
       settings: opts.settings ?? {},
+      strictReadiness: opts.requireReady === true,
     });
     this.renderer.onStatusMoved = (policies) => {
       for (const id of policies) this.pendingPolicies.add(id);
@@ -178,12 +189,8 @@ export class PolicyController extends ControllerProcess {
       opts.requireWiring && opts.kind.actions
         ? new WiringState(
             c,
-            () => {
-              // a gateway wired or unwired: every policy's Enforced is compared again (no write if equal)
-              for (const key of this.policies.cache.keys())
-                this.pendingPolicies.add(`${opts.kind.kind}:${key}`);
-              this.queue.add('sync');
-            },
+            // a gateway wired or unwired: every policy's Enforced is compared again (no write if equal)
+            () => this.recheckAllStatus(),
             opts.watchNamespaces,
           )
         : undefined;
@@ -209,11 +216,15 @@ export class PolicyController extends ControllerProcess {
       );
       this.informers.push(this.aggregate.informer);
     }
+    const gateways = this.informers.find((i) => i.path.endsWith('/gateways'));
     this.status = new PolicyStatusWriter({
       ...common,
       policies: this.policies,
       renderer: this.renderer,
       ...(wiring ? { wiring } : {}),
+      ...(opts.requireReady && gateways
+        ? { gatewayGap: (gw: string) => gatewayNotProgrammed(gateways.cache.get(gw), gw) }
+        : {}),
     });
     this.metrics.gauge('cascade_queue_depth', 'Keys waiting for a reconcile', () => this.queue.depth);
     this.metrics.processMetrics();
@@ -374,6 +385,12 @@ export class PolicyController extends ControllerProcess {
     if (delay === Number.POSITIVE_INFINITY) return;
     const t = setTimeout(() => this.queue.add(lane), delay);
     t.unref();
+  }
+
+  /** Every policy's Enforced compared again at the next sync (written only where it differs). */
+  private recheckAllStatus(): void {
+    for (const key of this.policies.cache.keys()) this.pendingPolicies.add(`${this.opts.kind.kind}:${key}`);
+    this.queue.add('sync');
   }
 
   /** A Warning Event on a policy (best effort: the log line and the metric are the record). */

@@ -23,6 +23,9 @@ ${CONTROLLER_USAGE}  --max-concurrent-writes N          API writes in flight at 
                                      publishes, in these namespaces only (default "": every namespace)
   --require-wiring true|false        Enforced only where the wiring-controller has wired the gateway's
                                      data plane (default true; false without a wiring-controller)
+  --require-ready true|false         Enforced only where each gateway reached is Accepted and Programmed
+                                     by its controller and each object carrying the policy is served and
+                                     reported ready by its consumer (default true)
 ${extra.map((s) => `  --${`${s.flag} VALUE`.padEnd(33)}${s.help} (default "${s.default}")\n`).join('')}  --version                          the version
   -h, --help                         this text
 `;
@@ -58,6 +61,7 @@ export async function runPolicyController(
       'max-concurrent-writes': { type: 'string', default: '8' },
       'watch-namespace': { type: 'string', default: '' },
       'require-wiring': { type: 'string', default: 'true' },
+      'require-ready': { type: 'string', default: 'true' },
       ...Object.fromEntries(
         settingFlags.map((s) => [s.flag, { type: 'string' as const, default: s.default }]),
       ),
@@ -67,9 +71,13 @@ export async function runPolicyController(
   const { logLevel, ...settings } = controllerSettings(b);
   const watch = watchNamespaces(String(b.values['watch-namespace'] ?? ''));
   if (typeof watch === 'string') return b.fail(`--watch-namespace: ${watch}`);
-  const requireWiring = String(b.values['require-wiring']);
-  if (requireWiring !== 'true' && requireWiring !== 'false')
-    return b.fail(`--require-wiring: "${requireWiring.slice(0, 40)}" is not true or false`);
+  const bool = (flag: string): boolean => {
+    const v = String(b.values[flag]);
+    if (v === 'true' || v === 'false') return v === 'true';
+    return b.fail(`--${flag}: "${v.slice(0, 40)}" is not true or false`);
+  };
+  const requireWiring = bool('require-wiring');
+  const requireReady = bool('require-ready');
   const controller = new PolicyController({
     client: new KubeClient(b.kubeConfig()),
     kind,
@@ -77,7 +85,8 @@ export async function runPolicyController(
     ...settings,
     writeConcurrency: b.whole('max-concurrent-writes', 'writes', 256),
     ...(watch ? { watchNamespaces: watch } : {}),
-    requireWiring: requireWiring === 'true',
+    requireWiring,
+    requireReady,
     log: jsonLogger(name, undefined, logLevel),
     settings: Object.fromEntries(settingFlags.map((s) => [s.key, String(b.values[s.flag] ?? '')])),
   });

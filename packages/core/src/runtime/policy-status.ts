@@ -4,6 +4,7 @@
 import { isEqual } from 'lodash-es';
 import { type Condition, policyConditions } from '../status/conditions.ts';
 import { postWarningEvent } from './events.ts';
+import { withTargetProgrammed } from './gateway-readiness.ts';
 import type { Informer } from './informer.ts';
 import {
   type PublishFailure,
@@ -19,9 +20,14 @@ export interface PolicyStatusDeps extends WriterDeps {
   renderer: RenderedPublisher;
   /** The data-plane wiring the kind's policies need to be Enforced (undefined: not required). */
   wiring?: WiringState;
+  /** Why a gateway (`ns/name`) is not programmed (undefined: it is, or it is not required). */
+  gatewayGap?: (gw: string) => string | undefined;
 }
 
 type LiveCondition = Condition & { lastTransitionTime?: string };
+
+/** Enforced reasons a Warning Event is posted for when a policy enters them (not Pending: every change passes through it for a moment). */
+const WARNED_REASONS = new Set(['MissingDependency', 'TargetNotProgrammed', 'FailedClosed']);
 
 export class PolicyStatusWriter {
   private readonly deps: PolicyStatusDeps;
@@ -46,14 +52,13 @@ export class PolicyStatusWriter {
 
   private reach?: Map<string, Set<string>>;
 
-  /** Why the gateways a policy reaches are not wired (empty: all are, or wiring is not required). */
-  private wiringGaps(id: string): string[] {
-    const w = this.deps.wiring;
-    if (!w) return [];
+  /** What `gap` says of each gateway a policy reaches, sorted, the gateways without a gap left out. */
+  private gaps(id: string, gap: ((gw: string) => string | undefined) | undefined): string[] {
+    if (!gap) return [];
     this.reach ??= gatewaysByPolicy(this.deps.engine);
     return [...(this.reach.get(id) ?? [])]
       .sort()
-      .map((gw) => w.gap(gw))
+      .map((gw) => gap(gw))
       .filter((g): g is string => g !== undefined);
   }
 
@@ -65,15 +70,20 @@ export class PolicyStatusWriter {
     const id = `${k.kind}:${ns}/${name}`;
     const liveConds = (live.status as { conditions?: LiveCondition[] } | undefined)?.conditions ?? [];
     const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    const conds = withWiring(
-      withConsumerReadiness(
-        withPublishFailures(policyConditions(this.deps.engine, id), [
-          ...renderer.refusalsFor(id),
-          ...ledger.forPolicy(id),
-        ]),
-        renderer.waitingFor(id),
+    const wiring = this.deps.wiring;
+    // the first that holds a policy back names it: its own objects, then the data plane, then the gateway
+    const conds = withTargetProgrammed(
+      withWiring(
+        withConsumerReadiness(
+          withPublishFailures(policyConditions(this.deps.engine, id), [
+            ...renderer.refusalsFor(id),
+            ...ledger.forPolicy(id),
+          ]),
+          renderer.waitingFor(id),
+        ),
+        this.gaps(id, wiring && ((gw) => wiring.gap(gw))),
       ),
-      this.wiringGaps(id),
+      this.gaps(id, this.deps.gatewayGap),
     ).map((cnd) => {
       const prev = liveConds.find((x) => x.type === cnd.type);
       const same = prev && prev.status === cnd.status && prev.reason === cnd.reason;
@@ -105,7 +115,7 @@ export class PolicyStatusWriter {
     // routes it names (an invalid policy of a fail-closed kind, or a valid one whose routes it closes)
     const enforced = conds.find((c) => c.type === 'Enforced');
     const before = liveConds.find((c) => c.type === 'Enforced');
-    const warn = enforced?.reason === 'MissingDependency' || enforced?.reason === 'FailedClosed';
+    const warn = enforced !== undefined && WARNED_REASONS.has(enforced.reason);
     if (warn && before?.reason !== enforced.reason)
       void postWarningEvent(
         this.deps.client,

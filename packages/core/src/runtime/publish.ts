@@ -181,24 +181,36 @@ export function withPublishFailures<
 }
 
 /**
- * A policy's conditions while objects carrying its rules are reported not ready by their consumer
- * (Authorino): not enforced yet (`Enforced=False, Pending`), naming what it waits for. Publish
- * failures (already in the conditions) take precedence.
+ * A policy's conditions while objects carrying its rules are not in force: their resource is not
+ * served (`Enforced=False, MissingDependency`), or their consumer (Authorino) reports them not ready
+ * or nothing yet (`Enforced=False, Pending`), naming them and why. Publish failures (already in the
+ * conditions) take precedence.
  */
 export function withConsumerReadiness<
   C extends { type: string; status: string; reason: string; message: string },
->(conds: C[], waiting: readonly string[]): C[] {
+>(conds: C[], waiting: readonly { object: string; missing: boolean; why: string }[]): C[] {
   if (!waiting.length) return conds;
-  const shown =
-    waiting.slice(0, 3).join(', ') + (waiting.length > 3 ? ` and ${waiting.length - 3} more` : '');
+  const missing = waiting.filter((w) => w.missing);
+  const shownOf = (ws: readonly { object: string; why: string }[]) =>
+    ws
+      .slice(0, 3)
+      .map((w) => `${w.object} (${w.why})`)
+      .join(', ') + (ws.length > 3 ? ` and ${ws.length - 3} more` : '');
   return conds.map((c) =>
     c.type === 'Enforced' && c.reason !== 'PublishFailed' && c.status === 'True'
-      ? {
-          ...c,
-          status: 'False',
-          reason: 'Pending',
-          message: `Policy is not enforced yet: waiting for ${shown} to be ready (its consumer reports it not ready)`,
-        }
+      ? missing.length
+        ? {
+            ...c,
+            status: 'False',
+            reason: 'MissingDependency',
+            message: `Policy is not enforced: cannot write ${shownOf(missing)}`,
+          }
+        : {
+            ...c,
+            status: 'False',
+            reason: 'Pending',
+            message: `Policy is not enforced yet: waiting for ${shownOf(waiting)} to be ready`,
+          }
       : c,
   );
 }

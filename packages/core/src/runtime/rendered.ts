@@ -85,6 +85,20 @@ export interface RendererDeps extends WriterDeps {
   carried?: (gw: string) => string[];
   /** Whether a live object that is no longer rendered is ours to delete (default: our policy-kind label). */
   owns?: (live: KubeObject) => boolean;
+  /**
+   * Enforced means enforced (--require-ready): an object whose resource is not served is missing, and
+   * one whose consumer reports nothing about it (no status yet) is not ready. Without it, only an
+   * explicit "not ready" holds a policy back.
+   */
+  strictReadiness?: boolean;
+}
+
+/** Why a rendered object does not carry its policies' rules into force yet. */
+export interface Waiting {
+  object: string;
+  /** The resource is not served (its CRD is not installed): a missing dependency, not a delay. */
+  missing: boolean;
+  why: string;
 }
 
 export class RenderedPublisher {
@@ -96,8 +110,8 @@ export class RenderedPublisher {
   private readonly missingWarned = new Set<string>();
   /** Policies whose rules a rendered object left out (REFUSED_POLICIES_ANNOTATION), by gateway. */
   private readonly refusals = new Map<string, { policy: string; object: string; reason: string }[]>();
-  /** Rendered objects whose consumer reports them not ready, with the policies they carry. */
-  readonly waiting = new Map<string, { object: string; policies: string[] }>();
+  /** Rendered objects not in force yet (not served, not ready), with the policies they carry. */
+  readonly waiting = new Map<string, Waiting & { policies: string[] }>();
   /**
    * Called with the policies whose Enforced condition moves: an object starts or stops waiting for
    * its consumer, or a policy's rules start or stop being left out of a rendered object.
@@ -259,16 +273,14 @@ export class RenderedPublisher {
     for (const key of keys) {
       const { res, ns, name, object } = RenderedPublisher.parseKey(key);
       const target = this.deps.renderInformers.get(res);
-      const live =
-        target?.ready && this.renderedByKey.has(key) ? target.informer.cache.get(`${ns}/${name}`) : undefined;
-      const notReady = live !== undefined && target!.ready!(live) === false;
+      const now = this.readiness(key, res, ns, name);
       const was = this.waiting.get(key);
-      if (notReady && !was) {
+      if (now && (!was || was.why !== now.why)) {
         const gw = this.gatewayOf(key);
         const policies = gw ? this.carriedByGateway(gw) : [];
-        this.waiting.set(key, { object, policies });
-        for (const p of policies) moved.add(p);
-      } else if (!notReady && was) {
+        this.waiting.set(key, { object, ...now, policies });
+        for (const p of new Set([...policies, ...(was?.policies ?? [])])) moved.add(p);
+      } else if (!now && was) {
         this.waiting.delete(key);
         for (const p of was.policies) moved.add(p);
       }
@@ -291,9 +303,33 @@ export class RenderedPublisher {
       }));
   }
 
-  /** Objects carrying a policy's rules that their consumer reports not ready. */
-  waitingFor(id: string): string[] {
-    return [...this.waiting.values()].filter((w) => w.policies.includes(id)).map((w) => w.object);
+  /** Why a rendered object is not in force (undefined: it is, as far as its consumer says). */
+  private readiness(key: string, res: string, ns: string, name: string): Omit<Waiting, 'object'> | undefined {
+    const target = this.deps.renderInformers.get(res);
+    if (!target || !this.renderedByKey.has(key)) return undefined;
+    const strict = this.deps.strictReadiness === true;
+    if (target.informer.missing)
+      return strict
+        ? {
+            missing: true,
+            why: `${target.plural} (${res.split('/').slice(0, -1).join('/')}) is not served: install its CRD`,
+          }
+        : undefined;
+    if (!target.ready) return undefined;
+    const live = target.informer.cache.get(`${ns}/${name}`);
+    if (live === undefined) return strict ? { missing: false, why: 'not written yet' } : undefined;
+    const ready = target.ready(live);
+    if (ready === false) return { missing: false, why: 'its consumer reports it not ready' };
+    if (ready === undefined && strict)
+      return { missing: false, why: 'its consumer has reported nothing on it yet' };
+    return undefined;
+  }
+
+  /** Rendered objects carrying a policy's rules that are not in force yet, and why. */
+  waitingFor(id: string): Waiting[] {
+    return [...this.waiting.values()]
+      .filter((w) => w.policies.includes(id))
+      .map(({ object, missing, why }) => ({ object, missing, why }));
   }
 }
 

@@ -2,6 +2,7 @@
 // cascadectl computes offline; leader failover publishes a change made meanwhile exactly once.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { authConfigStandInCrd } from '@cascade/authpolicy';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import { canon, cascadectl, env, kubectl, kubectlJson, ROOT, sh, until } from '../harness.ts';
@@ -77,6 +78,7 @@ export async function gatewayExamplePublished(): Promise<void> {
     }
   ).policies;
   expect(predicted.length).toBeGreaterThan(3);
+  await dataPlaneReady(predicted);
   // statuses as the CLI predicts (the controllers write them after the EffectivePolicies, and Enforced
   // once the gateway is wired)
   const mismatches = () =>
@@ -94,6 +96,135 @@ export async function gatewayExamplePublished(): Promise<void> {
   await until('statuses as cascadectl status predicts', 60, () =>
     mismatches().length === 0 ? true : undefined,
   ).catch(() => expect(mismatches()).toEqual([]));
+}
+
+type Cond = { type: string; status: string; reason: string; message?: string };
+const enforcedOf = (kind: string, ns: string, name: string) =>
+  kubectlJson<{ status?: { conditions?: Cond[] } }>(
+    'get',
+    kind.toLowerCase(),
+    '-n',
+    ns,
+    name,
+  ).status?.conditions?.find((c) => c.type === 'Enforced');
+
+/**
+ * Enforced means enforced: wired, the policies are still held back, because nothing on this machine
+ * runs the gateway (no Istio: the Gateway is not Programmed) or Authorino (its CRD is not even
+ * served). Each reason is checked, then the e2e plays both parts: it installs the AuthConfig CRD (as
+ * Authorino's install does), marks the Gateway Accepted and Programmed (as its controller would) and
+ * every AuthConfig ready (as Authorino would), and the policies become Enforced.
+ */
+async function dataPlaneReady(
+  predicted: {
+    kind: string;
+    namespace: string;
+    name: string;
+    conditions: { type: string; status: string }[];
+  }[],
+): Promise<void> {
+  const enforcedWanted = predicted.filter((p) =>
+    p.conditions.some((c) => c.type === 'Enforced' && c.status === 'True'),
+  );
+  const heldBack = (kind: string, reason: string, text: RegExp) =>
+    until(`${kind}s held back: ${reason}`, 60, () =>
+      enforcedWanted
+        .filter((p) => p.kind === kind)
+        .every((p) => {
+          const e = enforcedOf(p.kind, p.namespace, p.name);
+          return e?.status === 'False' && e.reason === reason && text.test(e.message ?? '');
+        })
+        ? true
+        : undefined,
+    );
+  await heldBack(
+    'AuthPolicy',
+    'MissingDependency',
+    /authconfigs \(authorino\.kuadrant\.io\/v1beta3\) is not served/,
+  );
+  await heldBack(
+    'RateLimitPolicy',
+    'TargetNotProgrammed',
+    /gateway infra\/main has not been programmed by any controller \(Programmed=Unknown/,
+  );
+  const events = kubectlJson<{ items: { reason: string; involvedObject: { kind: string } }[] }>(
+    'get',
+    'events',
+    '-A',
+    '--field-selector',
+    'reason=TargetNotProgrammed',
+  ).items;
+  expect(events.some((e) => e.involvedObject.kind === 'RateLimitPolicy')).toBe(true);
+  const t0 = Date.now();
+  // Authorino's part, 1: its CRD. The AuthConfigs are written; Authorino has said nothing of them.
+  sh('kubectl', ['apply', '-f', '-'], { input: JSON.stringify(authConfigStandInCrd) });
+  await heldBack('AuthPolicy', 'Pending', /its consumer has reported nothing on it yet/);
+  // the gateway controller's part: Accepted and Programmed, beside the conditions Cascade wrote
+  await until('Gateway infra/main Accepted and Programmed', 30, () => {
+    const gw = kubectlJson<{ metadata: { generation: number }; status: { conditions: Cond[] } }>(
+      'get',
+      'gateway',
+      '-n',
+      'infra',
+      'main',
+    );
+    const ops = ['Accepted', 'Programmed'].flatMap((type) => {
+      const i = gw.status.conditions.findIndex((c) => c.type === type);
+      const value = {
+        type,
+        status: 'True',
+        reason: type,
+        message: 'set by the e2e in the part of the gateway controller',
+        observedGeneration: gw.metadata.generation,
+        lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+      };
+      return i < 0
+        ? [{ op: 'add', path: '/status/conditions/-', value }]
+        : [
+            { op: 'test', path: `/status/conditions/${i}/type`, value: type },
+            { op: 'replace', path: `/status/conditions/${i}`, value },
+          ];
+    });
+    try {
+      kubectl(
+        'patch',
+        'gateway',
+        '-n',
+        'infra',
+        'main',
+        '--subresource=status',
+        '--type=json',
+        '-p',
+        JSON.stringify(ops),
+      );
+      return true;
+    } catch {
+      return undefined; // the list moved meanwhile (Cascade's Affected conditions): again
+    }
+  });
+  // Authorino's part, 2: every AuthConfig reported ready; until then the AuthPolicies are Pending
+  await until('every AuthConfig ready, no AuthPolicy held back', 60, () => {
+    const acs = kubectlJson<{
+      items: { metadata: { namespace: string; name: string }; status?: { summary?: { ready?: boolean } } }[];
+    }>('get', 'authconfigs', '-A').items;
+    for (const ac of acs.filter((a) => a.status?.summary?.ready !== true))
+      kubectl(
+        'patch',
+        'authconfig',
+        '-n',
+        ac.metadata.namespace,
+        ac.metadata.name,
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status: { summary: { ready: true, hostsReady: [] } } }),
+      );
+    return acs.length > 0 &&
+      enforcedWanted.every((p) => enforcedOf(p.kind, p.namespace, p.name)?.status === 'True')
+      ? true
+      : undefined;
+  });
+  figures.dataPlaneReadyToEnforcedSeconds = (Date.now() - t0) / 1000;
 }
 
 /** leader failover: the new leader takes over within one lease duration; a change made meanwhile is published exactly once */
