@@ -23,7 +23,8 @@ export function gatewayNotProgrammed(live: KubeObject | undefined, gw: string): 
   const programmed = conds.find((c) => c.type === 'Programmed');
   const said = (c: GatewayCondition) =>
     `${c.type}=${c.status}${c.reason ? ` ${c.reason}` : ''}${c.message ? `: ${c.message.slice(0, 160)}` : ''}`;
-  if (accepted?.status === 'False') return `gateway ${gw} is not accepted by its controller (${said(accepted)})`;
+  if (accepted?.status === 'False')
+    return `gateway ${gw} is not accepted by its controller (${said(accepted)})`;
   if (!programmed) return `gateway ${gw} has not been programmed by any controller (no Programmed condition)`;
   if (programmed.status === 'Unknown' || accepted?.status === 'Unknown')
     return `gateway ${gw} has not been programmed by any controller (${said(programmed.status === 'Unknown' ? programmed : accepted!)})`;

@@ -272,7 +272,6 @@ export class RenderedPublisher {
     const moved = new Set<string>();
     for (const key of keys) {
       const { res, ns, name, object } = RenderedPublisher.parseKey(key);
-      const target = this.deps.renderInformers.get(res);
       const now = this.readiness(key, res, ns, name);
       const was = this.waiting.get(key);
       if (now && (!was || was.why !== now.why)) {
