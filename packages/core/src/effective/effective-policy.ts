@@ -64,6 +64,8 @@ export const effectivePolicySpecSchema = z.object({
       truncated: z.array(z.enum(['ingress', 'egress'])).optional(),
     })
     .optional(),
+  /** Short texts for `kubectl get effectivepolicies` (the target and every source, each cut to fit a column). */
+  summary: z.object({ target: z.string(), sources: z.string() }).optional(),
 });
 export type EffectivePolicySpec = z.infer<typeof effectivePolicySpecSchema>;
 
@@ -82,12 +84,49 @@ export const effectivePolicyCrd = crdFor({
   shortNames: ['effpol'],
   printerColumns: [
     { name: 'Kind', type: 'string', jsonPath: '.spec.policyKind' },
-    { name: 'Target', type: 'string', jsonPath: '.spec.targetRef.name' },
+    { name: 'Target', type: 'string', jsonPath: '.spec.summary.target' },
     { name: 'Rules', type: 'integer', jsonPath: '.spec.ruleCount' },
-    { name: 'Sources', type: 'string', jsonPath: '.spec.sources[*].name' },
+    { name: 'Sources', type: 'string', jsonPath: '.spec.summary.sources' },
     { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   ],
 });
+
+/** Longest Target and Sources texts in `kubectl get effectivepolicies`. */
+export const SUMMARY_TARGET_MAX = 48;
+export const SUMMARY_SOURCES_MAX = 64;
+
+/**
+ * The printer columns' texts: the target cut to SUMMARY_TARGET_MAX characters (a cut label set says
+ * how many labels it has), the sources as `ns/name` (a kind other than `kind` prefixed) joined up to
+ * SUMMARY_SOURCES_MAX characters with how many more there are. kubectl prints only the first value of
+ * a list, so the columns read these strings.
+ */
+export function effectiveSummary(
+  target: string,
+  sources: readonly { kind: string; namespace: string; name: string }[],
+  kind: string,
+  items = 1,
+): { target: string; sources: string } {
+  const tail = `... (${items > 1 ? `${items} labels` : `${target.length} chars`})`;
+  const t =
+    target.length <= SUMMARY_TARGET_MAX
+      ? target
+      : `${target.slice(0, SUMMARY_TARGET_MAX - tail.length)}${tail}`;
+  const names = sources.map(
+    (s) => `${s.kind === kind ? '' : `${s.kind} `}${s.namespace ? `${s.namespace}/` : ''}${s.name}`,
+  );
+  let out = '';
+  let shown = 0;
+  for (const n of names) {
+    const more = names.length - shown - 1;
+    const next = out ? `${out}, ${n}` : n;
+    if (next.length + (more ? ` +${more}`.length : 0) > SUMMARY_SOURCES_MAX && shown > 0) break;
+    out = next;
+    shown++;
+  }
+  if (shown < names.length) out = `${out} +${names.length - shown}`;
+  return { target: t, sources: out || '<none>' };
+}
 
 export interface EffectivePolicyObject {
   apiVersion: string;
@@ -156,6 +195,7 @@ export function buildEffectivePolicy(
       ),
       ruleCount: ruleKeys.size,
       paths,
+      summary: effectiveSummary(`${target.kind} ${target.name}`, [...sources.values()], kind.kind),
     },
   };
 }

@@ -8,7 +8,7 @@
 //   counted in label sets, equal-priority overlaps, dead and shadowed rules from the exact lint).
 import { createHash } from 'node:crypto';
 import type { LabelSelector } from '@cascade/core';
-import { matchesSelector } from '@cascade/core';
+import { effectiveSummary, matchesSelector } from '@cascade/core';
 import type { NetpolEngine } from '../engine/engine.ts';
 import { PROTO_NAMES } from '../engine/ports.ts';
 import type { Isolation, NamespaceMatch, Peer, PortMatch, Rule } from '../engine/rules.ts';
@@ -355,6 +355,12 @@ export function networkEffectiveSpec(e: NetworkEffective): Record<string, unknow
       name: text.length > MAX_TARGET_TEXT ? `${text.slice(0, MAX_TARGET_TEXT - 3)}...` : text,
     },
     sources: e.sources,
+    summary: effectiveSummary(
+      text || '<no labels>',
+      e.sources,
+      'NetworkPolicy',
+      Object.keys(e.labels).length,
+    ),
     ruleCount: e.ingress.length + e.egress.length,
     paths: [],
     network: {
