@@ -17,6 +17,7 @@ export * from './merge/patch.ts';
 export * from './merge/policy.ts';
 export * from './predicates.ts';
 export * from './runtime/binary.ts';
+export * from './runtime/cleanup.ts';
 export * from './runtime/client.ts';
 export * from './runtime/controller.ts';
 export * from './runtime/controller-metrics.ts';

@@ -1,6 +1,7 @@
 // cascadectl: the offline CLI. It runs the same library code as the controllers on YAML files.
 import { type Command, err, out, parse, setTerminal, UsageError } from './cli.ts';
 import { readCluster, setLiveOptions } from './cluster.ts';
+import { cleanupCommand } from './commands/cleanup.ts';
 import { completionCommand } from './commands/completion.ts';
 import { diffCommand } from './commands/diff.ts';
 import { effectiveCommand } from './commands/effective.ts';
@@ -36,6 +37,7 @@ export const COMMANDS: Command[] = [
   manifestsCommand,
   getEffectiveCommand,
   flowsCommand,
+  cleanupCommand,
 ];
 COMMANDS.push(completionCommand(() => COMMANDS));
 
@@ -111,8 +113,8 @@ export async function main(argv: string[]): Promise<number> {
   setTerminal({ tty: process.stdout.isTTY === true, noColor, width: process.stdout.columns });
   const isLive = live.kubeconfig !== undefined || live.context !== undefined;
   setLiveOptions(isLive ? live : undefined);
-  // `get` reads what it needs itself; every other command reads the cluster's objects once
-  if (isLive && name !== 'get') {
+  // `get` and `cleanup` read what they need themselves; every other command reads the cluster's objects once
+  if (isLive && name !== 'get' && name !== 'cleanup') {
     try {
       useClusterObjects(await readCluster(live));
     } catch (e) {

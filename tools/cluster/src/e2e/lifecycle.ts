@@ -4,7 +4,18 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { prepare, runSuite, SUITES, writeResults } from '@cascade/conformance';
 import { expect } from 'vitest';
-import { CLUSTER_SH, canon, kubectl, kubectlJson, NODE, ROOT, sh, until } from '../harness.ts';
+import {
+  CLUSTER_SH,
+  canon,
+  cascadectl,
+  KUBECONFIG,
+  kubectl,
+  kubectlJson,
+  NODE,
+  ROOT,
+  sh,
+  until,
+} from '../harness.ts';
 import { measured, mismatches, predicted, probesFor } from './probes.ts';
 import { attachedPrograms, figures, helm, install, NS, net, work } from './shared.ts';
 
@@ -223,6 +234,48 @@ export async function uninstall(): Promise<void> {
     kubectl('get', 'all', '-n', NS, '-o', 'name').trim() === '' ? true : undefined,
   );
   expect(kubectl('get', 'clusterroles', '-o', 'name')).not.toMatch(/authpolicy-controller|netpolicy-agent/);
+  // what the controllers wrote outlives them until `cascadectl cleanup`; then nothing of it is left
+  const written = () => {
+    const names = (...args: string[]) =>
+      kubectlJson<{ items: { metadata: { name: string } }[] }>('get', ...args, '-o', 'json').items.length;
+    const affected = [
+      ...kubectlJson<{ items: { status?: { conditions?: { type: string }[] } }[] }>(
+        'get',
+        'gateways',
+        '-A',
+      ).items.flatMap((g) => (g.status?.conditions ?? []).filter((c) => /PolicyAffected$/.test(c.type))),
+      ...kubectlJson<{ items: { status?: { parents?: { controllerName: string }[] } }[] }>(
+        'get',
+        'httproutes',
+        '-A',
+      ).items.flatMap((r) =>
+        (r.status?.parents ?? []).filter((p) => p.controllerName === 'cascade.dev/policy-controller'),
+      ),
+    ];
+    return {
+      effectivepolicies: names('effectivepolicies', '-A'),
+      authconfigs: names('authconfigs', '-A'),
+      configmaps: names('configmaps', '-A', '-l', 'cascade.dev/managed-by'),
+      podaddressslices: names('podaddressslices'),
+      leases: kubectl('get', 'leases', '-n', NS, '-o', 'name')
+        .split('\n')
+        .filter((l) => /-leader$/.test(l)).length,
+      affected: affected.length,
+    };
+  };
+  const before = written();
+  expect(before.effectivepolicies + before.podaddressslices).toBeGreaterThan(0);
+  const r = JSON.parse(
+    cascadectl('cleanup', '--kubeconfig', KUBECONFIG, '--release-namespace', NS, '-o', 'json'),
+  ) as {
+    removed: string[];
+    failed: string[];
+  };
+  expect(r.failed).toEqual([]);
+  figures.cleanupRemovedObjects = r.removed.length;
+  await until('nothing Cascade wrote is left', 60, () =>
+    Object.values(written()).every((n) => n === 0) ? true : undefined,
+  ).catch(() => expect(written()).toEqual({}));
   // what stays, on purpose: the agent cannot tell an uninstall from a restart, and a pod whose
   // program went away would run unenforced; pins and programs go with `npm run cluster -- down`
   // (or, on a real node, `rm -r /sys/fs/bpf/cascade` and a pod restart), as the README says
