@@ -106,7 +106,7 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	if (!ct) {
 		ep = endpoint_on(local, ifindex);
 		if (!ep)
-			return unbound(dir);
+			return unbound(dir, local);
 	}
 	/* a pod's flow without an entry of its own may be to a Service: translated, then tracked and
 	 * judged by its backend (established flows of other kinds never pay for this) */
@@ -161,7 +161,7 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	if (!ep) {
 		ep = endpoint_on(local, ifindex);
 		if (!ep)
-			return unbound(dir);
+			return unbound(dir, local);
 	}
 	/* a pod reaching itself (also through a Service it alone backs) is never subject to policy */
 	if (same_addr(f.src, f.dst) || svc_self)

@@ -203,7 +203,7 @@ struct frag_value {
 #define CNT_MALFORMED 4
 #define CNT_NOT_ENDPOINT 5
 #define CNT_VERDICT_CACHED 6
-#define CNT_SPOOFED 7         /* from a pod: a source that is not one of its addresses (IP, ARP, NDP) */
+#define CNT_SPOOFED 7         /* from a pod: another's address (an endpoint elsewhere, a pod or node the ipcache knows) as source or ARP/NDP claim */
 #define CNT_BAD_L2 8          /* VLAN-tagged frames and ethertypes other than IPv4, IPv6, ARP */
 #define CNT_FRAG_UNTRACKED 9  /* a later fragment whose first fragment was not seen */
 #define CNT_FRAG_BAD 10       /* first fragments without the full L4 header, overlapping fragments */
@@ -216,6 +216,7 @@ struct frag_value {
 #define CNT_EVENTS_SUPPRESSED 17 /* flow events an endpoint's bucket refused (events.h) */
 #define CNT_FLOW_BUDGET 18    /* new flows dropped: their endpoint was over its budget of new flows */
 #define CNT_ICMP_TRIMMED 19   /* related ICMP errors cut to the headers a stack reads (conntrack.h) */
-#define CNT_MAX 20
+#define CNT_UNBOUND_SOURCE 20 /* from a pod: a source nobody holds yet (a new pod before the agent binds it, or a made-up address) */
+#define CNT_MAX 21
 
 #endif

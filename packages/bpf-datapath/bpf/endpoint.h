@@ -49,24 +49,43 @@ static __always_inline int spoofed(void)
 	return TC_ACT_SHOT;
 }
 
-/* A packet whose local address is no endpoint on this interface: from a pod its source is spoofed;
- * towards a pod it is not for it (an unknown endpoint passes nothing). */
-static __always_inline int unbound(int dir)
+/* From a pod, an address it does not own (its source, or what its ARP/NDP claims), dropped either
+ * way and counted by whose it is: spoofing when it is someone else's (an endpoint of this node on
+ * another interface, or a pod or node the host table knows); otherwise nobody's yet, which is what a
+ * new pod sends before the agent has bound its interface (a restarted pod's announcements and first
+ * packets from its new address), or a made-up address, counted apart so that the spoofing counter
+ * (and the alert on it) means spoofing. */
+static __always_inline int not_own(const __u8 *addr)
+{
+	struct endpoint_key k;
+	__builtin_memcpy(k.addr, addr, 16);
+	if (bpf_map_lookup_elem(&cascade_endpoints, &k) || bpf_map_lookup_elem(&cascade_hosts, &k))
+		return spoofed();
+	count(CNT_UNBOUND_SOURCE);
+	return TC_ACT_SHOT;
+}
+
+/* A packet whose local address is no endpoint on this interface: from a pod its source is not its
+ * own; towards a pod it is not for it (an unknown endpoint passes nothing). */
+static __always_inline int unbound(int dir, const __u8 *local)
 {
 	if (dir == DIR_EGRESS)
-		return spoofed();
+		return not_own(local);
 	count(CNT_NOT_ENDPOINT);
 	return TC_ACT_SHOT;
 }
 
 /* From a pod, neighbour discovery speaks only for the pod: its source is its own or a link-local
  * address (or the unspecified one, where `unspecified` allows it: duplicate address detection), and
- * a neighbour advertisement claims only its own or a link-local address. */
-static __always_inline int ndp_speaks_for_pod(struct flow *f, __u32 ifindex, int unspecified)
+ * a neighbour advertisement claims only its own or a link-local address. The address that is not
+ * the pod's, or NULL when it speaks for itself. */
+static __always_inline const __u8 *ndp_foreign(struct flow *f, __u32 ifindex, int unspecified)
 {
 	if (!is_link_local6(f->src) && !(unspecified && is_zero(f->src)) && !endpoint_on(f->src, ifindex))
-		return 0;
-	return f->icmp_type != 136 || is_link_local6(f->claimed) || endpoint_on(f->claimed, ifindex);
+		return f->src;
+	if (f->icmp_type == 136 && !is_link_local6(f->claimed) && !endpoint_on(f->claimed, ifindex))
+		return f->claimed;
+	return NULL;
 }
 
 /* What is not an IP packet to judge (parse() said so): ARP and NDP pass with their claims checked
@@ -77,15 +96,16 @@ static __always_inline int not_ip(int r, struct flow *f, int dir, __u32 ifindex)
 	case P_ARP:
 		/* a pod announces only its own IPv4 address (or probes with 0.0.0.0) */
 		if (dir == DIR_EGRESS && !is_zero4(f->claimed) && !endpoint_on(f->claimed, ifindex))
-			return spoofed();
+			return not_own(f->claimed);
 		return TC_ACT_OK;
 	case P_NDP:
 		if (dir == DIR_EGRESS) {
 			/* no pod is a router: router advertisements and redirects from pods are dropped */
 			if (f->icmp_type == 134 || f->icmp_type == 137)
 				return spoofed();
-			if (!ndp_speaks_for_pod(f, ifindex, 1))
-				return spoofed();
+			const __u8 *foreign = ndp_foreign(f, ifindex, 1);
+			if (foreign)
+				return not_own(foreign);
 		}
 		count(CNT_NDP);
 		return TC_ACT_OK;
@@ -94,8 +114,9 @@ static __always_inline int not_ip(int r, struct flow *f, int dir, __u32 ifindex)
 		 * node or a pod of this node, claiming only its own addresses; towards a pod: addressed to
 		 * it. Hop limit 255 already proves the sender is on the link. Anywhere else: dropped. */
 		if (dir == DIR_EGRESS) {
-			if (!ndp_speaks_for_pod(f, ifindex, 0))
-				return spoofed();
+			const __u8 *foreign = ndp_foreign(f, ifindex, 0);
+			if (foreign)
+				return not_own(foreign);
 			if (!on_link(f->dst)) {
 				count(CNT_NDP_REFUSED);
 				return TC_ACT_SHOT;

@@ -230,16 +230,28 @@ describe.skipIf(!kernelTestsEnabled())('the datapath against hostile packets', (
   });
 
   describe('spoofed sources: a pod sends only from its own addresses, on its own interface', () => {
-    it("an address that is no endpoint, another pod's address, and source = destination are dropped", async () => {
+    it("another pod's address and source = destination are dropped as spoofed; an address nobody holds is dropped apart", async () => {
+      let unbound = 0;
       const n = await counted('spoofed', async () => {
-        expect(await egress({ src: '10.0.0.99', dst: B, proto: 17, sport: 1, dport: 7000 })).toBe('deny');
-        expect(await egress({ src: 'fd00::99', dst: B6, proto: 17, sport: 1, dport: 7000 })).toBe('deny');
+        unbound = await counted('unboundSource', async () => {
+          // nobody's addresses: what a new (restarted) pod sends before the agent binds it
+          expect(await egress({ src: '10.0.0.99', dst: B, proto: 17, sport: 1, dport: 7000 })).toBe('deny');
+          expect(await egress({ src: 'fd00::99', dst: B6, proto: 17, sport: 1, dport: 7000 })).toBe('deny');
+          expect(await egress({ src: 'fe80::1', dst: B6, proto: 6, sport: 1, dport: 80 })).toBe('deny');
+          expect(await verdict('from_endpoint', buildArp('10.0.0.99', B, 2))).toBe('deny');
+          expect(await verdict('from_endpoint', buildNdp('fe80::a', 'ff02::1', 136, 'fd00::99'))).toBe(
+            'deny',
+          );
+        });
         // D's address, sent from A's interface
         expect(await egress({ src: D, dst: B, proto: 17, sport: 1, dport: 7000 })).toBe('deny');
         expect(await egress({ src: D, dst: D, proto: 6, sport: 1, dport: 80 })).toBe('deny');
-        expect(await egress({ src: 'fe80::1', dst: B6, proto: 6, sport: 1, dport: 80 })).toBe('deny');
+        // B's, another pod's, claimed in ARP and NDP
+        expect(await verdict('from_endpoint', buildArp(B, A, 2))).toBe('deny');
+        expect(await verdict('from_endpoint', buildNdp('fe80::a', 'ff02::1', 136, B6))).toBe('deny');
       });
-      expect(n).toBe(5);
+      expect(n).toBe(4);
+      expect(unbound).toBe(5);
       // from its own interface, D's packets are its own
       expect(await egress({ src: D, dst: B, proto: 17, sport: 1, dport: 7000 }, dummy)).toBe('allow');
     });

@@ -50,6 +50,7 @@ export const COUNTERS = {
   eventsSuppressed: 17,
   flowBudget: 18,
   icmpTrimmed: 19,
+  unboundSource: 20,
 } as const;
 /** The interface BPF_PROG_TEST_RUN runs packets on (loopback): offline states bind endpoints to it. */
 export const TEST_RUN_IFINDEX = 1;

@@ -254,10 +254,10 @@ describe.skipIf(!kernelTestsEnabled())('Services in the kernel datapath', () => 
     const natBefore = (await nat()).length;
     // 200 SYNs from A's interface naming another address as their source: before, each left a NAT
     // entry in the victim's name in the node-wide LRU before the source was checked
-    const spoofed = await dp.counter(COUNTERS.spoofed);
+    const unbound = await dp.counter(COUNTERS.unboundSource);
     for (let i = 0; i < 200; i++)
       expect((await run('from_endpoint', tcp('10.0.0.99', VIP, 30000 + i, 80))).retval).toBe(TC_ACT_SHOT);
-    expect(await dp.counter(COUNTERS.spoofed)).toBe(spoofed + 200);
+    expect(await dp.counter(COUNTERS.unboundSource)).toBe(unbound + 200);
     // 50 flows of A to a Service whose backend its policy denies
     for (let i = 0; i < 50; i++)
       expect((await run('from_endpoint', tcp(A, '10.96.0.11', 31000 + i, 80))).retval).toBe(TC_ACT_SHOT);

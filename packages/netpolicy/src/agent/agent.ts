@@ -211,7 +211,14 @@ export class NetpolAgent {
       ['malformed', 'Frames dropped as too short for their headers'],
       ['notEndpoint', 'Packets of addresses that are not a local endpoint'],
       ['verdictCached', 'First packets answered by the verdict cache'],
-      ['spoofed', 'Packets from a pod with a source that is not its own (IP, ARP, NDP)'],
+      [
+        'spoofed',
+        "Packets from a pod using another's address (an endpoint elsewhere, a known pod or node) as source or ARP/NDP claim",
+      ],
+      [
+        'unboundSource',
+        'Packets from a pod with a source nobody holds yet: a new pod before the agent binds it, or a made-up address',
+      ],
       ['badL2', 'VLAN-tagged frames and ethertypes other than IPv4, IPv6, ARP'],
       ['fragUntracked', 'Later fragments whose first fragment was not seen'],
       ['fragBad', 'Tiny first fragments and overlapping fragments'],
