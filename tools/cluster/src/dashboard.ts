@@ -136,13 +136,23 @@ const rows: [string, Panel[]][] = [
         title: 'Dropped as hostile or malformed',
         expr: [
           'sum by (instance) (rate(cascade_datapath_packets_spoofed_total[5m]))',
+          'sum by (instance) (rate(cascade_datapath_packets_unbound_source_total[5m]))',
           'sum by (instance) (rate(cascade_datapath_packets_not_endpoint_total[5m]))',
           'sum by (instance) (rate(cascade_datapath_packets_malformed_total[5m]))',
           'sum by (instance) (rate(cascade_datapath_packets_bad_l2_total[5m]))',
         ],
         unit: 'pps',
         description:
-          'A pod sending with an address it does not own, traffic of an unbound interface, malformed packets.',
+          "A pod sending with another's address (spoofed), with an address nobody holds yet (a new pod before its agent binds it), traffic of an unbound interface, malformed packets.",
+      },
+      {
+        title: 'Flows by deciding policy and direction',
+        expr: [
+          'topk(10, sum by (policy, direction, verdict) (rate(cascade_datapath_policy_flows_total[5m])))',
+        ],
+        unit: 'ops',
+        description:
+          'The ten policies deciding most reported flows (denied, and allowed ones of audited endpoints), per direction and verdict; 500 policies at most per agent, the rest as "other".',
       },
       {
         title: 'Sync latency and errors',

@@ -92,6 +92,25 @@ export class Metrics {
   }
 
   /** A counter kept elsewhere (e.g. in the kernel), read when scraped. */
+  /** A counter family whose values are kept elsewhere (cumulative, by labels), read at each scrape. */
+  counterFamily(
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+    samples: () => [Labels, number][],
+  ): void {
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [labels, v] of samples()) this.inc(labels, Math.max(0, v));
+      },
+    });
+  }
+
   counterFrom(name: string, help: string, value: () => number): void {
     new Counter({
       name,

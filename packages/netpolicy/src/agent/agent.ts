@@ -35,7 +35,7 @@ import { DEFAULT_NAMESPACE_ENTRY_BUDGET, enforceNamespaceBudget, type Refusal } 
 import { NetpolEngine } from '../engine/engine.ts';
 import { ServiceCatalog } from '../engine/services.ts';
 import { datapathState } from './datapath.ts';
-import { FlowLog } from './flows.ts';
+import { FlowLog, MAX_POLICY_SERIES } from './flows.ts';
 import type { AgentOptions } from './options.ts';
 import { finding, NodeReporter } from './report.ts';
 
@@ -240,6 +240,12 @@ export class NetpolAgent {
         help,
         () => this.packets[name] ?? 0,
       );
+    this.metrics.counterFamily(
+      'cascade_datapath_policy_flows_total',
+      `Flows the kernel reported with their deciding policy (denied flows, and allowed ones of audited endpoints), by direction and verdict; flows over an endpoint's event budget are not seen (events_suppressed counts them); ${MAX_POLICY_SERIES} policies at most, the rest as policy="other"`,
+      ['policy', 'direction', 'verdict'],
+      () => this.flows.policySamples(),
+    );
     this.metrics.gauge(
       'cascade_datapath_conntrack_entries',
       'Conntrack entries at the last collection',

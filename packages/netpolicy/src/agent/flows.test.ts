@@ -1,7 +1,7 @@
 import type { FlowEvent } from '@cascade/bpf-datapath';
 import { describe, expect, it } from 'vitest';
 import { NetpolEngine } from '../engine/engine.ts';
-import { FlowLog, isLoopback } from './flows.ts';
+import { FlowLog, isLoopback, MAX_POLICY_SERIES } from './flows.ts';
 
 const engine = NetpolEngine.fromCluster({
   namespaces: [{ name: 'app', labels: {} }],
@@ -83,5 +83,38 @@ describe('flow log', () => {
     }
     expect(isLoopback('127.0.0.1')).toBe(true);
     expect(isLoopback('::ffff:192.168.1.1')).toBe(false);
+  });
+});
+
+describe('per-policy verdict counts (cascade_datapath_policy_flows_total)', () => {
+  it('every reported flow counts for its deciding policy, direction and verdict, the per-flow limit aside', () => {
+    const log = new FlowLog(100, 5000);
+    const rules = new Map([[7, 'NetworkPolicy/app/x#ingress[0]']]);
+    log.add(
+      [ev(80), ev(80), { ...ev(53), direction: 'egress', verdict: 'allow', rule: 0, reason: 'audit' }],
+      podAt,
+      rules,
+      'n1',
+    );
+    expect(log.policySamples()).toEqual([
+      [{ policy: 'NetworkPolicy/app/x', direction: 'ingress', verdict: 'deny' }, 2],
+      [{ policy: '(audit)', direction: 'egress', verdict: 'allow' }, 1],
+    ]);
+  });
+
+  it(`is bounded: past ${MAX_POLICY_SERIES} policies, the others count as "other"`, () => {
+    const log = new FlowLog(100, 5000);
+    const rules = new Map(
+      Array.from({ length: MAX_POLICY_SERIES + 50 }, (_, i) => [i + 1, `NetworkPolicy/app/p${i}#ingress[0]`]),
+    );
+    log.add(
+      Array.from({ length: MAX_POLICY_SERIES + 50 }, (_, i) => ({ ...ev(1000 + i), rule: i + 1 })),
+      podAt,
+      rules,
+      'n1',
+    );
+    const samples = log.policySamples();
+    expect(samples).toHaveLength(MAX_POLICY_SERIES + 1);
+    expect(samples.find(([l]) => l.policy === 'other')?.[1]).toBe(50);
   });
 });

@@ -30,8 +30,14 @@ export function isLoopback(address: string | undefined): boolean {
   return a === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a);
 }
 
+/** Deciding policies counted one by one in cascade_datapath_policy_flows_total; the rest as "other". */
+export const MAX_POLICY_SERIES = 500;
+
 export class FlowLog {
   private readonly ring: FlowRecord[] = [];
+  /** `policy|direction|verdict` -> flows the kernel reported (every event, before the per-flow limit). */
+  private readonly byPolicy = new Map<string, number>();
+  private readonly policies = new Set<string>();
   private readonly lastByFlow = new Map<string, number>();
   private readonly followers = new Set<{ res: ServerResponse; match: (r: FlowRecord) => boolean }>();
   dropped = 0;
@@ -61,6 +67,7 @@ export class FlowLog {
     };
     const out: FlowRecord[] = [];
     for (const e of events) {
+      this.countPolicy(e, rules);
       const key = `${e.src}|${e.dst}|${e.proto}|${e.dport}|${e.direction}|${e.verdict}`;
       const last = this.lastByFlow.get(key);
       if (last !== undefined && now - last < this.perFlowMs) {
@@ -91,6 +98,29 @@ export class FlowLog {
       for (const f of this.followers) if (f.match(r)) f.res.write(`${JSON.stringify(r)}\n`);
     }
     return out;
+  }
+
+  /**
+   * One reported flow for its deciding policy (the rule's policy part; without a rule, the kernel's
+   * reason: isolation's default deny, say). Bounded: past MAX_POLICY_SERIES policies, "other".
+   */
+  private countPolicy(e: FlowEvent, rules: ReadonlyMap<number, string>): void {
+    const rule = e.rule ? rules.get(e.rule) : undefined;
+    let policy = rule ? rule.split('#')[0]! : `(${e.reason})`;
+    if (!this.policies.has(policy)) {
+      if (this.policies.size >= MAX_POLICY_SERIES) policy = 'other';
+      else this.policies.add(policy);
+    }
+    const k = `${policy}|${e.direction}|${e.verdict}`;
+    this.byPolicy.set(k, (this.byPolicy.get(k) ?? 0) + 1);
+  }
+
+  /** cascade_datapath_policy_flows_total's samples. */
+  policySamples(): [{ policy: string; direction: string; verdict: string }, number][] {
+    return [...this.byPolicy].map(([k, n]) => {
+      const [policy, direction, verdict] = k.split('|') as [string, string, string];
+      return [{ policy, direction, verdict }, n];
+    });
   }
 
   /** `GET /flows[?verdict=deny][&namespace=NS][&follow=1]`: NDJSON. Returns false for other paths. */
