@@ -121,6 +121,8 @@ export interface AggregateTarget {
   part: (ctx: RenderContext) => unknown[];
   /** The fields to apply, from every gateway's part (in gateway order). */
   combine: (parts: unknown[][]) => Record<string, unknown>;
+  /** Its operator's readiness as reported in the live object; undefined: nothing reported. */
+  ready?: (live: { status?: unknown }) => boolean | undefined;
 }
 
 export interface RenderedResource {

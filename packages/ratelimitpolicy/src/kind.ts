@@ -83,6 +83,13 @@ export const rateLimitPolicyKind = definePolicyKind({
     namespaceSetting: 'limitadorNamespace',
     part: (ctx) => publishedLimits(ctx),
     combine: (parts) => combineLimits(parts),
+    // limitador-operator reports status.conditions Ready
+    ready: (live) => {
+      const c = (
+        live.status as { conditions?: { type: string; status: string }[] } | undefined
+      )?.conditions?.find((x) => x.type === 'Ready');
+      return c ? c.status === 'True' : undefined;
+    },
   },
   effectiveValue: (rule) => effectiveLimit(rule),
 });

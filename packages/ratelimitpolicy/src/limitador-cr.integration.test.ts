@@ -33,6 +33,7 @@ describe.skipIf(!apiServerTestsEnabled())('Limitador.spec.limits', () => {
     );
     controller = await startController(env, rateLimitPolicyKind, {
       settings: { limitadorNamespace: 'kuadrant-system', limitadorCr: 'limitador' },
+      requireReady: true,
     });
   }, 120_000);
   afterAll(async () => {
@@ -40,9 +41,22 @@ describe.skipIf(!apiServerTestsEnabled())('Limitador.spec.limits', () => {
     await env?.stop();
   });
 
+  const enforced = async () =>
+    (
+      (await env.call('GET', '/apis/cascade.dev/v1alpha1/namespaces/infra/ratelimitpolicies/platform-limits'))
+        .body as { status?: { conditions?: { type: string; reason: string; message: string }[] } }
+    ).status?.conditions?.find((c) => c.type === 'Enforced');
+  const waitEnforced = (reason: string, text: string) =>
+    waitFor(`platform-limits ${reason}`, async () => {
+      const e = await enforced();
+      return e?.reason === reason && e.message.includes(text) ? e : undefined;
+    });
+
   it('the Limitador created by its operator afterwards gets every limit; its own fields stay', async () => {
     await controller.idle();
     expect((await env.call('GET', CR)).status).toBe(404); // never created by the controller
+    // --require-ready: the limits are not in force while the Limitador does not exist
+    await waitEnforced('MissingDependency', 'Limitador kuadrant-system/limitador (it does not exist');
     const created = await env.call(
       'POST',
       '/apis/limitador.kuadrant.io/v1alpha1/namespaces/kuadrant-system/limitadors',
@@ -54,6 +68,31 @@ describe.skipIf(!apiServerTestsEnabled())('Limitador.spec.limits', () => {
       },
     );
     expect(created.status).toBe(201);
+    // ... nor while its operator has not reported it Ready; then the gateway is what is left
+    await waitEnforced(
+      'Pending',
+      'Limitador kuadrant-system/limitador (its operator has reported nothing on it yet)',
+    );
+    // the operator's status write (again if the controller's spec write came between: 409)
+    await waitFor('the Limitador reported Ready', async () => {
+      const live = (await env.call('GET', CR)).body as Record<string, unknown>;
+      const r = await env.call('PUT', `${CR}/status`, {
+        ...live,
+        status: {
+          conditions: [
+            {
+              type: 'Ready',
+              status: 'True',
+              reason: 'Ready',
+              message: '',
+              lastTransitionTime: '2026-01-01T00:00:00Z',
+            },
+          ],
+        },
+      });
+      return r.status === 200 ? true : undefined;
+    });
+    await waitEnforced('TargetNotProgrammed', 'gateway infra/main has not been programmed by any controller');
     const cr = await waitFor(
       'the limits',
       async () => ((await get()).spec.limits?.length ? get() : undefined),

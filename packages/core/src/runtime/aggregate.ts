@@ -46,6 +46,35 @@ export class AggregatePublisher {
     this.informer.onServed = () => onEvent();
   }
 
+  /**
+   * Why the object does not carry the kind's rules into force (--require-ready): its resource not
+   * served or the object missing (a missing dependency), or its operator reporting it not ready or
+   * nothing yet. Undefined: it does, as far as its operator says.
+   */
+  readiness(): { object: string; missing: boolean; why: string } | undefined {
+    const r = this.target.resource;
+    const object = `${r.kind} ${this.namespace}/${this.name}`;
+    if (this.informer.missing)
+      return {
+        object,
+        missing: true,
+        why: `${r.plural} (${r.group}/${r.version}) is not served: install its operator`,
+      };
+    const live = this.informer.cache.get(`${this.namespace}/${this.name}`);
+    if (!live)
+      return {
+        object,
+        missing: true,
+        why: 'it does not exist (its operator creates it; Cascade never does)',
+      };
+    if (!this.target.ready) return undefined;
+    const ready = this.target.ready(live);
+    if (ready === false) return { object, missing: false, why: 'its operator reports it not ready' };
+    if (ready === undefined)
+      return { object, missing: false, why: 'its operator has reported nothing on it yet' };
+    return undefined;
+  }
+
   /** Whether the setting names an object (the feature is on). */
   static enabled(target: AggregateTarget | undefined, settings: Readonly<Record<string, string>>): boolean {
     return Boolean(target && settings[target.nameSetting] && settings[target.namespaceSetting]);

@@ -209,9 +209,10 @@ export class PolicyController extends ControllerProcess {
           skipped: this.skipped,
         },
         () => {
-          // the object changed under us (or appeared): compare again
+          // the object changed under us (or appeared): compare again; its status may move Enforced
           this.pendingAggregate = true;
           this.queue.add('downstream');
+          if (opts.requireReady) this.recheckAllStatus();
         },
       );
       this.informers.push(this.aggregate.informer);
@@ -225,6 +226,7 @@ export class PolicyController extends ControllerProcess {
       ...(opts.requireReady && gateways
         ? { gatewayGap: (gw: string) => gatewayNotProgrammed(gateways.cache.get(gw), gw) }
         : {}),
+      ...(opts.requireReady && this.aggregate ? { aggregateGap: () => this.aggregate?.readiness() } : {}),
     });
     this.metrics.gauge('cascade_queue_depth', 'Keys waiting for a reconcile', () => this.queue.depth);
     this.metrics.processMetrics();

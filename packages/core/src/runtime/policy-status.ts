@@ -22,6 +22,8 @@ export interface PolicyStatusDeps extends WriterDeps {
   wiring?: WiringState;
   /** Why a gateway (`ns/name`) is not programmed (undefined: it is, or it is not required). */
   gatewayGap?: (gw: string) => string | undefined;
+  /** Why the kind's aggregate object (Limitador CR) does not carry its rules yet (--require-ready). */
+  aggregateGap?: () => { object: string; missing: boolean; why: string } | undefined;
 }
 
 type LiveCondition = Condition & { lastTransitionTime?: string };
@@ -62,6 +64,14 @@ export class PolicyStatusWriter {
       .filter((g): g is string => g !== undefined);
   }
 
+  /** The aggregate object's gap, for a policy that reaches a gateway (its rules are in that object). */
+  private aggregateWaiting(id: string): { object: string; missing: boolean; why: string }[] {
+    const gap = this.deps.aggregateGap?.();
+    if (!gap) return [];
+    this.reach ??= gatewaysByPolicy(this.deps.engine);
+    return this.reach.get(id)?.size ? [gap] : [];
+  }
+
   private async one(key: string): Promise<void> {
     const { kind: k, policies, renderer, ledger } = this.deps;
     const live = policies.cache.get(key);
@@ -79,7 +89,7 @@ export class PolicyStatusWriter {
             ...renderer.refusalsFor(id),
             ...ledger.forPolicy(id),
           ]),
-          renderer.waitingFor(id),
+          [...renderer.waitingFor(id), ...this.aggregateWaiting(id)],
         ),
         this.gaps(id, wiring && ((gw) => wiring.gap(gw))),
       ),
