@@ -18,6 +18,7 @@ import {
   shAsync,
   until,
 } from '../harness.ts';
+import { netpolWorkloads } from '../netpol-workloads.ts';
 import { measured, mismatches, predicted, probesFor } from './probes.ts';
 import { docs, figures, NODE_PORT, NS, net } from './shared.ts';
 
@@ -36,37 +37,8 @@ export async function netpolExampleOnRealPods(): Promise<void> {
   }[];
   net.ports = tables.map((t) => Number(t.port.split('/')[1]));
   net.pods = cluster.filter((o) => o.kind === 'Pod');
-  const manifests = [
-    ...cluster.filter((o) => o.kind === 'Namespace'),
-    ...net.pods.map((p) => ({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: p.metadata.name, namespace: p.metadata.namespace, labels: p.metadata.labels },
-      spec: {
-        terminationGracePeriodSeconds: 1,
-        // the probe serves ports below 1024 (443) without any capability
-        securityContext: {
-          runAsNonRoot: true,
-          runAsUser: 65532,
-          sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }],
-        },
-        containers: [
-          {
-            name: p.spec?.containers?.[0]?.name ?? 'app',
-            image: 'cascade.local/cascade-probe:cluster',
-            imagePullPolicy: 'Never',
-            args: ['serve', ...net.ports.map(String)],
-            ports: p.spec?.containers?.[0]?.ports ?? [],
-            securityContext: {
-              allowPrivilegeEscalation: false,
-              readOnlyRootFilesystem: true,
-              capabilities: { drop: ['ALL'] },
-            },
-          },
-        ],
-      },
-    })),
-  ];
+  // the workloads examples/netpol-cluster/ holds for a newcomer, built the same way
+  const manifests = netpolWorkloads(cluster as never, net.ports);
   sh('kubectl', ['apply', '-f', '-'], { input: manifests.map((m) => stringify(m)).join('---\n') });
   // The baseline's egress deny to 0.0.0.0/0 matches pod addresses too (upstream ipBlock/networks
   // semantics, and Services are judged by their backend pods): unscoped, it would take DNS from every
