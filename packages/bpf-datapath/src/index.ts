@@ -4,6 +4,7 @@ export * from './bpfctl.ts';
 export * from './codecs.ts';
 export * from './interfaces.ts';
 export * from './kernel.ts';
+export * from './live.ts';
 export * from './loader.ts';
 export * from './packet.ts';
 export * from './reference.ts';

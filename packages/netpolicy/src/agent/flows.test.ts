@@ -91,14 +91,14 @@ describe('per-policy verdict counts (cascade_datapath_policy_flows_total)', () =
     const log = new FlowLog(100, 5000);
     const rules = new Map([[7, 'NetworkPolicy/app/x#ingress[0]']]);
     log.add(
-      [ev(80), ev(80), { ...ev(53), direction: 'egress', verdict: 'allow', rule: 0, reason: 'audit' }],
+      [ev(80), ev(80), { ...ev(53), direction: 'egress', verdict: 'allow', rule: 0, reason: 'rejudged' }],
       podAt,
       rules,
       'n1',
     );
     expect(log.policySamples()).toEqual([
       [{ policy: 'NetworkPolicy/app/x', direction: 'ingress', verdict: 'deny' }, 2],
-      [{ policy: '(audit)', direction: 'egress', verdict: 'allow' }, 1],
+      [{ policy: '(rejudged)', direction: 'egress', verdict: 'allow' }, 1],
     ]);
   });
 

@@ -1,0 +1,94 @@
+// A read-only view of a node's live datapath: the maps and programs pinned under a pin directory,
+// opened (never loaded or re-pinned) by another process than the agent, for debugging as cilium-dbg
+// reads Cilium's: endpoints, host table, policy entries, conntrack, Services, counters. Nothing is
+// written, so nothing the agent enforces changes; the ring buffer is left to the agent.
+import { Bpfctl } from './bpfctl.ts';
+import {
+  decodeBackendKey,
+  decodeCtKey,
+  decodeCtValue,
+  decodeEndpointValue,
+  decodeIpcacheValue,
+  decodeNatValue,
+  decodeSvcKey,
+  decodeSvcValue,
+  formatAddr16,
+} from './codecs.ts';
+import { KernelMaps } from './kernel.ts';
+
+export interface LiveEndpoint {
+  address: string;
+  identity: number;
+  ifindex: number;
+  revision: number;
+  flags: number;
+  tables: [[number, number], [number, number]];
+}
+
+export class LiveMaps extends KernelMaps {
+  private constructor(ctl: Bpfctl) {
+    super(ctl);
+  }
+
+  /** Opens the maps and programs pinned under `pinDir` (throws naming what is missing). */
+  static async open(bpfctl: string, pinDir: string): Promise<LiveMaps> {
+    if (!/^\/[A-Za-z0-9_./-]{1,200}$/.test(pinDir) || pinDir.includes('..'))
+      throw new Error(`bad pin directory ${JSON.stringify(pinDir.slice(0, 80))}`);
+    const live = new LiveMaps(new Bpfctl(bpfctl));
+    await live.ctl.send(`open ${pinDir}`);
+    return live;
+  }
+
+  async endpoints(): Promise<LiveEndpoint[]> {
+    return (await this.dump('cascade_endpoints'))
+      .map(([k, v]) => ({ address: formatAddr16(k), ...decodeEndpointValue(v) }))
+      .sort((a, b) => (a.address < b.address ? -1 : 1));
+  }
+
+  /** Host addresses (pods of every node, the nodes) and their identities. */
+  async hosts(): Promise<{ address: string; identity: number }[]> {
+    return (await this.dump('cascade_hosts'))
+      .map(([k, v]) => ({ address: formatAddr16(k), identity: decodeIpcacheValue(v) }))
+      .sort((a, b) => (a.address < b.address ? -1 : 1));
+  }
+
+  /** Entries of the policy map (a count: the tables are the agent's to name). */
+  async policyEntries(): Promise<number> {
+    return (await this.dump('cascade_policy')).length;
+  }
+
+  /** Conntrack entries, at most `limit` of them decoded, and how many there are. */
+  async conntrack(limit = 1000): Promise<{ total: number; entries: Record<string, unknown>[] }> {
+    const all = await this.dump('cascade_ct');
+    return {
+      total: all.length,
+      entries: all.slice(0, limit).map(([k, v]) => {
+        const { createdNs, ...rest } = decodeCtValue(v);
+        return { ...decodeCtKey(k), ...rest, createdNs: String(createdNs) };
+      }),
+    };
+  }
+
+  /** Service frontends with their backends. */
+  async services(): Promise<{ frontend: string; proto: number; backends: string[] }[]> {
+    const backends = new Map<number, string[]>();
+    for (const [k, v] of await this.dump('cascade_backends')) {
+      const { id, slot } = decodeBackendKey(k);
+      const b = decodeNatValue(v);
+      const list = backends.get(id) ?? [];
+      list[slot] = `${b.addr.includes(':') ? `[${b.addr}]` : b.addr}:${b.port}`;
+      backends.set(id, list);
+    }
+    return (await this.dump('cascade_services'))
+      .map(([k, v]) => {
+        const f = decodeSvcKey(k);
+        const s = decodeSvcValue(v);
+        return {
+          frontend: `${f.addr.includes(':') ? `[${f.addr}]` : f.addr}:${f.port}`,
+          proto: f.proto,
+          backends: (backends.get(s.id) ?? []).slice(0, s.count).filter(Boolean),
+        };
+      })
+      .sort((a, b) => (a.frontend < b.frontend ? -1 : 1));
+  }
+}
