@@ -146,6 +146,15 @@ describe.skipIf(!apiServerTestsEnabled())('cascadectl --kubeconfig (a live clust
     expect(none.stderr).toMatch(
       /no netpolicy-agent pod \(label app.kubernetes.io\/name=netpolicy-agent\) on node n2/,
     );
+    // netpol maps --node reads the node's live maps the same way, with the same answers
+    const maps = await run('netpol', 'maps', '--node', 'n1', '--kubeconfig', env.kubeconfig);
+    expect(maps.code).toBe(2);
+    expect(maps.stderr).toMatch(
+      /--node n1: cannot read the maps of the agent cascade-system\/netpolicy-agent-n1 through pods\/exec: Unexpected server response: 400/,
+    );
+    const unknown = await run('netpol', 'maps', '--node', 'nowhere', '--kubeconfig', env.kubeconfig);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/--node nowhere: no such node in the cluster's objects/);
   });
 
   it('a bad context or kubeconfig is one clear error, exit 2', async () => {

@@ -73,6 +73,10 @@ describe.skipIf(!kernelTestsEnabled())('cascade-dbg reads the live datapath', ()
     expect(summary).toMatchObject({ endpoints: 1, hosts: 2, services: 1, conntrackEntries: 1 });
     expect(summary.policyEntries).toBeGreaterThan(0);
     expect(summary.counters.allow).toBeGreaterThanOrEqual(1);
+    const state = await dbg('state');
+    expect(state.endpoints).toHaveLength(1);
+    expect(state.hosts).toHaveLength(2);
+    expect(state.services).toHaveLength(1);
   });
 
   it("writes nothing: the agent's datapath is the same before and after", async () => {

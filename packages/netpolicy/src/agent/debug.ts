@@ -16,6 +16,8 @@ Commands (JSON on standard output):
   ct [N]      conntrack: the total and the first N entries (default 1000)
   services    Service frontends and their backends
   counters    the verdict counters, summed over the CPUs
+  state       endpoints, hosts, Services, the policy entry count and the counters at once (what
+              \`cascadectl netpol maps --node N\` compares with the model)
 
 --pin-dir DIR   bpffs directory of the pinned maps ($CASCADE_PIN_DIR, /sys/fs/bpf/cascade)
 `;
@@ -35,7 +37,7 @@ export async function debugCommand(
   }
   const [cmd, arg] = args;
   if (!cmd || cmd === '-h' || cmd === '--help') return { code: cmd ? 0 : 2, out: USAGE };
-  const commands = ['summary', 'endpoints', 'hosts', 'ct', 'services', 'counters'];
+  const commands = ['summary', 'endpoints', 'hosts', 'ct', 'services', 'counters', 'state'];
   if (!commands.includes(cmd)) return { code: 2, out: `unknown command "${cmd.slice(0, 40)}"\n\n${USAGE}` };
   const limit = arg === undefined ? 1000 : Number(arg);
   if (!Number.isInteger(limit) || limit < 0 || limit > 1_000_000)
@@ -56,6 +58,14 @@ export async function debugCommand(
     else if (cmd === 'ct') value = await live.conntrack(limit);
     else if (cmd === 'services') value = await live.services();
     else if (cmd === 'counters') value = await live.counters();
+    else if (cmd === 'state')
+      value = {
+        endpoints: await live.endpoints(),
+        hosts: await live.hosts(),
+        services: await live.services(),
+        policyEntries: await live.policyEntries(),
+        counters: await live.counters(),
+      };
     else
       value = {
         pinDir,

@@ -3,60 +3,11 @@
 // (`--agent http://HOST:9090`, e.g. through a port-forward), or from the agent on `--node N` through
 // the API server's pods/exec (with --kubeconfig / --context): the agent serves flows on its loopback
 // only, and its own flows-read copies them out.
-import { Writable } from 'node:stream';
-import { errorText } from '@cascade/core';
-import { Exec, type KubeConfig } from '@kubernetes/client-node';
+import { onAgent } from '../agent-exec.ts';
 import { type Command, oneOf, out, table, UsageError } from '../cli.ts';
-import { clientFor, liveOptions } from '../cluster.ts';
-
-/** The label the chart gives the agent's pods (charts/cascade/templates/agent.yaml). */
-const AGENT_LABEL = 'app.kubernetes.io/name=netpolicy-agent';
 
 /** The agent image's node and the reader of its flow stream (packages/netpolicy/src/agent/flows-read.ts). */
 const FLOWS_READ = ['/usr/local/bin/node', '/app/packages/netpolicy/src/agent/flows-read.ts'];
-
-/**
- * Runs COMMAND in the agent container through pods/exec and hands its standard output over line by
- * line; resolves when it ends with success, rejects with its standard error (or status) otherwise.
- */
-async function execLines(
-  kc: KubeConfig,
-  pod: { name: string; namespace: string },
-  command: string[],
-  onLines: (lines: string[]) => void,
-): Promise<void> {
-  let buf = '';
-  let err = '';
-  const stdout = new Writable({
-    write(chunk, _enc, done) {
-      buf += String(chunk);
-      const lines = buf.split('\n');
-      buf = lines.pop() ?? '';
-      if (lines.length) onLines(lines);
-      done();
-    },
-  });
-  const stderr = new Writable({
-    write(chunk, _enc, done) {
-      if (err.length < 4096) err += String(chunk);
-      done();
-    },
-  });
-  await new Promise<void>((resolve, reject) => {
-    let status: { status?: string; message?: string } | undefined;
-    const finish = () => {
-      if (buf.trim()) onLines([buf]);
-      buf = '';
-      if (status?.status === 'Success') resolve();
-      else reject(new Error(err.trim() || status?.message || 'the exec stream ended without a status'));
-    };
-    new Exec(kc)
-      .exec(pod.namespace, pod.name, 'agent', command, stdout, stderr, null, false, (s) => {
-        status = s;
-      })
-      .then((ws) => ws.on('close', finish), reject);
-  });
-}
 
 interface Flow {
   time: string;
@@ -140,40 +91,15 @@ export const flowsCommand: Command = {
       return 0;
     }
     if (!values.node) throw new UsageError('give --agent URL, or --node N with --kubeconfig/--context');
-    const live = liveOptions();
-    if (!live)
-      throw new UsageError(
-        '--node reads through the API server: give --kubeconfig PATH and/or --context NAME',
-      );
-    const client = clientFor(live);
-    const pods = await client.request<{
-      items: { metadata: { name: string; namespace: string }; status?: { phase?: string } }[];
-    }>(
-      'GET',
-      `/api/v1/pods?labelSelector=${encodeURIComponent(AGENT_LABEL)}&fieldSelector=${encodeURIComponent(`spec.nodeName=${values.node}`)}`,
-    );
-    const agent = pods.items.find((p) => p.status?.phase === 'Running') ?? pods.items[0];
-    if (!agent) throw new UsageError(`no netpolicy-agent pod (label ${AGENT_LABEL}) on node ${values.node}`);
     // The agent serves flows on its loopback only (they name every tenant's pods): they are read by
     // its own flows-read inside the container, through pods/exec (cluster admins), as cilium-dbg.
+    const agent = await onAgent('--node', String(values.node), 'the flows');
     if (format === 'table' && values.follow) out(HEADER.join('  '));
     const collected: Flow[] = [];
-    const where = `${agent.metadata.namespace}/${agent.metadata.name}`;
-    await execLines(
-      client.kc,
-      agent.metadata,
-      [...FLOWS_READ, query.toString(), ...(values.follow ? ['--follow'] : [])],
-      (lines) => {
-        const flows = parse(lines.join('\n'));
-        if (values.follow) print(flows, false);
-        else collected.push(...flows);
-      },
-    ).catch((e: unknown) => {
-      // one line, not a trace: who may exec, and what the API server or the agent said
-      const msg = errorText(e).split('\n')[0]!.slice(0, 300);
-      throw new UsageError(
-        `--node ${values.node}: cannot read the flows of the agent ${where} through pods/exec: ${msg}${/\b403\b|forbidden/i.test(msg) ? ` (it needs create pods/exec in ${agent.metadata.namespace})` : ''}`,
-      );
+    await agent.run([...FLOWS_READ, query.toString(), ...(values.follow ? ['--follow'] : [])], (lines) => {
+      const flows = parse(lines.join('\n'));
+      if (values.follow) print(flows, false);
+      else collected.push(...flows);
     });
     if (!values.follow) print(collected, true);
     return 0;

@@ -24,9 +24,11 @@ import {
   type Pod,
   PROTO_NAMES,
 } from '@cascade/netpolicy';
+import { onAgent } from '../agent-exec.ts';
 import { type Command, oneOf, out, UsageError } from '../cli.ts';
 import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
 import { loadNetpol } from './netpol.ts';
+import { type LiveState, mapsDrift } from './netpol-drift.ts';
 
 /** A policy map entry decoded from its bytes. */
 function describeBpfEntry(
@@ -74,15 +76,17 @@ export const mapsCommand: Command = {
   name: 'netpol maps',
   summary: 'the lowered MapState per endpoint (both layers, both directions), with counts and shared tables',
   usage:
-    'cascadectl netpol maps FILES... [--endpoint NS/POD] [-n NS] [-l SELECTOR] [-o table|json]   (-n, -l: endpoints by namespace, by pod label)',
+    "cascadectl netpol maps FILES... [--endpoint NS/POD] [-n NS] [-l SELECTOR] [-o table|json]   (-n, -l: endpoints by namespace, by pod label)\n       cascadectl netpol maps --node N --kubeconfig PATH [-o table|json]   (the node's live maps, read by its agent's debug command, and their drift from the model; exit 1 on drift)",
   options: {
     endpoint: { type: 'string' },
+    node: { type: 'string' },
     output: { type: 'string', short: 'o' },
     ...namespaceOptions,
     ...selectorOption,
   },
-  run(values, files) {
+  async run(values, files) {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
+    if (values.node !== undefined) return liveMaps(String(values.node), files, format as 'table' | 'json');
     const { engine, problems } = loadNetpol(files);
     const selected = labelTest(values.selector);
     const ns = namespaceOf(values);
@@ -178,3 +182,55 @@ export const mapsCommand: Command = {
     return problems > 0 ? 2 : 0;
   },
 };
+
+/** The agent image's debug command (packages/netpolicy/src/agent/debug.ts). */
+const DEBUG = ['/usr/local/bin/node', '/app/packages/netpolicy/src/agent/debug.ts', 'state'];
+
+/**
+ * `--node N`: the node's live maps as its kernel holds them (the agent's debug command, through
+ * pods/exec), compared with what the model says the node should hold: exit 1 when they differ.
+ */
+async function liveMaps(node: string, files: string[], format: 'table' | 'json'): Promise<number> {
+  const { engine, services, problems } = loadNetpol(files);
+  if (![...engine.pods.values()].some((p) => p.node === node) && !engine.nodes.has(node))
+    throw new UsageError(`--node ${node}: no such node in the cluster's objects`);
+  const agent = await onAgent('--node', node, 'the maps');
+  let text = '';
+  await agent.run(DEBUG, (lines) => {
+    if (text.length < 64 * 1024 * 1024) text += `${lines.join('\n')}\n`;
+  });
+  let live: LiveState;
+  try {
+    live = JSON.parse(text) as LiveState;
+  } catch {
+    throw new UsageError(`--node ${node}: the agent ${agent.where} printed no state (${text.slice(0, 120)})`);
+  }
+  const model = datapathState(engine, node, { services });
+  const drift = mapsDrift(model, live);
+  const summary = {
+    node,
+    agent: agent.where,
+    kernel: {
+      endpoints: live.endpoints.length,
+      hosts: live.hosts.length,
+      services: live.services.length,
+      policyEntries: live.policyEntries,
+    },
+    model: {
+      endpoints: model.endpoints.length,
+      hosts: model.ipcache.filter((i) => !i.prefix.includes('/')).length,
+      services: model.services?.length ?? 0,
+    },
+  };
+  if (format === 'json') out(JSON.stringify({ ...summary, drift, live }, null, 2));
+  else
+    out(
+      [
+        `node ${node} (agent ${agent.where}): kernel ${summary.kernel.endpoints} endpoints, ${summary.kernel.hosts} host addresses, ${summary.kernel.services} Services, ${summary.kernel.policyEntries} policy entries; model ${summary.model.endpoints} endpoints, ${summary.model.hosts} host addresses, ${summary.model.services} Services`,
+        ...(drift.length
+          ? ['drift:', ...drift.map((d) => `  ${d}`)]
+          : ['no drift: the kernel holds what the model says']),
+      ].join('\n'),
+    );
+  return problems > 0 ? 2 : drift.length ? 1 : 0;
+}

@@ -92,6 +92,31 @@ export async function netpolExampleOnRealPods(): Promise<void> {
   }).catch(() => undefined);
   figures.netpolProbes = probes.length;
   expect(diff).toEqual([]);
+  // the node's live maps, read by the agent image's debug command through pods/exec: every example
+  // pod is an endpoint the kernel holds; what differs from the model is reported (exit 1), recorded
+  const node = kubectl('get', 'nodes', '-o', 'jsonpath={.items[0].metadata.name}').trim();
+  const maps = JSON.parse(
+    await shAsync(NODE, [
+      CASCADECTL,
+      'netpol',
+      'maps',
+      '--node',
+      node,
+      '--kubeconfig',
+      KUBECONFIG,
+      '-o',
+      'json',
+    ]).catch((e: unknown) => {
+      // exit 1 (drift) keeps its output on the error
+      const m = /\{[\s\S]*\}\s*$/.exec(String((e as { stdout?: string }).stdout ?? (e as Error).message));
+      if (!m) throw e;
+      return m[0];
+    }),
+  ) as { live: { endpoints: { address: string }[] }; drift: string[] };
+  const bound = new Set(maps.live.endpoints.map((e) => e.address));
+  expect([...net.podIp.values()].filter((ip) => !bound.has(ip))).toEqual([]);
+  figures.liveMapsDriftLines = maps.drift.length;
+  if (maps.drift.length) console.log(`netpol maps --node ${node} drift:\n  ${maps.drift.join('\n  ')}`);
 }
 
 /** kubectl get effectivepolicies -n shop explains a refused connection with the deciding rule; the admin policies have status */
