@@ -1,9 +1,11 @@
-// A read-only view of a node's live datapath: the maps and programs pinned under a pin directory,
-// opened (never loaded or re-pinned) by another process than the agent, for debugging as cilium-dbg
-// reads Cilium's: endpoints, host table, policy entries, conntrack, Services, counters. Nothing is
-// written, so nothing the agent enforces changes; the ring buffer is left to the agent.
+// A view of a node's live datapath: the maps and programs pinned under a pin directory, opened
+// (never loaded or re-pinned) by another process than the agent, for debugging as cilium-dbg reads
+// Cilium's: endpoints, host table, policy entries, conntrack, Services, counters. Reading writes
+// nothing; the ring buffer is left to the agent. The one writer is a trace (`run`, then `forgetFlow`):
+// a synthetic packet through the real program leaves a conntrack entry, which it removes.
 import { Bpfctl } from './bpfctl.ts';
 import {
+  type CtKey,
   decodeBackendKey,
   decodeCtKey,
   decodeCtValue,
@@ -12,9 +14,11 @@ import {
   decodeNatValue,
   decodeSvcKey,
   decodeSvcValue,
+  encodeCtKey,
   formatAddr16,
 } from './codecs.ts';
 import { KernelMaps } from './kernel.ts';
+import { ReferenceDatapath } from './reference.ts';
 
 export interface LiveEndpoint {
   address: string;
@@ -90,5 +94,30 @@ export class LiveMaps extends KernelMaps {
         };
       })
       .sort((a, b) => (a.frontend < b.frontend ? -1 : 1));
+  }
+
+  /** The reference datapath over what the maps hold now: which entry and rule decide a flow. */
+  async reference(): Promise<ReferenceDatapath> {
+    return new ReferenceDatapath({
+      ipcache: await this.dump('cascade_ipcache'),
+      hosts: await this.dump('cascade_hosts'),
+      endpoints: await this.dump('cascade_endpoints'),
+      policy: await this.dump('cascade_policy'),
+      services: await this.dump('cascade_services'),
+      backends: await this.dump('cascade_backends'),
+    });
+  }
+
+  /** Whether conntrack holds an entry for `key`. */
+  async tracked(key: CtKey): Promise<boolean> {
+    const [line] = await this.ctl
+      .send(`lookup cascade_ct ${encodeCtKey(key).toString('hex')}`)
+      .catch(() => ['err']);
+    return line !== undefined && line.startsWith('ok ') && line !== 'ok none';
+  }
+
+  /** Removes the conntrack entry of `key` (a trace's own flow; gone already is fine). */
+  async forgetFlow(key: CtKey): Promise<void> {
+    await this.ctl.send(`delete cascade_ct ${encodeCtKey(key).toString('hex')}`).catch(() => undefined);
   }
 }

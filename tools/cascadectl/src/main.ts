@@ -14,6 +14,7 @@ import { manifestsCommand } from './commands/manifests.ts';
 import { simulateCommand } from './commands/netpol.ts';
 import { explainNetpolCommand } from './commands/netpol-explain.ts';
 import { mapsCommand } from './commands/netpol-maps.ts';
+import { traceCommand } from './commands/netpol-trace.ts';
 import { renderCommand } from './commands/render.ts';
 import { reportCommand } from './commands/report.ts';
 import { requestCommand } from './commands/request.ts';
@@ -28,6 +29,7 @@ export const COMMANDS: Command[] = [
   simulateCommand,
   explainNetpolCommand,
   mapsCommand,
+  traceCommand,
   lintCommand,
   diffCommand,
   graphCommand,

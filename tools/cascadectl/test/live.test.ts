@@ -152,6 +152,36 @@ describe.skipIf(!apiServerTestsEnabled())('cascadectl --kubeconfig (a live clust
     expect(maps.stderr).toMatch(
       /--node n1: cannot read the maps of the agent cascade-system\/netpolicy-agent-n1 through pods\/exec: Unexpected server response: 400/,
     );
+    // netpol trace runs the agent's debug command on the pod's node the same way
+    const traced = await run(
+      'netpol',
+      'trace',
+      '--from',
+      'cascade-system/netpolicy-agent-n1',
+      '--to',
+      '10.9.9.8',
+      '--port',
+      '80',
+      '--kubeconfig',
+      env.kubeconfig,
+    );
+    expect(traced.code).toBe(2);
+    expect(traced.stderr).toMatch(
+      /--node n1: cannot read a trace of the agent cascade-system\/netpolicy-agent-n1 through pods\/exec/,
+    );
+    const noPod = await run(
+      'netpol',
+      'trace',
+      '--from',
+      'shop/nope',
+      '--to',
+      '10.9.9.8',
+      '--port',
+      '80',
+      '--kubeconfig',
+      env.kubeconfig,
+    );
+    expect(noPod.stderr).toMatch(/--from shop\/nope: no such pod in the cluster's objects/);
     const unknown = await run('netpol', 'maps', '--node', 'nowhere', '--kubeconfig', env.kubeconfig);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/--node nowhere: no such node in the cluster's objects/);

@@ -35,7 +35,7 @@ import { DEFAULT_NAMESPACE_ENTRY_BUDGET, enforceNamespaceBudget, type Refusal } 
 import { NetpolEngine } from '../engine/engine.ts';
 import { ServiceCatalog } from '../engine/services.ts';
 import { datapathState } from './datapath.ts';
-import { FlowLog, MAX_POLICY_SERIES } from './flows.ts';
+import { FlowLog, MAX_POLICY_SERIES, serveRules } from './flows.ts';
 import type { AgentOptions } from './options.ts';
 import { finding, NodeReporter } from './report.ts';
 
@@ -263,7 +263,7 @@ export class NetpolAgent {
         bind,
         () => this.ready,
         'all',
-        (req, res) => this.flows.handle(req, res),
+        (req, res) => this.flows.handle(req, res) || serveRules(req, res, this.lastRules),
       );
     this.flowTimer = setInterval(() => void this.drainFlows(), 1000);
     this.flowTimer.unref();

@@ -2,11 +2,13 @@
 // endpoints and Services an agent synced, the conntrack entry a packet made, the counters it moved),
 // read by another process without loading, re-pinning or writing anything.
 import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
 import { join, resolve } from 'node:path';
 import { buildPacket, EP_FLAGS, ID, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
 import { entry, freshDatapath, kernelTestsEnabled, TABLES_OF } from '@cascade/bpf-datapath/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { debugCommand } from './debug.ts';
+import { serveRules } from './flows.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../../..');
 
@@ -33,7 +35,10 @@ describe.skipIf(!kernelTestsEnabled())('cascade-dbg reads the live datapath', ()
         ['in-admin', []],
         ['in-lower', []],
         ['out-admin', []],
-        ['out-lower', [entry(301, 6, 8080, 16, 0xfffe, 'allow', 1)]],
+        [
+          'out-lower',
+          [entry(301, 6, 8080, 16, 0xfffe, 'allow', 1), entry(ID.WILDCARD, 0, 0, 0, 0x8001, 'deny', 9)],
+        ],
       ]),
       services: [{ addr: '10.96.0.10', port: 80, proto: 6, backends: [{ addr: '10.0.0.2', port: 8080 }] }],
     });
@@ -105,5 +110,51 @@ describe.skipIf(!kernelTestsEnabled())('cascade-dbg reads the live datapath', ()
     expect(gone.code).toBe(1);
     expect(gone.out).toMatch(/^cannot open the datapath pinned under \/sys\/fs\/bpf\/cascade-nothing-here: /);
     expect((await debugCommand(['--pin-dir', 'relative/../x', 'summary'])).out).toMatch(/bad pin directory/);
+  });
+
+  it('trace: a synthetic packet through the real program on the live maps, the deciding rule named, nothing left behind', async () => {
+    const server = createServer((req, res) => {
+      if (!serveRules(req, res, new Map([[1, 'NetworkPolicy/app/web#egress[0]']]))) res.end();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    const env = { CASCADE_PIN_DIR: fresh.pinDir, CASCADE_METRICS_BIND_ADDRESS: `127.0.0.1:${port}` };
+    try {
+      const before = (await dbg('ct')).total;
+      const ok = await debugCommand(['trace', '10.0.0.1', '10.0.0.2', 'tcp', '8080'], env);
+      expect(ok.code, ok.out).toBe(0);
+      expect(JSON.parse(ok.out)).toMatchObject({
+        verdict: 'allow',
+        hops: [
+          {
+            direction: 'egress',
+            kernel: 'allow',
+            decided: 'lower',
+            rule: 'NetworkPolicy/app/web#egress[0] (#1)',
+          },
+        ],
+        note: '10.0.0.2 is not a pod of this node: its side is judged on its own node',
+      });
+      const denied = JSON.parse(
+        (await debugCommand(['trace', '10.0.0.1', '10.0.0.2', 'udp', '9090'], env)).out,
+      );
+      expect(denied).toMatchObject({
+        verdict: 'deny',
+        hops: [{ kernel: 'deny', reference: 'deny', decided: 'lower', rule: '#9' }],
+      });
+      // the trace's conntrack entry is gone: the datapath holds what it held
+      expect((await dbg('ct')).total).toBe(before);
+      const svc = await debugCommand(['trace', '10.0.0.1', '10.96.0.10', 'tcp', '80'], env);
+      expect(svc.code).toBe(1);
+      expect(svc.out).toMatch(/is a Service frontend: trace one of its backends/);
+      const nobody = await debugCommand(['trace', '10.5.0.1', '10.5.0.2', 'tcp', '80'], env);
+      expect(nobody.out).toMatch(/neither 10\.5\.0\.1 nor 10\.5\.0\.2 is an endpoint of this node/);
+      expect((await debugCommand(['trace', '10.0.0.1', 'x', 'tcp', '80'], env)).code).toBe(2);
+      expect((await debugCommand(['trace', '10.0.0.1', '10.0.0.2', 'sctp', '80'], env)).out).toMatch(
+        /not tcp or udp/,
+      );
+    } finally {
+      server.close();
+    }
   });
 });

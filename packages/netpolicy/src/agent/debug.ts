@@ -5,6 +5,7 @@
 //     node /app/packages/netpolicy/src/agent/debug.ts summary
 // (the image has no shell to wrap it in; `cascadectl netpol maps --node N` runs it this way).
 import { ARTIFACTS, COUNTERS, LiveMaps } from '@cascade/bpf-datapath';
+import { type TraceArgs, trace, traceArgs } from './trace.ts';
 
 const USAGE = `Usage: cascade-dbg [--pin-dir DIR] COMMAND
 
@@ -18,6 +19,12 @@ Commands (JSON on standard output):
   counters    the verdict counters, summed over the CPUs
   state       endpoints, hosts, Services, the policy entry count and the counters at once (what
               \`cascadectl netpol maps --node N\` compares with the model)
+  trace SRC DST tcp|udp PORT
+              a synthetic first packet from SRC to DST:PORT run through this node's real program on
+              its live maps (BPF_PROG_TEST_RUN; nothing is sent): at SRC's interface if SRC is a pod
+              of this node, then at DST's if DST is; the kernel's verdict at each, and the entry and
+              rule that decide it. Its conntrack entries are removed; it is counted like any packet,
+              and a denial is reported in the flows like any (source port 65000-65499)
 
 --pin-dir DIR   bpffs directory of the pinned maps ($CASCADE_PIN_DIR, /sys/fs/bpf/cascade)
 `;
@@ -37,9 +44,15 @@ export async function debugCommand(
   }
   const [cmd, arg] = args;
   if (!cmd || cmd === '-h' || cmd === '--help') return { code: cmd ? 0 : 2, out: USAGE };
-  const commands = ['summary', 'endpoints', 'hosts', 'ct', 'services', 'counters', 'state'];
+  const commands = ['summary', 'endpoints', 'hosts', 'ct', 'services', 'counters', 'state', 'trace'];
   if (!commands.includes(cmd)) return { code: 2, out: `unknown command "${cmd.slice(0, 40)}"\n\n${USAGE}` };
-  const limit = arg === undefined ? 1000 : Number(arg);
+  let traced: TraceArgs | undefined;
+  if (cmd === 'trace') {
+    const t = traceArgs(args.slice(1));
+    if ('error' in t) return { code: 2, out: `trace: ${t.error}` };
+    traced = t;
+  }
+  const limit = arg === undefined || cmd !== 'ct' ? 1000 : Number(arg);
   if (!Number.isInteger(limit) || limit < 0 || limit > 1_000_000)
     return { code: 2, out: `ct: "${String(arg).slice(0, 20)}" is not a count from 0 to 1000000` };
   let live: LiveMaps;
@@ -53,7 +66,8 @@ export async function debugCommand(
   }
   try {
     let value: unknown;
-    if (cmd === 'endpoints') value = await live.endpoints();
+    if (traced) value = await trace(live, traced, env);
+    else if (cmd === 'endpoints') value = await live.endpoints();
     else if (cmd === 'hosts') value = await live.hosts();
     else if (cmd === 'ct') value = await live.conntrack(limit);
     else if (cmd === 'services') value = await live.services();
@@ -78,6 +92,8 @@ export async function debugCommand(
         counterNames: Object.keys(COUNTERS),
       };
     return { code: 0, out: JSON.stringify(value, null, 2) };
+  } catch (e) {
+    return { code: 1, out: `${cmd}: ${(e as Error).message.split('\n')[0]}` };
   } finally {
     await live.close();
   }

@@ -153,3 +153,30 @@ export class FlowLog {
     return true;
   }
 }
+
+/**
+ * `GET /rules?id=N[&id=M...]`: the names of rule numbers (as map values and flow events carry them),
+ * JSON `{N: "policy#rule"}`, at most 64; loopback only, as the flows (they name every tenant's
+ * policies). The agent image's trace reads them. Returns false for other paths.
+ */
+export function serveRules(
+  req: IncomingMessage,
+  res: ServerResponse,
+  rules: ReadonlyMap<number, string>,
+): boolean {
+  const url = new URL(req.url ?? '/', 'http://agent');
+  if (url.pathname !== '/rules') return false;
+  if (!isLoopback(req.socket.remoteAddress)) {
+    res.writeHead(403, { 'content-type': 'text/plain' });
+    res.end('rules are served on loopback only\n');
+    return true;
+  }
+  const out: Record<string, string> = {};
+  for (const id of url.searchParams.getAll('id').slice(0, 64)) {
+    const name = rules.get(Number(id));
+    if (name) out[id] = name;
+  }
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(out));
+  return true;
+}

@@ -117,6 +117,29 @@ export async function netpolExampleOnRealPods(): Promise<void> {
   expect([...net.podIp.values()].filter((ip) => !bound.has(ip))).toEqual([]);
   figures.liveMapsDriftLines = maps.drift.length;
   if (maps.drift.length) console.log(`netpol maps --node ${node} drift:\n  ${maps.drift.join('\n  ')}`);
+  // a trace through the node's real program on its live maps gives the verdict the connections got,
+  // for an allowed and a denied pod-to-pod probe
+  for (const verdict of ['ALLOW', 'DENY']) {
+    const i = probes.findIndex((p, j) => want[j] === verdict && p.to.includes('/'));
+    const p = probes[i]!;
+    const args = [CASCADECTL, 'netpol', 'trace', '--from', p.from, '--to', p.to, '--port', String(p.port)];
+    const text = await shAsync(NODE, [
+      ...args,
+      '--proto',
+      p.protocol.toLowerCase(),
+      '--kubeconfig',
+      KUBECONFIG,
+      '-o',
+      'json',
+    ]).catch((e: unknown) => String((e as { stdout?: string }).stdout ?? ''));
+    const t = JSON.parse(text) as {
+      verdict: string;
+      hops: { kernel: string; reference: string; rule?: string }[];
+    };
+    expect(t.verdict.toUpperCase(), `${p.from} -> ${p.to}:${p.port}`).toBe(verdict);
+    for (const h of t.hops) expect(h.kernel).toBe(h.reference);
+    if (verdict === 'DENY') expect(t.hops.some((h) => h.rule)).toBe(true);
+  }
 }
 
 /** kubectl get effectivepolicies -n shop explains a refused connection with the deciding rule; the admin policies have status */
