@@ -113,7 +113,7 @@ export class LiveMaps extends KernelMaps {
     const [line] = await this.ctl
       .send(`lookup cascade_ct ${encodeCtKey(key).toString('hex')}`)
       .catch(() => ['err']);
-    return line !== undefined && line.startsWith('ok ') && line !== 'ok none';
+    return line?.startsWith('ok ') === true && line !== 'ok none';
   }
 
   /** Removes the conntrack entry of `key` (a trace's own flow; gone already is fine). */

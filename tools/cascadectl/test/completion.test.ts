@@ -22,7 +22,12 @@ describe('cascadectl completion', () => {
     expect(code).toBe(0);
     execFileSync('bash', ['-n', '-c', stdout]);
     expect(complete(stdout, ['cascadectl', 'ne'])).toEqual(['netpol']);
-    expect(complete(stdout, ['cascadectl', 'netpol', '']).sort()).toEqual(['explain', 'maps', 'simulate', 'trace']);
+    expect(complete(stdout, ['cascadectl', 'netpol', '']).sort()).toEqual([
+      'explain',
+      'maps',
+      'simulate',
+      'trace',
+    ]);
     expect(complete(stdout, ['cascadectl', 'netpol', 'explain', '--po'])).toContain('--port');
     expect(complete(stdout, ['cascadectl', 'lint', '--st'])).toEqual(['--strict']);
     expect(complete(stdout, ['cascadectl', 'effective', '--kube'])).toEqual(['--kubeconfig']);
