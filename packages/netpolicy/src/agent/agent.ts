@@ -356,6 +356,7 @@ export class NetpolAgent {
     const desired = datapathState(this.engine, this.opts.node, {
       ifindexOf: (ip) => this.ifindexByIp.get(ip),
       services: this.services,
+      ...(this.opts.auditNamespaces?.length ? { auditNamespaces: new Set(this.opts.auditNamespaces) } : {}),
     });
     const report = await this.opts.datapath.sync(desired);
     this.lastRules = desired.rules;

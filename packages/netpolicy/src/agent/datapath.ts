@@ -39,6 +39,11 @@ export interface DatapathStateOptions {
   ifindexOf?: (ip: string) => number | undefined;
   /** Services to translate at the pods' interfaces (absent: the Service maps are left alone). */
   services?: ServiceCatalog;
+  /**
+   * Namespaces whose pods' allowed first packets the kernel reports too (EP_FLAGS.AUDIT_ALLOW: the
+   * flows then show allowed flows beside denied ones), within each endpoint's event budget.
+   */
+  auditNamespaces?: ReadonlySet<string>;
 }
 
 /** Desired datapath state of the agent on `node` (every pod when node is undefined, e.g. offline). */
@@ -105,7 +110,10 @@ export function datapathState(
       endpoints.push({
         ip,
         identity,
-        flags: EP_FLAGS.ENFORCE_INGRESS | EP_FLAGS.ENFORCE_EGRESS,
+        flags:
+          EP_FLAGS.ENFORCE_INGRESS |
+          EP_FLAGS.ENFORCE_EGRESS |
+          (opts.auditNamespaces?.has(pod.namespace) ? EP_FLAGS.AUDIT_ALLOW : 0),
         tables: refs,
         ifindex,
       });

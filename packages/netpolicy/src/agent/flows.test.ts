@@ -39,7 +39,9 @@ describe('flow log', () => {
     ]);
     expect(log.dropped).toBe(1);
     expect(log.add([ev(80)], podAt, rules, 'n1', 3_000)).toHaveLength(0);
-    expect(log.add([ev(80)], podAt, rules, 'n1', 7_000)).toHaveLength(1);
+    // the next record of the flow says how many reports were left out since the last one
+    expect(log.add([ev(80)], podAt, rules, 'n1', 7_000)).toMatchObject([{ port: 80, repeats: 2 }]);
+    expect(log.add([ev(80)], podAt, rules, 'n1', 13_000)[0]?.repeats).toBeUndefined();
   });
 
   it('keeps at most its capacity', () => {

@@ -21,6 +21,8 @@ export interface FlowRecord {
   port: number;
   /** The deciding rule (policy#rule), when the kernel names one. */
   rule?: string;
+  /** Reports of this flow left out since its last record (one record per flow per period). */
+  repeats?: number;
 }
 
 /** 127.0.0.0/8 or ::1, as a socket reports its peer (IPv4-mapped included). */
@@ -38,7 +40,8 @@ export class FlowLog {
   /** `policy|direction|verdict` -> flows the kernel reported (every event, before the per-flow limit). */
   private readonly byPolicy = new Map<string, number>();
   private readonly policies = new Set<string>();
-  private readonly lastByFlow = new Map<string, number>();
+  /** flow -> when it was last recorded, and the reports left out since */
+  private readonly lastByFlow = new Map<string, { at: number; repeats: number }>();
   private readonly followers = new Set<{ res: ServerResponse; match: (r: FlowRecord) => boolean }>();
   dropped = 0;
   private readonly capacity: number;
@@ -70,12 +73,13 @@ export class FlowLog {
       this.countPolicy(e, rules);
       const key = `${e.src}|${e.dst}|${e.proto}|${e.dport}|${e.direction}|${e.verdict}`;
       const last = this.lastByFlow.get(key);
-      if (last !== undefined && now - last < this.perFlowMs) {
+      if (last !== undefined && now - last.at < this.perFlowMs) {
         this.dropped++;
+        last.repeats++;
         continue;
       }
       if (this.lastByFlow.size > 100_000) this.lastByFlow.clear();
-      this.lastByFlow.set(key, now);
+      this.lastByFlow.set(key, { at: now, repeats: 0 });
       const from = name(e.src);
       const to = name(e.dst);
       const r: FlowRecord = {
@@ -91,6 +95,7 @@ export class FlowLog {
         protocol: PROTO_NAMES[e.proto] ?? String(e.proto),
         port: e.dport,
         ...(e.rule && rules.get(e.rule) ? { rule: rules.get(e.rule)! } : {}),
+        ...(last?.repeats ? { repeats: last.repeats } : {}),
       };
       out.push(r);
       this.ring.push(r);

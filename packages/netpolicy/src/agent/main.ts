@@ -32,6 +32,9 @@ Flags (defaults from the environment variable named, then the value shown):
                                     (untranslated; new flows to its ClusterIPs dropped)
   --service-reserved-namespaces NS  namespaces served first, without a budget ($CASCADE_SERVICE_RESERVED_NAMESPACES,
                                     "kube-system"; comma-separated)
+  --audit-namespaces NS              namespaces whose allowed flows are reported too, beside denied ones
+                                    ($CASCADE_AUDIT_NAMESPACES, none; comma-separated; within each pod's
+                                    event budget)
   --pod-source pods|slices          where other nodes' pods are learnt: every Pod of the cluster, or this
                                     node's Pods and the netpolicy-controller's PodAddressSlices
                                     ($CASCADE_POD_SOURCE, pods)
@@ -67,6 +70,7 @@ const b = binary(
       type: 'string',
       default: env.CASCADE_SERVICE_RESERVED_NAMESPACES ?? DEFAULT_SERVICE_BUDGET.reserved.join(','),
     },
+    'audit-namespaces': { type: 'string', default: env.CASCADE_AUDIT_NAMESPACES ?? '' },
     'zap-log-level': { type: 'string', default: env.CASCADE_LOG_LEVEL ?? 'info' },
     kubeconfig: { type: 'string' },
   },
@@ -87,6 +91,8 @@ const serviceBudget = {
   backends: b.whole('service-namespace-backends', 'backend slots', MAX_BACKEND_SLOTS),
   reserved: typeof reserved === 'string' ? [] : (reserved ?? []),
 };
+const audited = watchNamespaces(String(values['audit-namespaces']));
+if (typeof audited === 'string') fail(`--audit-namespaces: ${audited}`);
 const metricsBindAddress = b.bindAddress('metrics-bind-address');
 const log = jsonLogger(NAME, undefined, b.logLevel());
 const kc = b.kubeConfig();
@@ -110,6 +116,7 @@ const agent = new NetpolAgent({
   foreignIdentityCap: b.whole('foreign-identity-cap', 'label sets', 1_000_000),
   serviceBudget,
   podSource,
+  ...(Array.isArray(audited) ? { auditNamespaces: audited } : {}),
   // the downward API's metadata.namespace (the chart sets it): Cascade's own pods are read directly
   ...(env.POD_NAMESPACE ? { ownNamespace: env.POD_NAMESPACE } : {}),
 });

@@ -39,6 +39,8 @@ export interface AgentOptions {
    * Service over its namespace's budget is refused alone: untranslated, its ClusterIPs fail closed.
    */
   serviceBudget?: ServiceBudget;
+  /** Namespaces whose allowed flows are reported too (--audit-namespaces; see datapathState). */
+  auditNamespaces?: readonly string[];
   /**
    * Where the pods come from (default 'pods'): every Pod of the cluster, or 'slices': the
    * PodAddressSlices the netpolicy-controller publishes (slices.ts), every node's, and no Pod object
