@@ -52,7 +52,7 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
 
   // the gateway story
   it(
-    "examples/gateway applied with kubectl (the providers' CRDs installed after Cascade): the EffectivePolicies equal what cascadectl computes offline, statuses Enforced once the gateway is wired",
+    "examples/gateway applied with kubectl (the providers' CRDs installed after Cascade): the EffectivePolicies equal what cascadectl computes offline; the policies are held back (MissingDependency, Pending, TargetNotProgrammed) until the gateway is wired, Authorino's CRD served and its AuthConfigs ready, and the Gateway programmed; then the statuses cascadectl predicts",
     gatewayExamplePublished,
     180_000,
   );
@@ -70,7 +70,7 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
 
   // network policy on real pods
   it(
-    'examples/netpol on real pods: the verdicts of real TCP and UDP connections equal netpol simulate',
+    "examples/netpol on real pods: the verdicts of real TCP and UDP connections equal netpol simulate; the node's live maps hold every pod (netpol maps --node); a trace through the real program gives the connections' verdicts (netpol trace)",
     netpolExampleOnRealPods,
     300_000,
   );
@@ -107,7 +107,7 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
     20 * 60_000,
   );
   it(
-    'helm uninstall removes every object; the programs and pins stay (fail closed) until `cluster down`',
+    'helm uninstall removes its objects and cascadectl cleanup what the controllers wrote; the programs and pins stay (fail closed) until `cluster down`',
     uninstall,
     300_000,
   );
