@@ -44,17 +44,3 @@ export function programmedSignature(o: KubeObject): string {
       .map((c) => [c.type, c.status, c.reason, c.observedGeneration]),
   ]);
 }
-
-/** Enforced=True becomes False (TargetNotProgrammed) when a gateway the policy reaches is not programmed. */
-export function withTargetProgrammed<
-  C extends { type: string; status: string; reason: string; message: string },
->(conds: C[], gaps: readonly string[]): C[] {
-  if (!gaps.length) return conds;
-  const shown =
-    gaps.slice(0, 3).join('; ') + (gaps.length > 3 ? `; and ${gaps.length - 3} more gateways` : '');
-  return conds.map((c) =>
-    c.type === 'Enforced' && c.status === 'True'
-      ? { ...c, status: 'False', reason: 'TargetNotProgrammed', message: `Policy is not enforced: ${shown}` }
-      : c,
-  );
-}

@@ -4,7 +4,6 @@
 import { isEqual } from 'lodash-es';
 import { type Condition, policyConditions } from '../status/conditions.ts';
 import { postWarningEvent } from './events.ts';
-import { withTargetProgrammed } from './gateway-readiness.ts';
 import type { Informer } from './informer.ts';
 import {
   type PublishFailure,
@@ -13,7 +12,7 @@ import {
   withPublishFailures,
 } from './publish.ts';
 import type { RenderedPublisher } from './rendered.ts';
-import { gatewaysByPolicy, type WiringState, withWiring } from './wiring-state.ts';
+import { gatewaysByPolicy, type WiringState, withGatewayGaps } from './wiring-state.ts';
 
 export interface PolicyStatusDeps extends WriterDeps {
   policies: Informer;
@@ -82,8 +81,8 @@ export class PolicyStatusWriter {
     const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     const wiring = this.deps.wiring;
     // the first that holds a policy back names it: its own objects, then the data plane, then the gateway
-    const conds = withTargetProgrammed(
-      withWiring(
+    const conds = withGatewayGaps(
+      withGatewayGaps(
         withConsumerReadiness(
           withPublishFailures(policyConditions(this.deps.engine, id), [
             ...renderer.refusalsFor(id),
@@ -92,8 +91,10 @@ export class PolicyStatusWriter {
           [...renderer.waitingFor(id), ...this.aggregateWaiting(id)],
         ),
         this.gaps(id, wiring && ((gw) => wiring.gap(gw))),
+        'MissingDependency',
       ),
       this.gaps(id, this.deps.gatewayGap),
+      'TargetNotProgrammed',
     ).map((cnd) => {
       const prev = liveConds.find((x) => x.type === cnd.type);
       const same = prev && prev.status === cnd.status && prev.reason === cnd.reason;

@@ -90,17 +90,21 @@ export function gatewaysByPolicy(engine: {
   return out;
 }
 
-/** Enforced=True becomes False (MissingDependency) when a gateway the policy reaches is not wired. */
-export function withWiring<C extends { type: string; status: string; reason: string; message: string }>(
+/**
+ * Enforced=True becomes False with `reason` when a gateway the policy reaches has a gap: not wired
+ * (MissingDependency), not programmed by its controller (TargetNotProgrammed, gateway-readiness.ts).
+ */
+export function withGatewayGaps<C extends { type: string; status: string; reason: string; message: string }>(
   conds: C[],
   gaps: readonly string[],
+  reason: 'MissingDependency' | 'TargetNotProgrammed',
 ): C[] {
   if (!gaps.length) return conds;
   const shown =
     gaps.slice(0, 3).join('; ') + (gaps.length > 3 ? `; and ${gaps.length - 3} more gateways` : '');
   return conds.map((c) =>
     c.type === 'Enforced' && c.status === 'True'
-      ? { ...c, status: 'False', reason: 'MissingDependency', message: `Policy is not enforced: ${shown}` }
+      ? { ...c, status: 'False', reason, message: `Policy is not enforced: ${shown}` }
       : c,
   );
 }
