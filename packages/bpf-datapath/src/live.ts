@@ -6,19 +6,16 @@
 import { Bpfctl } from './bpfctl.ts';
 import {
   type CtKey,
-  decodeBackendKey,
   decodeCtKey,
   decodeCtValue,
   decodeEndpointValue,
   decodeIpcacheValue,
-  decodeNatValue,
-  decodeSvcKey,
-  decodeSvcValue,
   encodeCtKey,
   formatAddr16,
 } from './codecs.ts';
 import { KernelMaps } from './kernel.ts';
 import { ReferenceDatapath } from './reference.ts';
+import { decodeServiceMaps } from './services.ts';
 
 export interface LiveEndpoint {
   address: string;
@@ -73,26 +70,17 @@ export class LiveMaps extends KernelMaps {
     };
   }
 
-  /** Service frontends with their backends. */
+  /** Service frontends with their backends (decoded as the loader reads them back). */
   async services(): Promise<{ frontend: string; proto: number; backends: string[] }[]> {
-    const backends = new Map<number, string[]>();
-    for (const [k, v] of await this.dump('cascade_backends')) {
-      const { id, slot } = decodeBackendKey(k);
-      const b = decodeNatValue(v);
-      const list = backends.get(id) ?? [];
-      list[slot] = `${b.addr.includes(':') ? `[${b.addr}]` : b.addr}:${b.port}`;
-      backends.set(id, list);
-    }
-    return (await this.dump('cascade_services'))
-      .map(([k, v]) => {
-        const f = decodeSvcKey(k);
-        const s = decodeSvcValue(v);
-        return {
-          frontend: `${f.addr.includes(':') ? `[${f.addr}]` : f.addr}:${f.port}`,
-          proto: f.proto,
-          backends: (backends.get(s.id) ?? []).slice(0, s.count).filter(Boolean),
-        };
-      })
+    const at = (a: string, port: number) => `${a.includes(':') ? `[${a}]` : a}:${port}`;
+    return [
+      ...decodeServiceMaps(await this.dump('cascade_services'), await this.dump('cascade_backends')).values(),
+    ]
+      .map((f) => ({
+        frontend: at(f.key.addr, f.key.port),
+        proto: f.key.proto,
+        backends: f.backends.flatMap((b) => (b ? [at(b.addr, b.port)] : [])),
+      }))
       .sort((a, b) => (a.frontend < b.frontend ? -1 : 1));
   }
 
