@@ -135,13 +135,14 @@ export class FlowLog {
     // The flows name every tenant's pods: served to this node's loopback only, whatever address the
     // metrics listen on (a pod of the node reaches the node's address, never its loopback). From
     // elsewhere they are read through pods/exec (flows-read.ts).
-    if (!isLoopback(req.socket.remoteAddress)) {
-      res.writeHead(403, { 'content-type': 'text/plain' });
-      res.end(
-        'flows are served on loopback only: cascadectl flows --node NODE reads them through pods/exec\n',
-      );
+    if (
+      refusedOffLoopback(
+        req,
+        res,
+        'flows are served on loopback only: cascadectl flows --node NODE reads them through pods/exec',
+      )
+    )
       return true;
-    }
     const verdict = url.searchParams.get('verdict');
     const ns = url.searchParams.get('namespace');
     const match = (r: FlowRecord) =>
@@ -171,11 +172,7 @@ export function serveRules(
 ): boolean {
   const url = new URL(req.url ?? '/', 'http://agent');
   if (url.pathname !== '/rules') return false;
-  if (!isLoopback(req.socket.remoteAddress)) {
-    res.writeHead(403, { 'content-type': 'text/plain' });
-    res.end('rules are served on loopback only\n');
-    return true;
-  }
+  if (refusedOffLoopback(req, res, 'rules are served on loopback only')) return true;
   const out: Record<string, string> = {};
   for (const id of url.searchParams.getAll('id').slice(0, 64)) {
     const name = rules.get(Number(id));
@@ -183,5 +180,13 @@ export function serveRules(
   }
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end(JSON.stringify(out));
+  return true;
+}
+
+/** Answers 403 with `why` to a peer that is not this node's loopback (true: refused). */
+function refusedOffLoopback(req: IncomingMessage, res: ServerResponse, why: string): boolean {
+  if (isLoopback(req.socket.remoteAddress)) return false;
+  res.writeHead(403, { 'content-type': 'text/plain' });
+  res.end(`${why}\n`);
   return true;
 }
