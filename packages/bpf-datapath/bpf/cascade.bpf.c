@@ -43,6 +43,7 @@ char LICENSE[] SEC("license") = "GPL";
 #include "endpoint.h"
 #include "fragments.h"
 #include "conntrack.h"
+#include "flowcache.h"
 #include "services.h"
 #include "policy.h"
 #include "events.h"
@@ -54,6 +55,11 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 		count(CNT_BAD_L2);
 		return TC_ACT_SHOT;
 	}
+	/* an established flow's later packet that this CPU's flow cache answers (flowcache.h) */
+#ifndef CASCADE_BENCH_NO_FLOW_CACHE /* bench build only: the stage removed, to time it */
+	if (flow_cached(skb, dir) == TC_ACT_OK)
+		return TC_ACT_OK;
+#endif
 	struct flow f = {};
 	int r = parse(skb, &f);
 	__u32 ifindex = skb->ifindex;
@@ -86,14 +92,18 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 
 	/* conntrack first: one entry per allowed flow at this endpoint, found by both directions. While
 	 * the generation has not moved, an entry is current without looking at the endpoint: one lookup. */
-	struct ct_key ck = {
+	struct ct_key ck __attribute__((aligned(8))) = {
 		.lport = dir == DIR_EGRESS ? f.sport : f.dport,
 		.rport = dir == DIR_EGRESS ? f.dport : f.sport,
 		.proto = f.proto,
 	};
 	__builtin_memcpy(ck.local, local, 16);
 	__builtin_memcpy(ck.remote, remote, 16);
+#ifndef CASCADE_BENCH_NO_CT_LOOKUP /* bench build only: the stage removed, to time it */
 	struct ct_value *ct = bpf_map_lookup_elem(&cascade_ct, &ck);
+#else
+	struct ct_value *ct = NULL;
+#endif
 	/* an entry answers only on the interface it was judged on (the source binding, checked then) */
 	if (ct && ct->ifindex != ifindex)
 		ct = NULL;
@@ -155,6 +165,7 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 			return TC_ACT_SHOT;
 		}
 		remember_fragment(&f);
+		flow_fill(&f, &ck, ct, ifindex, generation, clock);
 		return pass(skb, &f, &ck, revnat);
 	}
 
@@ -174,6 +185,7 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 			return TC_ACT_SHOT;
 		}
 		remember_fragment(&f);
+		flow_fill(&f, &ck, ct, ifindex, generation, clock);
 		return pass(skb, &f, &ck, revnat);
 	}
 
@@ -215,8 +227,10 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 		if (!take_token(&ep->flow_tokens, &ep->flow_second, clock, FLOWS_PER_SEC, FLOWS_BURST))
 			ep->flow_tokens = FLOWS_BURST;
 #endif
+#ifndef CASCADE_BENCH_NO_TRACK /* bench build only: the stage removed, to time it */
 		track(&ck, dir, &f, ep->revision, generation, clock, ifindex, translated ? &front : NULL,
 		      translated ? &to : NULL);
+#endif
 	}
 	if (d.verdict == VERDICT_DENY) {
 		count(CNT_DENY);

@@ -11,6 +11,11 @@
 /* a ClusterIP whose Service was left out of the translation maps (over its namespace's budget) */
 #define CASCADE_ID_UNTRANSLATED 5
 #define CASCADE_POD_FIRST 256
+/* policy table ids: the low 29 bits count, the high three say which lookups of a layer the table has
+ * no entries for (state.ts TABLE_FLAGS; an id without them is looked up in full) */
+#define TABLE_NO_PEERS (1u << 29)
+#define TABLE_NO_WILDCARD (1u << 30)
+#define TABLE_NO_ALL_PODS (1u << 31)
 #define CASCADE_POD_LAST 0x00ffffff
 
 #define DIR_INGRESS 0
@@ -95,7 +100,10 @@ struct ct_value {
 	__u32 seen;       /* config clock (seconds) of the last packet: idle flows are collected */
 	__u32 ifindex;    /* interface of the endpoint when judged: an entry only answers there */
 	__u32 pad2;
-	__u64 created_ns;
+	/* config clock (seconds) when the flow was opened: the clock, not bpf_ktime_get_ns(), which cost a
+	 * first packet about 20 ns (npm run bench -- datapath) for a field only `debug ct` shows. Entries
+	 * written before hold nanoseconds. */
+	__u64 created;
 };
 
 /* Services (ClusterIP, NodePort): a pod's new flow to a frontend (address, port, protocol) is sent to
@@ -217,6 +225,7 @@ struct frag_value {
 #define CNT_FLOW_BUDGET 18    /* new flows dropped: their endpoint was over its budget of new flows */
 #define CNT_ICMP_TRIMMED 19   /* related ICMP errors cut to the headers a stack reads (conntrack.h) */
 #define CNT_UNBOUND_SOURCE 20 /* from a pod: a source nobody holds yet (a new pod before the agent binds it, or a made-up address) */
-#define CNT_MAX 21
+#define CNT_FLOW_CACHE_FILL 21 /* flow cache slots (re)filled by a conntrack hit (flowcache.h): churn, not traffic */
+#define CNT_MAX 22
 
 #endif

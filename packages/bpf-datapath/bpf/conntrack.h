@@ -21,7 +21,7 @@ static __always_inline void track(struct ct_key *ck, int dir, struct flow *f, __
 		.nat = front ? 1 : 0,
 		.seen = clock,
 		.ifindex = ifindex,
-		.created_ns = bpf_ktime_get_ns(),
+		.created = clock,
 	};
 	bpf_map_update_elem(&cascade_ct, ck, &nv, BPF_ANY);
 	if (front && to) {

@@ -1,7 +1,8 @@
 /* Policy lookup: the remote's identity (exact host hash, then the CIDR trie, else world),
  * then the verdict cache keyed by the endpoint's table ids, identity, protocol and port; only a miss
- * walks the rule sets: up to three LPM lookups (identity, all-pods class, wildcard) in the admin
- * layer and, when it passes or misses, in the lower layer; the result is cached. Runs only for a
+ * walks the rule sets: up to three LPM lookups (identity, all-pods class, wildcard; those a table has
+ * no entries for skipped, as its id says) in the admin layer and, when it passes or misses, in the
+ * lower layer; the result is cached. Runs only for a
  * packet that conntrack did not answer. (Step 7 of handle().) */
 #ifndef CASCADE_POLICY_H
 #define CASCADE_POLICY_H
@@ -30,12 +31,19 @@ static __always_inline struct policy_value *better(struct policy_value *a, struc
 	return a->match_len >= b->match_len ? a : b;
 }
 
+/* A layer's answer: its entries for the identity, for all pods (a pod identity) and for anyone, the
+ * best of them. A lookup the table id says it has no entries for is skipped: an empty table costs
+ * nothing, a NetworkPolicy's default deny alone costs one trie walk. */
 static __always_inline struct policy_value *layer(__u32 table, __u32 identity, __u8 proto, __u16 port)
 {
-	struct policy_value *best = lpm(table, identity, proto, port);
-	if (identity >= CASCADE_POD_FIRST && identity <= CASCADE_POD_LAST)
+	struct policy_value *best = NULL;
+	if (!(table & TABLE_NO_PEERS))
+		best = lpm(table, identity, proto, port);
+	if (identity >= CASCADE_POD_FIRST && identity <= CASCADE_POD_LAST && !(table & TABLE_NO_ALL_PODS))
 		best = better(best, lpm(table, CASCADE_ID_ALL_PODS, proto, port));
-	return better(best, lpm(table, CASCADE_ID_WILDCARD, proto, port));
+	if (!(table & TABLE_NO_WILDCARD))
+		best = better(best, lpm(table, CASCADE_ID_WILDCARD, proto, port));
+	return best;
 }
 
 struct decision {

@@ -17,6 +17,11 @@ export class Bpfctl {
   private readonly queue: Pending[] = [];
   private closed = false;
 
+  /** The helper's process id (tests pin it to one CPU: the flow cache is per CPU). */
+  get pid(): number | undefined {
+    return this.proc.pid;
+  }
+
   constructor(binary: string) {
     this.proc = spawn(binary, [], { stdio: ['pipe', 'pipe', 'pipe'] });
     const rl = createInterface({ input: this.proc.stdout });

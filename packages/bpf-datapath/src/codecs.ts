@@ -26,6 +26,8 @@ export const SIZES = {
 
 /** Reserved identities (cascade.h CASCADE_ID_*). UNTRANSLATED: a ClusterIP left out of the Service maps. */
 export const ID = { WILDCARD: 0, HOST: 1, WORLD: 2, ALL_PODS: 3, UNTRANSLATED: 5 } as const;
+/** The first identity that is not reserved (pods and CIDRs); below it every identity is reserved. */
+export const POD_FIRST = 256;
 export const VERDICT = { allow: 0, deny: 1, pass: 2 } as const;
 export type VerdictName = keyof typeof VERDICT;
 export const EP_FLAGS = { ENFORCE_INGRESS: 1, ENFORCE_EGRESS: 2, FAIL_CLOSED: 4, AUDIT_ALLOW: 8 } as const;
@@ -51,6 +53,7 @@ export const COUNTERS = {
   flowBudget: 18,
   icmpTrimmed: 19,
   unboundSource: 20,
+  flowCacheFill: 21,
 } as const;
 /** The interface BPF_PROG_TEST_RUN runs packets on (loopback): offline states bind endpoints to it. */
 export const TEST_RUN_IFINDEX = 1;
@@ -267,7 +270,8 @@ export interface CtValue {
   seen: number;
   /** Interface of the endpoint when the flow was judged: the entry answers only there. */
   ifindex: number;
-  createdNs: bigint;
+  /** The config clock (seconds) when the flow was opened. */
+  created: number;
 }
 export function encodeCtValue(v: CtValue): Buffer {
   const b = Buffer.alloc(SIZES.ctValue);
@@ -279,7 +283,7 @@ export function encodeCtValue(v: CtValue): Buffer {
   b.writeUInt8(v.nat ? 1 : 0, 11);
   b.writeUInt32LE(v.seen >>> 0, 12);
   b.writeUInt32LE(v.ifindex >>> 0, 16);
-  b.writeBigUInt64LE(v.createdNs, 24);
+  b.writeBigUInt64LE(BigInt(v.created), 24);
   return b;
 }
 export function decodeCtValue(b: Buffer): CtValue {
@@ -292,7 +296,7 @@ export function decodeCtValue(b: Buffer): CtValue {
     nat: b.readUInt8(11) !== 0,
     seen: b.readUInt32LE(12),
     ifindex: b.readUInt32LE(16),
-    createdNs: b.readBigUInt64LE(24),
+    created: Number(b.readBigUInt64LE(24)),
   };
 }
 

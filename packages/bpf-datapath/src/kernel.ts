@@ -119,6 +119,8 @@ export class KernelMaps {
   async clearConntrack(): Promise<void> {
     const keys = (await this.dump('cascade_ct')).map(([k]) => hex(k));
     await this.deletes('cascade_ct', keys);
+    // the flow cache answers only in the generation its slots were filled in (flowcache.h)
+    await this.recheckConntrack();
   }
 
   /** Attaches both programs to an interface (by ifindex, or by a name the kernel allows). */

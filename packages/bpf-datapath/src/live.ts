@@ -63,10 +63,7 @@ export class LiveMaps extends KernelMaps {
     const all = await this.dump('cascade_ct');
     return {
       total: all.length,
-      entries: all.slice(0, limit).map(([k, v]) => {
-        const { createdNs, ...rest } = decodeCtValue(v);
-        return { ...decodeCtKey(k), ...rest, createdNs: String(createdNs) };
-      }),
+      entries: all.slice(0, limit).map(([k, v]) => ({ ...decodeCtKey(k), ...decodeCtValue(v) })),
     };
   }
 

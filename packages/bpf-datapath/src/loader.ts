@@ -26,6 +26,7 @@ import {
   EP_FLAGS,
   encodeEndpointValue,
   encodeIpcacheValue,
+  POD_FIRST,
 } from './codecs.ts';
 import { KernelMaps, monotonicSeconds } from './kernel.ts';
 import { ServiceState } from './services.ts';
@@ -38,8 +39,10 @@ import {
   policyRecords,
   type SyncReport,
   sameValue,
+  TABLE_ID_MASK,
   type TableEntry,
   tableFingerprint,
+  tableIdOf,
 } from './state.ts';
 
 const hex = (b: Buffer) => b.toString('hex');
@@ -156,7 +159,7 @@ export class Datapath extends KernelMaps {
       let t = read.get(table);
       if (!t) read.set(table, (t = []));
       t.push({ identity, proto, port, plen, precedence, verdict, rule });
-      this.nextTable = Math.max(this.nextTable, table + 1);
+      this.nextTable = Math.max(this.nextTable, (table & TABLE_ID_MASK) + 1);
     }
     for (const [id, entries] of read) this.kernelTables.set(id, new KernelTable(id, entries));
     for (const [k, v] of await this.dump('cascade_endpoints')) {
@@ -166,7 +169,7 @@ export class Datapath extends KernelMaps {
       // Tables without entries exist only as references from endpoints.
       for (const id of ep.tables.flat()) {
         if (id !== 0 && !this.kernelTables.has(id)) this.kernelTables.set(id, new KernelTable(id, []));
-        this.nextTable = Math.max(this.nextTable, id + 1);
+        this.nextTable = Math.max(this.nextTable, (id & TABLE_ID_MASK) + 1);
       }
     }
     for (const [k, v] of await this.dump('cascade_ipcache')) this.ipcache.set(hex(k), decodeIpcacheValue(v));
@@ -264,7 +267,10 @@ export class Datapath extends KernelMaps {
     const liveIdentities = new Set(this.ipcache.values());
     const nextIdentities = new Set(wantIpcache.values());
     // Identities that no packet can carry during this sync: new ones (not mapped yet) and vanishing ones.
-    const transient = (id: number) => !liveIdentities.has(id) || !nextIdentities.has(id);
+    // Never a reserved identity: every packet meets the wildcard and all-pods classes, and world and
+    // host are what addresses without an entry carry (found in review: a wildcard entry was patched in
+    // place, so established flows were not judged again under it).
+    const transient = (id: number) => id >= POD_FIRST && (!liveIdentities.has(id) || !nextIdentities.has(id));
 
     // 1. Tables: reuse by content, patch in place where only transient identities differ, else new id.
     const byContent = new Map<string, number>();
@@ -282,7 +288,8 @@ export class Datapath extends KernelMaps {
       }
       const prevId = this.assigned.get(key);
       const prev = prevId === undefined ? undefined : this.kernelTables.get(prevId);
-      if (prev && !claimed.has(prev.id)) {
+      // in place only while the table's class flags (in its id) stay true
+      if (prev && !claimed.has(prev.id) && prev.id === tableIdOf(prev.id & TABLE_ID_MASK, entries)) {
         // In place only if every changed entry is of a transient identity (stop at the first other).
         const have = prev.byKey();
         const adds: TableEntry[] = [];
@@ -335,7 +342,7 @@ export class Datapath extends KernelMaps {
           continue;
         }
       }
-      const id = this.nextTable++;
+      const id = tableIdOf(this.nextTable++, entries);
       try {
         this.checkReserve(admin, entries.length);
         await this.policy('writeb', id, entries);

@@ -12,6 +12,7 @@ import {
   EP_FLAGS,
   ID,
   type NatValue,
+  POD_FIRST,
   type PolicyKey,
   type PolicyValue,
 } from './codecs.ts';
@@ -43,7 +44,6 @@ export interface RefDecision {
   passedBy?: PolicyKey & PolicyValue;
 }
 
-const POD_FIRST = 256;
 const POD_LAST = 0x00ffffff;
 
 const frontKey = (addr: string, port: number, proto: number) =>

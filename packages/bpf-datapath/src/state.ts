@@ -10,6 +10,7 @@ import {
   encodeIpcacheValue,
   encodePolicyKey,
   encodePolicyValue,
+  ID,
   SIZES,
   VERDICT,
   type VerdictName,
@@ -106,7 +107,7 @@ export function encodeState(desired: DesiredState): {
   const tableNumbers = new Map<string, number>();
   const policy: [Buffer, Buffer][] = [];
   for (const [key, entries] of desired.tables) {
-    const n = tableNumbers.size + 1;
+    const n = tableIdOf(tableNumbers.size + 1, entries);
     tableNumbers.set(key, n);
     for (const e of entries) policy.push(encodeTableEntry(n, e));
   }
@@ -131,6 +132,36 @@ export function encodeState(desired: DesiredState): {
   }
   return { ipcache, hosts, endpoints, policy, ...encodeServices(desired.services ?? []), tableNumbers };
 }
+
+/**
+ * Bits of a table id that tell the program which of a layer's three lookups it may skip, because the
+ * table holds no entry of that class: none of a specific peer identity, none for all pods, no
+ * wildcard. A table's content is immutable under its id for these classes (the loader never patches a
+ * table in place when its flags would change), so the bits never lie. They say "absent": an id without
+ * them (written by an older agent) is looked up in full, so an upgrade never skips a lookup it needs.
+ */
+export const TABLE_FLAGS = { NO_PEERS: 2 ** 29, NO_WILDCARD: 2 ** 30, NO_ALL_PODS: 2 ** 31 } as const;
+/** The counter part of a table id (below the flag bits). */
+export const TABLE_ID_MASK = 2 ** 29 - 1;
+
+export function tableFlags(entries: readonly TableEntry[]): number {
+  let peers = false;
+  let wildcard = false;
+  let allPods = false;
+  for (const e of entries) {
+    if (e.identity === ID.WILDCARD) wildcard = true;
+    else if (e.identity === ID.ALL_PODS) allPods = true;
+    else peers = true;
+  }
+  return (
+    (peers ? 0 : TABLE_FLAGS.NO_PEERS) +
+    (wildcard ? 0 : TABLE_FLAGS.NO_WILDCARD) +
+    (allPods ? 0 : TABLE_FLAGS.NO_ALL_PODS)
+  );
+}
+
+/** The id of table number `n` (1..TABLE_ID_MASK) holding `entries`: its number and its flag bits. */
+export const tableIdOf = (n: number, entries: readonly TableEntry[]) => n + tableFlags(entries);
 
 /** Entry content without the table id and value: its place in a table. */
 export const entryKey = (e: TableEntry) =>

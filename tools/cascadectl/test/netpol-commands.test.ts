@@ -196,7 +196,9 @@ describe('cascadectl netpol explain and maps', () => {
     // the endpoint's egress lower table, TCP (06), port 443 (01bb, network order).
     const b = egress.lower.bpf[i]!;
     const table = egress.lower.bpfTable;
-    expect(b.key.slice(0, 16)).toBe(`58000000${table.toString(16).padStart(2, '0')}000000`);
+    const le = Buffer.alloc(4);
+    le.writeUInt32LE(table);
+    expect(b.key.slice(0, 16)).toBe(`58000000${le.toString('hex')}`);
     expect(b.key.slice(24)).toBe('0601bb');
     expect(b.decoded).toMatch(
       /proto 6 port 443\/16\] = allow, .* rule #\d+ \(NetworkPolicy\/shop\/cart-from-web#egress\[1\]\)/,

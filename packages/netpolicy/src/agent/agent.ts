@@ -206,7 +206,7 @@ export class NetpolAgent {
     for (const [name, help] of [
       ['allow', 'Flows allowed (first packets, and re-judged ones)'],
       ['deny', 'Packets denied'],
-      ['ctHit', 'Packets of known flows (conntrack hit)'],
+      ['ctHit', 'Packets of known flows (answered by conntrack or the flow cache in front of it)'],
       ['ctRejudged', 'Flows judged again after a policy change'],
       ['malformed', 'Frames dropped as too short for their headers'],
       ['notEndpoint', 'Packets of addresses that are not a local endpoint'],
@@ -233,6 +233,10 @@ export class NetpolAgent {
       ],
       ['eventsSuppressed', "Flow events an endpoint's budget refused (64/s, burst 640 per endpoint)"],
       ['flowBudget', 'New flows dropped: their endpoint was over its budget of new flows'],
+      [
+        'flowCacheFill',
+        "Flow cache slots filled by a conntrack hit (churn of the per-CPU cache that answers established flows' packets)",
+      ],
       ['icmpTrimmed', 'Related ICMP errors cut to the headers a stack reads'],
     ] as const)
       this.metrics.counterFrom(

@@ -379,7 +379,7 @@ export async function run(): Promise<Figure[]> {
           closing: false,
           seen: i % 2 ? 5_000 : 5_000 - 120,
           ifindex: TEST_RUN_IFINDEX,
-          createdNs: 0n,
+          created: 0,
         });
         key.copy(records, i * (SIZES.ctKey + SIZES.ctValue));
         value.copy(records, i * (SIZES.ctKey + SIZES.ctValue) + SIZES.ctKey);
