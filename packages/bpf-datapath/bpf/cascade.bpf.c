@@ -48,6 +48,15 @@ char LICENSE[] SEC("license") = "GPL";
 #include "policy.h"
 #include "events.h"
 
+#ifdef CASCADE_BENCH_UNIQUE
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} bench_seq SEC(".maps");
+#endif
+
 static __always_inline int handle(struct __sk_buff *skb, int dir)
 {
 	/* a VLAN tag the kernel took off into the skb: no pod sends tagged frames */
@@ -142,6 +151,20 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	}
 #ifdef CASCADE_BENCH_NEW_FLOWS
 	ct = NULL; /* bench build only: every repeat is the first packet of a flow */
+#ifdef CASCADE_BENCH_UNIQUE
+	/* bench build only: and of a flow of its own (the conntrack insert is an insert, not a rewrite of
+	 * the previous repeat's entry); the key's copy of the remote address is marked, not the packet */
+	{
+		__u32 zero = 0;
+		__u32 *n = bpf_map_lookup_elem(&bench_seq, &zero);
+		if (n) {
+			*n += 1;
+			ck.rport ^= (__u16)*n;
+			ck.remote[0] ^= (__u8)(*n >> 16);
+			ck.remote[1] ^= (__u8)(*n >> 24);
+		}
+	}
+#endif
 #endif
 	/* an entry denied by a re-judgement drops packets of its own direction only: the other direction
 	 * may open the same 5-tuple as a flow of its own; a SYN on a closing connection opens a new one */

@@ -87,6 +87,9 @@ static __always_inline int flow_cached(struct __sk_buff *skb, int dir)
 	} else if (proto != IPPROTO_UDP || (void *)(l4 + 8) > end) {
 		return -1;
 	}
+#ifdef CASCADE_BENCH_FAST_PARSE_ONLY /* bench build only: the stages below removed, to time them */
+	return TC_ACT_OK;
+#endif
 	__u32 raw = *(__u32 *)l4; /* source port | destination port << 16, network order each */
 	__u64 l0 = s0, l1 = s1, r0 = d0, r1 = d1;
 	__u32 ports = raw;
@@ -102,10 +105,14 @@ static __always_inline int flow_cached(struct __sk_buff *skb, int dir)
 	if (!s || s->local[1] != l1 || s->remote[1] != r1 || s->local[0] != l0 || s->remote[0] != r0 ||
 	    s->ports != ports || s->proto != proto || s->ifindex != skb->ifindex)
 		return -1;
+#ifndef CASCADE_BENCH_FAST_NO_CONFIG /* bench build only: the stage removed, to time it */
 	struct config *cfg = config();
 	if (!cfg || s->generation != cfg->generation || s->clock != cfg->clock)
 		return -1;
+#endif
+#ifndef CASCADE_BENCH_FAST_NO_COUNT /* bench build only: the stage removed, to time it */
 	count(CNT_CT_HIT);
+#endif
 	return TC_ACT_OK;
 }
 

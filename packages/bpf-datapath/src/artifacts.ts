@@ -7,6 +7,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 export const ARTIFACTS = {
   object: join(root, 'build', 'cascade.bpf.o'),
+  /** The program's source (npm run bench compiles stage-removed builds of it). */
+  source: join(root, 'bpf', 'cascade.bpf.c'),
   bpfctl: join(root, 'build', 'cascade-bpfctl'),
   /** The CNI chaining plugin: attaches the pinned programs to a new pod's veth at ADD. */
   cni: join(root, 'build', 'cascade-cni'),
