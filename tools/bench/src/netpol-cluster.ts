@@ -24,6 +24,8 @@ export interface NetpolScale {
   ipBlockPolicies: number;
   /** Nodes the pods are spread over (default 50). */
   nodes?: number;
+  /** A third named port on every pod (grpc, 50051). */
+  grpcPort?: boolean;
 }
 
 const ip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
@@ -59,6 +61,7 @@ export function generateNetpolCluster(s: NetpolScale, seed = 7): Cluster {
       ports: [
         { name: 'http', port: 8080, protocol: 'TCP' },
         { name: 'metrics', port: 9090, protocol: 'TCP' },
+        ...(s.grpcPort ? [{ name: 'grpc', port: 50051, protocol: 'TCP' }] : []),
       ],
     });
   }

@@ -4,7 +4,7 @@
 // namespace.
 import { Writable } from 'node:stream';
 import { errorText } from '@cascade/core';
-import { Exec, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { UsageError } from './cli.ts';
 import { clientFor, liveOptions } from './cluster.ts';
 
@@ -21,6 +21,7 @@ export async function execLines(
   command: string[],
   onLines: (lines: string[]) => void,
 ): Promise<void> {
+  const { Exec } = await import('@kubernetes/client-node');
   let buf = '';
   let err = '';
   const stdout = new Writable({
@@ -69,7 +70,7 @@ export async function onAgent(
     throw new UsageError(
       `${flag} reads through the API server: give --kubeconfig PATH and/or --context NAME`,
     );
-  const client = clientFor(live);
+  const client = await clientFor(live);
   const pods = await client.request<{
     items: { metadata: { name: string; namespace: string }; status?: { phase?: string } }[];
   }>(

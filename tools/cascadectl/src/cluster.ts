@@ -3,7 +3,6 @@
 // server does not serve (its CRD is not installed) is skipped; one the user may not list is a
 // problem naming it (a tenant usually may not list AdminNetworkPolicies: the answer then says so).
 import { ApiError, KubeClient } from '@cascade/core';
-import { KubeConfig } from '@kubernetes/client-node';
 import { bodyOf, type LoadResult, type Manifest } from './load.ts';
 
 const RESOURCES = [
@@ -38,8 +37,13 @@ export function setLiveOptions(o: LiveOptions | undefined): void {
   live = o;
 }
 
-/** A client for the live-cluster flags (the context checked, one clear error for a bad kubeconfig). */
-export function clientFor(opts: LiveOptions): KubeClient {
+/**
+ * A client for the live-cluster flags (the context checked, one clear error for a bad kubeconfig).
+ * The Kubernetes client library is loaded here, when a command goes live: it is half of what a
+ * file-only invocation used to load before its first line of output.
+ */
+export async function clientFor(opts: LiveOptions): Promise<KubeClient> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
   else kc.loadFromDefault();
@@ -68,7 +72,7 @@ export async function readEffectivePolicies(
   namespace?: string,
 ): Promise<EffectivePolicyItem[]> {
   const ns = namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
-  const list = await clientFor(opts).request<{ items: EffectivePolicyItem[] }>(
+  const list = await (await clientFor(opts)).request<{ items: EffectivePolicyItem[] }>(
     'GET',
     `/apis/cascade.dev/v1alpha1${ns}/effectivepolicies`,
   );
@@ -78,7 +82,7 @@ export async function readEffectivePolicies(
 }
 
 export async function readCluster(opts: LiveOptions): Promise<LoadResult> {
-  const client = clientFor(opts);
+  const client = await clientFor(opts);
   const out: LoadResult = { manifests: [], problems: [] };
   const lists = await Promise.all(
     RESOURCES.map(async (path) => {

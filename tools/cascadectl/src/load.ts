@@ -6,7 +6,7 @@
 // With a live cluster (--kubeconfig), a file's object replaces the cluster's of the same identity.
 import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { documentsOf } from './documents.ts';
 
 export interface SourcePos {
   file: string;
@@ -167,23 +167,10 @@ export function loadManifests(paths: string[]): LoadResult {
         out.problems.push(`${file}: cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
         continue;
       }
-      parseAllDocuments(text).forEach((doc, i) => {
+      documentsOf(text).forEach((doc, i) => {
         const source = { file, doc: i + 1 };
-        if ('errors' in doc && doc.errors.length > 0) {
-          const e = doc.errors[0]!;
-          out.problems.push(`${where(source)}: YAML: ${e.message.split('\n')[0]}`);
-          return;
-        }
-        let js: unknown;
-        try {
-          js = doc.toJS({ maxAliasCount: 100 });
-        } catch (e) {
-          out.problems.push(
-            `${where(source)}: YAML: ${(e as Error).message.split('\n')[0]} (an alias bomb?): skipped`,
-          );
-          return;
-        }
-        accept(js, source, out);
+        if ('error' in doc) out.problems.push(`${where(source)}: YAML: ${doc.error}`);
+        else accept(doc.js, source, out);
       });
     }
   }

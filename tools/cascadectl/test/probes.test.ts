@@ -62,3 +62,90 @@ describe('probes files', () => {
     expect(b.stderr).toMatch(/--probes .*broken\.yaml: /);
   });
 });
+
+describe('every probes-file form is read as a stream, to the same probes', () => {
+  const probes = [
+    { from: 'shop/web', to: 'payments/ledger', protocol: 'TCP', port: 7443 },
+    { from: 'shop/web', to: 'payments/ledger', protocol: 'TCP', port: 'grpc' },
+    { from: 'shop/cart', to: '10.96.0.50', protocol: 'UDP', port: 53 },
+    { from: 'shop/web', to: 'svc:shop/web', protocol: 'TCP', port: 'http' },
+  ];
+  const want = probes.map((p) => ({ from: p.from, to: p.to, port: p.port }));
+  const forms: Record<string, string> = {
+    'yaml-lines': probes
+      .map((p) => `- {from: ${p.from}, to: ${p.to}, protocol: ${p.protocol}, port: ${p.port}}`)
+      .join('\n'),
+    // block style, one item with a quoted value (the YAML library reads that one) and a comment
+    'yaml-block': probes
+      .map(
+        (p, i) =>
+          `- from: ${i === 1 ? `"${p.from}"` : p.from}\n  to: ${p.to}\n  # why\n  protocol: ${p.protocol}\n  port: ${p.port}`,
+      )
+      .join('\n'),
+    'json-array': `[\n${probes.map((p) => JSON.stringify(p)).join(',\n')}\n]`,
+    'json-array, one line, strings with brackets and commas': JSON.stringify(
+      probes.map((p, i) => (i === 0 ? { ...p, note: 'a, b} [c' } : p)),
+    ),
+    'json-lines': probes.map((p) => JSON.stringify(p)).join('\n'),
+  };
+  it.each(Object.entries(forms))('%s', (name, text) => {
+    const f = join(tmp, `${name.replace(/\W+/g, '-')}.probes`);
+    writeFileSync(f, `${text}\n`);
+    expect(readProbes(f).map((p) => ({ from: p.from, to: p.to, port: p.port }))).toEqual(want);
+  });
+
+  it('a JSON array with a bad element names it; text after the array is an error', () => {
+    const f = join(tmp, 'bad.json');
+    writeFileSync(f, '[{"from": "shop/web", "to": "shop/cart", "port": 80}, {"from": "shop/web"}]');
+    expect(() => readProbes(f)).toThrow(/--probes item 2: from and to are required/);
+    writeFileSync(f, '[{"from": "shop/web", "to": "shop/cart", "port": 80}] x');
+    expect(() => readProbes(f)).toThrow(/text after the JSON array/);
+    writeFileSync(f, '[{"from": "shop/web", "to": "shop/cart", "port": 80}, {"from": ');
+    expect(() => readProbes(f)).toThrow(/--probes .*bad\.json: /);
+  });
+
+  it('other YAML is read whole only when small: a large one is refused, naming the forms that stream', () => {
+    const f = join(tmp, 'whole.yaml');
+    // a mapping with a list under it: not a form read as a stream
+    const item = '  - {from: shop/web, to: shop/cart, port: 80}\n';
+    writeFileSync(f, `probes:\n${item.repeat(4)}`);
+    expect(() => readProbes(f)).toThrow(
+      /must be a list of \{from, to, protocol, port\}: a YAML list one item per line/,
+    );
+    writeFileSync(f, `probes:\n${item.repeat(30_000)}`);
+    expect(() => readProbes(f)).toThrow(/KiB in a form that is read whole; write it as a YAML list/);
+  });
+
+  it('-h says which forms stream', async () => {
+    const r = await run('netpol', 'simulate', '-h');
+    expect(r.stdout + r.stderr).toMatch(/read as a stream, item by item, when it is a YAML list/);
+  });
+});
+
+describe('the probe memo', () => {
+  it('answers every probe exactly as judging it afresh does (random clusters, capped identities too)', async () => {
+    const fc = (await import('fast-check')).default;
+    const { NetpolEngine } = await import('@cascade/netpolicy');
+    const { clusterArb, probesFor } = await import('@cascade/netpolicy/testing');
+    const { ProbeMemo, simulateProbe } = await import('../src/commands/netpol.ts');
+    let hits = 0;
+    fc.assert(
+      fc.property(
+        clusterArb.chain((c) => fc.tuple(fc.constant(c), probesFor(c))),
+        fc.constantFrom(1, 2, undefined),
+        ([cluster, probes], foreignIdentityCap) => {
+          const e = NetpolEngine.fromCluster(cluster, foreignIdentityCap ? { foreignIdentityCap } : {});
+          const memo = new ProbeMemo();
+          // every probe twice, and between the pods of the cluster in both orders
+          for (const p of [...probes, ...probes])
+            expect(simulateProbe(e, p.from, p.to, p.proto, p.port, memo)).toEqual(
+              simulateProbe(e, p.from, p.to, p.proto, p.port),
+            );
+          hits += memo.hits;
+        },
+      ),
+      { numRuns: 400 },
+    );
+    expect(hits).toBeGreaterThan(0);
+  });
+});

@@ -1,4 +1,5 @@
-import { contains, hostPrefix, type Prefix, parseCidr, WORLD4, WORLD6 } from './cidr.ts';
+import { AddressOwners, type IpcacheEntry, IpcacheIndex } from './addresses.ts';
+import { hostPrefix, parseCidr, WORLD4, WORLD6 } from './cidr.ts';
 import { ID, type IdentityInfo, isPodIdentity } from './identities.ts';
 import { IdentityBook } from './identity-book.ts';
 import { type CappedNamespace, IdentityCap } from './identity-cap.ts';
@@ -41,10 +42,7 @@ export interface Table {
   subjects: Set<number>;
 }
 
-export interface IpcacheEntry {
-  prefix: Prefix;
-  identity: number;
-}
+export type { IpcacheEntry } from './addresses.ts';
 
 export interface FlushDiff {
   /** Tables created / deleted / whose entries changed in place, with entry counts. */
@@ -131,20 +129,20 @@ export class NetpolEngine {
 
   upsertNamespace(ns: Namespace): void {
     this.podsRevision++;
-    this.ipcacheMemo.clear();
+    this.clearAddressMemos();
     this.namespaces.set(ns.name, ns);
     for (const [k, p] of this.pods) if (p.namespace === ns.name) this.dirtyPods.add(k);
   }
 
   upsertPod(p: Pod): void {
     this.podsRevision++;
-    this.ipcacheMemo.clear();
+    this.clearAddressMemos();
     this.pods.set(podKey(p), p);
     this.dirtyPods.add(podKey(p));
   }
 
   removePod(namespace: string, name: string): void {
-    this.ipcacheMemo.clear();
+    this.clearAddressMemos();
     const k = `${namespace}/${name}`;
     if (!this.pods.delete(k)) return;
     this.podsRevision++;
@@ -153,7 +151,7 @@ export class NetpolEngine {
 
   upsertNode(n: Node): void {
     this.podsRevision++;
-    this.ipcacheMemo.clear();
+    this.clearAddressMemos();
     this.nodes.set(n.name, n);
     this.dirtyNodes.add(n.name);
   }
@@ -162,7 +160,7 @@ export class NetpolEngine {
   removeNode(name: string): void {
     if (!this.nodes.delete(name)) return;
     this.podsRevision++;
-    this.ipcacheMemo.clear();
+    this.clearAddressMemos();
     this.dirtyNodes.add(name);
   }
 
@@ -263,7 +261,7 @@ export class NetpolEngine {
 
   /** Applies every pending change; returns what changed in the datapath's terms. */
   flush(): FlushDiff {
-    this.ipcacheMemo.clear();
+    this.clearAddressMemos();
     const diff: FlushDiff = {
       created: 0,
       deleted: 0,
@@ -445,6 +443,26 @@ export class NetpolEngine {
 
   /** ipcache per node, built once per state: identityOf runs per probe, the CLI's truth table per pod pair. */
   private readonly ipcacheMemo = new Map<string, IpcacheEntry[]>();
+  private readonly ipcacheIndexMemo = new Map<string, IpcacheIndex>();
+  private ownersMemo: AddressOwners | undefined;
+
+  private clearAddressMemos(): void {
+    this.ipcacheMemo.clear();
+    this.ipcacheIndexMemo.clear();
+    this.ownersMemo = undefined;
+  }
+
+  /** The pod that holds an address (the first in iteration order), in one map lookup. */
+  podAt(ip: string): Pod | undefined {
+    this.ownersMemo ??= new AddressOwners(this.pods.values(), this.nodes.values());
+    return this.ownersMemo.pod(ip);
+  }
+
+  /** The node that holds an address (the first in iteration order). */
+  nodeAt(ip: string): Node | undefined {
+    this.ownersMemo ??= new AddressOwners(this.pods.values(), this.nodes.values());
+    return this.ownersMemo.node(ip);
+  }
 
   /** The ipcache as a node agent on `node` sees it: own addresses map to HOST. */
   ipcache(node?: string): IpcacheEntry[] {
@@ -478,10 +496,9 @@ export class NetpolEngine {
   identityOf(ip: string, node?: string): number {
     const h = hostPrefix(ip);
     if (!h) return ID.WORLD;
-    let best: IpcacheEntry | undefined;
-    for (const e of this.ipcache(node))
-      if (contains(e.prefix, h) && (!best || e.prefix.len > best.prefix.len)) best = e;
-    return best?.identity ?? (h.family === 6 ? ID.WORLD6 : ID.WORLD);
+    let index = this.ipcacheIndexMemo.get(node ?? '');
+    if (!index) this.ipcacheIndexMemo.set(node ?? '', (index = new IpcacheIndex(this.ipcache(node))));
+    return index.lookup(h) ?? (h.family === 6 ? ID.WORLD6 : ID.WORLD);
   }
 
   /** Loads a whole cluster (plain data) and flushes. */

@@ -33,6 +33,8 @@ export interface RuleSet {
   capped?(pod: Pod): boolean;
   /** Whether a networks peer holds every pod (then it admits capped pods too: one wildcard entry). */
   coversAllPods?(peer: Extract<Peer, { kind: 'cidr' }>): boolean;
+  /** The set as `local` meets it in `direction` (rulesAt), when the caller keeps it per pod. */
+  forLocal?(local: Pod, direction: Direction): RuleSet;
 }
 
 /**
@@ -89,6 +91,38 @@ function portMatches(
   });
 }
 
+/** Whether rule `r` is of `direction` and its subject selects `local`. */
+export function subjectMatches(r: Rule, local: Pod, direction: Direction, rs: RuleSet): boolean {
+  return (
+    r.direction === direction &&
+    namespaceMatches(r.subject.namespaces, local.namespace, rs.nsLabels(local.namespace)) &&
+    matchesSelector(r.subject.pods, local.labels)
+  );
+}
+
+const isolates = (i: Isolation, local: Pod, direction: Direction) =>
+  i.namespace === local.namespace &&
+  i.directions.includes(direction) &&
+  matchesSelector(i.subject, local.labels);
+
+/**
+ * The rule set as one pod in one direction meets it: only the rules whose subject selects the pod and
+ * the isolations that hold it, in their order. Evaluating with it gives exactly what evaluating with
+ * the whole set gives (each rule is checked for its subject first); callers that judge one pod many
+ * times (the CLI's probes) compute it once per pod and direction (RuleSet.forLocal).
+ */
+export function rulesAt(rs: RuleSet, local: Pod, direction: Direction): RuleSet {
+  const mine = (r: Rule) => subjectMatches(r, local, direction, rs);
+  return {
+    ...rs,
+    admin: rs.admin.filter(mine),
+    np: rs.np.filter(mine),
+    baseline: rs.baseline.filter(mine),
+    isolation: rs.isolation.filter((i) => isolates(i, local, direction)),
+    forLocal: undefined,
+  };
+}
+
 /** Whether rule `r` applies to this connection at `local` (subject, peers and ports), ignoring order. */
 export function ruleMatches(
   r: Rule,
@@ -99,12 +133,7 @@ export function ruleMatches(
   port: number,
   rs: RuleSet,
 ): boolean {
-  if (r.direction !== direction) return false;
-  if (
-    !namespaceMatches(r.subject.namespaces, local.namespace, rs.nsLabels(local.namespace)) ||
-    !matchesSelector(r.subject.pods, local.labels)
-  )
-    return false;
+  if (!subjectMatches(r, local, direction, rs)) return false;
   const capped =
     r.tier === 'np' &&
     remote.kind === 'pod' &&
@@ -147,12 +176,7 @@ export function evaluateDirection(
     return { verdict: r.action, tier: 'admin', ...describe(r) };
   }
   const extra = passedBy.length ? { passedBy } : {};
-  const isolating = rs.isolation.filter(
-    (i) =>
-      i.namespace === local.namespace &&
-      i.directions.includes(direction) &&
-      matchesSelector(i.subject, local.labels),
-  );
+  const isolating = rs.isolation.filter((i) => isolates(i, local, direction));
   if (isolating.length > 0) {
     const allow = rs.np.find((r) => ruleMatches(r, local, remote, direction, proto, port, rs));
     if (allow) return { verdict: 'allow', tier: 'networkpolicy', ...describe(allow), ...extra };
@@ -187,8 +211,11 @@ export function evaluateConnection(
   port: number,
 ): ConnectionVerdict {
   const out: ConnectionVerdict = { verdict: 'allow' };
-  if (from.kind === 'pod') out.egress = evaluateDirection(rs, from.pod, to, 'egress', proto, port);
-  if (to.kind === 'pod') out.ingress = evaluateDirection(rs, to.pod, from, 'ingress', proto, port);
+  const at = (pod: Pod, d: Direction) => rs.forLocal?.(pod, d) ?? rs;
+  if (from.kind === 'pod')
+    out.egress = evaluateDirection(at(from.pod, 'egress'), from.pod, to, 'egress', proto, port);
+  if (to.kind === 'pod')
+    out.ingress = evaluateDirection(at(to.pod, 'ingress'), to.pod, from, 'ingress', proto, port);
   if (out.egress?.verdict === 'deny' || out.ingress?.verdict === 'deny') out.verdict = 'deny';
   return out;
 }

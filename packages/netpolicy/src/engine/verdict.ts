@@ -3,7 +3,7 @@
 // direction. Used by the CLI's simulate/explain and as the middle leg of the differential tests.
 
 import type { NetpolEngine } from './engine.ts';
-import { evaluateConnection, type Remote, type RuleSet } from './evaluate.ts';
+import { evaluateConnection, type Remote, type RuleSet, rulesAt } from './evaluate.ts';
 import { ID } from './identities.ts';
 import type { MapStateEntry } from './mapstate.ts';
 import type { Pod } from './model.ts';
@@ -69,9 +69,8 @@ export function mapConnection(
   proto: number,
   port: number,
 ): MapConnection {
-  const owner = (ip: string) => [...engine.pods.values()].find((p) => p.ips.includes(ip));
-  const src = owner(fromIp);
-  const dst = owner(toIp);
+  const src = engine.podAt(fromIp);
+  const dst = engine.podAt(toIp);
   const out: MapConnection = { verdict: 'allow' };
   if (src) out.egress = mapDirection(engine, src, toIp, 'egress', proto, port);
   if (dst) out.ingress = mapDirection(engine, dst, fromIp, 'ingress', proto, port);
@@ -87,7 +86,42 @@ export function oracleConnection(
   proto: number,
   port: number,
 ) {
-  return evaluateConnection(ruleSetOf(engine), remoteOf(engine, fromIp), remoteOf(engine, toIp), proto, port);
+  return evaluateConnection(
+    probeRuleSet(engine),
+    remoteOf(engine, fromIp),
+    remoteOf(engine, toIp),
+    proto,
+    port,
+  );
+}
+
+/** Per engine state: the rule set with each pod's own part of it kept (rulesAt), by pod identity. */
+const probeSets = new WeakMap<object, { revision: number; rs: RuleSet }>();
+
+/**
+ * ruleSetOf with `forLocal`: a pod's rules are filtered once per pod identity (an identity that is not
+ * capped holds everything a subject reads: namespace, its labels, pod labels), so judging a pod costs its own
+ * rules, not the cluster's. Rebuilt when the rules or the population change.
+ */
+export function probeRuleSet(engine: NetpolEngine): RuleSet {
+  const known = probeSets.get(engine.rules);
+  if (known && known.revision === engine.populationRevision) return known.rs;
+  const base = ruleSetOf(engine);
+  const byLocal = new Map<string, RuleSet>();
+  const rs: RuleSet = {
+    ...base,
+    forLocal: (pod, d) => {
+      // a capped identity stands for several label sets: those pods are kept one by one
+      const id = engine.podIdentity.get(`${pod.namespace}/${pod.name}`);
+      const shared = id !== undefined && !engine.identities.get(id)?.capped;
+      const k = `${d}|${shared ? id : `pod:${pod.namespace}/${pod.name}`}`;
+      let at = byLocal.get(k);
+      if (!at) byLocal.set(k, (at = rulesAt(base, pod, d)));
+      return at;
+    },
+  };
+  probeSets.set(engine.rules, { revision: engine.populationRevision, rs });
+  return rs;
 }
 
 export function ruleSetOf(engine: NetpolEngine): RuleSet {
@@ -101,7 +135,9 @@ export function ruleSetOf(engine: NetpolEngine): RuleSet {
 }
 
 export function remoteOf(engine: NetpolEngine, ip: string): Remote {
-  for (const p of engine.pods.values()) if (p.ips.includes(ip)) return { kind: 'pod', pod: p, ip };
-  for (const n of engine.nodes.values()) if (n.ips.includes(ip)) return { kind: 'node', node: n, ip };
+  const pod = engine.podAt(ip);
+  if (pod) return { kind: 'pod', pod, ip };
+  const node = engine.nodeAt(ip);
+  if (node) return { kind: 'node', node, ip };
   return { kind: 'external', ip };
 }

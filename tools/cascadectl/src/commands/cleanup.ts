@@ -26,7 +26,7 @@ export const cleanupCommand: Command = {
     if (limitador !== undefined && !/^[a-z0-9-]{1,63}\/[a-z0-9.-]{1,253}$/.test(limitador))
       throw new UsageError(`--limitador: "${limitador.slice(0, 80)}" is not NAMESPACE/NAME`);
     const dry = values['dry-run'] === true;
-    const report = await cleanupCluster(clientFor(live), {
+    const report = await cleanupCluster(await clientFor(live), {
       releaseNamespace,
       ...(limitador ? { limitador } : {}),
       dry,

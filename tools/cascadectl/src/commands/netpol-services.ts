@@ -38,7 +38,7 @@ export function serviceDestination(
     return undefined;
   }
   const key = `${svc.namespace}/${svc.name}`;
-  const srcPod = [...engine.pods.values()].find((p) => p.ips.includes(src));
+  const srcPod = engine.podAt(src);
   const protoName = PROTO_NAMES[proto] ?? String(proto);
   const sp = svc.ports.find(
     (p) => p.protocol === protoName && (/^\d+$/.test(port) ? p.port === Number(port) : p.name === port),

@@ -1,6 +1,5 @@
 // cascadectl netpol simulate | explain | maps: network policy from YAML, through the same engine,
 // lowering and datapath lookup that the node agent uses.
-import { readFileSync } from 'node:fs';
 import {
   type Decision,
   mapConnection,
@@ -10,12 +9,14 @@ import {
   PROTO_NAMES,
   type ServiceCatalog,
 } from '@cascade/netpolicy';
-import { parse as parseYaml } from 'yaml';
 import { type Command, err, oneOf, out, table, UsageError } from '../cli.ts';
 import { hasInput, type LoadResult, loadManifests } from '../load.ts';
 import { buildNetpolWorld } from '../netpol-world.ts';
 import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
 import { serviceDestination } from './netpol-services.ts';
+import { forEachProbe, type Probe } from './probes-file.ts';
+
+export { forEachProbe, type Probe, protoNumber, readProbes } from './probes-file.ts';
 
 /** Like loadGatewayWorld: `preloaded` manifests' read and parse problems are the caller's to report. */
 export function loadNetpol(
@@ -36,14 +37,6 @@ export function loadNetpol(
   };
 }
 
-export function protoNumber(p: unknown): number {
-  const s = String(p ?? 'TCP').toUpperCase();
-  if (s in PROTO) return PROTO[s as keyof typeof PROTO];
-  if (/^\d+$/.test(s)) return Number(s);
-  if (s === 'ICMP') return 1;
-  throw new UsageError(`unknown protocol "${String(p)}" (TCP, UDP, SCTP, ICMP or a number)`);
-}
-
 export function resolveAddr(engine: NetpolEngine, x: string): string {
   if (/^[0-9.:a-fA-F]+$/.test(x) && (x.includes('.') || x.includes(':'))) return x;
   const pod = engine.pods.get(x);
@@ -52,8 +45,8 @@ export function resolveAddr(engine: NetpolEngine, x: string): string {
 }
 
 export const nameOf = (engine: NetpolEngine, ip: string) => {
-  for (const p of engine.pods.values()) if (p.ips.includes(ip)) return `${p.namespace}/${p.name}`;
-  return ip;
+  const p = engine.podAt(ip);
+  return p ? `${p.namespace}/${p.name}` : ip;
 };
 
 export function describeDecision(d: Decision | undefined) {
@@ -82,15 +75,55 @@ export interface ProbeResult {
   ingress?: ReturnType<typeof describeDecision>;
 }
 
+/**
+ * Decisions of one run's probes by what decides them, so that a probe costs the same whatever the
+ * size of the cluster: for two pods (neither address a node's) that is their identities (namespace,
+ * its labels, pod labels, named ports, ANP network prefixes: everything the rules read), whether they
+ * are the same pod, the protocol and the port. Capped identities (one id for several label sets) are
+ * never remembered. Bounded: cleared when it holds MAX entries. The engine must not change while a
+ * memo is in use (one per run of the command).
+ */
+export class ProbeMemo {
+  static readonly MAX = 200_000;
+  private readonly m = new Map<string, Omit<ProbeResult, 'from' | 'to'>>();
+  hits = 0;
+
+  keyOf(engine: NetpolEngine, src: string, dst: string, proto: number, port: number): string | undefined {
+    const a = engine.podAt(src);
+    const b = engine.podAt(dst);
+    if (!a || !b || engine.nodeAt(src) || engine.nodeAt(dst)) return undefined;
+    const ia = engine.podIdentity.get(`${a.namespace}/${a.name}`);
+    const ib = engine.podIdentity.get(`${b.namespace}/${b.name}`);
+    if (ia === undefined || ib === undefined) return undefined;
+    if (engine.identities.get(ia)?.capped || engine.identities.get(ib)?.capped) return undefined;
+    return `${ia}|${ib}|${a === b ? 1 : 0}|${proto}|${port}`;
+  }
+
+  get(key: string): Omit<ProbeResult, 'from' | 'to'> | undefined {
+    const r = this.m.get(key);
+    if (r) this.hits++;
+    return r;
+  }
+
+  set(key: string, r: Omit<ProbeResult, 'from' | 'to'>): void {
+    if (this.m.size >= ProbeMemo.MAX) this.m.clear();
+    this.m.set(key, r);
+  }
+}
+
 export function simulateProbe(
   engine: NetpolEngine,
   from: string,
   to: string,
   proto: number,
   port: number,
+  memo?: ProbeMemo,
 ): ProbeResult {
   const src = resolveAddr(engine, from);
   const dst = resolveAddr(engine, to);
+  const key = memo?.keyOf(engine, src, dst, proto, port);
+  const known = key === undefined ? undefined : memo!.get(key);
+  if (known) return { from, to, ...known };
   const viaMaps = mapConnection(engine, src, dst, proto, port);
   const direct = oracleConnection(engine, src, dst, proto, port);
   if (viaMaps.verdict !== direct.verdict)
@@ -106,14 +139,11 @@ export function simulateProbe(
   };
   if (direct.egress) r.egress = describeDecision(direct.egress);
   if (direct.ingress) r.ingress = describeDecision(direct.ingress);
+  if (key !== undefined) {
+    const { from: _f, to: _t, ...decided } = r;
+    memo!.set(key, decided);
+  }
   return r;
-}
-
-export interface Probe {
-  from: string;
-  to: string;
-  proto: number;
-  port: number | string;
 }
 
 /**
@@ -127,19 +157,20 @@ export function simulateProbes(
   to: string,
   proto: number,
   port: number | string,
+  memo?: ProbeMemo,
 ): ProbeResult[] {
   const src = resolveAddr(engine, from);
   const hop = serviceDestination(engine, services, src, to, proto, String(port));
   if (!hop) {
     const n = typeof port === 'number' ? port : portOf(engine, port, resolveAddr(engine, to), proto);
-    return [simulateProbe(engine, from, to, proto, n)];
+    return [simulateProbe(engine, from, to, proto, n, memo)];
   }
   if (!hop.backends.length) {
     const [addr, p] = [
       hop.frontend.slice(0, hop.frontend.lastIndexOf(':')),
       Number(hop.frontend.split(':').pop()),
     ];
-    const r = simulateProbe(engine, from, addr, proto, p);
+    const r = simulateProbe(engine, from, addr, proto, p, memo);
     const self = hop.note?.startsWith('the source');
     return [
       {
@@ -151,124 +182,10 @@ export function simulateProbes(
     ];
   }
   return hop.backends.map((b) => ({
-    ...simulateProbe(engine, from, b.addr, proto, b.port),
+    ...simulateProbe(engine, from, b.addr, proto, b.port, memo),
     to: b.name,
     service: { name: hop.service, frontend: hop.frontend, backend: `${b.addr}:${b.port}` },
   }));
-}
-
-/** A plain scalar the fast path reads as YAML would: a name, an address, a port number. */
-const PLAIN = /^[A-Za-z0-9][A-Za-z0-9_./:-]*$/;
-const YAML_SPECIAL =
-  /^(?:true|false|yes|no|on|off|null|~|\.inf|\.nan|0x.*|0o.*|[-+]?\d*\.\d*(?:e[-+]?\d+)?|\d+e[-+]?\d+)$/i;
-const PROBE_KEYS = new Set(['from', 'to', 'protocol', 'port']);
-
-/**
- * One `{from: a, to: b, protocol: TCP, port: 80}` line read without the YAML library when every
- * value is a plain name or number (what generators write); undefined for anything else (quotes,
- * nesting, other keys, scalars YAML would read as booleans or floats), which the YAML library reads.
- */
-function fastProbe(flow: string): Record<string, unknown> | undefined {
-  const o: Record<string, unknown> = {};
-  for (const part of flow.slice(1, -1).split(',')) {
-    const i = part.indexOf(':');
-    if (i < 0) return undefined;
-    const k = part.slice(0, i).trim();
-    const v = part.slice(i + 1).trim();
-    if (!PROBE_KEYS.has(k) || k in o || !PLAIN.test(v) || YAML_SPECIAL.test(v)) return undefined;
-    // a colon inside a value is YAML's business (`a:b` is a scalar, `a: b` a pair)
-    if (v.includes(': ') || v.endsWith(':')) return undefined;
-    o[k] = /^\d+$/.test(v) && v.length < 16 ? Number(v) : v;
-  }
-  return o;
-}
-
-/** The flow-style items of a one-item-per-line probes list, lazily; undefined when it is other YAML. */
-function flowItems(text: string): Iterable<unknown> | undefined {
-  // check the form first (no allocation per line): then items are parsed as they are consumed
-  for (let at = 0; at < text.length; ) {
-    let end = text.indexOf('\n', at);
-    if (end < 0) end = text.length;
-    let a = at;
-    let b = end;
-    while (a < b && (text[a] === ' ' || text[a] === '\t' || text[a] === '\r')) a++;
-    while (b > a && (text[b - 1] === ' ' || text[b - 1] === '\t' || text[b - 1] === '\r')) b--;
-    if (a < b && text[a] !== '#' && !(text.startsWith('- {', a) && text[b - 1] === '}')) return undefined;
-    at = end + 1;
-  }
-  return {
-    *[Symbol.iterator]() {
-      for (let at = 0; at < text.length; ) {
-        let end = text.indexOf('\n', at);
-        if (end < 0) end = text.length;
-        const l = text.slice(at, end).trim();
-        at = end + 1;
-        if (l === '' || l.startsWith('#')) continue;
-        const flow = l.slice(2);
-        yield fastProbe(flow) ?? parseYaml(flow);
-      }
-    },
-  };
-}
-
-function toProbe(p: unknown, i: number): Probe {
-  const o = p as Record<string, unknown>;
-  if (typeof o?.from !== 'string' || typeof o.to !== 'string')
-    throw new UsageError(`--probes item ${i + 1}: from and to are required`);
-  if (typeof o.port === 'string' && !/^\d+$/.test(o.port))
-    return { from: o.from, to: o.to, proto: protoNumber(o.protocol), port: o.port };
-  const port = Number(o.port ?? 0);
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new UsageError(`--probes item ${i + 1}: port must be 0..65535 or a port name`);
-  return { from: o.from, to: o.to, proto: protoNumber(o.protocol), port };
-}
-
-/** The items of a probes file: streamed when it is one flow-style item per line, else parsed whole. */
-function probeItems(path: string): Iterable<unknown> {
-  let text: string;
-  let items: Iterable<unknown> | undefined;
-  try {
-    text = readFileSync(path, 'utf8');
-    items = flowItems(text);
-    if (!items) {
-      const list = parseYaml(text) as unknown;
-      if (!Array.isArray(list))
-        throw new UsageError(`--probes ${path}: must be a YAML list of {from, to, protocol, port}`);
-      items = list;
-    }
-  } catch (e) {
-    if (e instanceof UsageError) throw e;
-    throw new UsageError(`--probes ${path}: ${(e as Error).message.split('\n')[0]}`);
-  }
-  return {
-    *[Symbol.iterator]() {
-      try {
-        yield* items;
-      } catch (e) {
-        if (e instanceof UsageError) throw e;
-        throw new UsageError(`--probes ${path}: ${(e as Error).message.split('\n')[0]}`);
-      }
-    },
-  };
-}
-
-/**
- * Calls `f` for each probe, streamed: every item is checked first (so nothing is written before a
- * bad item is reported), then read again as it is simulated. Memory is the file's text, not a list
- * of probes; plain `- {from: a, to: b, protocol: TCP, port: 80}` lines skip the YAML library.
- */
-export function forEachProbe(path: string, f: (p: Probe) => void): void {
-  const items = probeItems(path);
-  let i = 0;
-  for (const p of items) toProbe(p, i++);
-  i = 0;
-  for (const p of items) f(toProbe(p, i++));
-}
-
-export function readProbes(path: string): Probe[] {
-  const out: Probe[] = [];
-  forEachProbe(path, (p) => out.push(p));
-  return out;
 }
 
 /**
@@ -281,7 +198,7 @@ export function portOf(engine: NetpolEngine, text: string, dstIp: string, proto:
     if (n > 65535) throw new UsageError(`--port ${text}: out of range (0..65535)`);
     return n;
   }
-  const dst = [...engine.pods.values()].find((p) => p.ips.includes(dstIp));
+  const dst = engine.podAt(dstIp);
   const protoName = PROTO_NAMES[proto] ?? String(proto);
   const named = dst?.ports.filter((p) => p.name === text && p.protocol === protoName) ?? [];
   if (named.length === 1) return named[0]!.port;
@@ -332,7 +249,7 @@ export const simulateCommand: Command = {
   name: 'netpol simulate',
   summary: 'verdict per probe, or the truth table of every pod pair on every port in use',
   usage:
-    "cascadectl netpol simulate FILES... [--probes PROBES.yaml] [-n NS] [-l SELECTOR] [-o table|json]\n  (a probe's `to` may be a Service: svc:NS/NAME or its ClusterIP, answered per backend;\n   -n, -l: the truth table's rows and columns are the pods of that namespace, with matching labels)",
+    "cascadectl netpol simulate FILES... [--probes PROBES] [-n NS] [-l SELECTOR] [-o table|json]\n  (a probe's `to` may be a Service: svc:NS/NAME or its ClusterIP, answered per backend;\n   -n, -l: the truth table's rows and columns are the pods of that namespace, with matching labels)\n  PROBES is read as a stream, item by item, when it is a YAML list one item per line\n  (- {from: a, to: b, protocol: TCP, port: 80}) or in block style, a JSON array of objects, or JSON\n  lines; any other YAML is read whole, and refused over 1 MiB",
   options: {
     probes: { type: 'string' },
     output: { type: 'string', short: 'o' },
@@ -350,12 +267,13 @@ export const simulateCommand: Command = {
       // Each probe's result is turned into its output at once and dropped: memory per probe is its
       // output line (JSON items are written one by one), not its full decision.
       const probes = { forEach: (f: (p: Probe) => void) => forEachProbe(String(values.probes), f) };
+      const memo = new ProbeMemo();
       if (format === 'json') {
         // '[' goes out with the first result: every item is checked before (forEachProbe)
         let chunk: string[] = ['['];
         let n = 0;
         probes.forEach((p) => {
-          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port))
+          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port, memo))
             chunk.push(`${n++ ? ',' : ''}\n  ${JSON.stringify(r)}`);
           if (chunk.length >= 1000) {
             process.stdout.write(chunk.join(''));
@@ -370,7 +288,7 @@ export const simulateCommand: Command = {
             : '-';
         const rows: string[][] = [];
         probes.forEach((p) => {
-          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port))
+          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port, memo))
             rows.push([
               r.from,
               r.service ? `${r.to} (svc ${r.service.name} ${r.service.frontend})` : r.to,
