@@ -61,7 +61,7 @@ export function generateNetpolCluster(s: NetpolScale, seed = 7): Cluster {
       ports: [
         { name: 'http', port: 8080, protocol: 'TCP' },
         { name: 'metrics', port: 9090, protocol: 'TCP' },
-        ...(s.grpcPort ? [{ name: 'grpc', port: 50051, protocol: 'TCP' }] : []),
+        ...(s.grpcPort ? [{ name: 'grpc', port: 50051, protocol: 'TCP' as const }] : []),
       ],
     });
   }

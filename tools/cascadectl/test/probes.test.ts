@@ -137,10 +137,12 @@ describe('the probe memo', () => {
           const e = NetpolEngine.fromCluster(cluster, foreignIdentityCap ? { foreignIdentityCap } : {});
           const memo = new ProbeMemo();
           // every probe twice, and between the pods of the cluster in both orders
-          for (const p of [...probes, ...probes])
-            expect(simulateProbe(e, p.from, p.to, p.proto, p.port, memo)).toEqual(
-              simulateProbe(e, p.from, p.to, p.proto, p.port),
-            );
+          for (const p of [...probes, ...probes]) {
+            const r = simulateProbe(e, p.from, p.to, p.proto, p.port, memo);
+            expect(r).toEqual(simulateProbe(e, p.from, p.to, p.proto, p.port));
+            // the JSON written from the remembered text is the result's own
+            expect(memo.json(r)).toBe(JSON.stringify(r));
+          }
           hits += memo.hits;
         },
       ),

@@ -1,11 +1,13 @@
 // cascadectl at scale: `netpol simulate --probes` with many explicit probes (time and peak memory of
-// a separate cascadectl process, output to /dev/null), on the example cluster; `graph` and `report`
+// a separate cascadectl process, output to /dev/null), on the example cluster and on issue 30's
+// 500-pod input (cli-probes.ts: start-up, every probes-file form, the truth table); `graph` and `report`
 // on 1,000 routes (time, picture height with and without collapsing, page size).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { probeFigures } from '../cli-probes.ts';
 import type { Figure } from '../report.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
@@ -59,6 +61,7 @@ export async function run(): Promise<Figure[]> {
         );
       }
     }
+    figures.push(...probeFigures(dir));
     figures.push(...(await pictures(dir)));
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -85,29 +85,48 @@ export interface ProbeResult {
  */
 export class ProbeMemo {
   static readonly MAX = 200_000;
-  private readonly m = new Map<string, Omit<ProbeResult, 'from' | 'to'>>();
+  private readonly m = new Map<string, { decided: Omit<ProbeResult, 'from' | 'to'>; tail: string }>();
+  /** address -> its pod and identity when probes from or to it may be remembered, else null */
+  private readonly addrs = new Map<string, { pod: object; id: number } | null>();
   hits = 0;
+  /** The last result simulateProbe returned with the memo, and its JSON after `"to":...,` */
+  last?: { result: ProbeResult; tail: string };
 
-  keyOf(engine: NetpolEngine, src: string, dst: string, proto: number, port: number): string | undefined {
-    const a = engine.podAt(src);
-    const b = engine.podAt(dst);
-    if (!a || !b || engine.nodeAt(src) || engine.nodeAt(dst)) return undefined;
-    const ia = engine.podIdentity.get(`${a.namespace}/${a.name}`);
-    const ib = engine.podIdentity.get(`${b.namespace}/${b.name}`);
-    if (ia === undefined || ib === undefined) return undefined;
-    if (engine.identities.get(ia)?.capped || engine.identities.get(ib)?.capped) return undefined;
-    return `${ia}|${ib}|${a === b ? 1 : 0}|${proto}|${port}`;
+  private addr(engine: NetpolEngine, ip: string): { pod: object; id: number } | null {
+    let a = this.addrs.get(ip);
+    if (a !== undefined) return a;
+    const pod = engine.podAt(ip);
+    const id = pod && !engine.nodeAt(ip) ? engine.podIdentity.get(`${pod.namespace}/${pod.name}`) : undefined;
+    a = pod && id !== undefined && !engine.identities.get(id)?.capped ? { pod, id } : null;
+    if (this.addrs.size >= ProbeMemo.MAX) this.addrs.clear();
+    this.addrs.set(ip, a);
+    return a;
   }
 
-  get(key: string): Omit<ProbeResult, 'from' | 'to'> | undefined {
+  keyOf(engine: NetpolEngine, src: string, dst: string, proto: number, port: number): string | undefined {
+    const a = this.addr(engine, src);
+    const b = a && this.addr(engine, dst);
+    if (!a || !b) return undefined;
+    return `${a.id}|${b.id}|${a.pod === b.pod ? 1 : 0}|${proto}|${port}`;
+  }
+
+  get(key: string): { decided: Omit<ProbeResult, 'from' | 'to'>; tail: string } | undefined {
     const r = this.m.get(key);
     if (r) this.hits++;
     return r;
   }
 
-  set(key: string, r: Omit<ProbeResult, 'from' | 'to'>): void {
+  set(key: string, decided: Omit<ProbeResult, 'from' | 'to'>): string {
     if (this.m.size >= ProbeMemo.MAX) this.m.clear();
-    this.m.set(key, r);
+    const tail = JSON.stringify(decided).slice(1);
+    this.m.set(key, { decided, tail });
+    return tail;
+  }
+
+  /** `r` as JSON: from the remembered text when it is the result simulateProbe just gave. */
+  json(r: ProbeResult): string {
+    if (this.last?.result !== r) return JSON.stringify(r);
+    return `{"from":${JSON.stringify(r.from)},"to":${JSON.stringify(r.to)},${this.last.tail}`;
   }
 }
 
@@ -123,7 +142,11 @@ export function simulateProbe(
   const dst = resolveAddr(engine, to);
   const key = memo?.keyOf(engine, src, dst, proto, port);
   const known = key === undefined ? undefined : memo!.get(key);
-  if (known) return { from, to, ...known };
+  if (known) {
+    const result = { from, to, ...known.decided };
+    memo!.last = { result, tail: known.tail };
+    return result;
+  }
   const viaMaps = mapConnection(engine, src, dst, proto, port);
   const direct = oracleConnection(engine, src, dst, proto, port);
   if (viaMaps.verdict !== direct.verdict)
@@ -141,7 +164,7 @@ export function simulateProbe(
   if (direct.ingress) r.ingress = describeDecision(direct.ingress);
   if (key !== undefined) {
     const { from: _f, to: _t, ...decided } = r;
-    memo!.set(key, decided);
+    memo!.last = { result: r, tail: memo!.set(key, decided) };
   }
   return r;
 }
@@ -274,7 +297,7 @@ export const simulateCommand: Command = {
         let n = 0;
         probes.forEach((p) => {
           for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port, memo))
-            chunk.push(`${n++ ? ',' : ''}\n  ${JSON.stringify(r)}`);
+            chunk.push(`${n++ ? ',' : ''}\n  ${memo.json(r)}`);
           if (chunk.length >= 1000) {
             process.stdout.write(chunk.join(''));
             chunk = [];

@@ -44,8 +44,16 @@ const PROBE_KEYS = new Set(['from', 'to', 'protocol', 'port']);
  * nesting, other keys, scalars YAML would read as booleans or floats), which the YAML library reads.
  */
 function fastProbe(flow: string): Record<string, unknown> | undefined {
+  // what generators write, keys in this order: one match (then the values are checked as below)
+  const m = CANONICAL.exec(flow);
+  if (m) {
+    const [, from, to, protocol, port] = m as unknown as [string, string, string, string, string];
+    if (!to.endsWith(':') && [from, to, protocol, port].every((v) => PLAIN.test(v) && !YAML_SPECIAL.test(v)))
+      return { from, to, protocol, port: /^\d+$/.test(port) && port.length < 16 ? Number(port) : port };
+  }
   return plainPairs(flow.slice(1, -1).split(','));
 }
+const CANONICAL = /^\{ ?from: ([^\s,:{}]+), to: ([^\s,{}]+), protocol: ([^\s,:{}]+), port: ([^\s,:{}]+) ?\}$/;
 
 /** `key: value` parts whose values are all plain (see fastProbe), as an object; else undefined. */
 function plainPairs(parts: string[]): Record<string, unknown> | undefined {

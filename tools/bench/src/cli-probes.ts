@@ -1,0 +1,105 @@
+// `netpol simulate` on issue 30's input (500 pods, 100 NetworkPolicies, 20 ANPs, 1 BANP, 3 named
+// ports per pod), run as a user runs it: a separate `cascadectl` process (the bin, which runs the
+// bundle), wall time from spawn to exit, output discarded, peak RSS reported by the process. Start-up
+// is timed on --help and on one probe (cold: an empty parse cache; warm: the second run).
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { clusterManifests, type ProbeForm, probesCluster, probesFile } from './netpol-manifests.ts';
+import type { Figure } from './report.ts';
+
+const BIN = resolve(import.meta.dirname, '../../cascadectl/bin/cascadectl.js');
+const INPUT =
+  '500 pods, 25 namespaces, 100 NetworkPolicies, 20 ANPs x 10 rules, 1 BANP, 3 named ports per pod';
+
+/** Runs the bin with `args`; wall ms (spawn to exit) and the process's own peak RSS (MiB). */
+function timed(args: string[], env: NodeJS.ProcessEnv): { ms: number; rss: number; code: number | null } {
+  const wrapper = `process.on('exit', () => process.stderr.write('\\n@@' + process.resourceUsage().maxRSS));
+process.argv = [process.argv[0], ${JSON.stringify(BIN)}, ...${JSON.stringify(args)}];
+await import(${JSON.stringify(BIN)});`;
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', wrapper], {
+    encoding: 'utf8',
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    maxBuffer: 1 << 26,
+  });
+  const ms = performance.now() - t0;
+  const rss = Number(/@@(\d+)/.exec(r.stderr)?.[1] ?? Number.NaN) / 1024;
+  if (r.status !== 0)
+    throw new Error(`cascadectl ${args.join(' ')}: exit ${r.status}: ${r.stderr.slice(0, 400)}`);
+  return { ms, rss, code: r.status };
+}
+
+export function probeFigures(dir: string): Figure[] {
+  const figures: Figure[] = [];
+  const fig = (name: string, value: number, unit: string, input: string, target?: string) =>
+    figures.push({ suite: 'cli', name, value, unit, input, ...(target ? { target } : {}) });
+  const c = probesCluster();
+  const cluster = join(dir, 'p500');
+  mkdirSync(cluster, { recursive: true });
+  writeFileSync(join(cluster, 'cluster.yaml'), clusterManifests(c));
+  const cache = join(dir, 'cache');
+  const env = { ...process.env, XDG_CACHE_HOME: cache };
+  const file = (n: number, form: ProbeForm) => {
+    const f = join(dir, `probes-${n}-${form}`);
+    writeFileSync(f, probesFile(c, n, form));
+    return f;
+  };
+  const one = file(1, 'yaml-lines');
+  const best = (args: string[], runs: number) => {
+    const all = Array.from({ length: runs }, () => timed(args, env));
+    return all.sort((a, b) => a.ms - b.ms)[0]!;
+  };
+  fig(
+    'start-up: cascadectl --help',
+    best(['--help'], 5).ms,
+    'ms',
+    'wall time of the process, fastest of 5',
+    '<= 300 ms',
+  );
+  rmSync(cache, { recursive: true, force: true });
+  const cold = timed(['netpol', 'simulate', cluster, '--probes', one], env);
+  fig(
+    'start-up: netpol simulate, 1 probe, cold',
+    cold.ms,
+    'ms',
+    `${INPUT}; the 350 KiB snapshot parsed from YAML`,
+  );
+  fig(
+    'start-up: netpol simulate, 1 probe, warm',
+    best(['netpol', 'simulate', cluster, '--probes', one], 5).ms,
+    'ms',
+    `${INPUT}; the snapshot's parse cached; fastest of 5`,
+    '<= 300 ms',
+  );
+  for (const [n, runs, forms] of [
+    [50_000, 3, ['yaml-lines', 'yaml-block', 'json-array', 'json-lines']],
+    [750_000, 1, ['yaml-lines', 'json-array']],
+  ] as const) {
+    for (const form of forms) {
+      const f = file(n, form);
+      const r = best(['netpol', 'simulate', cluster, '--probes', f, '-o', 'json'], runs);
+      const input = `${n.toLocaleString('en')} probes (${form}), ${INPUT}; -o json to /dev/null, ${runs > 1 ? `fastest of ${runs}` : 'one run'}`;
+      fig(`netpol simulate --probes ${n.toLocaleString('en')} (${form}): time`, r.ms, 'ms', input);
+      fig(`netpol simulate --probes ${n.toLocaleString('en')} (${form}): peak RSS`, r.rss, 'MiB', input);
+      rmSync(f);
+    }
+  }
+  const table = timed(['netpol', 'simulate', cluster, '-o', 'json'], env);
+  fig('netpol simulate truth table: time', table.ms, 'ms', `${INPUT}; every pod pair on every port in use`);
+  fig(
+    'netpol simulate truth table: peak RSS',
+    table.rss,
+    'MiB',
+    `${INPUT}; every pod pair on every port in use`,
+  );
+  // policy-assistant is not served by this machine's Go module proxy: its figures on this input
+  // are the ones issue 30 reports, measured elsewhere (no ratio is computed from them here)
+  const peer =
+    'policy-assistant walkthrough mode, as issue 30 reports it (measured elsewhere, not in this run)';
+  fig('peer (reported): policy-assistant, 50,000 probes', 3160, 'ms', peer);
+  fig('peer (reported): policy-assistant, 750,000 probes', 42_600, 'ms', peer);
+  fig('peer (reported): policy-assistant, truth table', 44_200, 'ms', peer);
+  return figures;
+}
