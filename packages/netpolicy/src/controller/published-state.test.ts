@@ -115,7 +115,7 @@ describe('PublishedState', () => {
     expect(npCondition(state).status).toBe('True');
   });
 
-  it('a NetworkPolicy change rebuilds and analyses only its namespace', () => {
+  it('a NetworkPolicy change rebuilds and analyses only its namespace; an ANP change, what its subject selects', () => {
     const { engine, state, tick } = setup();
     engine.upsertPod(pod('dev', 'toy', { app: 'toy' }, '10.0.0.4'));
     engine.flush();
@@ -149,10 +149,15 @@ describe('PublishedState', () => {
     expect(state.effectives.get(dev[0])).toBe(devNow);
     expect(v.analysisDueInMs).toBeUndefined();
     expect(npCondition(state).status).toBe('True');
-    // an admin policy change still rebuilds everything
+    // an admin policy change rebuilds the objects its subject selects (shop's), not dev's
+    const devBefore = state.effectives.get(dev[0]);
     engine.removePolicy('AdminNetworkPolicy/dev-never-reaches-shop');
     engine.flush();
-    expect(state.update(engine).changed).toBeUndefined();
+    const w = state.update(engine);
+    expect(w.changed?.sort()).toEqual(shop.map(([k]) => k).sort());
+    expect(state.effectives.get(dev[0])).toBe(devBefore);
+    for (const [k] of shop)
+      expect(state.effectives.get(k)!.ingress.some((r) => r.tier === 'admin')).toBe(false);
   });
 
   it('equals a fresh computation after any changes (analysis due)', () => {

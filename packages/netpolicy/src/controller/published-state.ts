@@ -6,17 +6,21 @@
 // (namespace, namespace labels, pod labels): pod churn inside existing pod identities, the common
 // event, recomputes nothing. A label set that appears or goes (a rollout) builds or drops its own
 // object and moves the counts of the policies selecting it; the others are rebuilt only when a peer
-// starts or stops selecting any pod. A change of policies whose rules apply only in their own
-// namespace (NetworkPolicies: a tenant's edit, the common policy change) rebuilds only the objects of
-// those namespaces; any other policy change rebuilds everything. The exact analyses of the cluster as
+// starts or stops selecting any pod. A policy change rebuilds only the objects it can reach: those of
+// the namespaces of a NetworkPolicy (a tenant's edit, the common policy change), and those of the
+// label sets an admin or baseline policy's subjects select, before or after the edit (an ANP whose
+// subject is 5% of the namespaces rebuilds 5% of the objects). The exact analyses of the cluster as
 // it is (NetworkPolicy rules made dead by admin rules, entry budgets per node) read every pod's
-// addresses: they run at once when a policy changes (for those namespaces only, after a NetworkPolicy
-// change with the pods as last analysed), and at most once per `analysisIntervalMs` when only pods,
-// nodes or namespaces change.
+// addresses: they run at once when a policy changes (for the namespaces it reaches only, with the pods
+// as last analysed: a NetworkPolicy rule is dead or live by the rules whose subjects are its own
+// namespace's pods), and at most once per `analysisIntervalMs` when only pods, nodes or namespaces
+// change.
+import { matchesSelector } from '@cascade/core';
 import { DEFAULT_NAMESPACE_ENTRY_BUDGET } from '../engine/budget.ts';
 import type { NetpolEngine } from '../engine/engine.ts';
 import { type LintFinding, lintPopulation, lintStructure } from '../engine/lint.ts';
-import type { BuiltPolicy } from '../engine/rules.ts';
+import type { BuiltPolicy, SubjectMatch } from '../engine/rules.ts';
+import { namespaceMatches } from '../engine/selection.ts';
 import {
   EffectiveBuilder,
   effectiveKey,
@@ -26,6 +30,14 @@ import {
   PeerWitnesses,
 } from './published.ts';
 import { networkPolicyConditions, type PolicyCondition, SelectingCounts } from './published-conditions.ts';
+
+/** The policies that changed, and whether a label set's object can change with them. */
+interface PolicyScope {
+  keys: string[];
+  /** The namespaces of the NetworkPolicies among them. */
+  namespaces: Set<string>;
+  affects: (s: LabelSet) => boolean;
+}
 
 /** Default pause between two exact analyses when only pods change. */
 export const DEFAULT_ANALYSIS_INTERVAL_MS = 30_000;
@@ -91,29 +103,44 @@ export class PublishedState {
   }
 
   /**
-   * The policies changed since the last build and the namespaces their rules apply in (old and new
-   * rules), or undefined when a changed policy applies beyond its own namespace (admin tiers).
+   * The policies changed since the last build and what they can reach: the namespaces of the
+   * NetworkPolicies among them, and the subjects of the others' rules, old and new (an admin policy's
+   * rules appear only on the objects of label sets its subjects select, so an edit of an ANP whose
+   * subject is 5% of the namespaces rebuilds 5% of the objects). Undefined when a policy's rules
+   * cannot be placed that way.
    */
-  private changedPolicies(engine: NetpolEngine): { keys: string[]; namespaces: Set<string> } | undefined {
+  private changedPolicies(engine: NetpolEngine): PolicyScope | undefined {
     const namespaces = new Set<string>();
-    const local = (b: BuiltPolicy | undefined) => {
+    const subjects = new Set<SubjectMatch>();
+    const place = (b: BuiltPolicy | undefined) => {
       if (b?.isolation) namespaces.add(b.isolation.namespace);
       for (const r of b?.rules ?? []) {
-        if (r.tier !== 'np' || !('name' in r.subject.namespaces)) return false;
-        namespaces.add(r.subject.namespaces.name);
+        if (r.tier === 'np' && 'name' in r.subject.namespaces) namespaces.add(r.subject.namespaces.name);
+        else subjects.add(r.subject);
       }
-      return true;
     };
     const keys: string[] = [];
     for (const [k, { built }] of engine.policies) if (this.built.get(k) !== built) keys.push(k);
     for (const k of this.built.keys()) if (!engine.policies.has(k)) keys.push(k);
-    for (const k of keys)
-      if (!local(this.built.get(k)) || !local(engine.policies.get(k)?.built)) return undefined;
-    return { keys, namespaces };
+    for (const k of keys) {
+      place(this.built.get(k));
+      place(engine.policies.get(k)?.built);
+    }
+    const list = [...subjects];
+    return {
+      keys,
+      namespaces,
+      affects: (s) =>
+        namespaces.has(s.namespace) ||
+        list.some(
+          (sub) =>
+            namespaceMatches(sub.namespaces, s.namespace, s.nsLabels) && matchesSelector(sub.pods, s.labels),
+        ),
+    };
   }
 
-  /** Only policies local to `namespaces` changed: rebuilds their objects; returns those objects. */
-  private rescope(engine: NetpolEngine, keys: string[], namespaces: Set<string>): string[] {
+  /** Only the label sets `scope` affects can change: rebuilds their objects; returns those objects. */
+  private rescope(engine: NetpolEngine, { keys, namespaces, affects }: PolicyScope): string[] {
     this.policyRevision = engine.policyRevision;
     this.built = builtPolicies(engine);
     if (this.unanalysed !== 'all') for (const ns of namespaces) this.unanalysed.add(ns);
@@ -123,10 +150,12 @@ export class PublishedState {
     this.selecting!.refresh(engine, keys, [...this.sets.values()]);
     const changed: string[] = [];
     for (const s of this.sets.values())
-      if (namespaces.has(s.namespace)) {
+      if (affects(s)) {
         const key = effectiveKey(s);
         this.effectives.set(key, this.builder.build(s));
         changed.push(key);
+        // a NetworkPolicy rule is dead or live by the rules of its own namespace's pods: theirs to redo
+        if (this.unanalysed !== 'all') this.unanalysed.add(s.namespace);
       }
     return changed;
   }
@@ -202,7 +231,9 @@ export class PublishedState {
       if (full || !this.builder || (engine.policyRevision !== this.policyRevision && !policies)) {
         this.rebuild(engine);
       } else {
-        const changed = new Set(policies ? this.rescope(engine, policies.keys, policies.namespaces) : []);
+        const changed = new Set(policies ? this.rescope(engine, policies) : []);
+        // identities moved (an ANP's networks split them differently): the analysis runs whole
+        if (podIds !== this.podIds) this.unanalysed = 'all';
         const patched = podIds === this.podIds ? [] : this.patch(engine);
         out.changed = patched && [...new Set([...changed, ...patched])];
       }

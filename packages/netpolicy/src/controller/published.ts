@@ -11,7 +11,7 @@ import type { LabelSelector } from '@cascade/core';
 import { effectiveSummary, matchesSelector } from '@cascade/core';
 import type { NetpolEngine } from '../engine/engine.ts';
 import { PROTO_NAMES } from '../engine/ports.ts';
-import type { Isolation, NamespaceMatch, Peer, PortMatch, Rule } from '../engine/rules.ts';
+import type { Isolation, NamespaceMatch, Peer, PortMatch, Rule, SubjectMatch } from '../engine/rules.ts';
 import { namespaceMatches } from '../engine/selection.ts';
 
 /** Rules listed per direction at most (a bigger list is cut and says so). */
@@ -210,22 +210,40 @@ function find(p: Peer, sets: ReadonlyMap<string, LabelSet>): string | undefined 
  * makes a new builder). A rule is published once and shared by every object that lists it.
  */
 export class EffectiveBuilder {
-  private readonly engine: NetpolEngine;
   private readonly none: (p: Peer) => boolean;
   private readonly npByNs = new Map<string, Rule[]>();
   private readonly isolations: Isolation[];
   private readonly published = new Map<Rule, PublishedRule>();
   /** Rules with a peer in their own namespace that selects no pod: their copy per namespace. */
   private readonly publishedIn = new Map<Rule, Map<string, PublishedRule>>();
+  /**
+   * The admin and baseline rules by subject (a policy's rules share theirs), each with its place in
+   * its tier's order: a build matches every subject once and takes the rules of those that match,
+   * instead of walking every rule of the tier for every label set.
+   */
+  private readonly bySubject: Record<
+    'admin' | 'baseline',
+    { subject: SubjectMatch; rules: [number, Rule][] }[]
+  >;
 
   constructor(engine: NetpolEngine, none: (p: Peer) => boolean) {
-    this.engine = engine;
     this.none = none;
+    const group = (rules: Rule[]) => {
+      const m = new Map<SubjectMatch, [number, Rule][]>();
+      rules.forEach((r, i) => {
+        let l = m.get(r.subject);
+        if (!l) m.set(r.subject, (l = []));
+        l.push([i, r]);
+      });
+      return [...m].map(([subject, rules]) => ({ subject, rules }));
+    };
+    this.bySubject = { admin: group(engine.rules.admin), baseline: group(engine.rules.baseline) };
     // NetworkPolicy rules have no order among themselves (their allows add up), and the engine keeps
     // them in the order the policies arrived: sorted here by policy and rule, so that a controller
     // that listed them in another order (a restart, a new leader) publishes the same objects.
+    const policy = new Map(engine.rules.np.map((r) => [r, policyOf(r)]));
     const byPolicy = (a: Rule, b: Rule) => {
-      const [pa, pb] = [policyOf(a), policyOf(b)];
+      const [pa, pb] = [policy.get(a)!, policy.get(b)!];
       if (pa !== pb) return pa < pb ? -1 : 1;
       if (a.direction !== b.direction) return a.direction < b.direction ? -1 : 1;
       return a.source.index - b.source.index;
@@ -279,7 +297,7 @@ export class EffectiveBuilder {
   build(s: LabelSet): NetworkEffective {
     // rules of one policy share their subject: each distinct subject is matched once per label set
     const seen = new Map<unknown, boolean>();
-    const subject = (r: Rule) => {
+    const subject = (r: { subject: SubjectMatch }) => {
       let v = seen.get(r.subject);
       if (v === undefined) {
         v =
@@ -289,7 +307,14 @@ export class EffectiveBuilder {
       }
       return v;
     };
-    const { rules } = this.engine;
+    // the tier's rules whose subject selects this label set, in the tier's order
+    const tier = (t: 'admin' | 'baseline'): Rule[] => {
+      const picked: [number, Rule][] = [];
+      for (const g of this.bySubject[t]) if (subject(g)) for (const x of g.rules) picked.push(x);
+      return picked.sort((a, b) => a[0] - b[0]).map((x) => x[1]);
+    };
+    const admin = tier('admin');
+    const baseline = tier('baseline');
     const npRules = [...(this.npByNs.get(s.namespace) ?? []), ...(this.npByNs.get('*') ?? [])];
     const e: NetworkEffective = {
       namespace: s.namespace,
@@ -302,14 +327,12 @@ export class EffectiveBuilder {
     const sources = new Map<string, { kind: string; namespace: string; name: string }>();
     for (const d of ['ingress', 'egress'] as const) {
       const list: PublishedRule[] = [];
-      for (const r of rules.admin)
-        if (r.direction === d && subject(r)) list.push(this.publish(r, s.namespace));
+      for (const r of admin) if (r.direction === d) list.push(this.publish(r, s.namespace));
       for (const r of npRules) if (r.direction === d && subject(r)) list.push(this.publish(r, s.namespace));
       for (const i of this.isolations)
         if (i.namespace === s.namespace && i.directions.includes(d) && matchesSelector(i.subject, s.labels))
           list.push(isolationRule(i, d));
-      for (const r of rules.baseline)
-        if (r.direction === d && subject(r)) list.push(this.publish(r, s.namespace));
+      for (const r of baseline) if (r.direction === d) list.push(this.publish(r, s.namespace));
       for (const r of list) {
         const [kind, ...rest] = r.policy.split('/');
         const name = rest.pop()!;

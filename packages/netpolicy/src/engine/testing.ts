@@ -173,6 +173,28 @@ const cnp = fc.record({
   egress: fc.option(fc.array(cnpRule(true), { maxLength: 2 }), { nil: undefined }),
 });
 
+/**
+ * One admin-tier policy (ANP, BANP or CNP) named from a small set, so that a sequence of them edits
+ * the same objects: their subjects, rules and priorities change, and some are removed.
+ */
+export const adminPolicyArb: fc.Arbitrary<NetPolicyObject> = fc.oneof(
+  fc.record({ name: fc.constantFrom('a0', 'a1'), spec: anp }).map((x) => ({
+    kind: 'AdminNetworkPolicy' as const,
+    name: x.name,
+    spec: strip(x.spec),
+  })),
+  fc.record({ spec: banp }).map((x) => ({
+    kind: 'BaselineAdminNetworkPolicy' as const,
+    name: 'default',
+    spec: strip(x.spec),
+  })),
+  fc.record({ name: fc.constantFrom('c0', 'c1'), spec: cnp }).map((x) => ({
+    kind: 'ClusterNetworkPolicy' as const,
+    name: x.name,
+    spec: strip(x.spec),
+  })),
+);
+
 const pod = fc.record({
   ns: fc.constantFrom('alpha', 'beta', 'gamma'),
   app: fc.constantFrom('web', 'db', 'api'),
