@@ -89,18 +89,22 @@ export async function stageFigures(
     const dps = [];
     for (const [i, [name, defs, prog, p]] of BUILDS.entries()) {
       const obj = join(dir, `${i}.o`);
-      execFileSync('clang', [
-        '-O2',
-        '-g',
-        '-target',
-        'bpf',
-        `-I${inc}`,
-        ...defs.map((d) => `-D${d}`),
-        '-c',
-        ARTIFACTS.source,
-        '-o',
-        obj,
-      ]);
+      execFileSync(
+        'clang',
+        [
+          '-O2',
+          '-g',
+          '-target',
+          'bpf',
+          `-I${inc}`,
+          ...defs.map((d) => `-D${d}`),
+          '-c',
+          ARTIFACTS.source,
+          '-o',
+          obj,
+        ],
+        { stdio: 'pipe' },
+      );
       const d = await freshDatapath(undefined, obj);
       loaded.push(d);
       await d.dp.sync(state);
