@@ -1,6 +1,7 @@
 import { EP_FLAGS } from '@cascade/bpf-datapath';
+import { datapathState, NetpolEngine } from '@cascade/netpolicy';
 import { describe, expect, it } from 'vitest';
-import { type LiveState, mapsDrift } from '../src/commands/netpol-drift.ts';
+import { hostAddress, type LiveState, mapsDrift } from '../src/commands/netpol-drift.ts';
 
 const model = {
   ipcache: [
@@ -65,5 +66,40 @@ describe('netpol maps --node: drift between the model and the kernel', () => {
     expect(mapsDrift(model, live({ endpoints: [] }))[0]).toMatch(
       /^endpoint 10\.0\.0\.1: the model has it, the kernel does not/,
     );
+  });
+
+  it('reads the host prefixes the model really writes (with their length) as host addresses', () => {
+    const engine = NetpolEngine.fromCluster({
+      namespaces: [{ name: 'shop', labels: {} }],
+      nodes: [{ name: 'n1', labels: {}, ips: ['192.0.2.2'] }],
+      pods: [
+        {
+          namespace: 'shop',
+          name: 'web',
+          labels: { app: 'web' },
+          ips: ['10.244.0.5', 'fd00::5'],
+          node: 'n1',
+          ports: [],
+        },
+      ],
+      policies: [],
+    });
+    const m = datapathState(engine, 'n1');
+    expect(m.ipcache.some((i) => i.prefix === '10.244.0.5/32')).toBe(true);
+    const kernel = live({
+      endpoints: [],
+      hosts: [
+        { address: '10.244.0.5', identity: 300 },
+        { address: 'fd00::5', identity: 300 },
+        { address: '192.0.2.2', identity: 1 },
+      ],
+      services: [],
+    });
+    expect(mapsDrift({ ...m, endpoints: [], services: [] }, kernel)).toEqual([]);
+    expect(
+      mapsDrift({ ...m, endpoints: [], services: [] }, { ...kernel, hosts: kernel.hosts.slice(1) }),
+    ).toEqual(['host 10.244.0.5: the model knows it, the kernel does not']);
+    expect(hostAddress('10.0.0.0/8')).toBeUndefined();
+    expect(hostAddress('fd00::1/128')).toBe('fd00::1');
   });
 });

@@ -13,6 +13,18 @@ export interface LiveState {
 }
 
 const norm = (ip: string) => formatAddr16(addr16(ip));
+
+/**
+ * The address of a host prefix (`10.0.0.1`, `10.0.0.1/32`, `fd00::1/128`: what the kernel keeps in its
+ * exact host table), undefined for a shorter prefix (the CIDR trie). The model writes host prefixes
+ * with their length; comparing only those without one left the model's side empty, and every
+ * address the kernel held was reported stale (15 lines on the real node, found in issue 28's e2e).
+ */
+export function hostAddress(prefix: string): string | undefined {
+  const [a, len] = prefix.split('/');
+  if (len === undefined) return a;
+  return len === (a!.includes(':') ? '128' : '32') ? a : undefined;
+}
 const hostPort = (addr: string, port: number) => `${addr.includes(':') ? `[${addr}]` : addr}:${port}`;
 const flagsText = (f: number) =>
   [
@@ -46,7 +58,12 @@ export function mapsDrift(model: DesiredState, live: LiveState, max = 20): strin
   for (const a of have.keys())
     if (!want.has(a)) ep.push(`endpoint ${a}: in the kernel, not in the model (stale)`);
   capped(ep, 'endpoints');
-  const wantHosts = new Set(model.ipcache.filter((i) => !i.prefix.includes('/')).map((i) => norm(i.prefix)));
+  const wantHosts = new Set(
+    model.ipcache.flatMap((i) => {
+      const a = hostAddress(i.prefix);
+      return a === undefined ? [] : [norm(a)];
+    }),
+  );
   const haveHosts = new Set(live.hosts.map((h) => norm(h.address)));
   capped(
     [...wantHosts]
