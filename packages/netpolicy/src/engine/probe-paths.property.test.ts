@@ -3,10 +3,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { contains, hostPrefix } from './cidr.ts';
-import { NetpolEngine } from './engine.ts';
+import type { NetpolEngine } from './engine.ts';
 import { evaluateConnection } from './evaluate.ts';
 import { ID } from './identities.ts';
-import { clusterArb, probesFor, TEST_NODES } from './testing.ts';
+import { engineFor, probedClusterArb, TEST_NODES } from './testing.ts';
 import { oracleConnection, remoteOf, ruleSetOf } from './verdict.ts';
 
 function scanIdentity(e: NetpolEngine, ip: string, node?: string): number {
@@ -21,29 +21,26 @@ function scanIdentity(e: NetpolEngine, ip: string, node?: string): number {
 describe('probe fast paths == plain scans', () => {
   it('identityOf, podAt, nodeAt and the per-pod rule sets agree with the scans', () => {
     fc.assert(
-      fc.property(
-        clusterArb.chain((c) => fc.tuple(fc.constant(c), probesFor(c))),
-        fc.constantFrom(1, 2, undefined),
-        ([cluster, probes], foreignIdentityCap) => {
-          const e = NetpolEngine.fromCluster(cluster, foreignIdentityCap ? { foreignIdentityCap } : {});
-          for (const p of probes) {
-            for (const ip of [p.from, p.to]) {
-              for (const node of [undefined, ...TEST_NODES.map((n) => n.name)])
-                expect(e.identityOf(ip, node)).toBe(scanIdentity(e, ip, node));
-              expect(e.podAt(ip)).toBe([...e.pods.values()].find((x) => x.ips.includes(ip)));
-              expect(e.nodeAt(ip)).toBe([...e.nodes.values()].find((x) => x.ips.includes(ip)));
-            }
-            const whole = evaluateConnection(
-              ruleSetOf(e),
-              remoteOf(e, p.from),
-              remoteOf(e, p.to),
-              p.proto,
-              p.port,
-            );
-            expect(oracleConnection(e, p.from, p.to, p.proto, p.port)).toEqual(whole);
+      fc.property(probedClusterArb, (x) => {
+        const e = engineFor(x);
+        const { probes } = x;
+        for (const p of probes) {
+          for (const ip of [p.from, p.to]) {
+            for (const node of [undefined, ...TEST_NODES.map((n) => n.name)])
+              expect(e.identityOf(ip, node)).toBe(scanIdentity(e, ip, node));
+            expect(e.podAt(ip)).toBe([...e.pods.values()].find((x) => x.ips.includes(ip)));
+            expect(e.nodeAt(ip)).toBe([...e.nodes.values()].find((x) => x.ips.includes(ip)));
           }
-        },
-      ),
+          const whole = evaluateConnection(
+            ruleSetOf(e),
+            remoteOf(e, p.from),
+            remoteOf(e, p.to),
+            p.proto,
+            p.port,
+          );
+          expect(oracleConnection(e, p.from, p.to, p.proto, p.port)).toEqual(whole);
+        }
+      }),
       { numRuns: 600 },
     );
   });

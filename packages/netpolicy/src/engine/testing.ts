@@ -1,6 +1,7 @@
 // Random clusters, policies and probes (fast-check arbitraries) for the property and differential
 // tests of the lowering and of the kernel datapath.
 import fc from 'fast-check';
+import { NetpolEngine } from './engine.ts';
 import type { Cluster, NetPolicyObject, Node, Pod } from './model.ts';
 
 export interface Probe {
@@ -262,6 +263,21 @@ export function probesFor(c: Cluster): fc.Arbitrary<Probe[]> {
     { minLength: 1, maxLength: 30 },
   );
 }
+
+/**
+ * A random cluster, probes over it, and an identity cap of 1 or 2 label sets per namespace or none
+ * (a cap of 1 or 2 leaves capped label sets in every random cluster: identity-cap.ts).
+ */
+export const probedClusterArb: fc.Arbitrary<{ cluster: Cluster; probes: Probe[]; cap?: number }> = fc
+  .tuple(
+    clusterArb.chain((c) => fc.tuple(fc.constant(c), probesFor(c))),
+    fc.constantFrom(1, 2, undefined),
+  )
+  .map(([[cluster, probes], cap]) => ({ cluster, probes, ...(cap ? { cap } : {}) }));
+
+/** The engine of a probedClusterArb value. */
+export const engineFor = (x: { cluster: Cluster; cap?: number }): NetpolEngine =>
+  NetpolEngine.fromCluster(x.cluster, x.cap ? { foreignIdentityCap: x.cap } : {});
 
 /** A running pod with one address and a named port `http` (80/TCP), on node n1. */
 export const shopPod = (

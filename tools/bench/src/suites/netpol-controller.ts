@@ -10,6 +10,7 @@
 import {
   DEFAULT_ANALYSIS_INTERVAL_MS,
   deadNetworkPolicyRules,
+  type NetPolicyObject,
   NetpolEngine,
   networkEffectiveSpec,
   type Pod,
@@ -184,34 +185,46 @@ export async function run(): Promise<Figure[]> {
   }
   const med = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   // a tenant's NetworkPolicy edit (its first rule dropped, then put back), and an admin's ANP edit
-  const policyEdit = (kind: string) => {
-    const all = [...engine.policies.values()].filter(
-      (p) => p.obj.kind === kind && !p.built.errors.length && p.built.rules.length > 1,
-    );
+  /** Applies each object in turn, recording the controller's work and writes after each. */
+  const measure = (objs: NetPolicyObject[]) => {
     const out = {
       ms: [] as number[],
       analysis: [] as number[],
       effective: [] as number[],
       status: [] as number[],
     };
-    for (let i = 0; i < 10; i++) {
-      const { obj } = all[(i * 37) % all.length]!;
-      const spec = obj.spec as { ingress?: unknown[]; egress?: unknown[] };
-      const edited = spec.ingress?.length
-        ? { ...spec, ingress: spec.ingress.slice(1) }
-        : { ...spec, egress: (spec.egress ?? []).slice(1) };
-      for (const o of [{ ...obj, spec: edited }, obj]) {
-        engine.upsertPolicy(o as typeof obj);
-        const next = state(SOON);
-        const w = writes(prev, next.s);
-        out.ms.push(next.ms - next.u.ms.population);
-        out.analysis.push(next.u.ms.population);
-        out.effective.push(w.effective);
-        out.status.push(w.status);
-        prev = next.s;
-      }
+    for (const o of objs) {
+      engine.upsertPolicy(o);
+      const next = state(SOON);
+      const w = writes(prev, next.s);
+      out.ms.push(next.ms - next.u.ms.population);
+      out.analysis.push(next.u.ms.population);
+      out.effective.push(w.effective);
+      out.status.push(w.status);
+      prev = next.s;
     }
     return out;
+  };
+  /** `obj` with its first rule dropped (ingress if it has any, else egress). */
+  const firstRuleDropped = (obj: NetPolicyObject): NetPolicyObject => {
+    const spec = obj.spec as { ingress?: unknown[]; egress?: unknown[] };
+    return {
+      ...obj,
+      spec: spec.ingress?.length
+        ? { ...spec, ingress: spec.ingress.slice(1) }
+        : { ...spec, egress: (spec.egress ?? []).slice(1) },
+    };
+  };
+  const policyEdit = (kind: string) => {
+    const all = [...engine.policies.values()].filter(
+      (p) => p.obj.kind === kind && !p.built.errors.length && p.built.rules.length > 1,
+    );
+    return measure(
+      Array.from({ length: 10 }, (_, i) => all[(i * 37) % all.length]!.obj).flatMap((obj) => [
+        firstRuleDropped(obj),
+        obj,
+      ]),
+    );
   };
   const np = policyEdit('NetworkPolicy');
   const anp = policyEdit('AdminNetworkPolicy');
@@ -240,40 +253,24 @@ export async function run(): Promise<Figure[]> {
     };
     engine.upsertPolicy(obj);
     prev = state(SOON).s;
-    const out = {
-      ms: [] as number[],
-      analysis: [] as number[],
-      effective: [] as number[],
-      status: [] as number[],
-    };
-    for (let i = 0; i < 10; i++)
-      for (const o of [{ ...obj, spec: { ...obj.spec, ingress: (spec.ingress ?? []).slice(1) } }, obj]) {
-        engine.upsertPolicy(o);
-        const next = state(SOON);
-        const w = writes(prev, next.s);
-        out.ms.push(next.ms - next.u.ms.population);
-        out.analysis.push(next.u.ms.population);
-        out.effective.push(w.effective);
-        out.status.push(w.status);
-        prev = next.s;
-      }
+    const out = measure(Array.from({ length: 10 }, () => [firstRuleDropped(obj), obj]).flat());
     engine.removePolicy(`AdminNetworkPolicy/${obj.name}`);
     prev = state(SOON).s;
     return out;
   };
-  for (const share of [0.05, 0.5, 1]) {
-    const x = shareEdit(share);
-    const what = `AdminNetworkPolicy edit, subject ${share * 100}% of the namespaces`;
+  /** The four figures of 20 edits: writes of objects and of status, the recompute, the analysis. */
+  const editFigures = (what: string, x: ReturnType<typeof measure>, objects?: string, analysis?: string) => {
     fig(`writes per ${what}: EffectivePolicies (median of 20)`, med(x.effective), 'writes');
     fig(`writes per ${what}: policy status (median of 20)`, med(x.status), 'writes');
-    fig(
-      `recompute per ${what}: EffectivePolicies and conditions (median of 20)`,
-      med(x.ms),
-      'ms',
+    fig(`recompute per ${what}: EffectivePolicies and conditions (median of 20)`, med(x.ms), 'ms', objects);
+    fig(`recompute per ${what}: exact analysis (median of 20)`, med(x.analysis), 'ms', analysis);
+  };
+  for (const share of [0.05, 0.5, 1])
+    editFigures(
+      `AdminNetworkPolicy edit, subject ${share * 100}% of the namespaces`,
+      shareEdit(share),
       share === 0.05 ? '<= 50 ms' : undefined,
     );
-    fig(`recompute per ${what}: exact analysis (median of 20)`, med(x.analysis), 'ms');
-  }
   fig(
     'writes per new label set: EffectivePolicies (median of 10)',
     med(newSet.map((w) => w.effective)),
@@ -282,24 +279,13 @@ export async function run(): Promise<Figure[]> {
   fig('writes per new label set: policy status (median of 10)', med(newSet.map((w) => w.status)), 'writes');
   fig('writes per new label set: PodAddressSlices (median of 10)', med(newSliceSet), 'writes');
   fig('recompute per new label set, without the exact analysis (median of 10)', med(newSetMs), 'ms');
-  for (const [what, x] of [
-    ['NetworkPolicy edit', np],
-    ['AdminNetworkPolicy edit', anp],
-  ] as const) {
-    fig(`writes per ${what}: EffectivePolicies (median of 20)`, med(x.effective), 'writes');
-    fig(`writes per ${what}: policy status (median of 20)`, med(x.status), 'writes');
-    fig(
-      `recompute per ${what}: EffectivePolicies and conditions (median of 20)`,
-      med(x.ms),
-      'ms',
-      what === 'NetworkPolicy edit' ? "its namespace's objects only" : 'the objects its subject selects',
-    );
-    fig(
-      `recompute per ${what}: exact analysis (median of 20)`,
-      med(x.analysis),
-      'ms',
-      what === 'NetworkPolicy edit' ? 'its namespace only' : 'the namespaces its subject selects',
-    );
-  }
+  editFigures('NetworkPolicy edit', np, "its namespace's objects only", 'its namespace only');
+  editFigures(
+    'AdminNetworkPolicy edit',
+    anp,
+    'the objects its subject selects',
+    'the namespaces its subject selects',
+  );
+
   return figures;
 }
