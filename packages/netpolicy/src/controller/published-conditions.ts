@@ -24,7 +24,8 @@ function subjectsOf(built: BuiltPolicy): SubjectMatch[] | undefined {
   return subjects;
 }
 
-const selectsSet = (subjects: readonly SubjectMatch[], s: LabelSet) =>
+/** Whether any of `subjects` selects label set `s`. */
+export const selectsSet = (subjects: readonly SubjectMatch[], s: LabelSet) =>
   subjects.some(
     (sub) => namespaceMatches(sub.namespaces, s.namespace, s.nsLabels) && matchesSelector(sub.pods, s.labels),
   );

@@ -15,12 +15,10 @@
 // as last analysed: a NetworkPolicy rule is dead or live by the rules whose subjects are its own
 // namespace's pods), and at most once per `analysisIntervalMs` when only pods, nodes or namespaces
 // change.
-import { matchesSelector } from '@cascade/core';
 import { DEFAULT_NAMESPACE_ENTRY_BUDGET } from '../engine/budget.ts';
 import type { NetpolEngine } from '../engine/engine.ts';
 import { type LintFinding, lintPopulation, lintStructure } from '../engine/lint.ts';
 import type { BuiltPolicy, SubjectMatch } from '../engine/rules.ts';
-import { namespaceMatches } from '../engine/selection.ts';
 import {
   EffectiveBuilder,
   effectiveKey,
@@ -29,7 +27,12 @@ import {
   type NetworkEffective,
   PeerWitnesses,
 } from './published.ts';
-import { networkPolicyConditions, type PolicyCondition, SelectingCounts } from './published-conditions.ts';
+import {
+  networkPolicyConditions,
+  type PolicyCondition,
+  SelectingCounts,
+  selectsSet,
+} from './published-conditions.ts';
 
 /** The policies that changed, and whether a label set's object can change with them. */
 interface PolicyScope {
@@ -130,12 +133,7 @@ export class PublishedState {
     return {
       keys,
       namespaces,
-      affects: (s) =>
-        namespaces.has(s.namespace) ||
-        list.some(
-          (sub) =>
-            namespaceMatches(sub.namespaces, s.namespace, s.nsLabels) && matchesSelector(sub.pods, s.labels),
-        ),
+      affects: (s) => namespaces.has(s.namespace) || selectsSet(list, s),
     };
   }
 
