@@ -69,6 +69,42 @@ describe('Services as destinations', () => {
     expect(res[1]!.ingress?.decidedBy.policy).toBe('AdminNetworkPolicy/protect-sensitive'); // toy is no shop pod
   });
 
+  it("a NodePort: translated at the source on the pod's own node (source kept); dialled elsewhere, forwarded by kube-proxy with masquerade and judged with the source the backend sees, never as the backend's own node", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'np-probes-'));
+    const probes = join(dir, 'probes.yaml');
+    // cart (the backend, node-b) admits only web; web runs on node-a (192.168.10.1)
+    writeFileSync(
+      probes,
+      [
+        '- {from: shop/web, to: 192.168.10.1, port: 30080}', // web's own node: the datapath translates it
+        '- {from: shop/web, to: 192.168.10.2, port: 30080}', // the backend's node: kube-proxy there, bridge address
+        '- {from: 203.0.113.9, to: 192.168.10.2, port: 30080}', // outside, the backend's node
+        '- {from: 203.0.113.9, to: 192.168.10.1, port: 30080}', // outside, a node without the backend
+        '- {from: 203.0.113.9, to: 192.168.10.1, port: 30081}', // not a NodePort: the node itself
+      ].join('\n'),
+    );
+    const r = await run('netpol', 'simulate', NP, SVC, '--probes', probes, '-o', 'json');
+    expect(r.code).toBe(0);
+    const res = JSON.parse(r.stdout) as {
+      to: string;
+      port: number;
+      verdict: string;
+      service?: { frontend: string; backend?: string; source?: string };
+      ingress?: { decidedBy: { tier: string; policy?: string } };
+    }[];
+    expect(
+      res.map((x) => [x.to, x.port, x.verdict, x.service?.source ?? null, x.ingress?.decidedBy.tier ?? null]),
+    ).toEqual([
+      ['shop/cart', 9000, 'allow', null, 'networkpolicy'],
+      ['shop/cart', 9000, 'deny', '0.0.0.0', 'networkpolicy'],
+      ['shop/cart', 9000, 'deny', '0.0.0.0', 'networkpolicy'],
+      ['shop/cart', 9000, 'deny', '192.168.10.1', 'networkpolicy'],
+      ['192.168.10.1', 30081, 'allow', null, null],
+    ]);
+    expect(res[3]!.service?.frontend).toBe('192.168.10.1:30080');
+    expect(res[3]!.ingress?.decidedBy.policy).toBe('NetworkPolicy/shop/cart-from-web');
+  });
+
   it('a Service port that does not exist is a usage error naming what exists; a bad Service is reported by field', async () => {
     const r = await run(
       'netpol',

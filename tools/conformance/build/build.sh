@@ -11,10 +11,12 @@
 # ever be Ready and no test could run. The suite is built with those two variables renamed (the
 # servers stay up, serving TCP/UDP) and its SCTP tests are skipped by the runner, saying why.
 # Set NPAPI_KEEP_SCTP=1 on a kernel with SCTP to build it unchanged.
-# The cluster here has one node: the suite's host-network StatefulSet (centaur, 2 replicas binding the
-# same ports), the server of the node-peer tests only, cannot roll out on one node, and the set-up
-# waits for two ready replicas of every StatefulSet. It is built without that StatefulSet (and the
-# set-up does not wait for it); the node-peer tests are skipped by the runner, saying why.
+# On one node (the default, CONFORMANCE_NODES=1) the suite's host-network StatefulSet (centaur, 2
+# replicas binding the same ports), the server of the node-peer tests only, cannot roll out, and the
+# set-up waits for two ready replicas of every StatefulSet. It is built without that StatefulSet (and
+# the set-up does not wait for it); the node-peer tests are skipped by the runner, saying why. With
+# CONFORMANCE_NODES=2 or more (npm run conformance -- --nodes 3) the suite is built unchanged but for
+# SCTP, into a directory of its own.
 # A second run finds them and prints the directory.
 set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
@@ -23,7 +25,15 @@ NPAPI_V2=${NPAPI_V2:-v0.2.0}
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${CASCADE_CACHE:-$HOME/.cache/cascade}
 sctp=$([[ ${NPAPI_KEEP_SCTP:-} == 1 ]] && echo sctp || echo nosctp)
-out="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp-1node-r2"
+multinode=$([[ ${CONFORMANCE_NODES:-1} -gt 1 ]] && echo 1 || echo 0)
+one="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp-1node-r2"
+out=$one
+((multinode)) && out="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp-nnode-r1"
+# the Kubernetes suite and agnhost are the same for any node count: taken from the one-node build
+if ((multinode)); then
+  mkdir -p "$out/bin"
+  for b in netpol.test agnhost; do [[ -x $out/bin/$b || ! -x $one/bin/$b ]] || cp "$one/bin/$b" "$out/bin/$b"; done
+fi
 log() { printf '[conformance-build] %s\n' "$*" >&2; }
 want=(netpol.test agnhost npapi-v0.1.test npapi-v0.2.test)
 missing=()
@@ -61,14 +71,16 @@ for pair in "npapi-v0.1.test:$NPAPI_V1" "npapi-v0.2.test:$NPAPI_V2"; do
   if [[ $sctp == nosctp ]]; then
     sed -i 's/SERVE_SCTP_PORT_/NO_SCTP_IN_THIS_KERNEL_PORT_/' "$src"/module/conformance/base/*.yaml
   fi
-  perl -0pi -e 's/\n---\napiVersion: apps\/v1\nkind: StatefulSet\nmetadata:\n  name: centaur\n(?:(?!\n---\n).)*//s' \
-    "$src/module/conformance/base/manifests.yaml"
-  perl -0pi -e 's/\n\s*"network-policy-conformance-forbidden-forrest",//; s/\n\s*"centaur",//' \
-    "$src/module/conformance/utils/suite/suite.go"
-  if grep -q 'name: centaur$' "$src/module/conformance/base/manifests.yaml" ||
-    grep -q '"centaur"' "$src/module/conformance/utils/suite/suite.go"; then
-    echo "conformance-build: could not take the two-node fixture (centaur) out" >&2
-    exit 1
+  if ((!multinode)); then
+    perl -0pi -e 's/\n---\napiVersion: apps\/v1\nkind: StatefulSet\nmetadata:\n  name: centaur\n(?:(?!\n---\n).)*//s' \
+      "$src/module/conformance/base/manifests.yaml"
+    perl -0pi -e 's/\n\s*"network-policy-conformance-forbidden-forrest",//; s/\n\s*"centaur",//' \
+      "$src/module/conformance/utils/suite/suite.go"
+    if grep -q 'name: centaur$' "$src/module/conformance/base/manifests.yaml" ||
+      grep -q '"centaur"' "$src/module/conformance/utils/suite/suite.go"; then
+      echo "conformance-build: could not take the two-node fixture (centaur) out" >&2
+      exit 1
+    fi
   fi
   printf 'module cascade.dev/%s\ngo 1.24\nrequire sigs.k8s.io/network-policy-api %s\nreplace sigs.k8s.io/network-policy-api => ./module\n' \
     "conformance-${bin%.test}" "$version" > "$src/go.mod"

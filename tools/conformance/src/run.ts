@@ -39,6 +39,8 @@ export interface SuiteResults {
   cascadeCommit: string;
   date: string;
   subset: boolean;
+  /** the cluster's node count (results of 2 or more are written to SUITE.N-nodes.json) */
+  nodes: number;
   /** what Cascade declares it supports (network-policy-api features), passed to the suite */
   features?: string[];
   /** features Cascade implements that this cluster cannot show (see the skips' reasons) */
@@ -76,7 +78,7 @@ interface SuiteDef {
   features?: string[];
   /** features Cascade implements that cannot be shown on this cluster (not passed to the suite) */
   notShownHere?: string[];
-  args: (bin: string, report: string, subset: boolean) => string[];
+  args: (bin: string, report: string, subset: boolean, def: SuiteDef) => string[];
   /** tests not run on this machine, matched by name, and why */
   skips: [RegExp, string][];
   adaptations: string[];
@@ -105,13 +107,13 @@ const npapi = (
   binary,
   features,
   notShownHere,
-  args: (bin, _report, sub) => [
+  args: (bin, _report, sub, d) => [
     join(bin, binary),
     '-test.v',
     '-test.timeout=90m',
     `-test.run=^TestConformance$${sub ? `/^(${subset.join('|')})$` : ''}`,
     '-test.skip=^TestConformance$/SCTP',
-    `-supported-features=${features.join(',')}`,
+    `-supported-features=${(d.features ?? features).join(',')}`,
     '-cleanup-base-resources=true',
   ],
   skips: [
@@ -162,6 +164,22 @@ export const DEFS: Record<SuiteName, SuiteDef> = {
     ['CNPAdminTierIngressTCP', 'CNPBaselineTierEgressUDP'],
   ),
 };
+
+/**
+ * A suite as it runs on `nodes` nodes: on two or more, the network-policy-api suites run unchanged
+ * (but for SCTP), node-peer tests and their two-replica host-network fixture included.
+ */
+export function defFor(name: SuiteName, nodes: number): SuiteDef {
+  const def = DEFS[name];
+  if (nodes < 2 || name === 'netpol') return def;
+  return {
+    ...def,
+    features: [...(def.features ?? []), ...(def.notShownHere ?? [])],
+    notShownHere: [],
+    skips: def.skips.filter(([, why]) => why !== ONE_NODE),
+    adaptations: def.adaptations.filter((a) => a !== NPAPI_ONE_NODE),
+  };
+}
 
 const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\']/g, (c) => (c === "'" ? '.' : `\\${c}`));
 
@@ -256,14 +274,21 @@ function sh(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeou
 }
 
 /** The suites' binaries (built once, cached) and their workload image in the cluster's containerd. */
-export function prepare(log: (s: string) => void = () => {}): string {
-  const bin = sh('bash', [join(ROOT, 'tools/conformance/build/build.sh')])
+export function prepare(log: (s: string) => void = () => {}, nodes = 1): string {
+  const bin = sh('bash', [join(ROOT, 'tools/conformance/build/build.sh')], {
+    env: { ...process.env, CONFORMANCE_NODES: String(nodes) },
+  })
     .trim()
     .split('\n')
     .pop()!;
-  if (!existsSync('/run/cascade-cluster/containerd.sock')) {
-    log('starting the cluster (npm run cluster -- up)');
-    sh('bash', [CLUSTER_SH, 'up'], { timeoutMs: 25 * 60_000 });
+  const layout = '/var/lib/cascade-cluster/layout.json';
+  const running = existsSync(layout)
+    ? (JSON.parse(readFileSync(layout, 'utf8')) as { count: number }).count
+    : 0;
+  if (running !== nodes) {
+    log(`starting the cluster (npm run cluster -- up --nodes ${nodes})`);
+    if (running) sh('bash', [CLUSTER_SH, 'down'], { timeoutMs: 300_000 });
+    sh('bash', [CLUSTER_SH, 'up', '--nodes', String(nodes)], { timeoutMs: 25 * 60_000 });
   }
   sh(NODE, [
     join(ROOT, 'tools/cluster/src/images.ts'),
@@ -285,13 +310,14 @@ export function prepare(log: (s: string) => void = () => {}): string {
 export async function runSuite(
   name: SuiteName,
   bin: string,
-  opts: { subset?: boolean; echo?: (chunk: string) => void } = {},
+  opts: { subset?: boolean; nodes?: number; echo?: (chunk: string) => void } = {},
 ): Promise<SuiteResults> {
-  const def = DEFS[name];
+  const nodes = opts.nodes ?? 1;
+  const def = defFor(name, nodes);
   const work = join(ROOT, 'tools/conformance/.local');
   mkdirSync(work, { recursive: true });
   const report = join(work, `${name}.report.json`);
-  const [cmd, ...args] = def.args(bin, report, Boolean(opts.subset));
+  const [cmd, ...args] = def.args(bin, report, Boolean(opts.subset), def);
   // a previous network-policy-api run's namespaces must be gone: its set-up creates them again
   if (name !== 'netpol') await namespacesGone('network-policy-conformance-', 300);
   const t0 = Date.now();
@@ -354,6 +380,7 @@ export async function runSuite(
     cascadeCommit: git('rev-parse', '--short', 'HEAD'),
     date: new Date().toISOString(),
     subset: Boolean(opts.subset),
+    nodes,
     ...(def.features ? { features: def.features } : {}),
     ...(def.notShownHere ? { notShownHere: def.notShownHere } : {}),
     command: [def.binary, ...args.map((a) => a.replace(ROOT, '.'))],
@@ -401,7 +428,10 @@ const git = (...args: string[]) => {
 
 export function writeResults(r: SuiteResults, dir = join(ROOT, 'conformance/results')): string {
   mkdirSync(dir, { recursive: true });
-  const file = join(dir, `${r.suite}${r.subset ? '.subset' : ''}.json`);
+  const file = join(
+    dir,
+    `${r.suite}${r.nodes > 1 ? `.${r.nodes}-nodes` : ''}${r.subset ? '.subset' : ''}.json`,
+  );
   writeFileSync(file, `${JSON.stringify(r, null, 2)}\n`);
   return file;
 }
@@ -409,6 +439,12 @@ export function writeResults(r: SuiteResults, dir = join(ROOT, 'conformance/resu
 if (import.meta.main) {
   const args = process.argv.slice(2);
   const subset = args.includes('--subset');
+  const at = args.indexOf('--nodes');
+  const nodes = at >= 0 ? Number(args.splice(at, 2)[1]) : 1;
+  if (!Number.isInteger(nodes) || nodes < 1 || nodes > 8) {
+    process.stderr.write('conformance: --nodes wants 1 to 8\n');
+    process.exit(2);
+  }
   const names = args.filter((a) => !a.startsWith('--')) as SuiteName[];
   const bad = names.filter((n) => !SUITES.includes(n));
   if (bad.length) {
@@ -416,11 +452,11 @@ if (import.meta.main) {
     process.exit(2);
   }
   const log = (s: string) => process.stderr.write(`[conformance] ${s}\n`);
-  const bin = prepare(log);
+  const bin = prepare(log, nodes);
   let failed = 0;
   for (const name of names.length ? names : SUITES) {
     log(`running ${name}${subset ? ' (subset)' : ''}`);
-    const r = await runSuite(name, bin, { subset, echo: (c) => process.stderr.write(c) });
+    const r = await runSuite(name, bin, { subset, nodes, echo: (c) => process.stderr.write(c) });
     const file = writeResults(r, subset ? join(ROOT, 'tools/conformance/.local') : undefined);
     log(
       `${name}: ${r.passed} passed, ${r.failed} failed, ${r.failedByEnvironment} failed by this machine, ${r.skipped} skipped in ${r.seconds} s -> ${file}`,

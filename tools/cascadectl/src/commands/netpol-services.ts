@@ -8,9 +8,15 @@ import { UsageError } from '../cli.ts';
 export interface ServiceHop {
   /** `ns/name:port` */
   service: string;
-  /** the ClusterIP and port dialled */
+  /** the ClusterIP (or node address, for a NodePort) and port dialled */
   frontend: string;
-  backends: { addr: string; port: number; name: string }[];
+  backends: { addr: string; port: number; name: string; node?: string }[];
+  /**
+   * A NodePort dialled on a node other than the source's own: kube-proxy on that node forwards it,
+   * masquerading (externalTrafficPolicy Cluster), so the backend is judged with the source the packet
+   * then carries. The flow leaves the source as a connection to the node's address and port.
+   */
+  forwardedBy?: { node: string; addr: string; port: number };
   /** why there is no backend to judge, when there is none */
   note?: string;
 }
@@ -32,6 +38,10 @@ export function serviceDestination(
   const named = to.startsWith('svc:');
   const ref = named ? to.slice(4) : to;
   if (!named && !isAddress(ref)) return undefined;
+  if (!named && /^\d+$/.test(port)) {
+    const np = nodePortDestination(engine, services, src, ref, proto, Number(port));
+    if (np) return np;
+  }
   const svc = services.find(ref);
   if (!svc) {
     if (named) throw new UsageError(`${to}: no such Service (give its Service and EndpointSlice objects)`);
@@ -64,4 +74,54 @@ export function serviceDestination(
     return { ...hop, note: 'the source is the only backend: allowed, as a pod reaching itself' };
   hop.backends = others.map((b) => ({ addr: b.addr, port: b.port, name: b.pod ?? b.addr }));
   return hop;
+}
+
+/**
+ * A node's address and one of the cluster's NodePorts. Dialled by a pod on that node, the datapath
+ * translates it as it does a ClusterIP (source kept, each backend judged). Dialled from anywhere else
+ * (a pod on another node, an address outside the cluster), it reaches the node and kube-proxy there
+ * forwards it with masquerade: a backend on another node sees the dialled node's address and judges
+ * it as that node (its `nodes` peers, the ipBlocks holding its address); a backend on the dialled node
+ * sees the node's pod-bridge address, which no policy object names: it is judged as the world.
+ * Never as the backend's own node (always allowed): that would let anyone reach any backend.
+ */
+function nodePortDestination(
+  engine: NetpolEngine,
+  services: ServiceCatalog,
+  src: string,
+  addr: string,
+  proto: number,
+  port: number,
+): ServiceHop | undefined {
+  const node = engine.nodeAt(addr);
+  if (!node) return undefined;
+  const srcPod = engine.podAt(src);
+  const local = srcPod?.node === node.name;
+  const f = services
+    .frontends(local ? node.name : undefined)
+    .find(
+      (x) =>
+        x.nodePort && x.port === port && x.proto === proto && x.addr.includes(':') === addr.includes(':'),
+    );
+  if (!f) return undefined;
+  const hop: ServiceHop = { service: f.service, frontend: `${addr}:${port}`, backends: [] };
+  if (!local) hop.forwardedBy = { node: node.name, addr, port };
+  if (!f.backends.length) return { ...hop, note: 'no ready endpoint: kube-proxy rejects the flow' };
+  const others = f.backends.filter((b) => b.addr !== src);
+  if (!others.length)
+    return { ...hop, note: 'the source is the only backend: allowed, as a pod reaching itself' };
+  hop.backends = others.map((b) => {
+    // the backend's node: its EndpointSlice's word, else its pod's
+    const at = b.node ?? engine.podAt(b.addr)?.node;
+    return { addr: b.addr, port: b.port, name: b.pod ?? b.addr, ...(at ? { node: at } : {}) };
+  });
+  return hop;
+}
+
+/** The source a backend of a forwarded NodePort flow sees (see nodePortDestination). */
+export function masqueradedSource(hop: ServiceHop, backendNode: string | undefined): string {
+  const f = hop.forwardedBy!;
+  // a backend whose node is unknown is judged as the world: never as its own node, which is allowed
+  if (backendNode !== undefined && backendNode !== f.node) return f.addr;
+  return f.addr.includes(':') ? '::' : '0.0.0.0';
 }

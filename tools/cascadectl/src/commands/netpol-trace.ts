@@ -57,24 +57,48 @@ export const traceCommand: Command = {
     const to = pod('to', String(values.to));
     const node = String(values.node ?? from.node ?? to.node ?? '');
     if (!node) throw new UsageError('--node: neither pod says which node it runs on');
-    const agent = await onAgent('--node', node, 'a trace');
-    let text = '';
-    await agent.run([...DEBUG, from.ip, to.ip, proto, String(port)], (lines) => {
-      if (text.length < 1 << 20) text += `${lines.join('\n')}\n`;
-    });
-    let r: { packet: string; verdict: string; hops: Hop[]; note?: string; rules?: string };
-    try {
-      r = JSON.parse(text);
-    } catch {
-      throw new UsageError(
-        `--node ${node}: the agent ${agent.where} printed no trace (${text.slice(0, 160)})`,
-      );
+    type Trace = { packet: string; verdict: string; hops: Hop[]; note?: string; rules?: string };
+    const traceOn = async (n: string): Promise<Trace & { where: string }> => {
+      const agent = await onAgent('--node', n, 'a trace');
+      let text = '';
+      await agent.run([...DEBUG, from.ip, to.ip, proto, String(port)], (lines) => {
+        if (text.length < 1 << 20) text += `${lines.join('\n')}\n`;
+      });
+      try {
+        return { ...(JSON.parse(text) as Trace), where: agent.where };
+      } catch {
+        throw new UsageError(
+          `--node ${n}: the agent ${agent.where} printed no trace (${text.slice(0, 160)})`,
+        );
+      }
+    };
+    const first = await traceOn(node);
+    let r: Trace = first;
+    // pods on two nodes: the source's node judges the packet leaving, the destination's node (its
+    // own program, its own maps) judges it arriving, as the packet would cross them
+    const other = !values.node && from.node && to.node && to.node !== from.node ? to.node : undefined;
+    const nodes = [node];
+    let where = first.where;
+    if (other && first.verdict === 'allow') {
+      const second = await traceOn(other);
+      nodes.push(other);
+      where = `${first.where}, ${second.where}`;
+      const { note: _n, ...firstRest } = first;
+      r = {
+        ...firstRest,
+        hops: [...first.hops, ...second.hops],
+        verdict: [...first.hops, ...second.hops].every((h) => h.kernel === 'allow') ? 'allow' : 'deny',
+        ...(first.rules || second.rules
+          ? { rules: [first.rules, second.rules].filter(Boolean).join('\n  ') }
+          : {}),
+      };
     }
-    if (format === 'json') out(JSON.stringify({ node, agent: agent.where, ...r }, null, 2));
+    const agent = { where };
+    if (format === 'json') out(JSON.stringify({ node, nodes, agent: agent.where, ...r }, null, 2));
     else
       out(
         [
-          `${r.packet} on node ${node} (agent ${agent.where}): ${r.verdict.toUpperCase()}`,
+          `${r.packet} on node ${nodes.join(' then ')} (agent ${agent.where}): ${r.verdict.toUpperCase()}`,
           ...r.hops.map(
             (h) =>
               `  ${h.at} (${h.direction}): kernel ${h.kernel.toUpperCase()}${h.reference !== h.kernel ? ` (the reference datapath says ${h.reference}: report this)` : ''}; decided by ${h.decided}${h.entry ? `, entry ${h.entry}` : ''}${h.rule ? `, rule ${h.rule}` : ''}`,

@@ -13,7 +13,7 @@ import { type Command, err, oneOf, out, table, UsageError } from '../cli.ts';
 import { hasInput, type LoadResult, loadManifests } from '../load.ts';
 import { buildNetpolWorld } from '../netpol-world.ts';
 import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
-import { serviceDestination } from './netpol-services.ts';
+import { masqueradedSource, serviceDestination } from './netpol-services.ts';
 import { forEachProbe, type Probe } from './probes-file.ts';
 
 export { forEachProbe, type Probe, protoNumber, readProbes } from './probes-file.ts';
@@ -70,7 +70,14 @@ export interface ProbeResult {
   port: number;
   verdict: 'allow' | 'deny';
   /** A Service destination: this result is for one of its backends (`to`, on its own `port`). */
-  service?: { name: string; frontend: string; backend?: string; note?: string };
+  service?: {
+    name: string;
+    frontend: string;
+    backend?: string;
+    note?: string;
+    /** a NodePort flow kube-proxy forwarded: the source the backend saw (masquerade) */
+    source?: string;
+  };
   egress?: ReturnType<typeof describeDecision>;
   ingress?: ReturnType<typeof describeDecision>;
 }
@@ -203,6 +210,23 @@ export function simulateProbes(
         service: { name: hop.service, frontend: hop.frontend, note: hop.note! },
       },
     ];
+  }
+  if (hop.forwardedBy) {
+    // two judgements: the source's egress to the node it dials, then the backend's ingress from the
+    // address kube-proxy's masquerade gives the flow; allowed when both allow
+    const out = simulateProbe(engine, from, hop.forwardedBy.addr, proto, hop.forwardedBy.port, memo);
+    return hop.backends.map((b) => {
+      const source = masqueradedSource(hop, b.node);
+      const inb = simulateProbe(engine, source, b.addr, proto, b.port, memo);
+      return {
+        ...out,
+        to: b.name,
+        port: b.port,
+        verdict: out.verdict === 'allow' && inb.verdict === 'allow' ? 'allow' : 'deny',
+        ingress: inb.ingress,
+        service: { name: hop.service, frontend: hop.frontend, backend: `${b.addr}:${b.port}`, source },
+      } satisfies ProbeResult;
+    });
   }
   return hop.backends.map((b) => ({
     ...simulateProbe(engine, from, b.addr, proto, b.port, memo),

@@ -322,9 +322,14 @@ export function clusterDownLeavesNothing(): void {
     'findmnt -rn -o TARGET | grep -E "cascade-cluster|/run/netns/cni-" || true',
   ]).trim();
   if (mounts) left.push(`mounts: ${mounts}`);
-  if (sh('ip', ['-o', 'link', 'show']).match(/cascade0|veth/)) left.push('interfaces: cascade0 or veths');
-  if (sh('ip', ['route', 'show']).match(/10\.244\.|10\.96\./))
-    left.push('routes to the pod or Service range');
+  if (sh('ip', ['-o', 'link', 'show']).match(/cascade0|cascade-link|veth|\bcl-\d/))
+    left.push('interfaces: cascade0, cascade-link or veths');
+  if (sh('ip', ['route', 'show']).match(/10\.244\.|10\.96\.|10\.250\./))
+    left.push('routes to the pod, Service or node-link range');
+  const netns = sh('ip', ['netns', 'list']).match(/cascade-node-\d+|cni-\S+/g);
+  if (netns) left.push(`network namespaces: ${netns.join(' ')}`);
+  const cgroups = sh('bash', ['-c', 'ls -d /sys/fs/cgroup/*/cascade-node-* 2>/dev/null || true']).trim();
+  if (cgroups) left.push(`cgroups: ${cgroups}`);
   if (sh('iptables-save', []).includes('KUBE-')) left.push('iptables KUBE-* chains');
   for (const path of [
     '/sys/fs/bpf/cascade',

@@ -20,14 +20,14 @@ import {
 } from '../harness.ts';
 import { netpolWorkloads } from '../netpol-workloads.ts';
 import { measured, mismatches, predicted, probesFor } from './probes.ts';
-import { docs, figures, NODE_PORT, NS, net } from './shared.ts';
+import { docs, figures, NODE_PORT, NS, net, type Obj } from './shared.ts';
 
-/** examples/netpol on real pods: the verdicts of real TCP and UDP connections equal netpol simulate */
-export async function netpolExampleOnRealPods(): Promise<void> {
-  net.nodeIp = sh('bash', ['-c', "ip -4 route get 1.1.1.1 | sed -n 's/.* src \\([0-9.]*\\).*/\\1/p'"]).trim();
-  net.nodeServer = spawn(join(clusterBin()!, 'cascade-probe'), ['serve', String(NODE_PORT)], {
-    stdio: 'ignore',
-  });
+/**
+ * The example's namespaces, pods (on `spread`'s nodes in turn, when given: nodeName set, so every node
+ * holds some of each namespace) and admin and namespace policies, applied and Ready; what later steps
+ * need is in `net`. Returns each example pod's node.
+ */
+export function applyExample(spread?: string[]): Map<string, string> {
   const cluster = docs('examples/netpol/00-cluster.yaml');
   net.exampleNamespaces = cluster.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name);
   const tables = JSON.parse(
@@ -38,7 +38,12 @@ export async function netpolExampleOnRealPods(): Promise<void> {
   net.ports = tables.map((t) => Number(t.port.split('/')[1]));
   net.pods = cluster.filter((o) => o.kind === 'Pod');
   // the workloads examples/netpol-cluster/ holds for a newcomer, built the same way
-  const manifests = netpolWorkloads(cluster as never, net.ports);
+  let i = 0;
+  const manifests = netpolWorkloads(cluster as never, net.ports).map((m) =>
+    spread && (m as Obj).kind === 'Pod'
+      ? { ...m, spec: { ...(m as Obj).spec, nodeName: spread[i++ % spread.length] } }
+      : m,
+  );
   sh('kubectl', ['apply', '-f', '-'], { input: manifests.map((m) => stringify(m)).join('---\n') });
   // The baseline's egress deny to 0.0.0.0/0 matches pod addresses too (upstream ipBlock/networks
   // semantics, and Services are judged by their backend pods): unscoped, it would take DNS from every
@@ -70,17 +75,24 @@ export async function netpolExampleOnRealPods(): Promise<void> {
     sh('kubectl', ['wait', '-n', ns, '--for=condition=Ready', 'pod', '--all', '--timeout=120s'], {
       timeoutMs: 130_000,
     });
+  const nodeOf = new Map<string, string>();
   for (const p of net.pods) {
-    const live = kubectlJson<{ status: { podIP: string } }>(
+    const live = kubectlJson<{ spec: { nodeName: string }; status: { podIP: string } }>(
       'get',
       'pod',
       '-n',
       p.metadata.namespace!,
       p.metadata.name,
     );
-    net.podIp.set(`${p.metadata.namespace}/${p.metadata.name}`, live.status.podIP);
+    const key = `${p.metadata.namespace}/${p.metadata.name}`;
+    net.podIp.set(key, live.status.podIP);
+    nodeOf.set(key, live.spec.nodeName);
   }
-  const probes = probesFor(net.pods);
+  return nodeOf;
+}
+
+/** Real connections get what `netpol simulate --kubeconfig` predicts, within a bounded time. */
+export async function agreesWithSimulate(probes: ReturnType<typeof probesFor>): Promise<string[]> {
   const want = predicted(probes);
   expect(want.filter((v) => v === 'ALLOW').length).toBeGreaterThan(0);
   expect(want.filter((v) => v === 'DENY').length).toBeGreaterThan(0);
@@ -90,12 +102,15 @@ export async function netpolExampleOnRealPods(): Promise<void> {
     diff = mismatches(probes, want, await measured(probes));
     return diff.length === 0 ? true : undefined;
   }).catch(() => undefined);
-  figures.netpolProbes = probes.length;
   expect(diff).toEqual([]);
-  // the node's live maps, read by the agent image's debug command through pods/exec: every example
-  // pod is an endpoint the kernel holds, and nothing stale; what else differs from the model is
-  // reported (exit 1) and recorded
-  const node = kubectl('get', 'nodes', '-o', 'jsonpath={.items[0].metadata.name}').trim();
+  return want;
+}
+
+/**
+ * A node's live maps, read by the agent image's debug command through pods/exec: every address in
+ * `local` is an endpoint the kernel holds, and nothing is stale; other drift is reported and counted.
+ */
+export async function liveMapsHold(node: string, local: string[]): Promise<number> {
   const maps = JSON.parse(
     await shAsync(NODE, [
       CASCADECTL,
@@ -115,15 +130,17 @@ export async function netpolExampleOnRealPods(): Promise<void> {
     }),
   ) as { live: { endpoints: { address: string }[] }; drift: string[] };
   const bound = new Set(maps.live.endpoints.map((e) => e.address));
-  expect([...net.podIp.values()].filter((ip) => !bound.has(ip))).toEqual([]);
-  figures.liveMapsDriftLines = maps.drift.length;
+  expect(local.filter((ip) => !bound.has(ip))).toEqual([]);
   if (maps.drift.length) console.log(`netpol maps --node ${node} drift:\n  ${maps.drift.join('\n  ')}`);
   // the kernel holds nothing the model does not: no endpoint, host address or Service of a pod or
   // object that is gone (issue 28 reported 15 "stale" hosts: the comparison read none of the model's
   // host prefixes, they were all live pods and the node)
   expect(maps.drift.filter((l) => l.includes('(stale)'))).toEqual([]);
-  // a trace through the node's real program on its live maps gives the verdict the connections got,
-  // for an allowed and a denied pod-to-pod probe
+  return maps.drift.length;
+}
+
+/** A trace through the source node's real program on its live maps gives the connections' verdicts. */
+export async function tracesAgree(probes: ReturnType<typeof probesFor>, want: string[]): Promise<void> {
   for (const verdict of ['ALLOW', 'DENY']) {
     const i = probes.findIndex((p, j) => want[j] === verdict && p.to.includes('/'));
     const p = probes[i]!;
@@ -145,6 +162,21 @@ export async function netpolExampleOnRealPods(): Promise<void> {
     for (const h of t.hops) expect(h.kernel).toBe(h.reference);
     if (verdict === 'DENY') expect(t.hops.some((h) => h.rule)).toBe(true);
   }
+}
+
+/** examples/netpol on real pods: the verdicts of real TCP and UDP connections equal netpol simulate */
+export async function netpolExampleOnRealPods(): Promise<void> {
+  net.nodeIp = sh('bash', ['-c', "ip -4 route get 1.1.1.1 | sed -n 's/.* src \\([0-9.]*\\).*/\\1/p'"]).trim();
+  net.nodeServer = spawn(join(clusterBin()!, 'cascade-probe'), ['serve', String(NODE_PORT)], {
+    stdio: 'ignore',
+  });
+  applyExample();
+  const probes = probesFor(net.pods);
+  const want = await agreesWithSimulate(probes);
+  figures.netpolProbes = probes.length;
+  const node = kubectl('get', 'nodes', '-o', 'jsonpath={.items[0].metadata.name}').trim();
+  figures.liveMapsDriftLines = await liveMapsHold(node, [...net.podIp.values()]);
+  await tracesAgree(probes, want);
 }
 
 /** kubectl get effectivepolicies -n shop explains a refused connection with the deciding rule; the admin policies have status */

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { cascadectl, KUBECONFIG, shAsync } from '../harness.ts';
 import { NODE_PORT, net, type Obj, work } from './shared.ts';
 
-/** TCP probes from each source to every other example pod on every port (UDP on the first), and to the node. */
-export const probesFor = (sources: Obj[], udp = true) => {
+/** TCP probes from each source to every other example pod on every port (UDP on the first), and to the nodes. */
+export const probesFor = (sources: Obj[], udp = true, nodes = [net.nodeIp]) => {
   const list: { from: string; to: string; protocol: 'TCP' | 'UDP'; port: number }[] = [];
   for (const s of sources) {
     const from = `${s.metadata.namespace}/${s.metadata.name}`;
@@ -17,8 +17,10 @@ export const probesFor = (sources: Obj[], udp = true) => {
           if (udp && port === net.ports[0])
             list.push({ from, to: `${d.metadata.namespace}/${d.metadata.name}`, protocol: 'UDP', port });
         }
-    list.push({ from, to: net.nodeIp, protocol: 'TCP', port: NODE_PORT });
-    if (udp) list.push({ from, to: net.nodeIp, protocol: 'UDP', port: NODE_PORT });
+    for (const node of nodes) {
+      list.push({ from, to: node, protocol: 'TCP', port: NODE_PORT });
+      if (udp) list.push({ from, to: node, protocol: 'UDP', port: NODE_PORT });
+    }
   }
   return list;
 };

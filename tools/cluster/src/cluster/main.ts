@@ -1,0 +1,439 @@
+// npm run cluster -- up [--nodes N] [--no-cascade] | down | status | install [TAG [TIMEOUT]]
+//                    | node stop|start NAME | import ARCHIVE... | env
+//
+// A real Kubernetes cluster on this machine, with Cascade installed from the checkout (layout.ts says
+// where each part lives). `up` is idempotent: what runs is left alone; `up --nodes N` on a running
+// cluster of fewer namespaced nodes adds the missing ones.
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { type Bins, CONTROL_PLANE, controlPlane, controlPlanePidFile } from './control-plane.ts';
+import {
+  BRIDGE,
+  chartPaths,
+  DNS_IP,
+  KUBECONFIG,
+  type Layout,
+  LINK_BRIDGE,
+  LOGS,
+  layout,
+  type NodeSpec,
+  netnsNode,
+  PIN_DIR,
+  POD_RANGE,
+  RUN,
+  STATE,
+  SVC_RANGE,
+} from './layout.ts';
+import { linkUp, machineDown, machinePidFile, machineTag, machineUp } from './machine.ts';
+import {
+  containerdUp,
+  importArchives,
+  kubeletUp,
+  kubeProxyUp,
+  pidFile,
+  SERVICES,
+  servicesDown,
+  socket,
+} from './node.ts';
+import { controlPlanePki } from './pki.ts';
+import {
+  attempt,
+  ClusterError,
+  fail,
+  kill,
+  livePid,
+  log,
+  pidsMatching,
+  run,
+  sleepMs,
+  stop,
+  waitFor,
+} from './proc.ts';
+
+const ROOT = resolve(import.meta.dirname, '../../../..');
+const TAG = process.env.CASCADE_IMAGE_TAG ?? '0.1.0';
+const LAYOUT_FILE = join(STATE, 'layout.json');
+if (existsSync('/usr/local/go/bin/go')) process.env.PATH = `${process.env.PATH}:/usr/local/go/bin`;
+
+let binsMemo: Bins | undefined;
+function bins(): Bins {
+  binsMemo ??= {
+    envtest: run('bash', [join(ROOT, 'tools/envtest/build/build.sh')], { timeoutMs: 3_600_000 })
+      .trim()
+      .split('\n')
+      .pop()!,
+    cluster: run('bash', [join(ROOT, 'tools/cluster/build/build.sh')], { timeoutMs: 3_600_000 })
+      .trim()
+      .split('\n')
+      .pop()!,
+  };
+  return binsMemo;
+}
+const env = (): NodeJS.ProcessEnv => ({
+  ...process.env,
+  KUBECONFIG,
+  PATH: `${bins().cluster}:${process.env.PATH}`,
+});
+const kubectl = (...args: string[]) => run('kubectl', args, { env: env(), timeoutMs: 180_000 });
+
+function hostIp(): string {
+  const dev =
+    /\bdev (\S+)/.exec(attempt('ip', ['-4', 'route', 'show', 'default']))?.[1] ??
+    /^\d+: (\S+)\s+inet /m.exec(attempt('ip', ['-4', '-o', 'addr', 'show', 'scope', 'global']))?.[1];
+  if (!dev) fail('no IPv4 interface with a global address: the API server needs one the nodes can reach');
+  const ip = /inet (\d+\.\d+\.\d+\.\d+)/.exec(
+    attempt('ip', ['-4', '-o', 'addr', 'show', 'dev', dev!, 'scope', 'global']),
+  )?.[1];
+  return ip ?? fail(`no IPv4 address on ${dev}`);
+}
+
+/** The layout of the cluster that runs (recorded by `up`), or undefined. */
+function recorded(): Layout | undefined {
+  if (!existsSync(LAYOUT_FILE)) return undefined;
+  const r = JSON.parse(readFileSync(LAYOUT_FILE, 'utf8')) as { count: number; hostIp: string };
+  return layout(r.count, r.hostIp);
+}
+
+function hostNodeNetwork(): void {
+  // Packets of this cluster never leave the machine. The pod range is blackholed (the node's subnet
+  // on the bridge is more specific). The Service range is routed onto the pod bridge rather than
+  // blackholed: a packet the host itself sends to a ClusterIP (the host-network agent to the API
+  // server) is routed before kube-proxy's DNAT, and a blackhole fails that lookup.
+  if (attempt('ip', ['link', 'show', BRIDGE]) === '') run('ip', ['link', 'add', BRIDGE, 'type', 'bridge']);
+  run('ip', ['link', 'set', BRIDGE, 'up']);
+  run('ip', ['route', 'replace', 'blackhole', POD_RANGE]);
+  run('ip', ['route', 'replace', SVC_RANGE, 'dev', BRIDGE]);
+  attempt('sysctl', [
+    '-qw',
+    'net.ipv4.ip_forward=1',
+    'net.bridge.bridge-nf-call-iptables=1',
+    'net.bridge.bridge-nf-call-ip6tables=1',
+  ]) || run('sysctl', ['-qw', 'net.ipv4.ip_forward=1']);
+  // the agent mounts bpffs with HostToContainer propagation, which needs a shared mount
+  run('mount', ['--make-shared', '/sys/fs/bpf']);
+}
+
+function addons(): void {
+  log('applying upstream CRDs and CoreDNS');
+  let crds = '';
+  try {
+    crds = (
+      JSON.parse(readFileSync(join(ROOT, 'tools/envtest/.local/paths.json'), 'utf8')) as { crds: string }
+    ).crds;
+  } catch {
+    /* the cache's default */
+  }
+  if (!crds || !existsSync(crds))
+    crds = join(
+      process.env.CASCADE_CACHE ?? join(process.env.HOME ?? '/root', '.cache/cascade'),
+      'envtest/crds',
+    );
+  kubectl('apply', '--server-side', '-f', crds);
+  const dns = readFileSync(join(ROOT, 'tools/cluster/manifests/coredns.yaml'), 'utf8').replaceAll(
+    '@DNS_IP@',
+    DNS_IP,
+  );
+  run('kubectl', ['apply', '--server-side', '-f', '-'], { env: env(), input: dns });
+  const ns = run('kubectl', ['create', 'namespace', 'kuadrant-system', '--dry-run=client', '-o', 'yaml'], {
+    env: env(),
+  });
+  run('kubectl', ['apply', '-f', '-'], { env: env(), input: ns });
+}
+
+function install(tag = TAG, timeout = '3m'): void {
+  const l = recorded() ?? fail('no cluster runs: npm run cluster -- up');
+  const paths = chartPaths(l);
+  log(`helm upgrade --install cascade (images ${tag})`);
+  const t0 = Date.now();
+  try {
+    run(
+      'helm',
+      [
+        'upgrade',
+        '--install',
+        'cascade',
+        join(ROOT, 'charts/cascade'),
+        '-n',
+        'cascade-system',
+        '--create-namespace',
+        '--set',
+        `image.tag=${tag}`,
+        '--set',
+        'image.pullPolicy=Never',
+        '--set',
+        `agent.pinDir=${paths.pinDir}`,
+        '--set',
+        `agent.cni.binDir=${paths.cniBinDir}`,
+        '--wait',
+        '--timeout',
+        timeout,
+      ],
+      { env: env(), timeoutMs: 900_000 },
+    );
+  } catch (e) {
+    process.stderr.write(attempt('kubectl', ['--kubeconfig', KUBECONFIG, 'get', 'pods', '-A', '-o', 'wide']));
+    throw new ClusterError(`cascade did not become ready: ${(e as Error).message}`);
+  }
+  log(`cascade ready in ${Math.round((Date.now() - t0) / 1000)} s`);
+}
+
+function archives(): string[] {
+  const dir = join(ROOT, 'build/images');
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.tar'))
+    .map((f) => join(dir, f));
+}
+
+/** A node's services, in its namespaces when it has them; waits for it to be Ready. */
+function nodeUp(n: NodeSpec, l: Layout, images: string[]): void {
+  const enter = n.placement === 'netns' ? machineUp(n, l) : undefined;
+  containerdUp(n, enter);
+  importArchives(n, images);
+  kubeletUp(n, bins(), `https://${l.hostIp}:6443`, enter);
+  kubeProxyUp(n, bins(), enter);
+}
+
+function up(args: string[]): void {
+  if (process.getuid?.() !== 0) fail('needs root (kubelet, containerd, namespaces, routes, bpffs)');
+  const withCascade = !args.includes('--no-cascade');
+  const at = args.indexOf('--nodes');
+  const before = recorded();
+  const count =
+    at >= 0 ? Number(args[at + 1]) : before?.nodes.filter((n) => n.placement === 'netns').length || 1;
+  const t0 = Date.now();
+  const l = layout(count, before?.hostIp ?? hostIp());
+  if (
+    before &&
+    (before.nodes[0]!.placement !== l.nodes[0]!.placement || before.nodes.length > l.nodes.length)
+  )
+    fail(
+      `a cluster of ${before.nodes.length} node(s) runs: npm run cluster -- down first (a node count only grows on a running cluster)`,
+    );
+  bins();
+  run('bash', [join(ROOT, 'scripts/setup.d/10-bpf.sh')], { timeoutMs: 600_000 });
+  for (const d of [STATE, RUN, LOGS]) mkdirSync(d, { recursive: true });
+  if (attempt('mountpoint', ['-q', '/sys/fs/bpf']) === '' && attempt('findmnt', ['-n', '/sys/fs/bpf']) === '')
+    run('mount', ['-t', 'bpf', 'bpf', '/sys/fs/bpf']);
+  if (l.nodes[0]!.placement === 'host') hostNodeNetwork();
+  else linkUp(l);
+  writeFileSync(LAYOUT_FILE, `${JSON.stringify({ count, hostIp: l.hostIp })}\n`);
+  controlPlanePki(l.hostIp);
+  controlPlane(bins(), l.hostIp, env());
+  log('building images (cached when inputs are unchanged)');
+  run(
+    join(ROOT, 'node_modules/.bin/node'),
+    [join(ROOT, 'tools/cluster/src/images.ts'), '--tag', TAG, '--cluster-bin', bins().cluster],
+    {
+      timeoutMs: 1_800_000,
+    },
+  );
+  const images = archives();
+  for (const n of l.nodes) nodeUp(n, l, images);
+  for (const n of l.nodes)
+    waitFor(
+      120,
+      `node ${n.name}`,
+      () => kubectl('wait', '--for=condition=Ready', `node/${n.name}`, '--timeout=2s'),
+      LOGS,
+    );
+  addons();
+  // pods start only once the agent has pinned its programs (cascade-cni fails closed): CoreDNS waits for it
+  if (withCascade) {
+    install();
+    kubectl('-n', 'kube-system', 'rollout', 'status', 'deploy/coredns', '--timeout=120s');
+  }
+  log(
+    `up (${l.nodes.length} node(s)) in ${Math.round((Date.now() - t0) / 1000)} s; use: export KUBECONFIG=${KUBECONFIG}`,
+  );
+}
+
+/** Stops a namespaced node's services as a crash would: kubelet, kube-proxy, the agent, containerd. */
+function nodeStop(n: NodeSpec): void {
+  servicesDown(n);
+  // the agent's container: found by its command line among the node's processes
+  for (const pid of pidsMatching('agent/main')) {
+    const cg = attempt('cat', [`/proc/${pid}/cgroup`]);
+    if (n.cgroupRoot && cg.includes(`${n.cgroupRoot}/`)) kill(pid, 'SIGKILL');
+  }
+  stop(pidFile(n, 'containerd'), 'containerd');
+  log(`node ${n.name}: kubelet, kube-proxy, agent and containerd stopped; its machine, pods and pins stay`);
+}
+
+function containersDown(n: NodeSpec): void {
+  if (livePid(pidFile(n, 'containerd'), 'containerd')) {
+    for (const t of attempt('ctr', ['-a', socket(n), '-n', 'k8s.io', 'tasks', 'ls', '-q'])
+      .split('\n')
+      .filter(Boolean))
+      attempt('ctr', ['-a', socket(n), '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', t]);
+    sleepMs(1000);
+  }
+  stop(pidFile(n, 'containerd'), 'containerd');
+  // the shims outlive containerd; they and their containers belong to this node's socket
+  for (const pid of pidsMatching(`-address ${socket(n)}`)) kill(pid, 'SIGKILL');
+}
+
+/** Every namespaced node this machine holds, whether or not the layout file says so. */
+function leftoverNodes(): NodeSpec[] {
+  const names = new Set<number>();
+  for (const d of [join(RUN, 'nodes'), join(STATE, 'nodes')])
+    if (existsSync(d))
+      for (const f of readdirSync(d)) if (/^cascade-node-\d+$/.test(f)) names.add(Number(f.split('-')[2]));
+  if (existsSync('/run/netns'))
+    for (const f of readdirSync('/run/netns'))
+      if (/^cascade-node-\d+$/.test(f)) names.add(Number(f.split('-')[2]));
+  return [...names].map(netnsNode);
+}
+
+function down(): void {
+  if (process.getuid?.() !== 0) fail('needs root');
+  const t0 = Date.now();
+  const l = recorded();
+  const nodes = [...(l?.nodes.filter((n) => n.placement === 'host') ?? []), ...leftoverNodes()];
+  if (!l && existsSync(join(RUN, 'kubelet.pid'))) nodes.push(layout(1, '127.0.0.1').nodes[0]!);
+  for (const n of nodes) servicesDown(n);
+  for (const c of ['kube-scheduler', 'kube-controller-manager']) stop(controlPlanePidFile(c), c);
+  for (const n of nodes) {
+    if (n.placement === 'host' || livePid(pidFile(n, 'containerd'), 'containerd'))
+      log(`killing the pod containers of ${n.name}`);
+    containersDown(n);
+    if (n.placement === 'netns') machineDown(n);
+  }
+  for (const c of ['kube-apiserver', 'etcd']) stop(controlPlanePidFile(c), c);
+  // anything else still started from this cluster's state (a pid file lost by hand, say)
+  for (const pid of pidsMatching(`${STATE}/`)) kill(pid, 'SIGKILL');
+  if (nodes.some((n) => n.placement === 'host') || existsSync(join(STATE, 'cni/bin'))) hostNodeDown();
+  if (attempt('ip', ['link', 'show', LINK_BRIDGE]) !== '') attempt('ip', ['link', 'del', LINK_BRIDGE]);
+  attempt('ip', ['route', 'del', 'blackhole', POD_RANGE]);
+  attempt('ip', ['route', 'del', 'blackhole', SVC_RANGE]);
+  attempt('ip', ['route', 'del', SVC_RANGE]);
+  for (const m of attempt('findmnt', ['-rn', '-o', 'TARGET'])
+    .split('\n')
+    .filter((m) => m === STATE || m.startsWith(`${STATE}/`) || m === RUN || m.startsWith(`${RUN}/`))
+    .sort()
+    .reverse())
+    attempt('umount', ['-l', m]);
+  rmSync(PIN_DIR, { recursive: true, force: true });
+  rmSync('/run/cascade/cni', { recursive: true, force: true });
+  rmSync(STATE, { recursive: true, force: true });
+  rmSync(RUN, { recursive: true, force: true });
+  log(
+    `down in ${Math.round((Date.now() - t0) / 1000)} s: processes, namespaces, mounts, interfaces, iptables chains, routes, pins and state removed`,
+  );
+}
+
+/** The host node's leftovers: pod namespaces, the bridge, kube-proxy's and kubelet's chains. */
+function hostNodeDown(): void {
+  if (existsSync('/run/netns'))
+    for (const f of readdirSync('/run/netns').filter((f) => f.startsWith('cni-'))) {
+      attempt('umount', [join('/run/netns', f)]);
+      rmSync(join('/run/netns', f), { force: true });
+    }
+  attempt('ip', ['link', 'del', BRIDGE]);
+  let proxy = binsMemo?.cluster;
+  if (!proxy) {
+    const cache = join(
+      process.env.CASCADE_CACHE ?? join(process.env.HOME ?? '/root', '.cache/cascade'),
+      'cluster',
+    );
+    const d = existsSync(cache)
+      ? readdirSync(cache).find((v) => existsSync(join(cache, v, 'bin/kube-proxy')))
+      : undefined;
+    proxy = d ? join(cache, d, 'bin') : undefined;
+  }
+  if (proxy) attempt(join(proxy, 'kube-proxy'), ['--cleanup']);
+  // kubelet's own chains (KUBE-FIREWALL, KUBE-KUBELET-CANARY, ...) after kube-proxy's
+  for (const t of ['filter', 'nat', 'mangle'])
+    for (const cmd of ['iptables', 'ip6tables']) {
+      const rules = attempt(cmd, ['-t', t, '-S']).split('\n');
+      const chains = rules.filter((r) => /^-N KUBE-/.test(r)).map((r) => r.split(' ')[1]!);
+      for (const ch of chains)
+        for (const r of rules.filter((r) => r.startsWith('-A ') && new RegExp(`-j ${ch}( |$)`).test(r)))
+          attempt(cmd, ['-t', t, ...r.replace(/^-A/, '-D').split(' ')]);
+      for (const ch of chains) attempt(cmd, ['-t', t, '-F', ch]);
+      for (const ch of chains) attempt(cmd, ['-t', t, '-X', ch]);
+    }
+}
+
+function status(): void {
+  const line = (name: string, pid: number | undefined) =>
+    process.stdout.write(`${name.padEnd(36)}${pid ? `running (pid ${pid})` : 'stopped'}\n`);
+  for (const c of CONTROL_PLANE) line(c, livePid(controlPlanePidFile(c), c));
+  const l = recorded();
+  for (const n of l?.nodes ?? []) {
+    process.stdout.write(
+      `node ${n.name} (${n.placement === 'host' ? 'the host' : `netns ${n.netns}`}, ${n.ip}, pods ${n.podCidr})\n`,
+    );
+    if (n.placement === 'netns') line(`  machine`, livePid(machinePidFile(n), machineTag(n)));
+    for (const s of SERVICES) line(`  ${s}`, livePid(pidFile(n, s), s));
+  }
+  if (livePid(controlPlanePidFile('kube-apiserver'), 'kube-apiserver')) {
+    process.stdout.write(attempt('kubectl', ['--kubeconfig', KUBECONFIG, 'get', 'nodes', '-o', 'wide']));
+    process.stdout.write(attempt('kubectl', ['--kubeconfig', KUBECONFIG, 'get', 'pods', '-A', '-o', 'wide']));
+    process.stdout.write(`export KUBECONFIG=${KUBECONFIG}\n`);
+  }
+}
+
+function node(args: string[]): void {
+  const [verb, name] = args;
+  const l = recorded() ?? fail('no cluster runs');
+  const n = l.nodes.find((m) => m.name === name);
+  if (n?.placement !== 'netns')
+    fail(
+      `node ${name ?? '(none)'}: not a namespaced node of this cluster (${l.nodes.map((m) => m.name).join(', ')})`,
+    );
+  if (verb === 'stop') nodeStop(n!);
+  else if (verb === 'start') {
+    nodeUp(n!, l, archives());
+    waitFor(
+      120,
+      `node ${n!.name}`,
+      () => kubectl('wait', '--for=condition=Ready', `node/${n!.name}`, '--timeout=2s'),
+      LOGS,
+    );
+  } else fail('usage: npm run cluster -- node stop|start NAME');
+}
+
+const USAGE =
+  'usage: npm run cluster -- up [--nodes N] [--no-cascade] | down | status | install [TAG [TIMEOUT]] | node stop|start NAME | import ARCHIVE... | env';
+
+try {
+  const [cmd, ...rest] = process.argv.slice(2);
+  switch (cmd) {
+    case 'up':
+      up(rest);
+      break;
+    case 'down':
+      down();
+      break;
+    case 'status':
+      status();
+      break;
+    case 'install':
+      install(rest[0], rest[1]);
+      break;
+    case 'node':
+      node(rest);
+      break;
+    case 'import': {
+      const l = recorded() ?? fail('no cluster runs');
+      for (const n of l.nodes)
+        importArchives(
+          n,
+          rest.map((a) => resolve(a)),
+        );
+      break;
+    }
+    case 'env':
+      process.stdout.write(`export KUBECONFIG=${KUBECONFIG}\nexport PATH="${bins().cluster}:$PATH"\n`);
+      break;
+    default:
+      process.stderr.write(`${USAGE}\n`);
+      process.exit(2);
+  }
+} catch (e) {
+  if (e instanceof ClusterError) {
+    process.stderr.write(`[cluster] error: ${e.message}\n`);
+    process.exit(1);
+  }
+  throw e;
+}

@@ -1,0 +1,201 @@
+// A node's services: containerd (its own root, state and socket) with the CNI bridge chained with
+// cascade-cni, the images imported into it, kubelet and kube-proxy. On the host (one node) or inside
+// the node's namespaces (machine.ts).
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Bins } from './control-plane.ts';
+import { BRIDGE, DNS_IP, type NodeSpec, PIN_DIR, PKI, POD_RANGE, STATE } from './layout.ts';
+import { kubeconfig, nodePki } from './pki.ts';
+import { log, run, start, stop, waitFor } from './proc.ts';
+
+export const SERVICES = ['containerd', 'kubelet', 'kube-proxy'] as const;
+export const socket = (n: NodeSpec) => join(n.run, 'containerd.sock');
+export const pidFile = (n: NodeSpec, what: string) => join(n.run, `${what}.pid`);
+const logFile = (n: NodeSpec, what: string) => join(n.hostDir, 'logs', `${what}.log`);
+
+export function containerdUp(n: NodeSpec, enter?: number): void {
+  for (const d of ['containerd', 'cni/net.d', 'cni/bin', 'cni/ipam'])
+    mkdirSync(join(n.hostDir, d), { recursive: true });
+  for (const p of readdirSync('/usr/lib/cni')) {
+    const link = join(n.hostDir, 'cni/bin', p);
+    if (!existsSync(link)) symlinkSync(join('/usr/lib/cni', p), link);
+  }
+  // cascade-cni itself is copied into the node's CNI directory by the agent's init container
+  writeFileSync(
+    join(n.hostDir, 'cni/net.d/10-cascade.conflist'),
+    `${JSON.stringify(
+      {
+        cniVersion: '1.0.0',
+        name: 'cascade-cluster',
+        plugins: [
+          {
+            type: 'bridge',
+            bridge: BRIDGE,
+            isGateway: true,
+            ipMasq: false,
+            hairpinMode: true,
+            ipam: {
+              type: 'host-local',
+              ranges: [[{ subnet: n.podCidr, gateway: n.gateway }]],
+              routes: [{ dst: '0.0.0.0/0' }],
+              dataDir: join(n.dir, 'cni/ipam'),
+            },
+          },
+          {
+            type: 'cascade-cni',
+            pinDir: PIN_DIR,
+            recordDir: '/run/cascade/cni',
+            exemptNamespace: 'cascade-system',
+          },
+        ],
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  const toml = join(n.hostDir, 'containerd.toml');
+  writeFileSync(
+    toml,
+    `version = 2
+root = "${join(n.dir, 'containerd')}"
+state = "${join(n.run, 'containerd')}"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+[grpc]
+  address = "${socket(n)}"
+[ttrpc]
+  address = "${socket(n)}.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "${join(n.dir, 'opt')}"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "cascade.local/pause:3.10"
+  enable_selinux = false
+  # this machine grants no CAP_SYS_RESOURCE: a negative oom_score_adj (kubelet's -998 for sandboxes,
+  # -997 for critical pods) cannot be set, so it is clamped to containerd's own (0)
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "${join(n.dir, 'cni/bin')}"
+    conf_dir = "${join(n.hostDir, 'cni/net.d')}"
+    max_conf_num = 1
+`,
+  );
+  start({
+    pidFile: pidFile(n, 'containerd'),
+    logFile: logFile(n, 'containerd'),
+    cmd: 'containerd',
+    args: ['--config', toml],
+    enter,
+  });
+  waitFor(30, `containerd of ${n.name}`, () => run('ctr', ['-a', socket(n), 'version'], { timeoutMs: 5000 }));
+}
+
+/** Imports image archives (each with its .json beside it) unless the same reference and digest are there. */
+export function importArchives(n: NodeSpec, archives: string[]): void {
+  const have = new Set(
+    run('ctr', ['-a', socket(n), '-n', 'k8s.io', 'images', 'ls'])
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/\s+/))
+      .map((f) => `${f[0]} ${f[2]}`),
+  );
+  for (const archive of archives) {
+    const meta = JSON.parse(readFileSync(`${archive}.json`, 'utf8')) as { ref: string; digest: string };
+    if (have.has(`${meta.ref} ${meta.digest}`)) continue;
+    log(`importing ${meta.ref} into ${n.name}`);
+    run('ctr', ['-a', socket(n), '-n', 'k8s.io', 'images', 'import', '--no-unpack=false', archive], {
+      timeoutMs: 600_000,
+    });
+  }
+}
+
+export function kubeletUp(n: NodeSpec, bins: Bins, server: string, enter?: number): void {
+  const stem = nodePki(n.name, n.ip);
+  const kc = kubeconfig(`kubelet-${n.name}`, stem, server);
+  mkdirSync(join(n.hostDir, 'kubelet'), { recursive: true });
+  writeFileSync(join(n.hostDir, 'resolv.conf'), 'nameserver 127.0.0.1\noptions ndots:1\n');
+  const config = join(n.hostDir, 'kubelet.yaml');
+  writeFileSync(
+    config,
+    `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: "${join(PKI, 'ca.crt')}"}
+authorization: {mode: Webhook}
+cgroupDriver: cgroupfs
+${n.cgroupRoot ? `cgroupRoot: "${n.cgroupRoot}"\n` : ''}failCgroupV1: false
+containerRuntimeEndpoint: "unix://${socket(n)}"
+clusterDomain: cluster.local
+clusterDNS: ["${DNS_IP}"]
+resolvConf: "${join(n.hostDir, 'resolv.conf')}"
+failSwapOn: false
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+tlsCertFile: "${join(PKI, `${stem}-serving.crt`)}"
+tlsPrivateKeyFile: "${join(PKI, `${stem}-serving.key`)}"
+# images are imported, never pulled: never collect them
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+serializeImagePulls: false
+maxPods: 110
+`,
+  );
+  start({
+    pidFile: pidFile(n, 'kubelet'),
+    logFile: logFile(n, 'kubelet'),
+    cmd: join(bins.cluster, 'kubelet'),
+    args: [
+      '--config',
+      config,
+      '--kubeconfig',
+      kc,
+      '--root-dir',
+      join(n.hostDir, 'kubelet'),
+      '--hostname-override',
+      n.name,
+      '--node-ip',
+      n.ip,
+      '--v=1',
+    ],
+    enter,
+  });
+}
+
+export function kubeProxyUp(n: NodeSpec, bins: Bins, enter?: number): void {
+  const config = join(n.hostDir, 'kube-proxy.yaml');
+  writeFileSync(
+    config,
+    `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: "${join(STATE, 'kube-proxy.kubeconfig')}"}
+mode: iptables
+clusterCIDR: "${POD_RANGE}"
+hostnameOverride: "${n.name}"
+conntrack: {maxPerCore: 0}
+metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 127.0.0.1:10256
+`,
+  );
+  start({
+    pidFile: pidFile(n, 'kube-proxy'),
+    logFile: logFile(n, 'kube-proxy'),
+    cmd: join(bins.cluster, 'kube-proxy'),
+    args: ['--config', config, '--v=1'],
+    enter,
+  });
+}
+
+/** kubelet, kube-proxy, every pod container and containerd stopped: the machine stays. */
+export function servicesDown(n: NodeSpec): void {
+  stop(pidFile(n, 'kubelet'), 'kubelet');
+  stop(pidFile(n, 'kube-proxy'), 'kube-proxy');
+}

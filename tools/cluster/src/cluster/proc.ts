@@ -1,0 +1,140 @@
+// The processes of the cluster: started detached with a pid file and a log, optionally inside a
+// node's namespaces (nsenter into the node's "machine" process), stopped with TERM then KILL.
+import { execFileSync, spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+
+export const log = (msg: string) => process.stderr.write(`[cluster] ${msg}\n`);
+
+export class ClusterError extends Error {}
+export const fail = (msg: string): never => {
+  throw new ClusterError(msg);
+};
+
+/** Runs a command to completion; its stdout. Throws with its stderr. */
+export function run(
+  cmd: string,
+  args: string[],
+  opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; quiet?: boolean } = {},
+): string {
+  try {
+    return execFileSync(cmd, args, {
+      input: opts.input,
+      env: opts.env ?? process.env,
+      timeout: opts.timeoutMs ?? 120_000,
+      maxBuffer: 64 << 20,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    }).toString();
+  } catch (e) {
+    const err = e as { stderr?: Buffer; message: string };
+    throw new ClusterError(
+      `${cmd} ${args.join(' ')}: ${(err.stderr?.toString() || err.message).trim()}`.slice(0, 3000),
+    );
+  }
+}
+
+/** The same, ignoring failure (teardown of what may not exist). */
+export function attempt(cmd: string, args: string[], timeoutMs = 60_000): string {
+  try {
+    return run(cmd, args, { timeoutMs });
+  } catch {
+    return '';
+  }
+}
+
+const cmdline = (pid: number): string => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
+};
+
+/** The pid a pid file records, when that process lives and its command line holds `match`. */
+export function livePid(pidFile: string, match: string): number | undefined {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(pidFile, 'utf8').trim());
+  } catch {
+    return undefined;
+  }
+  return pid > 0 && cmdline(pid).includes(match) ? pid : undefined;
+}
+
+export interface Start {
+  pidFile: string;
+  logFile: string;
+  cmd: string;
+  args: string[];
+  /** the pid of a process whose network and mount namespaces the command runs in */
+  enter?: number;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Starts a detached process (own session) unless the one its pid file names lives; its pid. */
+export function start(s: Start): number {
+  const match = basename(s.cmd);
+  const live = livePid(s.pidFile, match);
+  if (live) return live;
+  log(`starting ${basename(s.pidFile, '.pid')}${s.enter ? ` (in the namespaces of ${s.enter})` : ''}`);
+  mkdirSync(dirname(s.logFile), { recursive: true });
+  mkdirSync(dirname(s.pidFile), { recursive: true });
+  const fd = openSync(s.logFile, 'a');
+  // nsenter execs the command in place (no pid namespace, so no fork): the pid is the command's
+  const [cmd, args] = s.enter
+    ? ['nsenter', ['-t', String(s.enter), '-n', '-m', '--', s.cmd, ...s.args]]
+    : [s.cmd, s.args];
+  const child = spawn(cmd, args, { detached: true, stdio: ['ignore', fd, fd], env: s.env ?? process.env });
+  closeSync(fd);
+  child.unref();
+  if (!child.pid) fail(`could not start ${s.cmd}`);
+  writeFileSync(s.pidFile, `${child.pid}\n`);
+  return child.pid!;
+}
+
+const sleepMs = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+/** TERM, then KILL after `graceMs`; removes the pid file. */
+export function stop(pidFile: string, match: string, graceMs = 10_000): void {
+  const pid = livePid(pidFile, match);
+  if (pid) {
+    kill(pid, 'SIGTERM');
+    for (let t = 0; t < graceMs && existsSync(`/proc/${pid}`); t += 100) sleepMs(100);
+    kill(pid, 'SIGKILL');
+    for (let t = 0; t < 5_000 && existsSync(`/proc/${pid}`); t += 100) sleepMs(100);
+  }
+  rmSync(pidFile, { force: true });
+}
+
+export function kill(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    /* gone already */
+  }
+}
+
+/** Retries `check` every second until it returns without throwing (and not false), at most `seconds`. */
+export function waitFor(seconds: number, what: string, check: () => unknown, logs?: string): void {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    try {
+      if (check() !== false) return;
+    } catch {
+      /* not yet */
+    }
+    if (Date.now() > deadline) fail(`${what} not ready after ${seconds} s${logs ? ` (logs: ${logs})` : ''}`);
+    sleepMs(1000);
+  }
+}
+
+export { sleepMs };
+
+/** Every pid of the processes whose command line holds `needle`. */
+export function pidsMatching(needle: string): number[] {
+  const out: number[] = [];
+  for (const d of attempt('ls', ['/proc']).split('\n'))
+    if (/^\d+$/.test(d) && Number(d) !== process.pid && cmdline(Number(d)).includes(needle))
+      out.push(Number(d));
+  return out;
+}
