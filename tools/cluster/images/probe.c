@@ -4,7 +4,10 @@
  * and exits 1 (2 on bad arguments); `probe-all TIMEOUT_MS PROTO/HOST/PORT...` prints one
  * `PROTO/HOST/PORT ALLOW|DENY` line per target; `dns tcp|udp SERVER NAME [TIMEOUT_MS]` asks SERVER (port 53)
  * for NAME's A records and prints ALLOW with the answer count (exit 0) when it answers NOERROR with at
- * least one, else DENY (exit 1). Static, no allocation per connection, bounded everything. */
+ * least one, else DENY (exit 1); `connect-times HOST PORT N` opens N TCP connections one after another
+ * (IPv4, each a new flow) and prints each one's connect()-to-established time in microseconds (-1 when
+ * one fails within a second), for the cluster bench. Static, no allocation per connection, bounded
+ * everything. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -244,15 +247,43 @@ deny:
 	return 1;
 }
 
+static int connect_times(const char *host, const char *port_s, int n) {
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	int port = port_of(port_s);
+	if (port < 0 || n < 1 || n > 10000 || inet_pton(AF_INET, host, &a.sin_addr) != 1) return 2;
+	a.sin_port = htons((unsigned short)port);
+	for (int i = 0; i < n; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (fd < 0) return 1;
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		long us = -1;
+		if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 || errno == EINPROGRESS) {
+			struct pollfd pf = {.fd = fd, .events = POLLOUT};
+			int err = 0;
+			socklen_t len = sizeof err;
+			if (poll(&pf, 1, 1000) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) {
+				clock_gettime(CLOCK_MONOTONIC, &t1);
+				us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
+			}
+		}
+		close(fd);
+		printf("%ld\n", us);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (argc >= 3 && strcmp(argv[1], "serve") == 0) return serve(argc - 2, argv + 2);
 	if (argc >= 4 && strcmp(argv[1], "probe-all") == 0) return probe_all(atoi(argv[2]), argc - 3, argv + 3);
 	if ((argc == 5 || argc == 6) && strcmp(argv[1], "dns") == 0)
 		return dns(argv[2], argv[3], argv[4], argc == 6 ? atoi(argv[5]) : 1000);
+	if (argc == 5 && strcmp(argv[1], "connect-times") == 0) return connect_times(argv[2], argv[3], atoi(argv[4]));
 	if ((argc == 5 || argc == 6) && strcmp(argv[1], "probe") == 0)
 		return probe(argv[2], argv[3], argv[4], argc == 6 ? atoi(argv[5]) : 1000);
 	fprintf(stderr, "usage: cascade-probe serve PORT... | probe tcp|udp HOST PORT [TIMEOUT_MS] |\n"
-	                "       probe-all TIMEOUT_MS tcp|udp/HOST/PORT... | dns tcp|udp SERVER NAME [TIMEOUT_MS]\n");
+	                "       probe-all TIMEOUT_MS tcp|udp/HOST/PORT... | dns tcp|udp SERVER NAME [TIMEOUT_MS] |\n"
+	                "       connect-times HOST PORT N\n");
 	return 2;
 }

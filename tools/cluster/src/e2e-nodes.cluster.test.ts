@@ -5,14 +5,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { clusterDownLeavesNothing } from './e2e/lifecycle.ts';
-import {
-  crossNodeEnforcement,
-  NODES,
-  nodeFailure,
-  nodePortAcrossNodes,
-  stopServers,
-  threeNodesUp,
-} from './e2e/nodes.ts';
+import { drainAndAddNode, nodeFailure } from './e2e/node-churn.ts';
+import { crossNodeEnforcement, NODES, nodePortAcrossNodes, stopServers, threeNodesUp } from './e2e/nodes.ts';
 import { figures } from './e2e/shared.ts';
 import { CLUSTER_SH, clusterTestsEnabled, sh } from './harness.ts';
 
@@ -53,6 +47,11 @@ describe.runIf(enabled)(`Cascade on ${NODES} nodes`, () => {
     'a node stops (kubelet, containerd, kube-proxy, agent) under a probe loop: no wrong verdict on the others; its pods leave the other agents when evicted; back, its agent adopts its pins without a wrong verdict',
     nodeFailure,
     600_000,
+  );
+  it(
+    'kubectl drain of a node under a probe loop: its pods leave every agent, no wrong verdict; a fourth node joins the running cluster and its pods are judged as simulate says',
+    drainAndAddNode,
+    900_000,
   );
   it.skipIf(process.env.CASCADE_E2E_KEEP === '1')(
     'npm run cluster -- down leaves nothing behind: namespaces, cgroups, links, processes, mounts, routes, pins, state',

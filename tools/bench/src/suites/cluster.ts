@@ -1,20 +1,33 @@
 // The real cluster (tools/cluster): `npm run bench -- cluster`. Needs root and the cluster binaries
-// (scripts/setup.sh); without them it reports nothing and says why. Figures: cluster up with cached
-// binaries, helm install to Ready, pod Running to its endpoint in the kernel (median, p99 over 50
-// pods), a NetworkPolicy change to its rules written on the node, each component's memory. Leaves the
-// cluster down afterwards.
+// (scripts/setup.sh); without them it reports nothing and says why. Run for one node (the host) and
+// for three (each its own namespaces): cluster up with cached binaries, helm install to Ready, pod
+// Running to its address in every agent's kernel maps (median, p99 over 50 pods spread over the
+// nodes), a NetworkPolicy change to every agent synced, each agent's memory, and the first packet
+// of a new connection (TCP connect) between pods on one node and across nodes. Leaves the cluster
+// down afterwards.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { CLUSTER_SH, clusterBin, env as clusterEnv } from '@cascade/cluster/harness';
 import type { Figure } from '../report.ts';
 import { summarize } from '../report.ts';
 
 const PODS = 50;
+const CONNECTS = 200;
 
 export async function run(): Promise<Figure[]> {
   if (process.getuid?.() !== 0 || !clusterBin()) {
     process.stderr.write('[bench] cluster: skipped (needs root and scripts/setup.sh)\n');
     return [];
   }
+  const counts = (process.env.CASCADE_BENCH_NODES ?? '1,3').split(',').map(Number);
+  const figures: Figure[] = [];
+  for (const n of counts) figures.push(...(await measure(n)));
+  return figures;
+}
+
+type Node = { name: string; ip: string };
+
+async function measure(nodes: number): Promise<Figure[]> {
   const env = clusterEnv();
   const sh = (cmd: string, args: string[], input?: string, timeout = 600_000) =>
     execFileSync(cmd, args, {
@@ -26,32 +39,71 @@ export async function run(): Promise<Figure[]> {
     }).toString();
   const kubectl = (...args: string[]) => sh('kubectl', args);
   const figures: Figure[] = [];
+  const where = nodes === 1 ? 'one node (the host)' : `${nodes} nodes (own namespaces)`;
   const fig = (name: string, value: number, unit: string, input: string) =>
-    figures.push({ suite: 'cluster', name, value, unit, input });
-  const cluster = CLUSTER_SH;
+    figures.push({
+      suite: 'cluster',
+      name: `${name} [${nodes} node${nodes > 1 ? 's' : ''}]`,
+      value,
+      unit,
+      input,
+    });
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-  sh('bash', [cluster, 'down']);
+  sh('bash', [CLUSTER_SH, 'down']);
   let t0 = Date.now();
-  sh('bash', [cluster, 'up', '--no-cascade'], undefined, 1_800_000);
+  sh('bash', [CLUSTER_SH, 'up', '--nodes', String(nodes), '--no-cascade'], undefined, 1_800_000);
   fig(
     'cluster up (binaries and images cached)',
     (Date.now() - t0) / 1000,
     's',
-    'one node, Cascade not installed',
+    `${where}, Cascade not installed`,
   );
   let watcher: ChildProcess | undefined;
   try {
     t0 = Date.now();
-    sh('bash', [cluster, 'install', '0.1.0', '5m']);
+    sh('bash', [CLUSTER_SH, 'install', '0.1.0', '5m']);
     fig(
       'helm install to every Cascade pod Ready',
       (Date.now() - t0) / 1000,
       's',
-      '2+2 controller replicas, 1 agent',
+      `2+2 controller replicas, ${nodes} agent(s)`,
     );
+    const list = (
+      JSON.parse(kubectl('get', 'nodes', '-o', 'json')) as {
+        items: { metadata: { name: string }; status: { addresses: { type: string; address: string }[] } }[];
+      }
+    ).items.map((x) => ({
+      name: x.metadata.name,
+      ip: x.status.addresses.find((a) => a.type === 'InternalIP')!.address,
+    }));
+    // a command in a node's namespaces (network and mount: its own bpffs); on the host for one node
+    const onNode = (node: Node, cmd: string, args: string[]) => {
+      const pidFile = `/run/cascade-cluster/nodes/${node.name}/machine.pid`;
+      return existsSync(pidFile)
+        ? sh('nsenter', ['-t', readFileSync(pidFile, 'utf8').trim(), '-n', '-m', '--', cmd, ...args])
+        : sh(cmd, args);
+    };
+    // the IPv4 addresses a pinned map of the node holds as keys (endpoint map: local pods; hosts map:
+    // every pod and node address the agent learned)
+    const keys = (node: Node, map: string): Set<string> => {
+      const dump = JSON.parse(
+        onNode(node, 'bpftool', ['-j', 'map', 'dump', 'pinned', `/sys/fs/bpf/cascade/maps/${map}`]),
+      ) as {
+        key?: string[];
+        formatted?: { key?: { addr?: number[] } };
+      }[];
+      const out = new Set<string>();
+      for (const e of dump) {
+        const bytes = e.formatted?.key?.addr ?? (e.key ?? []).map((h) => Number.parseInt(h, 16));
+        if (bytes.length >= 16 && bytes[10] === 255 && bytes[11] === 255)
+          out.add(bytes.slice(12, 16).join('.'));
+      }
+      return out;
+    };
 
-    // 50 pods: the local time each is seen Running (a watch), and the time its address appears in the
-    // kernel's endpoint map (polled every 20 ms)
+    // 50 pods, spread over the nodes: the local time each is seen Running (a watch), and the time its
+    // address is in every agent's maps (its own node's endpoints, every other node's hosts), polled
     kubectl('create', 'namespace', 'bench');
     const running = new Map<string, number>();
     const ipOf = new Map<string, string>();
@@ -69,10 +121,11 @@ export async function run(): Promise<Figure[]> {
         const text = buf.slice(0, i);
         buf = buf.slice(i + 1);
         try {
-          const ev = JSON.parse(text) as {
-            object: { metadata: { name: string }; status: { phase?: string; podIP?: string } };
-          };
-          const p = ev.object;
+          const p = (
+            JSON.parse(text) as {
+              object: { metadata: { name: string }; status: { phase?: string; podIP?: string } };
+            }
+          ).object;
           if (p.status.phase === 'Running' && p.status.podIP && !running.has(p.metadata.name)) {
             running.set(p.metadata.name, Date.now());
             ipOf.set(p.metadata.name, p.status.podIP);
@@ -80,23 +133,13 @@ export async function run(): Promise<Figure[]> {
         } catch {}
       }
     });
-    const inKernel = new Map<string, number>();
-    const endpoints = (): Set<string> => {
-      const dump = JSON.parse(
-        sh('bpftool', ['-j', 'map', 'dump', 'pinned', '/sys/fs/bpf/cascade/maps/cascade_endpoints']),
-      ) as { key?: string[]; formatted?: { key?: { addr?: number[] } } }[];
-      const out = new Set<string>();
-      for (const e of dump) {
-        const bytes = e.formatted?.key?.addr ?? (e.key ?? []).map((h) => Number.parseInt(h, 16));
-        if (bytes.length === 16 && bytes[10] === 255 && bytes[11] === 255) out.add(bytes.slice(12).join('.'));
-      }
-      return out;
-    };
+    const nodeOfPod = (i: number) => list[i % list.length]!;
     const pods = Array.from({ length: PODS }, (_, i) => ({
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: `p${i}`, namespace: 'bench', labels: { app: 'bench', shard: String(i % 5) } },
       spec: {
+        nodeName: nodeOfPod(i).name,
         terminationGracePeriodSeconds: 1,
         securityContext: { runAsNonRoot: true, runAsUser: 65532 },
         containers: [
@@ -110,26 +153,39 @@ export async function run(): Promise<Figure[]> {
       },
     }));
     sh('kubectl', ['apply', '-f', '-'], pods.map((p) => JSON.stringify(p)).join('\n'));
+    const everywhere = new Map<string, number>();
     const deadline = Date.now() + 300_000;
-    while (inKernel.size < PODS && Date.now() < deadline) {
+    while (everywhere.size < PODS && Date.now() < deadline) {
       const now = Date.now();
-      const have = endpoints();
-      for (const [name, ip] of ipOf) if (!inKernel.has(name) && have.has(ip)) inKernel.set(name, now);
-      await new Promise((r) => setTimeout(r, 20));
+      const views = list.map((node) => ({
+        node,
+        endpoints: keys(node, 'cascade_endpoints'),
+        hosts: keys(node, 'cascade_hosts'),
+      }));
+      for (const [name, ip] of ipOf) {
+        if (everywhere.has(name)) continue;
+        const home = nodeOfPod(Number(name.slice(1))).name;
+        if (views.every((v) => (v.node.name === home ? v.endpoints.has(ip) : v.hosts.has(ip))))
+          everywhere.set(name, now);
+      }
+      await sleep(20);
     }
-    const lat = [...inKernel].map(([n, t]) => Math.max(0, t - (running.get(n) ?? t)));
+    const lat = [...everywhere].map(([n, t]) => Math.max(0, t - (running.get(n) ?? t)));
     const s = summarize(lat);
-    const input = `${inKernel.size} of ${PODS} pods created at once on one node, kernel map polled every 20 ms`;
-    fig('pod Running to its endpoint in the kernel, median', s.median, 'ms', input);
-    fig('pod Running to its endpoint in the kernel, p99', s.p99, 'ms', input);
+    const input = `${everywhere.size} of ${PODS} pods created at once, spread over ${where}; every node's maps polled (about every ${nodes === 1 ? 20 : 60} ms)`;
+    fig('pod Running to its address in every agent, median', s.median, 'ms', input);
+    fig('pod Running to its address in every agent, p99', s.p99, 'ms', input);
 
-    // a NetworkPolicy change to its rules written on the node (the agent's sync count and entries)
-    const metrics = () =>
-      execFileSync('curl', ['-s', '--max-time', '2', 'http://127.0.0.1:9090/metrics']).toString();
-    const syncs = () => Number(/^cascade_datapath_syncs_total (\d+)/m.exec(metrics())?.[1] ?? 0);
+    // a NetworkPolicy change to its rules written on every node (each agent's sync count)
+    const syncs = (node: Node) =>
+      Number(
+        /^cascade_datapath_syncs_total (\d+)/m.exec(
+          onNode(node, 'curl', ['-s', '--max-time', '2', 'http://127.0.0.1:9090/metrics']),
+        )?.[1] ?? 0,
+      );
     const changes: number[] = [];
     for (let i = 0; i < 10; i++) {
-      const before = syncs();
+      const before = list.map(syncs);
       const np = {
         apiVersion: 'networking.k8s.io/v1',
         kind: 'NetworkPolicy',
@@ -146,33 +202,74 @@ export async function run(): Promise<Figure[]> {
       };
       const t = Date.now();
       sh('kubectl', ['apply', '-f', '-'], JSON.stringify(np));
-      while (syncs() <= before && Date.now() - t < 30_000) await new Promise((r) => setTimeout(r, 10));
+      const pending = new Set(list.map((_, k) => k));
+      while (pending.size && Date.now() - t < 30_000) {
+        for (const k of [...pending]) if (syncs(list[k]!) > before[k]!) pending.delete(k);
+        if (pending.size) await sleep(10);
+      }
       changes.push(Date.now() - t);
     }
     const c = summarize(changes);
-    const cin = `10 changes of one NetworkPolicy over ${PODS} pods, from kubectl apply returning to the agent's sync done`;
-    fig('NetworkPolicy change to written on the node, median', c.median, 'ms', cin);
-    fig('NetworkPolicy change to written on the node, max', c.max, 'ms', cin);
+    const cin = `10 changes of one NetworkPolicy over ${PODS} pods on ${where}, from kubectl apply returning to every agent's sync done`;
+    fig('NetworkPolicy change to every agent synced, median', c.median, 'ms', cin);
+    fig('NetworkPolicy change to every agent synced, max', c.max, 'ms', cin);
 
-    // memory: resident set of each component's process
-    const rss = (pattern: string) =>
-      sh('bash', ['-c', `ps -eo rss,args | grep -F '${pattern}' | grep -v grep | awk '{print $1}'`])
-        .trim()
-        .split('\n')
-        .filter(Boolean)
-        .map((k) => Number(k) / 1024);
-    const min = `one node, ${PODS + 11} pods, a handful of policies`;
+    // memory: resident set of each agent (its node from its cgroup) and of the controllers
+    const procs = sh('bash', ['-c', "ps -eo pid,rss,args | grep -F 'src/' | grep -v grep || true"])
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.trim().split(/\s+/))
+      .map(([pid, rss, ...args]) => ({ pid: pid!, rss: Number(rss) / 1024, args: args.join(' ') }));
+    const min = `${where}, ${PODS + 11} pods, a handful of policies`;
+    const agents = procs.filter((p) => p.args.includes('packages/netpolicy/src/agent/main.ts'));
+    for (const a of agents) {
+      const cg = existsSync(`/proc/${a.pid}/cgroup`) ? readFileSync(`/proc/${a.pid}/cgroup`, 'utf8') : '';
+      const node = /\/(cascade-node-\d+)\//.exec(cg)?.[1] ?? 'the host';
+      fig(`netpolicy-agent resident memory on ${node}`, a.rss, 'MiB', min);
+    }
     for (const [name, pattern] of [
       ['authpolicy-controller', 'packages/authpolicy/src/main.ts'],
       ['ratelimitpolicy-controller', 'packages/ratelimitpolicy/src/main.ts'],
-      ['netpolicy-agent', 'packages/netpolicy/src/agent/main.ts'],
     ] as const) {
-      const r = rss(pattern);
+      const r = procs.filter((p) => p.args.includes(pattern)).map((p) => p.rss);
       if (r.length) fig(`${name} resident memory (largest replica)`, Math.max(...r), 'MiB', min);
+    }
+
+    // the first packet of new connections: TCP connects from p0 (first node) to a pod on its node and
+    // to one on the next node (each SYN a new flow: egress and ingress judged, conntrack written)
+    const samePeer = list.length > 1 ? `p${list.length}` : 'p1';
+    for (const [what, peer] of [
+      ['same node', samePeer],
+      ...(list.length > 1 ? [['across nodes', 'p1']] : []),
+    ] as const) {
+      const ip = ipOf.get(peer);
+      if (!ip) continue;
+      const out = sh('kubectl', [
+        'exec',
+        '-n',
+        'bench',
+        'p0',
+        '--',
+        '/usr/local/bin/cascade-probe',
+        'connect-times',
+        ip,
+        '8080',
+        String(CONNECTS),
+      ]).trim();
+      const times = out
+        .split(/\s+/)
+        .map(Number)
+        .filter((x) => Number.isFinite(x));
+      if (times.length < CONNECTS / 2) continue;
+      const t = summarize(times.map((us) => us / 1000));
+      const tin = `${times.length} new TCP connections pod to pod (${what}), connect() to established, in the source pod`;
+      fig(`first packet round trip (TCP connect), ${what}, median`, t.median, 'ms', tin);
+      fig(`first packet round trip (TCP connect), ${what}, p99`, t.p99, 'ms', tin);
     }
   } finally {
     watcher?.kill();
-    sh('bash', [cluster, 'down']);
+    sh('bash', [CLUSTER_SH, 'down']);
   }
   return figures;
 }

@@ -260,14 +260,15 @@ function nodeStop(n: NodeSpec): void {
 }
 
 function containersDown(n: NodeSpec): void {
-  if (livePid(pidFile(n, 'containerd'), 'containerd')) {
+  // a namespaced node's containers are all under its cgroup root, killed with its machine
+  if (n.placement === 'host' && livePid(pidFile(n, 'containerd'), 'containerd')) {
     for (const t of attempt('ctr', ['-a', socket(n), '-n', 'k8s.io', 'tasks', 'ls', '-q'])
       .split('\n')
       .filter(Boolean))
       attempt('ctr', ['-a', socket(n), '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', t]);
     sleepMs(1000);
   }
-  stop(pidFile(n, 'containerd'), 'containerd');
+  stop(pidFile(n, 'containerd'), 'containerd', n.placement === 'host' ? 10_000 : 1_000);
   // the shims outlive containerd; they and their containers belong to this node's socket
   for (const pid of pidsMatching(`-address ${socket(n)}`)) kill(pid, 'SIGKILL');
 }
@@ -290,7 +291,8 @@ function down(): void {
   const l = recorded();
   const nodes = [...(l?.nodes.filter((n) => n.placement === 'host') ?? []), ...leftoverNodes()];
   if (!l && existsSync(join(RUN, 'kubelet.pid'))) nodes.push(layout(1, '127.0.0.1').nodes[0]!);
-  for (const n of nodes) servicesDown(n);
+  // everything goes: a namespaced node's services get one second to leave
+  for (const n of nodes) servicesDown(n, n.placement === 'host' ? 10_000 : 1_000);
   for (const c of ['kube-scheduler', 'kube-controller-manager']) stop(controlPlanePidFile(c), c);
   for (const n of nodes) {
     if (n.placement === 'host' || livePid(pidFile(n, 'containerd'), 'containerd'))

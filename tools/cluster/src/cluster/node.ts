@@ -195,7 +195,7 @@ healthzBindAddress: 127.0.0.1:10256
 }
 
 /** kubelet, kube-proxy, every pod container and containerd stopped: the machine stays. */
-export function servicesDown(n: NodeSpec): void {
-  stop(pidFile(n, 'kubelet'), 'kubelet');
-  stop(pidFile(n, 'kube-proxy'), 'kube-proxy');
+export function servicesDown(n: NodeSpec, graceMs = 10_000): void {
+  stop(pidFile(n, 'kubelet'), 'kubelet', graceMs);
+  stop(pidFile(n, 'kube-proxy'), 'kube-proxy', graceMs);
 }

@@ -1,24 +1,22 @@
 // Three nodes on this machine (npm run cluster -- up --nodes 3): cross-node enforcement on real
-// traffic, NodePorts dialled on nodes without a backend, and a node that fails and comes back.
+// traffic and NodePorts dialled on nodes without a backend (node-churn.ts: failure, drain, a new node).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import {
-  CASCADECTL,
   CLUSTER_SH,
   cascadectl,
   clusterBin,
   KUBECONFIG,
   kubectlJson,
-  NODE,
   sh,
   shAsync,
   until,
 } from '../harness.ts';
 import { agreesWithSimulate, applyExample, liveMapsHold, tracesAgree } from './netpol.ts';
-import { measured, mismatches, predicted, probesFor } from './probes.ts';
+import { probesFor } from './probes.ts';
 import { figures, NODE_PORT, net, work } from './shared.ts';
 
 export const NODES = 3;
@@ -49,6 +47,32 @@ export const onNode = (node: string, cmd: string, args: string[]) =>
 export function stopServers(): void {
   for (const s of servers.splice(0)) s.kill();
 }
+
+/** A probe-image pod pinned to a node, serving 8080 (named http). */
+export const probePod = (ns: string, name: string, labels: Record<string, string>, node: string) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: ns, labels },
+  spec: {
+    nodeName: node,
+    terminationGracePeriodSeconds: 1,
+    securityContext: { runAsNonRoot: true, runAsUser: 65532 },
+    containers: [
+      {
+        name: 'app',
+        image: 'cascade.local/cascade-probe:cluster',
+        imagePullPolicy: 'Never',
+        args: ['serve', '8080'],
+        ports: [{ name: 'http', containerPort: 8080 }],
+        securityContext: {
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ['ALL'] },
+        },
+      },
+    ],
+  },
+});
 
 /** npm run cluster -- up --nodes 3: every node Ready, an agent Ready on each */
 export function threeNodesUp(): void {
@@ -127,30 +151,8 @@ export async function crossNodeEnforcement(): Promise<void> {
 export async function nodePortAcrossNodes(): Promise<void> {
   const [n1, n2, n3] = liveNodes() as [LiveNode, LiveNode, LiveNode];
   const NS = 'np-e2e';
-  const pod = (name: string, labels: Record<string, string>, node: string) => ({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: NS, labels },
-    spec: {
-      nodeName: node,
-      terminationGracePeriodSeconds: 1,
-      securityContext: { runAsNonRoot: true, runAsUser: 65532 },
-      containers: [
-        {
-          name: 'app',
-          image: 'cascade.local/cascade-probe:cluster',
-          imagePullPolicy: 'Never',
-          args: ['serve', '8080'],
-          ports: [{ name: 'http', containerPort: 8080 }],
-          securityContext: {
-            allowPrivilegeEscalation: false,
-            readOnlyRootFilesystem: true,
-            capabilities: { drop: ['ALL'] },
-          },
-        },
-      ],
-    },
-  });
+  const pod = (name: string, labels: Record<string, string>, node: string) =>
+    probePod(NS, name, labels, node);
   const objects = [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
     pod('web', { app: 'web' }, n3.name),
@@ -307,162 +309,4 @@ export async function nodePortAcrossNodes(): Promise<void> {
   }).catch(() => undefined);
   expect(wrong).toEqual([]);
   figures.nodePortChecks = checks.length;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const podKey = (p: { metadata: { name: string; namespace?: string } }) =>
-  `${p.metadata.namespace}/${p.metadata.name}`;
-
-/** Runs rounds of `probes` until stopped; every disagreement with `want` is kept. */
-function probeLoop(probes: ReturnType<typeof probesFor>) {
-  const want = predicted(probes);
-  const wrong: string[] = [];
-  let rounds = 0;
-  let running = true;
-  const done = (async () => {
-    while (running) {
-      const have = await measured(probes).catch((e: unknown) => [`error ${String(e).slice(0, 200)}`]);
-      if (have.length !== probes.length) wrong.push(have[0]!);
-      else wrong.push(...mismatches(probes, want, have));
-      rounds++;
-    }
-  })();
-  return {
-    stop: async () => {
-      running = false;
-      await done;
-      return { rounds, wrong };
-    },
-  };
-}
-
-const agentReadyOn = (node: string, after = '') =>
-  until(`the agent on ${node} Ready`, 180, () => {
-    const a = kubectlJson<{
-      items: {
-        metadata: { uid: string };
-        spec: { nodeName: string };
-        status: {
-          conditions?: { type: string; status: string }[];
-          containerStatuses?: { restartCount: number; ready: boolean }[];
-        };
-      }[];
-    }>('get', 'pods', '-n', 'cascade-system', '-l', 'app.kubernetes.io/name=netpolicy-agent').items.find(
-      (p) => p.spec.nodeName === node,
-    );
-    const c = a?.status.containerStatuses?.[0];
-    return c?.ready && `${a!.metadata.uid}/${c.restartCount}` !== after
-      ? `${a!.metadata.uid}/${c.restartCount}`
-      : undefined;
-  });
-
-/** A node's live hosts map (the addresses its kernel knows), through its agent. */
-async function liveHosts(node: string): Promise<Set<string>> {
-  const out = await shAsync(NODE, [
-    CASCADECTL,
-    'netpol',
-    'maps',
-    '--node',
-    node,
-    '--kubeconfig',
-    KUBECONFIG,
-    '-o',
-    'json',
-  ]).catch((e: unknown) => String((e as { stdout?: string }).stdout ?? ''));
-  const m = /\{[\s\S]*\}\s*$/.exec(out);
-  const live = (JSON.parse(m![0]) as { live: { hosts: { address: string }[] } }).live;
-  return new Set(live.hosts.map((h) => h.address.replace(/\/\d+$/, '')));
-}
-
-/**
- * A node stops and comes back, twice: briefly (its agent restarts and adopts its pins), then long
- * enough for the node controller to evict its pods (they leave every other agent once deleted).
- * Probe loops on the other nodes run throughout: no wrong verdict.
- */
-export async function nodeFailure(): Promise<void> {
-  const [, , n3] = liveNodes() as [LiveNode, LiveNode, LiveNode];
-  const nodeOf = new Map(
-    net.pods.map((p) => [
-      podKey(p),
-      kubectlJson<{ spec: { nodeName: string } }>('get', 'pod', '-n', p.metadata.namespace!, p.metadata.name)
-        .spec.nodeName,
-    ]),
-  );
-  const survivors = net.pods.filter((p) => nodeOf.get(podKey(p)) !== n3.name);
-  const onN3 = net.pods.filter((p) => nodeOf.get(podKey(p)) === n3.name);
-  expect(onN3.length).toBeGreaterThan(0);
-  // 1. a short outage, back before the node controller notices: the node's kernel keeps enforcing
-  // (its pods keep running, their programs stay attached), then its new agent adopts the pins
-  const agentBefore = await agentReadyOn(n3.name);
-  const toAll = probesFor(survivors, false, []).filter((p) => p.port === net.ports[0]);
-  const short = probeLoop(toAll);
-  await sleep(3000);
-  let t0 = Date.now();
-  sh('bash', [CLUSTER_SH, 'node', 'stop', n3.name], { timeoutMs: 120_000 });
-  await sleep(8000);
-  sh('bash', [CLUSTER_SH, 'node', 'start', n3.name], { timeoutMs: 600_000 });
-  await agentReadyOn(n3.name, agentBefore);
-  figures.nodeRestartToAgentReadySeconds = (Date.now() - t0) / 1000;
-  await sleep(5000);
-  const a = await short.stop();
-  // 2. a long outage: NotReady, its pods evicted (they still run there, unmanaged: they keep their
-  // addresses in every agent's maps until deleted), then back: the evicted pods end and leave
-  const long = probeLoop(
-    probesFor(survivors, false, []).filter(
-      (p) => p.port === net.ports[0] && !onN3.some((q) => podKey(q) === p.to),
-    ),
-  );
-  t0 = Date.now();
-  sh('bash', [CLUSTER_SH, 'node', 'stop', n3.name], { timeoutMs: 120_000 });
-  await until(`${n3.name} NotReady`, 120, () =>
-    kubectlJson<{ status: { conditions: { type: string; status: string }[] } }>(
-      'get',
-      'node',
-      n3.name,
-    ).status.conditions.some((c) => c.type === 'Ready' && c.status !== 'True')
-      ? true
-      : undefined,
-  );
-  figures.nodeStopToNotReadySeconds = (Date.now() - t0) / 1000;
-  await until(`the pods of ${n3.name} evicted`, 180, () =>
-    onN3.every(
-      (p) =>
-        kubectlJson<{ metadata: { deletionTimestamp?: string } }>(
-          'get',
-          'pod',
-          '-n',
-          p.metadata.namespace!,
-          p.metadata.name,
-        ).metadata.deletionTimestamp,
-    )
-      ? true
-      : undefined,
-  );
-  figures.nodeStopToEvictedSeconds = (Date.now() - t0) / 1000;
-  const evicted = onN3.map((p) => net.podIp.get(podKey(p))!);
-  const [first] = liveNodes();
-  const held = await liveHosts(first!.name);
-  expect(evicted.filter((ip) => !held.has(ip))).toEqual([]);
-  sh('bash', [CLUSTER_SH, 'node', 'start', n3.name], { timeoutMs: 600_000 });
-  await until('the evicted pods deleted', 180, () =>
-    sh('kubectl', ['get', 'pods', '-A', '-o', 'name', '--field-selector', `spec.nodeName=${n3.name}`])
-      .split('\n')
-      .every((l) => !onN3.some((p) => l === `pod/${p.metadata.name}`))
-      ? true
-      : undefined,
-  );
-  await until('the evicted pods gone from the other agents', 60, async () => {
-    for (const n of liveNodes().filter((n) => n.name !== n3.name)) {
-      const h = await liveHosts(n.name);
-      if (evicted.some((ip) => h.has(ip))) return undefined;
-    }
-    return true;
-  });
-  figures.nodeEvictedPodsLeftAgentsSeconds = (Date.now() - t0) / 1000;
-  const b = await long.stop();
-  figures.nodeFailureProbeRounds = a.rounds + b.rounds;
-  figures.nodeFailureWrongVerdicts = a.wrong.length + b.wrong.length;
-  expect([...a.wrong, ...b.wrong].slice(0, 20)).toEqual([]);
-  expect(a.rounds).toBeGreaterThan(2);
-  expect(b.rounds).toBeGreaterThan(2);
 }

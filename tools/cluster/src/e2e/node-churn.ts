@@ -1,0 +1,249 @@
+// Three nodes under churn: a node fails and comes back, a node is drained, a node joins.
+import { expect } from 'vitest';
+import { stringify } from 'yaml';
+import { CASCADECTL, CLUSTER_SH, KUBECONFIG, kubectlJson, NODE, sh, shAsync, until } from '../harness.ts';
+import { type LiveNode, liveNodes, NODES, probePod } from './nodes.ts';
+import { measured, mismatches, predicted, probesFor } from './probes.ts';
+import { figures, net } from './shared.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const podKey = (p: { metadata: { name: string; namespace?: string } }) =>
+  `${p.metadata.namespace}/${p.metadata.name}`;
+
+/** Runs rounds of `probes` until stopped; every disagreement with `want` is kept. */
+function probeLoop(probes: ReturnType<typeof probesFor>) {
+  const want = predicted(probes);
+  const wrong: string[] = [];
+  let rounds = 0;
+  let running = true;
+  const done = (async () => {
+    while (running) {
+      const have = await measured(probes).catch((e: unknown) => [`error ${String(e).slice(0, 200)}`]);
+      if (have.length !== probes.length) wrong.push(have[0]!);
+      else wrong.push(...mismatches(probes, want, have));
+      rounds++;
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await done;
+      return { rounds, wrong };
+    },
+  };
+}
+
+const agentReadyOn = (node: string, after = '') =>
+  until(`the agent on ${node} Ready`, 180, () => {
+    const a = kubectlJson<{
+      items: {
+        metadata: { uid: string };
+        spec: { nodeName: string };
+        status: {
+          conditions?: { type: string; status: string }[];
+          containerStatuses?: { restartCount: number; ready: boolean }[];
+        };
+      }[];
+    }>('get', 'pods', '-n', 'cascade-system', '-l', 'app.kubernetes.io/name=netpolicy-agent').items.find(
+      (p) => p.spec.nodeName === node,
+    );
+    const c = a?.status.containerStatuses?.[0];
+    return c?.ready && `${a!.metadata.uid}/${c.restartCount}` !== after
+      ? `${a!.metadata.uid}/${c.restartCount}`
+      : undefined;
+  });
+
+/** A node's live hosts map (the addresses its kernel knows), through its agent. */
+async function liveHosts(node: string): Promise<Set<string>> {
+  const out = await shAsync(NODE, [
+    CASCADECTL,
+    'netpol',
+    'maps',
+    '--node',
+    node,
+    '--kubeconfig',
+    KUBECONFIG,
+    '-o',
+    'json',
+  ]).catch((e: unknown) => String((e as { stdout?: string }).stdout ?? ''));
+  const m = /\{[\s\S]*\}\s*$/.exec(out);
+  const live = (JSON.parse(m![0]) as { live: { hosts: { address: string }[] } }).live;
+  return new Set(live.hosts.map((h) => h.address.replace(/\/\d+$/, '')));
+}
+
+/**
+ * A node stops and comes back, twice: briefly (its agent restarts and adopts its pins), then long
+ * enough for the node controller to evict its pods (they leave every other agent once deleted).
+ * Probe loops on the other nodes run throughout: no wrong verdict.
+ */
+export async function nodeFailure(): Promise<void> {
+  const [, , n3] = liveNodes() as [LiveNode, LiveNode, LiveNode];
+  const nodeOf = new Map(
+    net.pods.map((p) => [
+      podKey(p),
+      kubectlJson<{ spec: { nodeName: string } }>('get', 'pod', '-n', p.metadata.namespace!, p.metadata.name)
+        .spec.nodeName,
+    ]),
+  );
+  const survivors = net.pods.filter((p) => nodeOf.get(podKey(p)) !== n3.name);
+  const onN3 = net.pods.filter((p) => nodeOf.get(podKey(p)) === n3.name);
+  expect(onN3.length).toBeGreaterThan(0);
+  // 1. a short outage, back before the node controller notices: the node's kernel keeps enforcing
+  // (its pods keep running, their programs stay attached), then its new agent adopts the pins
+  const agentBefore = await agentReadyOn(n3.name);
+  const toAll = probesFor(survivors, false, []).filter((p) => p.port === net.ports[0]);
+  const short = probeLoop(toAll);
+  await sleep(3000);
+  let t0 = Date.now();
+  sh('bash', [CLUSTER_SH, 'node', 'stop', n3.name], { timeoutMs: 120_000 });
+  await sleep(8000);
+  sh('bash', [CLUSTER_SH, 'node', 'start', n3.name], { timeoutMs: 600_000 });
+  await agentReadyOn(n3.name, agentBefore);
+  figures.nodeRestartToAgentReadySeconds = (Date.now() - t0) / 1000;
+  await sleep(5000);
+  const a = await short.stop();
+  // 2. a long outage: NotReady, its pods evicted (they still run there, unmanaged: they keep their
+  // addresses in every agent's maps until deleted), then back: the evicted pods end and leave
+  const long = probeLoop(
+    probesFor(survivors, false, []).filter(
+      (p) => p.port === net.ports[0] && !onN3.some((q) => podKey(q) === p.to),
+    ),
+  );
+  t0 = Date.now();
+  sh('bash', [CLUSTER_SH, 'node', 'stop', n3.name], { timeoutMs: 120_000 });
+  await until(`${n3.name} NotReady`, 120, () =>
+    kubectlJson<{ status: { conditions: { type: string; status: string }[] } }>(
+      'get',
+      'node',
+      n3.name,
+    ).status.conditions.some((c) => c.type === 'Ready' && c.status !== 'True')
+      ? true
+      : undefined,
+  );
+  figures.nodeStopToNotReadySeconds = (Date.now() - t0) / 1000;
+  await until(`the pods of ${n3.name} evicted`, 180, () =>
+    onN3.every(
+      (p) =>
+        kubectlJson<{ metadata: { deletionTimestamp?: string } }>(
+          'get',
+          'pod',
+          '-n',
+          p.metadata.namespace!,
+          p.metadata.name,
+        ).metadata.deletionTimestamp,
+    )
+      ? true
+      : undefined,
+  );
+  figures.nodeStopToEvictedSeconds = (Date.now() - t0) / 1000;
+  const evicted = onN3.map((p) => net.podIp.get(podKey(p))!);
+  const [first] = liveNodes();
+  const held = await liveHosts(first!.name);
+  expect(evicted.filter((ip) => !held.has(ip))).toEqual([]);
+  sh('bash', [CLUSTER_SH, 'node', 'start', n3.name], { timeoutMs: 600_000 });
+  await until('the evicted pods deleted', 180, () =>
+    sh('kubectl', ['get', 'pods', '-A', '-o', 'name', '--field-selector', `spec.nodeName=${n3.name}`])
+      .split('\n')
+      .every((l) => !onN3.some((p) => l === `pod/${p.metadata.name}`))
+      ? true
+      : undefined,
+  );
+  await until('the evicted pods gone from the other agents', 60, async () => {
+    for (const n of liveNodes().filter((n) => n.name !== n3.name)) {
+      const h = await liveHosts(n.name);
+      if (evicted.some((ip) => h.has(ip))) return undefined;
+    }
+    return true;
+  });
+  figures.nodeEvictedPodsLeftAgentsSeconds = (Date.now() - t0) / 1000;
+  const b = await long.stop();
+  figures.nodeFailureProbeRounds = a.rounds + b.rounds;
+  figures.nodeFailureWrongVerdicts = a.wrong.length + b.wrong.length;
+  expect([...a.wrong, ...b.wrong].slice(0, 20)).toEqual([]);
+  expect(a.rounds).toBeGreaterThan(2);
+  expect(b.rounds).toBeGreaterThan(2);
+}
+
+/**
+ * kubectl drain of a node under a probe loop on another: its pods leave every agent's maps, no wrong
+ * verdict; then a fourth node joins the running cluster and enforces the same policies at once.
+ */
+export async function drainAndAddNode(): Promise<void> {
+  const [n1, n2] = liveNodes() as [LiveNode, LiveNode];
+  const nodeOf = new Map<string, string>();
+  for (const p of net.pods) {
+    const live = kubectlJson<{ items: { metadata: { name: string }; spec: { nodeName: string } }[] }>(
+      'get',
+      'pods',
+      '-n',
+      p.metadata.namespace!,
+    ).items.find((q) => q.metadata.name === p.metadata.name);
+    if (live) nodeOf.set(podKey(p), live.spec.nodeName);
+  }
+  const onN1 = net.pods.filter((p) => nodeOf.get(podKey(p)) === n1.name);
+  const onN2 = net.pods.filter((p) => nodeOf.get(podKey(p)) === n2.name);
+  expect(onN1.length).toBeGreaterThan(1);
+  expect(onN2.length).toBeGreaterThan(0);
+  const loop = probeLoop(
+    probesFor(onN1, false, []).filter((p) => p.port === net.ports[0] && onN1.some((q) => podKey(q) === p.to)),
+  );
+  let t0 = Date.now();
+  sh(
+    'kubectl',
+    [
+      'drain',
+      n2.name,
+      '--ignore-daemonsets',
+      '--delete-emptydir-data',
+      '--force',
+      '--grace-period=1',
+      '--timeout=180s',
+    ],
+    { timeoutMs: 200_000 },
+  );
+  const drained = onN2.map((p) => net.podIp.get(podKey(p))!);
+  await until('the drained pods gone from the other agents', 60, async () => {
+    const h = await liveHosts(n1.name);
+    return drained.some((ip) => h.has(ip)) ? undefined : true;
+  });
+  figures.drainToPodsLeftAgentsSeconds = (Date.now() - t0) / 1000;
+  const r = await loop.stop();
+  figures.drainProbeRounds = r.rounds;
+  expect(r.wrong.slice(0, 20)).toEqual([]);
+  sh('kubectl', ['uncordon', n2.name]);
+  // a fourth node joins: its agent starts, learns every pod, and its pods are judged like any other
+  t0 = Date.now();
+  sh('bash', [CLUSTER_SH, 'up', '--nodes', String(NODES + 1)], { timeoutMs: 20 * 60_000 });
+  figures.addNodeSeconds = (Date.now() - t0) / 1000;
+  const n4 = liveNodes().find((n) => n.name === `cascade-node-${NODES + 1}`)!;
+  expect(n4).toBeDefined();
+  await agentReadyOn(n4.name);
+  const NS = 'np-e2e';
+  const pod = (name: string, labels: Record<string, string>, node: string) =>
+    probePod(NS, name, labels, node);
+  // the NodePort step's backend was on the evicted node: a new one on the new node, clients elsewhere
+  sh('kubectl', ['apply', '-f', '-'], {
+    input: [pod('web-4', { app: 'web' }, n4.name), pod('client-4', { role: 'client' }, n4.name)]
+      .map((o) => stringify(o))
+      .join('---\n'),
+  });
+  sh('kubectl', ['wait', '-n', NS, '--for=condition=Ready', 'pod', 'web-4', 'client-4', '--timeout=120s'], {
+    timeoutMs: 130_000,
+  });
+  const ip = (name: string) =>
+    kubectlJson<{ status: { podIP: string } }>('get', 'pod', '-n', NS, name).status.podIP;
+  const probes = [
+    { from: `${NS}/client`, to: `${NS}/web-4`, protocol: 'TCP' as const, port: 8080 },
+    { from: `${NS}/stranger`, to: `${NS}/web-4`, protocol: 'TCP' as const, port: 8080 },
+    { from: `${NS}/client-4`, to: `${NS}/web-4`, protocol: 'TCP' as const, port: 8080 },
+  ];
+  for (const p of probes) net.podIp.set(p.to, ip('web-4'));
+  const want = predicted(probes);
+  expect(want).toEqual(['ALLOW', 'DENY', 'ALLOW']);
+  let diff: string[] = [];
+  await until('the new node enforces as simulate says', 60, async () => {
+    diff = mismatches(probes, want, await measured(probes));
+    return diff.length ? undefined : true;
+  }).catch(() => undefined);
+  expect(diff).toEqual([]);
+}
