@@ -123,12 +123,12 @@ function holder(n: NodeSpec): number {
   );
 }
 
-/** The cgroup v1 hierarchies mounted here. */
-function hierarchies(): string[] {
+/** The cgroup v1 hierarchies mounted here (with `v2`: the cgroup2 mount too, which runc also uses). */
+function hierarchies(v2 = false): string[] {
   return readFileSync('/proc/self/mounts', 'utf8')
     .split('\n')
     .map((l) => l.split(' '))
-    .filter((f) => f[2] === 'cgroup')
+    .filter((f) => f[2] === 'cgroup' || (v2 && f[2] === 'cgroup2'))
     .map((f) => f[1]!);
 }
 
@@ -150,7 +150,7 @@ export function cgroupRootDown(root: string): void {
     dirs.push(d);
     for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) walk(join(d, e.name));
   };
-  for (const h of hierarchies()) if (existsSync(join(h, root))) walk(join(h, root));
+  for (const h of hierarchies(true)) if (existsSync(join(h, root))) walk(join(h, root));
   for (let round = 0; round < 50; round++) {
     let left = 0;
     for (const d of dirs) {
