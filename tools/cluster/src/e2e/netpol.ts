@@ -106,29 +106,36 @@ export async function agreesWithSimulate(probes: ReturnType<typeof probesFor>): 
   return want;
 }
 
+/** A node's live maps, read by the agent image's debug command through pods/exec (`netpol maps --node`). */
+export async function liveMaps(node: string): Promise<{
+  live: { endpoints: { address: string }[]; hosts: { address: string }[] };
+  drift: string[];
+}> {
+  const text = await shAsync(NODE, [
+    CASCADECTL,
+    'netpol',
+    'maps',
+    '--node',
+    node,
+    '--kubeconfig',
+    KUBECONFIG,
+    '-o',
+    'json',
+  ]).catch((e: unknown) => {
+    // exit 1 (drift) keeps its output on the error
+    const m = /\{[\s\S]*\}\s*$/.exec(String((e as { stdout?: string }).stdout ?? (e as Error).message));
+    if (!m) throw e;
+    return m[0];
+  });
+  return JSON.parse(text);
+}
+
 /**
- * A node's live maps, read by the agent image's debug command through pods/exec: every address in
- * `local` is an endpoint the kernel holds, and nothing is stale; other drift is reported and counted.
+ * Every address in `local` is an endpoint the node's kernel holds, and nothing is stale; other drift
+ * is reported and counted.
  */
 export async function liveMapsHold(node: string, local: string[]): Promise<number> {
-  const maps = JSON.parse(
-    await shAsync(NODE, [
-      CASCADECTL,
-      'netpol',
-      'maps',
-      '--node',
-      node,
-      '--kubeconfig',
-      KUBECONFIG,
-      '-o',
-      'json',
-    ]).catch((e: unknown) => {
-      // exit 1 (drift) keeps its output on the error
-      const m = /\{[\s\S]*\}\s*$/.exec(String((e as { stdout?: string }).stdout ?? (e as Error).message));
-      if (!m) throw e;
-      return m[0];
-    }),
-  ) as { live: { endpoints: { address: string }[] }; drift: string[] };
+  const maps = await liveMaps(node);
   const bound = new Set(maps.live.endpoints.map((e) => e.address));
   expect(local.filter((ip) => !bound.has(ip))).toEqual([]);
   if (maps.drift.length) console.log(`netpol maps --node ${node} drift:\n  ${maps.drift.join('\n  ')}`);

@@ -1,10 +1,11 @@
 // Three nodes under churn: a node fails and comes back, a node is drained, a node joins.
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
-import { CASCADECTL, CLUSTER_SH, KUBECONFIG, kubectlJson, NODE, sh, shAsync, until } from '../harness.ts';
-import { type LiveNode, liveNodes, NODES, probePod } from './nodes.ts';
+import { CLUSTER_SH, kubectlJson, sh, until } from '../harness.ts';
+import { liveMaps } from './netpol.ts';
+import { type LiveNode, liveNodes, NODES } from './nodes.ts';
 import { measured, mismatches, predicted, probesFor } from './probes.ts';
-import { figures, net } from './shared.ts';
+import { figures, net, probePod } from './shared.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const podKey = (p: { metadata: { name: string; namespace?: string } }) =>
@@ -55,19 +56,7 @@ const agentReadyOn = (node: string, after = '') =>
 
 /** A node's live hosts map (the addresses its kernel knows), through its agent. */
 async function liveHosts(node: string): Promise<Set<string>> {
-  const out = await shAsync(NODE, [
-    CASCADECTL,
-    'netpol',
-    'maps',
-    '--node',
-    node,
-    '--kubeconfig',
-    KUBECONFIG,
-    '-o',
-    'json',
-  ]).catch((e: unknown) => String((e as { stdout?: string }).stdout ?? ''));
-  const m = /\{[\s\S]*\}\s*$/.exec(out);
-  const live = (JSON.parse(m![0]) as { live: { hosts: { address: string }[] } }).live;
+  const { live } = await liveMaps(node);
   return new Set(live.hosts.map((h) => h.address.replace(/\/\d+$/, '')));
 }
 

@@ -17,7 +17,7 @@ import {
 } from '../harness.ts';
 import { agreesWithSimulate, applyExample, liveMapsHold, tracesAgree } from './netpol.ts';
 import { probesFor } from './probes.ts';
-import { figures, NODE_PORT, net, work } from './shared.ts';
+import { figures, NODE_PORT, net, probePod, work } from './shared.ts';
 
 export const NODES = 3;
 const servers: ChildProcess[] = [];
@@ -47,32 +47,6 @@ export const onNode = (node: string, cmd: string, args: string[]) =>
 export function stopServers(): void {
   for (const s of servers.splice(0)) s.kill();
 }
-
-/** A probe-image pod pinned to a node, serving 8080 (named http). */
-export const probePod = (ns: string, name: string, labels: Record<string, string>, node: string) => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name, namespace: ns, labels },
-  spec: {
-    nodeName: node,
-    terminationGracePeriodSeconds: 1,
-    securityContext: { runAsNonRoot: true, runAsUser: 65532 },
-    containers: [
-      {
-        name: 'app',
-        image: 'cascade.local/cascade-probe:cluster',
-        imagePullPolicy: 'Never',
-        args: ['serve', '8080'],
-        ports: [{ name: 'http', containerPort: 8080 }],
-        securityContext: {
-          allowPrivilegeEscalation: false,
-          readOnlyRootFilesystem: true,
-          capabilities: { drop: ['ALL'] },
-        },
-      },
-    ],
-  },
-});
 
 /** npm run cluster -- up --nodes 3: every node Ready, an agent Ready on each */
 export function threeNodesUp(): void {

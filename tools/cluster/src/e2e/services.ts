@@ -4,34 +4,12 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import { cascadectl, KUBECONFIG, kubectl, kubectlJson, sh, shAsync, until } from '../harness.ts';
-import { NODE_PORT, net, work } from './shared.ts';
+import { NODE_PORT, net, probePod, work } from './shared.ts';
 
 /** Services and DNS under an egress policy: a pod reaches exactly the Services (ClusterIP, NodePort) and DNS its policy allows */
 export async function servicesAndDns(): Promise<void> {
   const NS_SVC = 'svc-e2e';
-  const pod = (name: string, app: string) => ({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: NS_SVC, labels: { app } },
-    spec: {
-      terminationGracePeriodSeconds: 1,
-      securityContext: { runAsNonRoot: true, runAsUser: 65532 },
-      containers: [
-        {
-          name: 'app',
-          image: 'cascade.local/cascade-probe:cluster',
-          imagePullPolicy: 'Never',
-          args: ['serve', '8080'],
-          ports: [{ name: 'http', containerPort: 8080 }],
-          securityContext: {
-            allowPrivilegeEscalation: false,
-            readOnlyRootFilesystem: true,
-            capabilities: { drop: ['ALL'] },
-          },
-        },
-      ],
-    },
-  });
+  const pod = (name: string, app: string) => probePod(NS_SVC, name, { app });
   const service = (name: string, type = 'ClusterIP') => ({
     apiVersion: 'v1',
     kind: 'Service',

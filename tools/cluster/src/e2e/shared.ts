@@ -48,3 +48,29 @@ export const net = {
   ports: [] as number[],
   podIp: new Map<string, string>(),
 };
+
+/** A probe-image pod serving 8080 (named http), unprivileged; pinned to `node` when given. */
+export const probePod = (ns: string, name: string, labels: Record<string, string>, node?: string) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: ns, labels },
+  spec: {
+    ...(node ? { nodeName: node } : {}),
+    terminationGracePeriodSeconds: 1,
+    securityContext: { runAsNonRoot: true, runAsUser: 65532 },
+    containers: [
+      {
+        name: 'app',
+        image: 'cascade.local/cascade-probe:cluster',
+        imagePullPolicy: 'Never',
+        args: ['serve', '8080'],
+        ports: [{ name: 'http', containerPort: 8080 }],
+        securityContext: {
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ['ALL'] },
+        },
+      },
+    ],
+  },
+});
