@@ -116,6 +116,48 @@ export async function crossNodeEnforcement(): Promise<void> {
     );
   figures.threeNodeDriftLines = drift;
   await tracesAgree(probes, want);
+  // from node addresses: each node (a host-network process in its namespace) to the pods of the other
+  // nodes, which judge it as that node. (To its own pods a node speaks from its pod-bridge address,
+  // not its InternalIP: see the netpolicy README's note on the resident node.)
+  const fromNodes = nodes.flatMap((n) =>
+    net.pods
+      .filter((p) => nodeOf.get(`${p.metadata.namespace}/${p.metadata.name}`) !== n.name)
+      .map((p) => ({
+        from: n.ip,
+        to: `${p.metadata.namespace}/${p.metadata.name}`,
+        protocol: 'TCP' as const,
+        port: net.ports[0]!,
+      })),
+  );
+  const file = join(work, 'from-nodes.yaml');
+  writeFileSync(file, fromNodes.map((p) => `- ${JSON.stringify(p)}`).join('\n'));
+  const nodeWant = (
+    JSON.parse(
+      cascadectl('netpol', 'simulate', '--kubeconfig', KUBECONFIG, '--probes', file, '-o', 'json'),
+    ) as {
+      verdict: string;
+    }[]
+  ).map((r) => r.verdict.toUpperCase());
+  const nodeHave: string[] = [];
+  for (const n of nodes) {
+    const mine = fromNodes.filter((p) => p.from === n.ip);
+    const [cmd, args] = onNode(n.name, probe, [
+      'probe-all',
+      '600',
+      ...mine.map((p) => `tcp/${net.podIp.get(p.to)}/${p.port}`),
+    ]);
+    const out = await shAsync(cmd, [...args], 60_000).catch((e: unknown) =>
+      String((e as { stdout?: string }).stdout ?? ''),
+    );
+    nodeHave.push(...mine.map((_, k) => out.trim().split('\n')[k]?.split(' ')[1] ?? '?'));
+  }
+  const nodeDiff = fromNodes
+    .map((p, i) => ({ ...p, want: nodeWant[i], have: nodeHave[i] }))
+    .filter((r) => r.want !== r.have)
+    .map((r) => `node ${r.from} -> ${r.to}:${r.port}: simulate ${r.want}, kernel ${r.have}`);
+  figures.fromNodeProbes = fromNodes.length;
+  expect(nodeDiff).toEqual([]);
+  expect(new Set(nodeWant).size).toBe(2);
 }
 
 /**
