@@ -172,6 +172,34 @@ function install(tag = TAG, timeout = '3m'): void {
     );
   } catch (e) {
     process.stderr.write(attempt('kubectl', ['--kubeconfig', KUBECONFIG, 'get', 'pods', '-A', '-o', 'wide']));
+    // the log of every Cascade pod that is not Ready: why it is not (issue 30 saw one replica stay
+    // unready for 4 minutes with nothing to read)
+    const pods = attempt('kubectl', [
+      '--kubeconfig',
+      KUBECONFIG,
+      '-n',
+      'cascade-system',
+      'get',
+      'pods',
+      '-o',
+      'jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}',
+    ]);
+    for (const line of pods.split('\n').filter((l) => l && !l.endsWith(' True'))) {
+      const name = line.split(' ')[0]!;
+      process.stderr.write(`--- ${name} (not Ready): its last log lines\n`);
+      process.stderr.write(
+        attempt('kubectl', [
+          '--kubeconfig',
+          KUBECONFIG,
+          '-n',
+          'cascade-system',
+          'logs',
+          name,
+          '--all-containers',
+          '--tail=40',
+        ]),
+      );
+    }
     throw new ClusterError(`cascade did not become ready: ${(e as Error).message}`);
   }
   log(`cascade ready in ${Math.round((Date.now() - t0) / 1000)} s`);
