@@ -48,7 +48,10 @@ export function sh(cmd: string, args: string[], opts: { input?: string; timeoutM
     }).toString();
   } catch (e) {
     const err = e as { stderr?: Buffer; stdout?: Buffer; message: string };
-    throw new Error(`${cmd} ${args.join(' ')}: ${err.stderr?.toString() || err.message}`.slice(0, 4000));
+    // the head (which command) and the tail (why it failed: a failed install ends with the logs of
+    // its unready pods) of a long message
+    const msg = `${cmd} ${args.join(' ')}: ${err.stderr?.toString() || err.message}`;
+    throw new Error(msg.length > 6000 ? `${msg.slice(0, 1000)}\n[...]\n${msg.slice(-5000)}` : msg);
   }
 }
 
