@@ -242,8 +242,8 @@ function up(args: string[]): void {
   bins();
   run('bash', [join(ROOT, 'scripts/setup.d/10-bpf.sh')], { timeoutMs: 600_000 });
   for (const d of [STATE, RUN, LOGS]) mkdirSync(d, { recursive: true });
-  if (attempt('mountpoint', ['-q', '/sys/fs/bpf']) === '' && attempt('findmnt', ['-n', '/sys/fs/bpf']) === '')
-    run('mount', ['-t', 'bpf', 'bpf', '/sys/fs/bpf']);
+  // findmnt prints the mount when there is one (mountpoint -q prints nothing either way)
+  if (attempt('findmnt', ['-n', '/sys/fs/bpf']) === '') run('mount', ['-t', 'bpf', 'bpf', '/sys/fs/bpf']);
   if (l.nodes[0]!.placement === 'host') hostNodeNetwork();
   else linkUp(l);
   writeFileSync(LAYOUT_FILE, `${JSON.stringify({ count, hostIp: l.hostIp })}\n`);
@@ -282,7 +282,12 @@ function nodeStop(n: NodeSpec): void {
   servicesDown(n);
   // the agent's container: found by its command line among the node's processes
   for (const pid of pidsMatching('agent/main')) {
-    const cg = attempt('cat', [`/proc/${pid}/cgroup`]);
+    let cg = '';
+    try {
+      cg = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+    } catch {
+      /* gone already */
+    }
     if (n.cgroupRoot && cg.includes(`${n.cgroupRoot}/`)) kill(pid, 'SIGKILL');
   }
   stop(pidFile(n, 'containerd'), 'containerd');

@@ -1,7 +1,16 @@
 // The processes of the cluster: started detached with a pid file and a log, optionally inside a
 // node's namespaces (nsenter into the node's "machine" process), stopped with TERM then KILL.
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { basename, dirname } from 'node:path';
 
 export const log = (msg: string) => process.stderr.write(`[cluster] ${msg}\n`);
@@ -133,7 +142,7 @@ export { sleepMs };
 /** Every pid of the processes whose command line holds `needle`. */
 export function pidsMatching(needle: string): number[] {
   const out: number[] = [];
-  for (const d of attempt('ls', ['/proc']).split('\n'))
+  for (const d of readdirSync('/proc'))
     if (/^\d+$/.test(d) && Number(d) !== process.pid && cmdline(Number(d)).includes(needle))
       out.push(Number(d));
   return out;
