@@ -1,6 +1,7 @@
 /* cascade-probe: the e2e workload. `serve PORT...` answers every TCP connection and UDP datagram on
  * those ports (IPv4 and IPv6) with "ok HOSTNAME\n"; `probe tcp|udp HOST PORT [TIMEOUT_MS]` prints
- * ALLOW and exits 0 when the server answered within the timeout (default 1000 ms), else prints DENY
+ * ALLOW and exits 0 when the server answered (TCP: the handshake completed within the timeout and the
+ * server answered within 5 s more; UDP: it answered within the timeout; default 1000 ms), else prints DENY
  * and exits 1 (2 on bad arguments); `probe-all TIMEOUT_MS PROTO/HOST/PORT...` prints one
  * `PROTO/HOST/PORT ALLOW|DENY` line per target; `dns tcp|udp SERVER NAME [TIMEOUT_MS]` asks SERVER (port 53)
  * for NAME's A records and prints ALLOW with the answer count (exit 0) when it answers NOERROR with at
@@ -117,6 +118,7 @@ static long now_ms(void) {
 	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+#define REPLY_GRACE_MS 5000
 static int probe(const char *proto, const char *host, const char *port_s, int timeout);
 
 /* probe-all TIMEOUT_MS PROTO/HOST/PORT...: one line `PROTO/HOST/PORT ALLOW|DENY` per target, in order */
@@ -167,11 +169,23 @@ static int probe(const char *proto, const char *host, const char *port_s, int ti
 	if (r < 0 && errno != EINPROGRESS) goto deny;
 	if (!tcp && send(fd, "probe\n", 6, 0) < 0) goto deny;
 	char buf[128];
+	/* TCP: the timeout bounds the handshake, which the datapath's verdict decides. Once established,
+	 * the server's reply gets REPLY_GRACE_MS more: a server slow to be scheduled (a loaded node) is
+	 * not a refusal. UDP has no handshake: the reply is the only sign. */
+	int connected = !tcp;
 	for (;;) {
 		long left = deadline - now_ms();
 		if (left <= 0) goto deny;
-		struct pollfd p = {.fd = fd, .events = POLLIN};
+		struct pollfd p = {.fd = fd, .events = connected ? POLLIN : POLLIN | POLLOUT};
 		if (poll(&p, 1, (int)left) <= 0) continue;
+		if (!connected) {
+			int err = 0;
+			socklen_t len = sizeof(err);
+			if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != 0) goto deny;
+			connected = 1;
+			deadline = now_ms() + REPLY_GRACE_MS;
+			if (!(p.revents & POLLIN)) continue;
+		}
 		ssize_t got = recv(fd, buf, sizeof(buf) - 1, 0);
 		if (got > 3 && strncmp(buf, "ok ", 3) == 0) {
 			buf[got] = 0;

@@ -172,6 +172,17 @@ function install(tag = TAG, timeout = '5m'): void {
       ],
       { env: env(), timeoutMs: 900_000 },
     );
+    // helm's --wait counts a DaemonSet ready with maxUnavailable (1) of its pods not yet Ready: on one
+    // node, the agent was not waited for at all (a CI run saw the install return before it was Ready)
+    for (const ds of run('kubectl', ['-n', 'cascade-system', 'get', 'daemonsets', '-o', 'name'], {
+      env: env(),
+    })
+      .split('\n')
+      .filter(Boolean))
+      run('kubectl', ['-n', 'cascade-system', 'rollout', 'status', ds, `--timeout=${timeout}`], {
+        env: env(),
+        timeoutMs: 900_000,
+      });
   } catch (e) {
     process.stderr.write(attempt('kubectl', ['--kubeconfig', KUBECONFIG, 'get', 'pods', '-A', '-o', 'wide']));
     // the log of every Cascade pod that is not Ready: why it is not (issue 30 saw one replica stay

@@ -1,7 +1,7 @@
 // Three nodes under churn: a node fails and comes back, a node is drained, a node joins.
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
-import { CLUSTER_SH, kubectlJson, sh, until } from '../harness.ts';
+import { CASCADECTL, CLUSTER_SH, KUBECONFIG, kubectlJson, NODE, sh, shAsync, until } from '../harness.ts';
 import { liveMaps } from './netpol.ts';
 import { type LiveNode, liveNodes, NODES } from './nodes.ts';
 import { measured, mismatches, predicted, probesFor } from './probes.ts';
@@ -19,9 +19,10 @@ function probeLoop(probes: ReturnType<typeof probesFor>) {
   let running = true;
   const done = (async () => {
     while (running) {
+      const at = new Date().toISOString();
       const have = await measured(probes).catch((e: unknown) => [`error ${String(e).slice(0, 200)}`]);
-      if (have.length !== probes.length) wrong.push(have[0]!);
-      else wrong.push(...mismatches(probes, want, have));
+      if (have.length !== probes.length) wrong.push(`${at} ${have[0]!}`);
+      else wrong.push(...mismatches(probes, want, have).map((m) => `${at} ${m}`));
       rounds++;
     }
   })();
@@ -58,6 +59,25 @@ const agentReadyOn = (node: string, after = '') =>
 async function liveHosts(node: string): Promise<Set<string>> {
   const { live } = await liveMaps(node);
   return new Set(live.hosts.map((h) => h.address.replace(/\/\d+$/, '')));
+}
+
+/**
+ * When a loop saw a wrong verdict: what each node's kernel refused meanwhile (`cascadectl flows`, the
+ * agents' log of refused flows with the deciding rule), so a failure tells a refusal by policy from a
+ * connection that was not refused but got no answer.
+ */
+async function refusals(wrong: number): Promise<string> {
+  if (!wrong) return '';
+  const lines: string[] = [];
+  for (const n of liveNodes()) {
+    const out = await shAsync(
+      NODE,
+      [CASCADECTL, 'flows', '--node', n.name, '--kubeconfig', KUBECONFIG, '--verdict', 'deny', '-o', 'json'],
+      60_000,
+    ).catch((e: unknown) => `error ${String(e).slice(0, 300)}`);
+    lines.push(`${n.name}:`, ...out.trim().split('\n').slice(-30));
+  }
+  return `the kernels' refusals meanwhile:\n${lines.join('\n')}`;
 }
 
 /**
@@ -148,7 +168,7 @@ export async function nodeFailure(): Promise<void> {
   const b = await long.stop();
   figures.nodeFailureProbeRounds = a.rounds + b.rounds;
   figures.nodeFailureWrongVerdicts = a.wrong.length + b.wrong.length;
-  expect([...a.wrong, ...b.wrong].slice(0, 20)).toEqual([]);
+  expect([...a.wrong, ...b.wrong].slice(0, 20), await refusals(a.wrong.length + b.wrong.length)).toEqual([]);
   expect(a.rounds).toBeGreaterThan(2);
   expect(b.rounds).toBeGreaterThan(2);
 }
