@@ -25,6 +25,10 @@
 #define VERDICT_DENY 1
 #define VERDICT_PASS 2
 
+/* the lower band of a policy precedence (bits 15..1, netpolicy precedence.ts): at or above this, the
+ * entry is a NetworkPolicy's (its allows, its isolation); below, the baseline's */
+#define L_NP_ISOLATION 16384
+
 /* endpoint flags */
 #define EP_ENFORCE_INGRESS 1
 #define EP_ENFORCE_EGRESS 2
@@ -168,6 +172,8 @@ struct config {
 	__u32 generation; /* bumped after endpoints changed: conntrack entries of another generation
 	                   * check their endpoint's revision once (and are re-judged if it moved) */
 	__u32 clock;      /* seconds (CLOCK_MONOTONIC), advanced by the agent: conntrack's idea of now */
+	__u32 host_identity; /* the node identity of this node: what its own addresses (HOST) are judged
+	                      * as in the admin tier and the baseline; 0 = HOST is always allowed */
 };
 
 struct flow_event {

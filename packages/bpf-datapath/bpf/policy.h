@@ -72,14 +72,22 @@ static __always_inline void judge(struct endpoint_value *ep, int dir, __u8 *remo
 	d->identity = identity;
 	d->rule = 0;
 	d->precedence = 0;
-	if (identity == CASCADE_ID_HOST) { /* a pod and its own node always talk */
-		d->verdict = VERDICT_ALLOW;
-		return;
-	}
 	if (identity == CASCADE_ID_UNTRANSLATED) { /* a Service frontend left out of the maps: fail closed */
 		d->verdict = VERDICT_DENY;
 		return;
 	}
+	struct config *cfg = config();
+	/* The pod's own node (HOST) is judged as that node's identity (its labels) in the admin tier and
+	 * the baseline, as any node is; only NetworkPolicy cannot block it (below). Unknown: allowed. */
+	__u32 lookup = identity;
+	if (identity == CASCADE_ID_HOST) {
+		lookup = cfg ? cfg->host_identity : 0;
+		if (!lookup) {
+			d->verdict = VERDICT_ALLOW;
+			return;
+		}
+	}
+	/* cached under HOST itself, never under the node identity a remote node may share */
 	struct verdict_key vk = {
 		.admin = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][0] : ep->tables[DIR_EGRESS][0],
 		.lower = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][1] : ep->tables[DIR_EGRESS][1],
@@ -87,7 +95,6 @@ static __always_inline void judge(struct endpoint_value *ep, int dir, __u8 *remo
 		.proto = proto,
 		.port = port,
 	};
-	struct config *cfg = config();
 	__u32 epoch = cfg ? cfg->epoch : 0;
 	struct verdict_value *cached = bpf_map_lookup_elem(&cascade_verdicts, &vk);
 #ifdef CASCADE_BENCH_COLD
@@ -100,9 +107,14 @@ static __always_inline void judge(struct endpoint_value *ep, int dir, __u8 *remo
 		d->precedence = cached->precedence;
 		return;
 	}
-	struct policy_value *v = layer(vk.admin, identity, proto, port);
-	if (!v || v->verdict == VERDICT_PASS)
-		v = layer(vk.lower, identity, proto, port);
+	struct policy_value *v = layer(vk.admin, lookup, proto, port);
+	if (!v || v->verdict == VERDICT_PASS) {
+		v = layer(vk.lower, lookup, proto, port);
+		/* a NetworkPolicy (its allows and its isolation: the lower band's NP half) never blocks a
+		 * pod's own node: "pods cannot block access from their resident node" */
+		if (v && identity == CASCADE_ID_HOST && ((v->precedence >> 1) & 0x7fff) >= L_NP_ISOLATION)
+			v = NULL;
+	}
 	if (v) {
 		d->verdict = v->verdict == VERDICT_DENY ? VERDICT_DENY : VERDICT_ALLOW;
 		d->rule = v->rule;

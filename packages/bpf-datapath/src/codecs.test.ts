@@ -100,7 +100,7 @@ describe('codecs', () => {
     const vv = { epoch: 9, precedence: 0x7fff0001, rule: 77, verdict: 'deny' as const };
     expect(encodeVerdictValue(vv)).toHaveLength(SIZES.verdictValue);
     expect(decodeVerdictValue(encodeVerdictValue(vv))).toEqual(vv);
-    const cfg = { epoch: 12, generation: 13, clock: 14 };
+    const cfg = { epoch: 12, generation: 13, clock: 14, hostIdentity: 15 };
     expect(encodeConfig(cfg)).toHaveLength(SIZES.config);
     expect(decodeConfig(encodeConfig(cfg))).toEqual(cfg);
   });

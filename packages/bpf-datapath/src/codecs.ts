@@ -14,7 +14,7 @@ export const SIZES = {
   ctValue: 32,
   verdictKey: 16,
   verdictValue: 16,
-  config: 12,
+  config: 16,
   fragKey: 40,
   fragValue: 8,
   flowEvent: 52,
@@ -29,6 +29,13 @@ export const ID = { WILDCARD: 0, HOST: 1, WORLD: 2, ALL_PODS: 3, UNTRANSLATED: 5
 /** The first identity that is not reserved (pods and CIDRs); below it every identity is reserved. */
 export const POD_FIRST = 256;
 export const VERDICT = { allow: 0, deny: 1, pass: 2 } as const;
+/**
+ * The lower band of a precedence (bits 15..1) from which an entry is a NetworkPolicy's (its allows and
+ * its isolation; below: the baseline's). A pod's own node (HOST) is never blocked by those entries.
+ */
+export const L_NP_ISOLATION = 16384;
+export const isNetworkPolicyPrecedence = (precedence: number) =>
+  ((precedence >>> 1) & 0x7fff) >= L_NP_ISOLATION;
 export type VerdictName = keyof typeof VERDICT;
 export const EP_FLAGS = { ENFORCE_INGRESS: 1, ENFORCE_EGRESS: 2, FAIL_CLOSED: 4, AUDIT_ALLOW: 8 } as const;
 export const COUNTERS = {
@@ -350,18 +357,24 @@ export function decodeVerdictValue(b: Buffer): VerdictValue {
   };
 }
 
-/** cascade_config[0]: the verdict cache epoch, the conntrack generation and clock (seconds). */
+/**
+ * cascade_config[0]: the verdict cache epoch, the conntrack generation and clock (seconds), and the
+ * identity this node's own addresses (HOST) are judged as in the admin tier and the baseline (0: HOST
+ * is always allowed).
+ */
 export interface Config {
   epoch: number;
   generation: number;
   clock: number;
+  hostIdentity: number;
 }
 export const encodeConfig = (c: Config): Buffer =>
-  Buffer.concat([u32(c.epoch), u32(c.generation), u32(c.clock)]);
+  Buffer.concat([u32(c.epoch), u32(c.generation), u32(c.clock), u32(c.hostIdentity)]);
 export const decodeConfig = (b: Buffer): Config => ({
   epoch: b.readUInt32LE(0),
   generation: b.readUInt32LE(4),
   clock: b.length >= 12 ? b.readUInt32LE(8) : 0,
+  hostIdentity: b.length >= 16 ? b.readUInt32LE(12) : 0,
 });
 
 function u32(n: number): Buffer {

@@ -2,7 +2,14 @@
 // conntrack generation and clock), the conntrack collector, test runs of packets, the verdict
 // counters, the flow-event ring buffer and the programs' attachments to interfaces.
 import type { Bpfctl } from './bpfctl.ts';
-import { COUNTERS, decodeFlowEvent, encodeConfig, type FlowEvent, TEST_RUN_IFINDEX } from './codecs.ts';
+import {
+  COUNTERS,
+  decodeConfig,
+  decodeFlowEvent,
+  encodeConfig,
+  type FlowEvent,
+  TEST_RUN_IFINDEX,
+} from './codecs.ts';
 
 const hex = (b: Buffer) => b.toString('hex');
 
@@ -22,7 +29,7 @@ export function interfaceArg(iface: number | string): string {
 
 export class KernelMaps {
   readonly ctl: Bpfctl;
-  protected config = { epoch: 0, generation: 0, clock: 0 };
+  protected config = { epoch: 0, generation: 0, clock: 0, hostIdentity: 0 };
 
   protected constructor(ctl: Bpfctl) {
     this.ctl = ctl;
@@ -38,6 +45,26 @@ export class KernelMaps {
 
   protected async writeConfig(): Promise<void> {
     await this.ctl.send(`update cascade_config 00000000 ${hex(encodeConfig(this.config))}`);
+  }
+
+  /** The identity this node's own addresses (HOST) are judged as, as the kernel holds it (0: always allowed). */
+  async hostIdentity(): Promise<number> {
+    const [cfg] = await this.ctl.send(`lookup cascade_config 00000000`);
+    const v = cfg?.split(' ')[1];
+    return v && v !== 'none' ? decodeConfig(Buffer.from(v, 'hex')).hostIdentity : 0;
+  }
+
+  /**
+   * Sets the identity this node's own addresses (HOST) are judged as in the admin tier and the
+   * baseline (0: HOST always allowed). A change invalidates every cached verdict (one config write).
+   */
+  async setHostIdentity(identity: number): Promise<boolean> {
+    if (!Number.isInteger(identity) || identity < 0 || identity > 0xffffffff)
+      throw new Error(`bad host identity ${identity}`);
+    if (identity === this.config.hostIdentity) return false;
+    this.config.hostIdentity = identity;
+    await this.invalidateVerdicts();
+    return true;
   }
 
   /** Invalidates every verdict the kernel has cached (bumps the config epoch): one map write. */

@@ -418,6 +418,9 @@ export class Datapath extends KernelMaps {
     await this.deletes('cascade_endpoints', epDeletes);
     this.endpoints = wantEndpoints;
     if (epWrites.length || epDeletes.length) await this.recheckConntrack();
+    // The node's own identity, once the tables that hold its entries are in place (a change drops
+    // the cached verdicts; flows conntrack already holds keep theirs, as for any identity change).
+    if (desired.hostIdentity !== undefined) await this.setHostIdentity(desired.hostIdentity);
 
     await step('endpoints switched');
     // 4. ipcache removals.

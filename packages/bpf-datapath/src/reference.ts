@@ -11,6 +11,7 @@ import {
   type EndpointValue,
   EP_FLAGS,
   ID,
+  isNetworkPolicyPrecedence,
   type NatValue,
   POD_FIRST,
   type PolicyKey,
@@ -66,6 +67,7 @@ export class ReferenceDatapath {
   private readonly policy = new Map<number, Map<number, (PolicyKey & PolicyValue)[]>>();
   /** frontend `addr16hex/port/proto` -> its backends */
   private readonly frontends = new Map<string, NatValue[]>();
+  private readonly hostIdentity: number;
 
   /** From the maps' encoded [key, value] pairs, as the loader wrote them (or as dumped). */
   constructor(maps: {
@@ -75,7 +77,10 @@ export class ReferenceDatapath {
     policy: [Buffer, Buffer][];
     services?: [Buffer, Buffer][];
     backends?: [Buffer, Buffer][];
+    /** cascade_config[0]'s host identity: what HOST is judged as (0 or absent: always allowed) */
+    hostIdentity?: number;
   }) {
+    this.hostIdentity = maps.hostIdentity ?? 0;
     for (const f of decodeServiceMaps(maps.services ?? [], maps.backends ?? []).values())
       this.frontends.set(
         frontKey(f.key.addr, f.key.port, f.key.proto),
@@ -164,11 +169,15 @@ export class ReferenceDatapath {
     if (local === remote) return { verdict: 'allow', reason: 'self' };
     if (ep.flags & EP_FLAGS.FAIL_CLOSED) return { verdict: 'deny', reason: 'fail-closed' };
     const identity = this.identityOf(remote);
-    if (identity === ID.HOST) return { verdict: 'allow', reason: 'host', remoteIdentity: identity };
     if (identity === ID.UNTRANSLATED)
       return { verdict: 'deny', reason: 'untranslated', remoteIdentity: identity };
+    // the pod's own node: judged as its node identity in the admin tier and the baseline; a
+    // NetworkPolicy never blocks it; unknown identity: allowed
+    const host = identity === ID.HOST;
+    const lookup = host ? this.hostIdentity : identity;
+    if (host && !lookup) return { verdict: 'allow', reason: 'host', remoteIdentity: identity };
     const [admin, lower] = ep.tables[DIR[direction]];
-    const a = this.layer(admin, identity, proto, port);
+    const a = this.layer(admin, lookup, proto, port);
     if (a && a.verdict !== 'pass')
       return {
         verdict: a.verdict === 'deny' ? 'deny' : 'allow',
@@ -176,8 +185,10 @@ export class ReferenceDatapath {
         remoteIdentity: identity,
         entry: a,
       };
-    const l = this.layer(lower, identity, proto, port);
+    const l = this.layer(lower, lookup, proto, port);
     const passed = a ? { passedBy: a } : {};
+    if (host && (!l || isNetworkPolicyPrecedence(l.precedence)))
+      return { verdict: 'allow', reason: 'host', remoteIdentity: identity, ...passed };
     if (!l) return { verdict: 'allow', reason: 'miss', remoteIdentity: identity, ...passed };
     return {
       verdict: l.verdict === 'deny' ? 'deny' : 'allow',

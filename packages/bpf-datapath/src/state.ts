@@ -52,6 +52,13 @@ export interface DesiredState {
   adminTables?: ReadonlySet<string>;
   /** Service frontends and their backends (absent: the Service maps are left as they are). */
   services?: DesiredService[];
+  /**
+   * The identity this node's own addresses (ipcache identity HOST) are judged as: looked up in the
+   * admin layer and the lower layer like any remote, except that the lower layer's NetworkPolicy
+   * entries (precedence band at or above L_NP_ISOLATION) never block it. 0: HOST is always allowed.
+   * Absent: left as it is.
+   */
+  hostIdentity?: number;
 }
 
 export interface SyncReport {

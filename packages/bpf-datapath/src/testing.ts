@@ -51,6 +51,7 @@ export async function referenceOf(dp: Datapath): Promise<ReferenceDatapath> {
     policy: await dump('cascade_policy'),
     services: await dump('cascade_services'),
     backends: await dump('cascade_backends'),
+    hostIdentity: await dp.hostIdentity(),
   });
 }
 

@@ -24,7 +24,7 @@ describe('cascadectl netpol simulate', async () => {
 
   it('exits 0 with one result per probe', () => {
     expect(r.code).toBe(0);
-    expect(res).toHaveLength(11);
+    expect(res).toHaveLength(13);
   });
 
   it('dev never reaches prod: the ANP deny at ingress decides', () => {
@@ -84,9 +84,19 @@ describe('cascadectl netpol simulate', async () => {
       verdict: 'deny',
       egress: { decidedBy: { tier: 'baseline', rule: 'no-internet' } },
     });
-    expect(find('shop/web', '192.168.10.1', 10250)).toMatchObject({
+    // a NetworkPolicy isolating cart's egress cannot block its own node (node-b), only the others;
+    // web's egress is not isolated: nothing in the admin tier or the baseline names nodes
+    expect(find('shop/cart', '192.168.10.2', 10250)).toMatchObject({
       verdict: 'allow',
       egress: { decidedBy: { tier: 'node' } },
+    });
+    expect(find('shop/cart', '192.168.10.1', 10250)).toMatchObject({
+      verdict: 'deny',
+      egress: { decidedBy: { tier: 'networkpolicy', rule: 'isolation' } },
+    });
+    expect(find('shop/web', '192.168.10.1', 10250)).toMatchObject({
+      verdict: 'allow',
+      egress: { decidedBy: { tier: 'default' } },
     });
   });
 

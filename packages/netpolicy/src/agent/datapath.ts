@@ -146,5 +146,7 @@ export function datapathState(
     adminTables,
     rules,
     ...(opts.services ? { services: opts.services.desired(node) } : {}),
+    // the node's own addresses (HOST) are judged as its node identity (admin tier, baseline)
+    ...(node !== undefined ? { hostIdentity: engine.nodeIdentity.get(node) ?? 0 } : {}),
   };
 }

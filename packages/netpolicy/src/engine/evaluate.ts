@@ -14,7 +14,10 @@ export type Remote =
 
 export interface Decision {
   verdict: 'allow' | 'deny';
-  /** admin / networkpolicy / baseline / default, or self / node for the built-in exceptions. */
+  /**
+   * admin / networkpolicy / baseline / default, or the built-in exceptions: self (a pod reaching
+   * itself), node (its own node, which a NetworkPolicy isolating the pod cannot block).
+   */
   tier: Tier | 'networkpolicy' | 'default' | 'self' | 'node';
   policy?: string;
   rule?: string;
@@ -164,8 +167,9 @@ export function evaluateDirection(
 ): Decision {
   if (remote.kind === 'pod' && remote.pod.namespace === local.namespace && remote.pod.name === local.name)
     return { verdict: 'allow', tier: 'self' };
-  if (remote.kind === 'node' && local.node !== undefined && remote.node.name === local.node)
-    return { verdict: 'allow', tier: 'node' };
+  // The pod's own node is judged like any node (`nodes` peers) in the admin tier and the baseline; only
+  // NetworkPolicy cannot block it ("pods cannot block access from their resident node").
+  const ownNode = remote.kind === 'node' && local.node !== undefined && remote.node.name === local.node;
   const passedBy: string[] = [];
   for (const r of rs.admin) {
     if (!ruleMatches(r, local, remote, direction, proto, port, rs)) continue;
@@ -178,6 +182,7 @@ export function evaluateDirection(
   const extra = passedBy.length ? { passedBy } : {};
   const isolating = rs.isolation.filter((i) => isolates(i, local, direction));
   if (isolating.length > 0) {
+    if (ownNode) return { verdict: 'allow', tier: 'node', ...extra };
     const allow = rs.np.find((r) => ruleMatches(r, local, remote, direction, proto, port, rs));
     if (allow) return { verdict: 'allow', tier: 'networkpolicy', ...describe(allow), ...extra };
     return {

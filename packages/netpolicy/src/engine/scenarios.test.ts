@@ -330,7 +330,7 @@ describe('AdminNetworkPolicy, BaselineAdminNetworkPolicy and ClusterNetworkPolic
     check([p], TCP, 53, pairs(ALL, inNs('x')));
   });
 
-  it('egress to nodes and to networks (which also match pod addresses); own node always allowed', () => {
+  it('egress to nodes and to networks (which also match pod addresses, never node addresses)', () => {
     const p = anp('egress', {
       priority: 1,
       subject: { namespaces: nsSel('x') },
@@ -350,6 +350,36 @@ describe('AdminNetworkPolicy, BaselineAdminNetworkPolicy and ClusterNetworkPolic
       inNs('x'),
       to,
     );
+  });
+
+  it("a pod's own node is a node like any other in the admin tier and the baseline; only a NetworkPolicy cannot block it", () => {
+    // (network-policy-api's CNPAdminTierEgressNodePeers and CNPBaselineTierEgressNodePeers, with the
+    // client on the node it dials.) x runs on n1, y and z on n2.
+    const to = [NODE1, NODE2];
+    const admin = anp('nodes', {
+      priority: 1,
+      subject: { namespaces: nsSel('x') },
+      egress: [
+        { action: 'Deny', to: [{ nodes: {} }], ports: [{ portNumber: { protocol: 'TCP', port: 80 } }] },
+        { action: 'Pass', to: [{ nodes: {} }], ports: [{ portNumber: { protocol: 'TCP', port: 81 } }] },
+      ],
+    });
+    const isolateX = np('x', 'isolate-egress', { podSelector: {}, policyTypes: ['Egress'] });
+    // admin Deny: the own node too
+    check([admin, isolateX], TCP, 80, pairs(inNs('x'), to), inNs('x'), to);
+    // admin Pass, then the NetworkPolicy's isolation: it blocks the other node, not the own one
+    check([admin, isolateX], TCP, 81, pairs(inNs('x'), [NODE2]), inNs('x'), to);
+    // no admin rule, isolation: the same
+    check([isolateX], TCP, 82, pairs(inNs('x'), [NODE2]), inNs('x'), to);
+    // the baseline denies nodes: the own node too, where no NetworkPolicy governs the pod
+    const base = banp({
+      subject: { namespaces: nsSel('y') },
+      egress: [{ action: 'Deny', to: [{ nodes: { matchLabels: { role: 'yz-host' } } }] }],
+    });
+    check([base], UDP, 53, pairs(inNs('y'), [NODE2]), inNs('y'), to);
+    // ingress from the own node (kubelet probes) under isolation: allowed; from the other: isolated
+    const isolateIn = np('x', 'isolate-ingress', { podSelector: {} });
+    check([isolateIn], TCP, 8080, pairs([NODE2], inNs('x')), to, inNs('x'));
   });
 
   it('fails closed: an unknown peer matches everything in Deny and nothing in Allow', () => {

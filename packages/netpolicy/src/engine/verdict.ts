@@ -7,11 +7,16 @@ import { evaluateConnection, type Remote, type RuleSet, rulesAt } from './evalua
 import { ID } from './identities.ts';
 import type { MapStateEntry } from './mapstate.ts';
 import type { Pod } from './model.ts';
+import { decodePrecedence, L_NP_ISOLATION } from './precedence.ts';
 import type { Direction } from './rules.ts';
 
 export interface MapDecision {
   verdict: 'allow' | 'deny';
-  /** self, host (own node), admin / lower (that layer's entry decided), miss (no entry: default allow). */
+  /**
+   * self, host (own node: no admin or baseline entry for its node identity decided, and a
+   * NetworkPolicy cannot block it), admin / lower (that layer's entry decided), miss (no entry:
+   * default allow).
+   */
   by: 'self' | 'host' | 'admin' | 'lower' | 'miss';
   remoteIdentity: number;
   entry?: MapStateEntry;
@@ -35,15 +40,23 @@ export function mapDirection(
       remoteIdentity: engine.podIdentity.get(`${local.namespace}/${local.name}`) ?? 0,
     };
   const remoteIdentity = engine.identityOf(remoteIp, local.node);
-  if (remoteIdentity === ID.HOST) return { verdict: 'allow', by: 'host', remoteIdentity };
+  // The pod's own node (HOST) is looked up as its node identity, as the datapath does
+  // (DesiredState.hostIdentity); unknown: allowed.
+  const host = remoteIdentity === ID.HOST;
+  const lookup =
+    host && local.node !== undefined ? (engine.nodeIdentity.get(local.node) ?? 0) : remoteIdentity;
+  if (host && !lookup) return { verdict: 'allow', by: 'host', remoteIdentity };
   const layers = engine.tableOf(local.namespace, local.name, d);
   // A pod without tables (no identity yet) is judged fail-closed.
   if (!layers) return { verdict: 'deny', by: 'miss', remoteIdentity };
-  const admin = layers.admin.state.lookup(remoteIdentity, proto, port);
+  const admin = layers.admin.state.lookup(lookup, proto, port);
   if (admin && admin.verdict !== 'pass')
     return { verdict: admin.verdict, by: 'admin', remoteIdentity, entry: admin, table: layers.admin.id };
-  const lower = layers.lower.state.lookup(remoteIdentity, proto, port);
+  const lower = layers.lower.state.lookup(lookup, proto, port);
   const passed = admin ? { passed: admin } : {};
+  // a NetworkPolicy's entries (its allows, its isolation) never block the pod's own node
+  if (host && (!lower || decodePrecedence(lower.precedence).l >= L_NP_ISOLATION))
+    return { verdict: 'allow', by: 'host', remoteIdentity, ...passed };
   if (!lower) return { verdict: 'allow', by: 'miss', remoteIdentity, ...passed };
   return {
     verdict: lower.deny ? 'deny' : 'allow',
