@@ -28,6 +28,28 @@ export function clusterTestsEnabled(): boolean {
   return false;
 }
 
+/** The pid of a node's "machine" process (its namespaces), or undefined (one node: the host itself). */
+export function machinePid(node: string): string | undefined {
+  const f = `/run/cascade-cluster/nodes/${node}/machine.pid`;
+  return existsSync(f) ? readFileSync(f, 'utf8').trim() : undefined;
+}
+
+/**
+ * `cmd args` as run on a node: inside its network namespace (and its mount namespace, where its bpffs
+ * and /run are, with `mount`) through nsenter; as is on a one-node cluster, whose node is the host.
+ */
+export function onNode(
+  node: string,
+  cmd: string,
+  args: string[],
+  opts: { mount?: boolean } = {},
+): [string, string[]] {
+  const pid = machinePid(node);
+  return pid
+    ? ['nsenter', ['-t', pid, '-n', ...(opts.mount ? ['-m'] : []), '--', cmd, ...args]]
+    : [cmd, args];
+}
+
 export function env(): NodeJS.ProcessEnv {
   return {
     ...process.env,

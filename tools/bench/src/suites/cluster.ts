@@ -7,7 +7,7 @@
 // down afterwards.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { CLUSTER_SH, clusterBin, env as clusterEnv } from '@cascade/cluster/harness';
+import { CLUSTER_SH, clusterBin, env as clusterEnv, onNode as nodeCommand } from '@cascade/cluster/harness';
 import type { Figure } from '../report.ts';
 import { summarize } from '../report.ts';
 
@@ -78,12 +78,8 @@ async function measure(nodes: number): Promise<Figure[]> {
       ip: x.status.addresses.find((a) => a.type === 'InternalIP')!.address,
     }));
     // a command in a node's namespaces (network and mount: its own bpffs); on the host for one node
-    const onNode = (node: Node, cmd: string, args: string[]) => {
-      const pidFile = `/run/cascade-cluster/nodes/${node.name}/machine.pid`;
-      return existsSync(pidFile)
-        ? sh('nsenter', ['-t', readFileSync(pidFile, 'utf8').trim(), '-n', '-m', '--', cmd, ...args])
-        : sh(cmd, args);
-    };
+    const onNode = (node: Node, cmd: string, args: string[]) =>
+      sh(...nodeCommand(node.name, cmd, args, { mount: true }));
     // the IPv4 addresses a pinned map of the node holds as keys (endpoint map: local pods; hosts map:
     // every pod and node address the agent learned)
     const keys = (node: Node, map: string): Set<string> => {

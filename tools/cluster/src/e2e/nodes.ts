@@ -1,7 +1,7 @@
 // Three nodes on this machine (npm run cluster -- up --nodes 3): cross-node enforcement on real
 // traffic and NodePorts dialled on nodes without a backend (node-churn.ts: failure, drain, a new node).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
@@ -11,6 +11,7 @@ import {
   clusterBin,
   KUBECONFIG,
   kubectlJson,
+  onNode,
   sh,
   shAsync,
   until,
@@ -37,12 +38,6 @@ export const liveNodes = (): LiveNode[] =>
     .sort((a, b) => a.name.localeCompare(b.name));
 
 /** The pid of the process holding a namespaced node's namespaces. */
-export const machinePid = (node: string) =>
-  readFileSync(`/run/cascade-cluster/nodes/${node}/machine.pid`, 'utf8').trim();
-
-/** A command run inside a node's network namespace (a process on that "machine"). */
-export const onNode = (node: string, cmd: string, args: string[]) =>
-  ['nsenter', ['-t', machinePid(node), '-n', '--', cmd, ...args]] as const;
 
 export function stopServers(): void {
   for (const s of servers.splice(0)) s.kill();
@@ -67,15 +62,7 @@ export function threeNodesUp(): void {
   // each node is its own machine: its agent pinned into its own bpffs, not the host's
   for (const n of nodes) {
     const [cmd, args] = onNode(n.name, 'ip', ['-o', 'link', 'show']);
-    const links = sh('nsenter', [
-      '-t',
-      machinePid(n.name),
-      '-m',
-      '-n',
-      '--',
-      'ls',
-      '/sys/fs/bpf/cascade/progs',
-    ]);
+    const links = sh(...onNode(n.name, 'ls', ['/sys/fs/bpf/cascade/progs'], { mount: true }));
     expect(links).toContain('from_endpoint');
     expect(sh(cmd, [...args])).toContain('cascade0');
   }
