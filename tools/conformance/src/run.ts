@@ -224,10 +224,12 @@ export function parseGoTest(output: string): TestResult[] {
   const logs = new Map<string, string[]>();
   let current: string | undefined;
   for (const line of lines) {
-    const run = /^=== (?:RUN|CONT|NAME)\s+TestConformance\/([^/\s]+)/.exec(line);
+    const run = /^=== (?:RUN|CONT|NAME)\s+TestConformance(?:\/([^/\s]+))?/.exec(line);
     if (run) {
-      current = run[1]!;
-      if (!logs.has(current)) logs.set(current, []);
+      // `=== NAME  TestConformance`: the parent's own log (a late line of an earlier test's poll, say),
+      // which belongs to no test; a test's lines follow its own name again
+      current = run[1];
+      if (current && !logs.has(current)) logs.set(current, []);
       continue;
     }
     if (/^--- /.test(line))
