@@ -6,7 +6,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { clusterDownLeavesNothing } from './e2e/lifecycle.ts';
 import { drainAndAddNode, nodeFailure } from './e2e/node-churn.ts';
-import { crossNodeEnforcement, NODES, nodePortAcrossNodes, stopServers, threeNodesUp } from './e2e/nodes.ts';
+import {
+  crossNodeEnforcement,
+  NODES,
+  nodePortAcrossNodes,
+  ownNodeIsANode,
+  stopServers,
+  threeNodesUp,
+} from './e2e/nodes.ts';
 import { figures } from './e2e/shared.ts';
 import { CLUSTER_SH, clusterTestsEnabled, sh } from './harness.ts';
 
@@ -37,6 +44,11 @@ describe.runIf(enabled)(`Cascade on ${NODES} nodes`, () => {
     'examples/netpol spread over the nodes: every connection between pods on different nodes, and to and from each node, gets the verdict netpol simulate --kubeconfig gives; each node holds its own pods; traces agree',
     crossNodeEnforcement,
     300_000,
+  );
+  it(
+    "a pod's own node is a node like any other to an admin policy (a nodes peer denies it too); a NetworkPolicy cannot block it",
+    ownNodeIsANode,
+    180_000,
   );
   it(
     "NodePorts dialled on a node without the backend: judged by the backend's ingress with the source the packet carries (the dialled node under masquerade), never as the backend's own node; as netpol simulate says",

@@ -19,7 +19,7 @@ import {
   upstreamSubsets,
 } from './e2e/lifecycle.ts';
 import { effectivePoliciesExplain, flowsOfRefusedConnection, netpolExampleOnRealPods } from './e2e/netpol.ts';
-import { servicesAndDns } from './e2e/services.ts';
+import { kubeletProbesUnderIsolation, servicesAndDns } from './e2e/services.ts';
 import { figures, helm, NS, net, work } from './e2e/shared.ts';
 import { gatewayWiring } from './e2e/wiring.ts';
 import { CLUSTER_SH, clusterTestsEnabled, ROOT, sh } from './harness.ts';
@@ -92,6 +92,12 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
     'Services and DNS under an egress policy: a pod reaches exactly the Services (ClusterIP, NodePort) and DNS its policy allows',
     servicesAndDns,
     300_000,
+  );
+
+  it(
+    "kubelet probes reach a pod whose ingress a NetworkPolicy isolates (the node's own traffic is judged as the node), and nobody else does",
+    kubeletProbesUnderIsolation,
+    180_000,
   );
 
   // the release's life

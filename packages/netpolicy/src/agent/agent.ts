@@ -11,13 +11,7 @@
 // reported here (log, metrics). With podSource 'slices' every pod, this node's included, comes from
 // the netpolicy-controller's PodAddressSlices and the agent reads no Pod (cluster/watch.ts).
 import type { Server } from 'node:http';
-import {
-  type COUNTERS,
-  type Datapath,
-  type InterfaceResolver,
-  KernelInterfaces,
-  type SyncReport,
-} from '@cascade/bpf-datapath';
+import { type COUNTERS, KernelInterfaces, type SyncReport } from '@cascade/bpf-datapath';
 import {
   type Informer,
   jsonLogger,
@@ -36,7 +30,9 @@ import { NetpolEngine } from '../engine/engine.ts';
 import { ServiceCatalog } from '../engine/services.ts';
 import { datapathState } from './datapath.ts';
 import { FlowLog, MAX_POLICY_SERIES, serveRules } from './flows.ts';
+import { preferNodeSource, runCommand } from './host-source.ts';
 import type { AgentOptions } from './options.ts';
+import { PodLinks } from './pod-links.ts';
 import { finding, NodeReporter } from './report.ts';
 
 export class NetpolAgent {
@@ -96,13 +92,10 @@ export class NetpolAgent {
     'cascade_datapath_address_conflicts_total',
     'Pod addresses claimed by two live pods (the newest owns it)',
   );
-  private readonly interfaces: InterfaceResolver;
-  /** Local pod address -> ifindex of its host-side interface, as found from the kernel. */
-  private readonly ifindexByIp = new Map<string, number>();
-  private lastFullResolve = 0;
-  /** Local addresses not found yet: when each was last looked up. */
-  private readonly triedAt = new Map<string, number>();
-  private attachedCount = 0;
+  private readonly links: PodLinks;
+  /** When the node's own traffic to its pods was last given the node's address (host-source.ts). */
+  private sourceCheckedAt = 0;
+  private sourceCheckedFor = '';
   readonly attachFailures = this.metrics.counter(
     'cascade_datapath_attach_failures_total',
     'Failed attachments of the programs to a pod interface (retried)',
@@ -125,8 +118,10 @@ export class NetpolAgent {
         ...(opts.ownNamespace ? { namespace: opts.ownNamespace } : {}),
       };
     this.log = opts.log ?? jsonLogger('cascade-netpol-agent');
-    this.interfaces =
-      opts.interfaces ?? new KernelInterfaces({ recordDir: opts.cniRecordDir ?? '/run/cascade/cni' });
+    this.links = new PodLinks(
+      opts.interfaces ?? new KernelInterfaces({ recordDir: opts.cniRecordDir ?? '/run/cascade/cni' }),
+      this.log,
+    );
     this.reporter = new NodeReporter({
       client: opts.client,
       node: opts.node,
@@ -178,7 +173,7 @@ export class NetpolAgent {
     this.metrics.gauge(
       'cascade_datapath_attached_interfaces',
       'Interfaces carrying the programs (read from the kernel at the last sync)',
-      () => this.attachedCount,
+      () => this.links.attachedCount,
     );
     this.metrics.gauge(
       'cascade_datapath_fail_closed',
@@ -356,9 +351,9 @@ export class NetpolAgent {
         for (const e of [...p.errors, ...p.warnings])
           this.log('warn', 'policy problem', { policy: p.policy, problem: e });
     }
-    await this.resolveInterfaces();
+    await this.links.resolve(new Set(this.localPods().flatMap((p) => p.ips)), () => this.queue.add('sync'));
     const desired = datapathState(this.engine, this.opts.node, {
-      ifindexOf: (ip) => this.ifindexByIp.get(ip),
+      ifindexOf: (ip) => this.links.ifindexByIp.get(ip),
       services: this.services,
       ...(this.opts.auditNamespaces?.length ? { auditNamespaces: new Set(this.opts.auditNamespaces) } : {}),
     });
@@ -375,7 +370,9 @@ export class NetpolAgent {
       this.log('error', 'endpoints fail closed until their rule set fits', { endpoints: report.failClosed });
     this.reportRefusedServices();
     await this.reporter.publish(this.findings());
-    await this.reconcileAttachments();
+    if (this.opts.manageAttachments !== false)
+      await this.links.reconcile(this.opts.datapath, () => this.attachFailures.inc());
+    await this.preferNodeSource();
     this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
   }
 
@@ -464,76 +461,24 @@ export class NetpolAgent {
   }
 
   /**
-   * Finds the host-side interface of every local pod address not known yet; every 30 s all of them
-   * again (a recreated pod with the same address has a new veth). Unknown ones are retried soon.
+   * The node's own traffic to its pods leaves with the node's address (host-source.ts): checked when
+   * the set of local pod interfaces changed, and every 30 s (a bridge re-created by its CNI).
    */
-  private async resolveInterfaces(): Promise<void> {
-    const ips = new Set(this.localPods().flatMap((p) => p.ips));
-    for (const ip of [...this.ifindexByIp.keys()]) if (!ips.has(ip)) this.ifindexByIp.delete(ip);
-    for (const ip of [...this.triedAt.keys()]) if (!ips.has(ip)) this.triedAt.delete(ip);
-    const now = Date.now();
-    const full = now - this.lastFullResolve > 25_000;
-    // an unknown address is looked up at most every 2 s, however often syncs come (each look-up
-    // runs iproute2); the 30 s full pass looks up every address again
-    const todo = full
-      ? [...ips]
-      : [...ips].filter((ip) => !this.ifindexByIp.has(ip) && now - (this.triedAt.get(ip) ?? 0) >= 2_000);
-    if (!todo.length) return;
-    const firstTry = todo.filter((ip) => !this.triedAt.has(ip));
+  private async preferNodeSource(): Promise<void> {
+    if (this.opts.preferNodeSource !== true) return;
+    const ifindexes = new Set(this.links.ifindexByIp.values());
+    const key = [...ifindexes].sort().join(',');
+    if (key === this.sourceCheckedFor && Date.now() - this.sourceCheckedAt < 30_000) return;
+    this.sourceCheckedFor = key;
+    this.sourceCheckedAt = Date.now();
+    const nodeIps = this.engine.nodes.get(this.opts.node)?.ips ?? [];
     try {
-      const found = await this.interfaces.resolve(todo);
-      if (full) this.lastFullResolve = now;
-      for (const ip of todo) {
-        const i = found.get(ip);
-        if (i === undefined) {
-          this.ifindexByIp.delete(ip);
-          this.triedAt.set(ip, now);
-        } else {
-          this.ifindexByIp.set(ip, i);
-          this.triedAt.delete(ip);
-        }
-      }
+      for (const f of await preferNodeSource(runCommand, nodeIps, ifindexes))
+        this.log('info', "the node's traffic to its pods now leaves with the node's address", { ...f });
     } catch (e) {
-      for (const ip of todo) if (!this.ifindexByIp.has(ip)) this.triedAt.set(ip, now);
-      this.log('warn', 'finding pod interfaces failed; retried', { error: String(e) });
+      this.log('warn', "setting the node's source address towards its pods failed; retried", {
+        error: String(e),
+      });
     }
-    // one quick retry for addresses unknown at their first look-up (a bridged pod's neighbour entry
-    // appears after the nudge); addresses that stay unknown wait for the next sync or full pass
-    if (firstTry.some((ip) => !this.ifindexByIp.has(ip))) {
-      const t = setTimeout(() => this.queue.add('sync'), 2_000);
-      t.unref();
-    }
-  }
-
-  /**
-   * Attaches the programs to every local pod's interface that does not carry them (after the pod's
-   * endpoint is in the maps), as the kernel's tc hooks say, not as this process remembers. Never
-   * detaches: an interface whose pod is gone goes with its veth, and one whose pod is unknown keeps
-   * dropping everything (no endpoint on it) until the pod is known.
-   */
-  private async reconcileAttachments(): Promise<void> {
-    if (this.opts.manageAttachments === false) return;
-    const want = new Set(this.ifindexByIp.values());
-    const dp = this.opts.datapath;
-    let have: Awaited<ReturnType<Datapath['attachments']>>;
-    try {
-      have = await dp.attachments();
-    } catch (e) {
-      this.log('warn', 'reading attachments failed; retried', { error: String(e) });
-      return;
-    }
-    for (const ifindex of want) {
-      const h = have.get(ifindex);
-      if (h?.ingress && h.egress) continue;
-      try {
-        await dp.attach(ifindex);
-        have.set(ifindex, { ingress: true, egress: true });
-        this.log('info', 'attached', { ifindex });
-      } catch (e) {
-        this.attachFailures.inc();
-        this.log('warn', 'attach failed; retried on the next sync', { ifindex, error: String(e) });
-      }
-    }
-    this.attachedCount = have.size;
   }
 }

@@ -35,6 +35,9 @@ Flags (defaults from the environment variable named, then the value shown):
   --audit-namespaces NS              namespaces whose allowed flows are reported too, beside denied ones
                                     ($CASCADE_AUDIT_NAMESPACES, none; comma-separated; within each pod's
                                     event budget)
+  --prefer-node-source true|false   give the kernel routes to this node's pod bridges the node's
+                                    InternalIP as preferred source, so kubelet probes are judged as the
+                                    node, which NetworkPolicy never blocks ($CASCADE_PREFER_NODE_SOURCE, true)
   --pod-source pods|slices          where other nodes' pods are learnt: every Pod of the cluster, or this
                                     node's Pods and the netpolicy-controller's PodAddressSlices
                                     ($CASCADE_POD_SOURCE, pods)
@@ -71,6 +74,7 @@ const b = binary(
       default: env.CASCADE_SERVICE_RESERVED_NAMESPACES ?? DEFAULT_SERVICE_BUDGET.reserved.join(','),
     },
     'audit-namespaces': { type: 'string', default: env.CASCADE_AUDIT_NAMESPACES ?? '' },
+    'prefer-node-source': { type: 'string', default: env.CASCADE_PREFER_NODE_SOURCE ?? 'true' },
     'zap-log-level': { type: 'string', default: env.CASCADE_LOG_LEVEL ?? 'info' },
     kubeconfig: { type: 'string' },
   },
@@ -91,6 +95,8 @@ const serviceBudget = {
   backends: b.whole('service-namespace-backends', 'backend slots', MAX_BACKEND_SLOTS),
   reserved: typeof reserved === 'string' ? [] : (reserved ?? []),
 };
+const preferSource = String(values['prefer-node-source']);
+if (preferSource !== 'true' && preferSource !== 'false') fail('--prefer-node-source: true or false');
 const audited = watchNamespaces(String(values['audit-namespaces']));
 if (typeof audited === 'string') fail(`--audit-namespaces: ${audited}`);
 const metricsBindAddress = b.bindAddress('metrics-bind-address');
@@ -117,6 +123,7 @@ const agent = new NetpolAgent({
   serviceBudget,
   podSource,
   ...(Array.isArray(audited) ? { auditNamespaces: audited } : {}),
+  preferNodeSource: preferSource === 'true',
   // the downward API's metadata.namespace (the chart sets it): Cascade's own pods are read directly
   ...(env.POD_NAMESPACE ? { ownNamespace: env.POD_NAMESPACE } : {}),
 });

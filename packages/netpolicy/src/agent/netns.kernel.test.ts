@@ -10,10 +10,12 @@ import { freshDatapath, kernelTestsEnabled } from '@cascade/bpf-datapath/testing
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NetpolEngine } from '../engine/engine.ts';
 import { datapathState } from './datapath.ts';
+import { preferNodeSource, runCommand } from './host-source.ts';
 
 const NS = { client: 'cascade-t-client', server: 'cascade-t-server' };
 const HOST_IF = { client: 'cascade-tc0', server: 'cascade-ts0' };
-const IP = { client: '10.250.0.1', server: '10.250.0.2' };
+// (10.253.0.0/24: not the one-machine cluster's node link, 10.250.0.0/24, so this runs beside a live cluster)
+const IP = { client: '10.253.0.1', server: '10.253.0.2' };
 const BRIDGE = 'cascade-tbr';
 
 const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
@@ -70,7 +72,7 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
     ip('link', 'add', BRIDGE, 'type', 'bridge');
     ip('link', 'set', BRIDGE, 'up');
     // the node's address on the bridge (as the bridge CNI gives cni0): the node reaches its pods
-    ip('addr', 'add', '10.250.0.254/24', 'dev', BRIDGE);
+    ip('addr', 'add', '10.253.0.254/24', 'dev', BRIDGE);
     for (const who of ['client', 'server'] as const) {
       const peer = `${HOST_IF[who]}p`;
       ip('link', 'add', HOST_IF[who], 'type', 'veth', 'peer', 'name', peer);
@@ -340,5 +342,37 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
     expect(await connect(80)).toBe('blocked');
     for (const i of Object.values(HOST_IF)) await dp.dp.detach(i);
     expect(await connect(80)).toBe('pong 80');
+  });
+
+  // last: it rewrites the bridge's route (and deleting the node address at the end takes the route)
+  it("the node's own traffic to its pods leaves with the node's address once the agent prefers it (kubelet probes); a lost route is routed again", async () => {
+    const NODE_IP = '10.254.0.1';
+    const DUMMY = 'cascade-tnode';
+    quiet('link', 'del', DUMMY);
+    ip('link', 'add', DUMMY, 'type', 'veth', 'peer', 'name', `${DUMMY}p`); // (no dummy driver here)
+    ip('addr', 'add', `${NODE_IP}/32`, 'dev', DUMMY);
+    ip('link', 'set', DUMMY, 'up');
+    try {
+      const src = () =>
+        (JSON.parse(ip('-j', 'route', 'get', IP.server)) as { prefsrc?: string }[])[0]?.prefsrc;
+      expect(src()).toBe('10.253.0.254');
+      const ifindex = (JSON.parse(ip('-j', 'link', 'show', HOST_IF.server)) as { ifindex: number }[])[0]!
+        .ifindex;
+      const fixes = await preferNodeSource(runCommand, [NODE_IP], new Set([ifindex]));
+      expect(fixes.map((f) => [f.dst, f.dev, f.src])).toEqual([['10.253.0.0/24', BRIDGE, NODE_IP]]);
+      expect(src()).toBe(NODE_IP);
+      // nothing more to do; the pods are still reached (the server answers the host)
+      expect(await preferNodeSource(runCommand, [NODE_IP], new Set([ifindex]))).toEqual([]);
+      // the node address goes, and the kernel takes the route with it; back, the agent routes again
+      ip('addr', 'del', `${NODE_IP}/32`, 'dev', DUMMY);
+      expect(ip('-j', 'route', 'show', '10.253.0.0/24')).not.toContain(BRIDGE);
+      ip('addr', 'add', `${NODE_IP}/32`, 'dev', DUMMY);
+      expect((await preferNodeSource(runCommand, [NODE_IP], new Set([ifindex]))).map((f) => f.dst)).toEqual([
+        '10.253.0.0/24',
+      ]);
+      expect(src()).toBe(NODE_IP);
+    } finally {
+      quiet('link', 'del', DUMMY);
+    }
   });
 });

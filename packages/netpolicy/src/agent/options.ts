@@ -23,6 +23,13 @@ export interface AgentOptions {
    */
   manageAttachments?: boolean;
   /**
+   * Rewrite the preferred source of the kernel routes to this node's pod bridges to the node's
+   * InternalIP, so that the node's own traffic to its pods (kubelet probes) is judged as the node,
+   * which NetworkPolicy never blocks (agent/host-source.ts says why). Default false here (tests run
+   * on the machine's own routes); the agent binary's `--prefer-node-source` defaults to true.
+   */
+  preferNodeSource?: boolean;
+  /**
    * Policy map entries the NetworkPolicies of one namespace may add on this node (default 100,000 of
    * the map's 1,048,576): over it the namespace's largest NetworkPolicy is refused alone (isolation
    * kept).

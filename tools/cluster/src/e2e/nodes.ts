@@ -103,18 +103,17 @@ export async function crossNodeEnforcement(): Promise<void> {
     );
   figures.threeNodeDriftLines = drift;
   await tracesAgree(probes, want);
-  // from node addresses: each node (a host-network process in its namespace) to the pods of the other
-  // nodes, which judge it as that node. (To its own pods a node speaks from its pod-bridge address,
-  // not its InternalIP: see the netpolicy README's note on the resident node.)
+  // from node addresses: each node (a host-network process in its namespace) to every pod: the other
+  // nodes' pods judge it as that node; its own pods as their own node, which a NetworkPolicy never
+  // blocks (the kubelet's path: the agent gave the route to the pod bridge the node's address as its
+  // preferred source, agent/host-source.ts)
   const fromNodes = nodes.flatMap((n) =>
-    net.pods
-      .filter((p) => nodeOf.get(`${p.metadata.namespace}/${p.metadata.name}`) !== n.name)
-      .map((p) => ({
-        from: n.ip,
-        to: `${p.metadata.namespace}/${p.metadata.name}`,
-        protocol: 'TCP' as const,
-        port: net.ports[0]!,
-      })),
+    net.pods.map((p) => ({
+      from: n.ip,
+      to: `${p.metadata.namespace}/${p.metadata.name}`,
+      protocol: 'TCP' as const,
+      port: net.ports[0]!,
+    })),
   );
   const file = join(work, 'from-nodes.yaml');
   writeFileSync(file, fromNodes.map((p) => `- ${JSON.stringify(p)}`).join('\n'));
@@ -145,6 +144,55 @@ export async function crossNodeEnforcement(): Promise<void> {
   figures.fromNodeProbes = fromNodes.length;
   expect(nodeDiff).toEqual([]);
   expect(new Set(nodeWant).size).toBe(2);
+}
+
+/**
+ * A pod's own node is a node like any other to an admin policy: an ANP denying egress to `nodes: {}`
+ * on one port refuses every node's address, its own included (network-policy-api's node-peer tests
+ * with the client on the node it dials, which the upstream suites hit only when the scheduler puts it
+ * there); the pods it does not select keep reaching their own node through their NetworkPolicies.
+ */
+export async function ownNodeIsANode(): Promise<void> {
+  const nodes = liveNodes();
+  const anp = {
+    apiVersion: 'policy.networking.k8s.io/v1alpha1',
+    kind: 'AdminNetworkPolicy',
+    metadata: { name: 'e2e-sandbox-no-node-port' },
+    spec: {
+      priority: 5,
+      subject: { namespaces: { matchLabels: { 'kubernetes.io/metadata.name': 'sandbox' } } },
+      egress: [
+        {
+          name: 'no-node-port',
+          action: 'Deny',
+          to: [{ nodes: {} }],
+          ports: [{ portNumber: { protocol: 'TCP', port: NODE_PORT } }],
+        },
+      ],
+    },
+  };
+  sh('kubectl', ['apply', '-f', '-'], { input: stringify(anp) });
+  try {
+    const probes = probesFor(
+      net.pods,
+      false,
+      nodes.map((n) => n.ip),
+    ).filter((p) => !p.to.includes('/'));
+    const want = await agreesWithSimulate(probes);
+    const toyOwn = kubectlJson<{ status: { hostIP: string } }>('get', 'pod', '-n', 'sandbox', 'toy').status
+      .hostIP;
+    const verdict = (from: string, to: string) =>
+      want[probes.findIndex((p) => p.from === from && p.to === to)];
+    for (const n of nodes) expect(verdict('sandbox/toy', n.ip), `sandbox/toy -> ${n.ip}`).toBe('DENY');
+    expect(nodes.map((n) => n.ip)).toContain(toyOwn);
+    // cart's egress is isolated by its NetworkPolicy: its own node only
+    const cartOwn = kubectlJson<{ status: { hostIP: string } }>('get', 'pod', '-n', 'shop', 'cart').status
+      .hostIP;
+    for (const n of nodes) expect(verdict('shop/cart', n.ip)).toBe(n.ip === cartOwn ? 'ALLOW' : 'DENY');
+    figures.ownNodeProbes = probes.length;
+  } finally {
+    sh('kubectl', ['delete', 'adminnetworkpolicy', anp.metadata.name, '--ignore-not-found']);
+  }
 }
 
 /**

@@ -137,3 +137,55 @@ export async function servicesAndDns(): Promise<void> {
     expect((await exec('probe', 'tcp', web.clusterIP, '80', '800')).split(' ')[1]).toBe('web-1');
   kubectl('delete', 'namespace', NS_SVC, '--wait=false');
 }
+
+/**
+ * Kubelet probes reach a pod whose ingress a NetworkPolicy isolates completely: the node's own
+ * traffic to its pods leaves with the node's address (the agent gave the route to the pod bridge that
+ * preferred source), and a NetworkPolicy never blocks a pod's own node. Before, the probe left with
+ * the bridge's address, was judged as the world, and the pod never became Ready.
+ */
+export async function kubeletProbesUnderIsolation(): Promise<void> {
+  const NS = 'probe-e2e';
+  const pod = probePod(NS, 'probed', { app: 'probed' });
+  const container = {
+    ...pod.spec.containers[0]!,
+    readinessProbe: { tcpSocket: { port: 'http' }, periodSeconds: 2, failureThreshold: 1 },
+  };
+  const objects = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'deny-all-ingress', namespace: NS },
+      spec: { podSelector: {}, policyTypes: ['Ingress'] },
+    },
+    { ...pod, spec: { ...pod.spec, containers: [container] } },
+  ];
+  sh('kubectl', ['apply', '-f', '-'], { input: objects.map((o) => stringify(o)).join('---\n') });
+  try {
+    sh('kubectl', ['wait', '-n', NS, '--for=condition=Ready', 'pod/probed', '--timeout=90s'], {
+      timeoutMs: 100_000,
+    });
+    // and the isolation holds for everyone else: another pod is refused
+    const other = net.pods[0]!;
+    const ip = kubectlJson<{ status: { podIP: string } }>('get', 'pod', '-n', NS, 'probed').status.podIP;
+    const out = await shAsync(
+      'kubectl',
+      [
+        'exec',
+        '-n',
+        other.metadata.namespace!,
+        other.metadata.name,
+        '--',
+        '/usr/local/bin/cascade-probe',
+        'probe-all',
+        '600',
+        `tcp/${ip}/8080`,
+      ],
+      60_000,
+    );
+    expect(out.trim()).toBe(`tcp/${ip}/8080 DENY`);
+  } finally {
+    kubectl('delete', 'namespace', NS, '--wait=false');
+  }
+}

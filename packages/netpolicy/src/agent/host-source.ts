@@ -1,0 +1,182 @@
+// The source address of the node's own traffic to its pods. A NetworkPolicy never blocks a pod's own
+// node (its addresses are HOST), so kubelet probes must leave the node with one of the node's
+// addresses. On a bridged pod network the kernel's route to the pod subnet prefers the bridge's own
+// address (`10.244.1.0/24 dev cascade0 proto kernel scope link src 10.244.1.1`), which is no node
+// address: kubelet probes would be judged as the world, and an isolated pod would never become Ready.
+// Mapping the bridge address to HOST instead would wave through kube-proxy's masquerade of a NodePort
+// to a local backend, which leaves with that same bridge address (MASQUERADE takes the outgoing
+// device's address, never the route's preferred source). So the agent rewrites the preferred source of
+// those routes to the node's InternalIP of the family: the node's own traffic then comes from the node
+// (HOST), masqueraded NodePort traffic still from the bridge (the world), as documented in the README.
+// Only kernel routes of bridges that carry this node's pod interfaces are touched, and only their
+// `src`; routed CNIs (a route per pod veth, no address on it) already use a node address. The kernel
+// deletes a route whose preferred source address goes away (a node address changed): a bridge
+// address's subnet without its route is routed again, with the node address there is now.
+import { execFile } from 'node:child_process';
+import { isIP } from 'node:net';
+import { formatPrefix, parseCidr, prefixKey } from '../engine/cidr.ts';
+
+export type Run = (cmd: string, args: string[]) => Promise<string>;
+
+/** iproute2, an argument vector (no shell), bounded in time and output. */
+export const runCommand: Run = (cmd, args) =>
+  new Promise((resolve, reject) =>
+    execFile(cmd, args, { timeout: 10_000, maxBuffer: 16 << 20 }, (err, out, errOut) =>
+      err
+        ? reject(new Error(`${cmd} ${args.join(' ')}: ${String(errOut || err.message).trim()}`))
+        : resolve(out),
+    ),
+  );
+
+interface RouteJson {
+  dst?: string;
+  dev?: string;
+  protocol?: string;
+  scope?: string;
+  prefsrc?: string;
+  metric?: number;
+  type?: string;
+}
+interface LinkJson {
+  ifindex?: number;
+  ifname?: string;
+  master?: string;
+  linkinfo?: { info_kind?: string };
+}
+interface AddrJson {
+  ifname?: string;
+  addr_info?: { local?: string; prefixlen?: number; scope?: string }[];
+}
+
+const IFNAME = /^[A-Za-z0-9_.@-]{1,15}$/;
+const PREFIX = /^[0-9a-fA-F:.]+\/\d{1,3}$/;
+
+const json = <T>(text: string): T[] => {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return Array.isArray(v) ? (v as T[]) : [];
+  } catch {
+    return [];
+  }
+};
+
+/** One route the agent would rewrite: its prefix, device, metric, and the node address to prefer. */
+export interface SourceFix {
+  dst: string;
+  dev: string;
+  family: 4 | 6;
+  metric?: number;
+  from?: string;
+  src: string;
+}
+
+/**
+ * The kernel routes to pod subnets whose preferred source is not a node address, on bridges that hold
+ * one of `podIfindexes`, with the node address each should prefer (plain data: tested without a kernel).
+ */
+export function sourceFixes(
+  routes: { family: 4 | 6; list: RouteJson[] }[],
+  links: LinkJson[],
+  addrs: AddrJson[],
+  nodeIps: readonly string[],
+  podIfindexes: ReadonlySet<number>,
+): SourceFix[] {
+  const bridges = new Set(links.filter((l) => l.linkinfo?.info_kind === 'bridge').map((l) => l.ifname));
+  const podBridges = new Set(
+    links
+      .filter(
+        (l) => l.ifindex !== undefined && podIfindexes.has(l.ifindex) && l.master && bridges.has(l.master),
+      )
+      .map((l) => l.master!),
+  );
+  const local = new Set(
+    addrs.flatMap((a) => (a.addr_info ?? []).map((i) => i.local).filter(Boolean) as string[]),
+  );
+  const out: SourceFix[] = [];
+  for (const { family, list } of routes) {
+    const node = nodeIps.find((ip) => isIP(ip) === family && local.has(ip));
+    if (!node) continue;
+    // a pod bridge's own subnets (its addresses): each must have its route
+    const routed = new Set(
+      list.flatMap((r) => {
+        const p = r.dev && r.dst ? parseCidr(r.dst) : undefined;
+        return p ? [`${r.dev} ${prefixKey(p)}`] : [];
+      }),
+    );
+    for (const a of addrs) {
+      if (!a.ifname || !podBridges.has(a.ifname) || !IFNAME.test(a.ifname)) continue;
+      for (const i of a.addr_info ?? []) {
+        if (!i.local || isIP(i.local) !== family || i.scope !== 'global' || i.prefixlen === undefined)
+          continue;
+        const net = parseCidr(`${i.local}/${i.prefixlen}`);
+        if (!net || net.len === (family === 4 ? 32 : 128) || routed.has(`${a.ifname} ${prefixKey(net)}`))
+          continue;
+        routed.add(`${a.ifname} ${prefixKey(net)}`);
+        out.push({
+          dst: formatPrefix(net),
+          dev: a.ifname,
+          family,
+          ...(family === 6 ? { metric: 256 } : {}),
+          src: node,
+        });
+      }
+    }
+    for (const r of list) {
+      if (r.protocol !== 'kernel' || (r.scope !== undefined && r.scope !== 'link')) continue;
+      if (!r.dst || !PREFIX.test(r.dst) || !r.dev || !IFNAME.test(r.dev) || !podBridges.has(r.dev)) continue;
+      if (r.type !== undefined && r.type !== 'unicast') continue;
+      if (r.prefsrc && nodeIps.includes(r.prefsrc)) continue;
+      out.push({
+        dst: r.dst,
+        dev: r.dev,
+        family,
+        ...(r.metric !== undefined ? { metric: r.metric } : {}),
+        ...(r.prefsrc ? { from: r.prefsrc } : {}),
+        src: node,
+      });
+    }
+  }
+  return out;
+}
+
+/** Reads the kernel and rewrites what `sourceFixes` says; the fixes it made. */
+export async function preferNodeSource(
+  run: Run,
+  nodeIps: readonly string[],
+  podIfindexes: ReadonlySet<number>,
+): Promise<SourceFix[]> {
+  if (!podIfindexes.size || !nodeIps.length) return [];
+  const [v4, v6, links, addrs] = await Promise.all([
+    run('ip', ['-4', '-j', 'route', 'show', 'table', 'main']),
+    run('ip', ['-6', '-j', 'route', 'show', 'table', 'main']),
+    run('ip', ['-j', '-d', 'link', 'show']),
+    run('ip', ['-j', 'addr', 'show']),
+  ]);
+  const fixes = sourceFixes(
+    [
+      { family: 4, list: json<RouteJson>(v4) },
+      { family: 6, list: json<RouteJson>(v6) },
+    ],
+    json<LinkJson>(links),
+    json<AddrJson>(addrs),
+    nodeIps,
+    podIfindexes,
+  );
+  for (const f of fixes)
+    await run('ip', [
+      `-${f.family}`,
+      'route',
+      'replace',
+      f.dst,
+      'dev',
+      f.dev,
+      'proto',
+      'kernel',
+      'scope',
+      'link',
+      ...(f.metric !== undefined ? ['metric', String(f.metric)] : []),
+      'src',
+      f.src,
+    ]);
+  return fixes;
+}
