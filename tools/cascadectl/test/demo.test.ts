@@ -36,7 +36,7 @@ describe('npm run demo', () => {
     ]) {
       expect(r.stdout).toContain(line);
     }
-    if (process.getuid?.() === 0) expect(r.stdout).toMatch(/11\/11 probes agree/);
+    if (process.getuid?.() === 0) expect(r.stdout).toMatch(/13\/13 probes agree/);
     expect(r.stdout).toContain('== Pictures');
     expect(r.stderr).toMatch(
       /wrote .*out\/gateway\.svg \(\d+x\d+: 9 policy attachments, 14 effective rules and refused unsets\)/,
