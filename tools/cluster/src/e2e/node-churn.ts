@@ -230,20 +230,52 @@ export async function drainAndAddNode(): Promise<void> {
   const NS = 'np-e2e';
   const pod = (name: string, labels: Record<string, string>, node: string) =>
     probePod(NS, name, labels, node);
-  // the NodePort step's backend was on the evicted node: a new one on the new node, clients elsewhere
+  // the NodePort step's backend was on the evicted node: a new one on the new node, and clients of
+  // this step's own (on node 1 and on the new node), so this step does not rest on the earlier ones'
+  // pods. (A CI run once found the NodePort step's client gone by now, cause unknown: its state is
+  // kept in the figures to read next time.)
+  const earlier = kubectlJson<{
+    items: {
+      metadata: { name: string };
+      spec: { nodeName: string };
+      status: { phase: string; podIP?: string; reason?: string };
+    }[];
+  }>('get', 'pods', '-n', NS).items.map(
+    (p) =>
+      `${p.metadata.name}@${p.spec.nodeName}:${p.status.phase}/${p.status.podIP ?? '-'}${p.status.reason ? `/${p.status.reason}` : ''}`,
+  );
+  figures.npE2ePodsBeforeJoinCheck = earlier.join(' ');
   sh('kubectl', ['apply', '-f', '-'], {
-    input: [pod('web-4', { app: 'web' }, n4.name), pod('client-4', { role: 'client' }, n4.name)]
+    input: [
+      pod('web-4', { app: 'web' }, n4.name),
+      pod('client-4', { role: 'client' }, n4.name),
+      pod('client-1', { role: 'client' }, n1.name),
+      pod('stranger-1', { role: 'stranger' }, n1.name),
+    ]
       .map((o) => stringify(o))
       .join('---\n'),
   });
-  sh('kubectl', ['wait', '-n', NS, '--for=condition=Ready', 'pod', 'web-4', 'client-4', '--timeout=120s'], {
-    timeoutMs: 130_000,
-  });
+  sh(
+    'kubectl',
+    [
+      'wait',
+      '-n',
+      NS,
+      '--for=condition=Ready',
+      'pod',
+      'web-4',
+      'client-4',
+      'client-1',
+      'stranger-1',
+      '--timeout=120s',
+    ],
+    { timeoutMs: 130_000 },
+  );
   const ip = (name: string) =>
     kubectlJson<{ status: { podIP: string } }>('get', 'pod', '-n', NS, name).status.podIP;
   const probes = [
-    { from: `${NS}/client`, to: `${NS}/web-4`, protocol: 'TCP' as const, port: 8080 },
-    { from: `${NS}/stranger`, to: `${NS}/web-4`, protocol: 'TCP' as const, port: 8080 },
+    { from: `${NS}/client-1`, to: `${NS}/web-4`, protocol: 'TCP' as const, port: 8080 },
+    { from: `${NS}/stranger-1`, to: `${NS}/web-4`, protocol: 'TCP' as const, port: 8080 },
     { from: `${NS}/client-4`, to: `${NS}/web-4`, protocol: 'TCP' as const, port: 8080 },
   ];
   for (const p of probes) net.podIp.set(p.to, ip('web-4'));

@@ -37,8 +37,6 @@ export const liveNodes = (): LiveNode[] =>
     }))
     .sort((a, b) => a.name.localeCompare(b.name));
 
-/** The pid of the process holding a namespaced node's namespaces. */
-
 export function stopServers(): void {
   for (const s of servers.splice(0)) s.kill();
 }
