@@ -4,6 +4,7 @@
 import type { Bpfctl } from './bpfctl.ts';
 import {
   COUNTERS,
+  type Config,
   decodeConfig,
   decodeFlowEvent,
   encodeConfig,
@@ -29,7 +30,7 @@ export function interfaceArg(iface: number | string): string {
 
 export class KernelMaps {
   readonly ctl: Bpfctl;
-  protected config = { epoch: 0, generation: 0, clock: 0, hostIdentity: 0 };
+  protected config: Config = { epoch: 0, generation: 0, clock: 0, hostIdentity: 0 };
 
   protected constructor(ctl: Bpfctl) {
     this.ctl = ctl;
@@ -47,11 +48,16 @@ export class KernelMaps {
     await this.ctl.send(`update cascade_config 00000000 ${hex(encodeConfig(this.config))}`);
   }
 
-  /** The identity this node's own addresses (HOST) are judged as, as the kernel holds it (0: always allowed). */
-  async hostIdentity(): Promise<number> {
+  /** cascade_config[0] as the kernel holds it (undefined: never written). */
+  protected async readConfig(): Promise<Config | undefined> {
     const [cfg] = await this.ctl.send(`lookup cascade_config 00000000`);
     const v = cfg?.split(' ')[1];
-    return v && v !== 'none' ? decodeConfig(Buffer.from(v, 'hex')).hostIdentity : 0;
+    return v && v !== 'none' ? decodeConfig(Buffer.from(v, 'hex')) : undefined;
+  }
+
+  /** The identity this node's own addresses (HOST) are judged as, as the kernel holds it (0: always allowed). */
+  async hostIdentity(): Promise<number> {
+    return (await this.readConfig())?.hostIdentity ?? 0;
   }
 
   /**

@@ -17,7 +17,6 @@
 import { Bpfctl } from './bpfctl.ts';
 import {
   addr16,
-  decodeConfig,
   decodeEndpointValue,
   decodeIpcacheValue,
   decodePolicyKey,
@@ -176,9 +175,7 @@ export class Datapath extends KernelMaps {
     for (const [k, v] of await this.dump('cascade_hosts'))
       this.ipcache.set(HOST_PREFIXLEN_HEX + hex(k), decodeIpcacheValue(v));
     this.services.readBack(await this.dump('cascade_services'), await this.dump('cascade_backends'));
-    const [cfg] = await this.ctl.send(`lookup cascade_config 00000000`);
-    const v = cfg?.split(' ')[1];
-    if (v && v !== 'none') this.config = decodeConfig(Buffer.from(v, 'hex'));
+    this.config = (await this.readConfig()) ?? this.config;
   }
 
   /** ipcache writes and deletes go to cascade_hosts for host keys, to the LPM trie for the rest. */
