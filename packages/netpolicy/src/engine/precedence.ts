@@ -16,10 +16,16 @@
 // the lower layer (NetworkPolicy where one governs the endpoint, else the baseline). The datapath
 // takes the admin layer's answer unless it is pass or missing, then the lower layer's, then allows.
 
+import { L_NP_ISOLATION } from '@cascade/bpf-datapath';
+
 export const MAX_ADMIN_RANK = 32766;
 export const MAX_BASELINE_RANK = 16382;
 export const L_NP_ALLOW = 32767;
-export const L_NP_ISOLATION = 16384;
+/**
+ * The datapath's own constant (it ignores entries from this band up for the pod's own node): one
+ * value for the lowering and the kernel.
+ */
+export { L_NP_ISOLATION };
 
 export function adminBand(rank: number): number {
   if (rank < 0 || rank > MAX_ADMIN_RANK)

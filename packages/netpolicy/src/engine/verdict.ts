@@ -2,12 +2,12 @@
 // ipcache (as the node agent of the judging pod sees it), then the endpoint's table for that
 // direction. Used by the CLI's simulate/explain and as the middle leg of the differential tests.
 
+import { isNetworkPolicyPrecedence } from '@cascade/bpf-datapath';
 import type { NetpolEngine } from './engine.ts';
 import { evaluateConnection, type Remote, type RuleSet, rulesAt } from './evaluate.ts';
 import { ID } from './identities.ts';
 import type { MapStateEntry } from './mapstate.ts';
 import type { Pod } from './model.ts';
-import { decodePrecedence, L_NP_ISOLATION } from './precedence.ts';
 import type { Direction } from './rules.ts';
 
 export interface MapDecision {
@@ -55,7 +55,7 @@ export function mapDirection(
   const lower = layers.lower.state.lookup(lookup, proto, port);
   const passed = admin ? { passed: admin } : {};
   // a NetworkPolicy's entries (its allows, its isolation) never block the pod's own node
-  if (host && (!lower || decodePrecedence(lower.precedence).l >= L_NP_ISOLATION))
+  if (host && (!lower || isNetworkPolicyPrecedence(lower.precedence)))
     return { verdict: 'allow', by: 'host', remoteIdentity, ...passed };
   if (!lower) return { verdict: 'allow', by: 'miss', remoteIdentity, ...passed };
   return {
