@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import { cascadectl, KUBECONFIG, kubectl, kubectlJson, sh, shAsync, until } from '../harness.ts';
+import { measured } from './probes.ts';
 import { NODE_PORT, net, probePod, work } from './shared.ts';
 
 /** Services and DNS under an egress policy: a pod reaches exactly the Services (ClusterIP, NodePort) and DNS its policy allows */
@@ -169,22 +170,8 @@ export async function kubeletProbesUnderIsolation(): Promise<void> {
     // and the isolation holds for everyone else: another pod is refused
     const other = net.pods[0]!;
     const ip = kubectlJson<{ status: { podIP: string } }>('get', 'pod', '-n', NS, 'probed').status.podIP;
-    const out = await shAsync(
-      'kubectl',
-      [
-        'exec',
-        '-n',
-        other.metadata.namespace!,
-        other.metadata.name,
-        '--',
-        '/usr/local/bin/cascade-probe',
-        'probe-all',
-        '600',
-        `tcp/${ip}/8080`,
-      ],
-      60_000,
-    );
-    expect(out.trim()).toBe(`tcp/${ip}/8080 DENY`);
+    const from = `${other.metadata.namespace}/${other.metadata.name}`;
+    expect(await measured([{ from, to: ip, protocol: 'TCP', port: 8080 }])).toEqual(['DENY']);
   } finally {
     kubectl('delete', 'namespace', NS, '--wait=false');
   }
