@@ -33,7 +33,7 @@ const runMain = (args: string[], env: Record<string, string> = {}) =>
     execFile(
       process.execPath,
       [main, ...args],
-      { env: { ...process.env, ...env }, timeout: 20_000 },
+      { env: { ...process.env, ...env }, timeout: 50_000 },
       (err, stdout, stderr) =>
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );

@@ -11,7 +11,7 @@ const run = (args: string[], env: Record<string, string> = {}) =>
     execFile(
       process.execPath,
       [main, ...args],
-      { env: { ...rest, ...env }, timeout: 20_000 },
+      { env: { ...rest, ...env }, timeout: 50_000 },
       (err, stdout, stderr) =>
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
