@@ -1,6 +1,6 @@
 // Sums the vitest JSON results of every project into the closing line CI reads.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 
 function hasTests(dir: string): boolean {
   const walk = (d: string): boolean =>
@@ -14,6 +14,10 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 const missing: string[] = [];
+// Named again at the end: CI shows the tail of a long log, where a failure further up may be cut off.
+const notPassed: string[] = [];
+type Assertion = { status: string; fullName: string; failureMessages?: string[] };
+type FileResult = { name: string; assertionResults: Assertion[] };
 for (const group of ['packages', 'tools']) {
   for (const name of readdirSync(group)) {
     const dir = join(group, name);
@@ -27,8 +31,15 @@ for (const group of ['packages', 'tools']) {
     passed += r.numPassedTests;
     failed += r.numFailedTests;
     skipped += r.numPendingTests + (r.numTodoTests ?? 0);
+    for (const f of r.testResults as FileResult[])
+      for (const t of f.assertionResults)
+        if (t.status === 'failed' || (process.env.CI === 'true' && t.status !== 'passed')) {
+          const why = (t.failureMessages?.[0] ?? t.status).split('\n')[0].slice(0, 300);
+          notPassed.push(`${t.status}: ${relative(process.cwd(), f.name)} > ${t.fullName}: ${why}`);
+        }
   }
 }
+for (const line of notPassed) console.log(line);
 if (missing.length) console.log(`no test results from: ${missing.join(', ')}`);
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 // In CI a skipped test is a failure: the real parts (API server, kernel) must have run.
