@@ -2,11 +2,10 @@
 // addresses, /readyz failing while the API server is unreachable, every failing watch and lease renewal
 // logged once per state change and counted; the binary's flags, --help, and a bad kubeconfig reported
 // in one line (exit 2), not a stack trace.
-import { execFile } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { effectivePolicyCrd, type PolicyController, parseBindAddress, policyCrd } from '@cascade/core';
-import { createNamespace, startController } from '@cascade/core/testing';
+import { createNamespace, runScript, startController } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimitPolicyKind } from './kind.ts';
@@ -29,15 +28,7 @@ const get = async (port: number, path: string) => {
 };
 const main = join(import.meta.dirname, 'main.ts');
 const runMain = (args: string[], env: Record<string, string> = {}) =>
-  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(
-      process.execPath,
-      [main, ...args],
-      { env: { ...process.env, ...env }, timeout: 50_000 },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
+  runScript(main, args, { env: { ...process.env, ...env } });
 
 describe('bind addresses', () => {
   it('parses controller-runtime bind addresses and refuses others', () => {

@@ -3,3 +3,4 @@
 // production code.
 export * from './envtest.ts';
 export * from './kinds.ts';
+export * from './run-script.ts';

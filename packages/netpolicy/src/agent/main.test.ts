@@ -1,21 +1,14 @@
 // The agent binary's flags: --help describes them, --version, and bad values are one clear line and
 // exit 2 before anything touches the kernel or the API server.
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { runScript } from '@cascade/core/testing';
 import { describe, expect, it } from 'vitest';
 
 const main = join(import.meta.dirname, 'main.ts');
-const run = (args: string[], env: Record<string, string> = {}) =>
-  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    const { NODE_NAME: _, ...rest } = process.env;
-    execFile(
-      process.execPath,
-      [main, ...args],
-      { env: { ...rest, ...env }, timeout: 50_000 },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
+const run = (args: string[], env: Record<string, string> = {}) => {
+  const { NODE_NAME: _, ...rest } = process.env;
+  return runScript(main, args, { env: { ...rest, ...env } });
+};
 
 describe('cascade-netpol-agent flags', () => {
   it('--help and --version', async () => {

@@ -3,18 +3,13 @@
 // One test per invocation: each starts a Node process that loads the controller's import graph, a
 // few seconds on a busy machine (CI runs these beside the cluster e2e), so one test for all nine
 // ran past the test timeout there.
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { runScript } from '@cascade/core/testing';
 import { describe, expect, it } from 'vitest';
 
 describe('netpolicy-controller flags', () => {
   const ctl = join(import.meta.dirname, 'main.ts');
-  const runCtl = (args: string[]) =>
-    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, [ctl, ...args], { timeout: 50_000 }, (err, stdout, stderr) =>
-        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-      );
-    });
+  const runCtl = (args: string[]) => runScript(ctl, args);
   it('--help names controller-runtime flags', async () => {
     const h = await runCtl(['--help']);
     expect(h.code).toBe(0);
