@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds what a real single-node cluster needs beyond the envtest API server, once, into
 # $CASCADE_CACHE/cluster/<versions>/bin: kubelet, kube-proxy, kube-controller-manager, kube-scheduler
-# and kubectl from the k8s.io/kubernetes Go module (the same version as kube-apiserver), CoreDNS and
-# helm from their Go modules, and the pause and e2e workload binaries from tools/cluster/images/*.c. A second run
+# and kubectl from the k8s.io/kubernetes Go module (the same version as kube-apiserver), CoreDNS (with
+# only the plugins in coredns/main.go) and helm from their Go modules, and the pause and e2e workload binaries from tools/cluster/images/*.c. A second run
 # finds the binaries and prints the directory.
 set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
@@ -20,6 +20,11 @@ for b in "${want[@]}"; do [[ -x $out/bin/$b ]] || missing+=("$b"); done
 native_sum=$(cat "$here"/../images/*.c | sha256sum | cut -c1-16)
 if [[ $(cat "$out/bin/.native-sum" 2>/dev/null) != "$native_sum" ]]; then
   for b in pause cascade-probe; do [[ " ${missing[*]} " == *" $b "* ]] || missing+=("$b"); done
+fi
+# so is CoreDNS when its plugin list (coredns/main.go) changes
+coredns_sum=$(sha256sum "$here/coredns/main.go" | cut -c1-16)
+if [[ $(cat "$out/bin/.coredns-sum" 2>/dev/null) != "$coredns_sum" && " ${missing[*]} " != *" coredns "* ]]; then
+  missing+=(coredns)
 fi
 if ((${#missing[@]} == 0)); then
   log "binaries cached in $out/bin"
@@ -48,10 +53,15 @@ if ((${#kube_missing[@]})); then
 fi
 
 if need coredns; then
-  log "building coredns $COREDNS_VERSION"
+  log "building coredns $COREDNS_VERSION with the plugins in tools/cluster/build/coredns/main.go"
   src="$out/src/coredns"
-  tool_module "$src" cluster-coredns github.com/coredns/coredns "$COREDNS_VERSION" <<<"github.com/coredns/coredns"
-  (cd "$src" && go build -trimpath -ldflags='-s -w' -o "$out/bin/coredns" github.com/coredns/coredns)
+  rm -rf "$src/coredns" && mkdir -p "$src/coredns"
+  cp "$here/coredns/main.go" "$src/coredns/main.go"
+  tool_module "$src" cluster-coredns github.com/coredns/coredns "$COREDNS_VERSION" <<<"github.com/coredns/coredns/coremain"
+  # the version CoreDNS reports (-version, the build_info metric)
+  (cd "$src" && go build -trimpath -ldflags="-s -w -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" \
+    -o "$out/bin/coredns" ./coredns)
+  echo "$coredns_sum" > "$out/bin/.coredns-sum"
 fi
 
 if need helm; then

@@ -114,7 +114,8 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
   it(
     'the upstream suites, a representative subset of each (npm run conformance runs them in full): every test passes',
     upstreamSubsets,
-    20 * 60_000,
+    // on a fresh machine this includes waiting for the suites' build, started by the set-up
+    30 * 60_000,
   );
   it(
     'helm uninstall removes its objects and cascadectl cleanup what the controllers wrote; the programs and pins stay (fail closed) until `cluster down`',

@@ -17,7 +17,8 @@
 # the set-up does not wait for it); the node-peer tests are skipped by the runner, saying why. With
 # CONFORMANCE_NODES=2 or more (npm run conformance -- --nodes 3) the suite is built unchanged but for
 # SCTP, into a directory of its own.
-# A second run finds them and prints the directory.
+# A second run finds them and prints the directory. One build runs at a time (a lock in the cache);
+# a second caller waits for it.
 set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
 NPAPI_V1=${NPAPI_V1:-v0.1.7}
@@ -29,12 +30,21 @@ multinode=$([[ ${CONFORMANCE_NODES:-1} -gt 1 ]] && echo 1 || echo 0)
 one="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp-1node-r2"
 out=$one
 ((multinode)) && out="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp-nnode-r1"
+log() { printf '[conformance-build] %s\n' "$*" >&2; }
+# One build at a time: the set-up starts one in the background (scripts/setup.d/50-conformance.sh), and
+# whoever needs the suites (npm test's cluster e2e, npm run conformance) waits here for it to finish
+mkdir -p "$cache/conformance"
+exec 9>"$cache/conformance/.build.lock"
+if ! flock -n 9; then
+  [[ ${CONFORMANCE_CACHED_ONLY:-} == 1 ]] && exit 3
+  log "the suites are being built (by the set-up, in the background; its log: $cache/conformance/build.log): waiting"
+  flock 9
+fi
 # the Kubernetes suite and agnhost are the same for any node count: taken from the one-node build
 if ((multinode)); then
   mkdir -p "$out/bin"
   for b in netpol.test agnhost; do [[ -x $out/bin/$b || ! -x $one/bin/$b ]] || cp "$one/bin/$b" "$out/bin/$b"; done
 fi
-log() { printf '[conformance-build] %s\n' "$*" >&2; }
 want=(netpol.test agnhost npapi-v0.1.test npapi-v0.2.test)
 missing=()
 for b in "${want[@]}"; do [[ -x $out/bin/$b ]] || missing+=("$b"); done
@@ -43,6 +53,8 @@ if ((${#missing[@]} == 0)); then
   echo "$out/bin"
   exit 0
 fi
+# CONFORMANCE_CACHED_ONLY=1: only say whether they are built (the set-up's check before it starts a build)
+[[ ${CONFORMANCE_CACHED_ONLY:-} == 1 ]] && exit 3
 # shellcheck source=../../envtest/build/lib.sh
 source "$here/../../envtest/build/lib.sh"
 go_build_setup conformance-build "$out" "${missing[@]}"

@@ -1,6 +1,8 @@
 // The result parsers, on output in the shapes the suites write (ginkgo's JSON report, go test -v).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseGinkgo, parseGoTest } from './run.ts';
+import { DEFS, parseGinkgo, parseGoTest, ROOT, type SuiteResults } from './run.ts';
 
 describe('conformance result parsing', () => {
   it('ginkgo JSON: one result per spec, suite-level failures kept, setup nodes that passed dropped', () => {
@@ -84,5 +86,23 @@ describe('conformance result parsing', () => {
     expect(r[1]!.reason).toMatch(/suite does not support AdminNetworkPolicyEgressNodePeers/);
     expect(r[3]!.reason).toMatch(/protocol=tcp 10.244.0.3:80[\s\S]*TIMEOUT/);
     expect(r[3]!.reason).not.toContain('10.250.0.12');
+  });
+});
+
+describe("npm test's subsets", () => {
+  it('the NetworkPolicy e2e focus selects the four intended tests of the committed full run, none of them skipped (a renamed upstream test would silently drop out)', () => {
+    const args = DEFS.netpol.args('/bin', '/report.json', true, DEFS.netpol);
+    const focus = args.find((a) => a.startsWith('--ginkgo.focus='))!.slice('--ginkgo.focus='.length);
+    const full = JSON.parse(
+      readFileSync(join(ROOT, 'conformance/results/netpol.json'), 'utf8'),
+    ) as SuiteResults;
+    const picked = full.tests.filter((t) => new RegExp(focus).test(t.name));
+    expect(picked.map((t) => t.result)).toEqual(['passed', 'passed', 'passed', 'passed']);
+    expect(picked.some((t) => t.name.includes('using UDP'))).toBe(true);
+    expect(
+      DEFS.netpol
+        .args('/bin', '/report.json', false, DEFS.netpol)
+        .some((a) => a.startsWith('--ginkgo.focus')),
+    ).toBe(false);
   });
 });

@@ -85,13 +85,15 @@ interface SuiteDef {
   parse: (report: string, output: string) => TestResult[];
 }
 
+// npm test's subset: four tests, each for a corner the engine's own tests cannot show against the
+// upstream harness: a named port resolved on real pods, ipBlock except, ingress and egress in one
+// policy, and UDP. Each costs about a minute here (three namespaces of nine pods set up and torn
+// down); the full suite (npm run conformance) runs all of them.
 const NETPOL_SUBSET = [
-  "should support a 'default-deny-ingress' policy",
   'should allow egress access on one named port',
   'should enforce except clause while egress access to server in CIDR block',
   'should work with Ingress, Egress specified together',
-  'should enforce updated policy',
-  'should deny egress from all pods in a namespace',
+  "using UDP should support a 'default-deny-ingress' policy",
 ];
 
 const npapi = (
