@@ -2,6 +2,7 @@
 export * from './artifacts.ts';
 export * from './bpfctl.ts';
 export * from './codecs.ts';
+export * from './command.ts';
 export * from './interfaces.ts';
 export * from './kernel.ts';
 export * from './live.ts';

@@ -10,12 +10,12 @@
 // Anything else (the uplink, a tunnel, loopback) is not a pod interface and is never returned.
 // Reads through iproute2 (`ip -j`, `bridge -j`): one `ip -batch` for all addresses, argument vectors
 // only, every address checked to be an IP literal first.
-import { execFile } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { addr16 } from './codecs.ts';
+import { runCommand } from './command.ts';
 
 export interface Link {
   ifindex: number;
@@ -29,14 +29,9 @@ export interface InterfaceResolver {
   resolve(addresses: readonly string[]): Promise<Map<string, number>>;
 }
 
-function run(cmd: string, args: string[], input?: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const p = execFile(cmd, args, { timeout: 10_000, maxBuffer: 64 << 20 }, (err, out) =>
-      err && !out ? reject(err) : resolve(out),
-    );
-    if (input !== undefined) p.stdin?.end(input);
-  });
-}
+// every lookup here keeps what it could read: a missing neighbour or route must not hide the others
+const run = (cmd: string, args: string[], input?: string) =>
+  runCommand(cmd, args, { input, keepPartialOutput: true });
 
 /** Concatenated JSON arrays (one per batch command) as one list. */
 function jsonArrays(text: string): unknown[] {

@@ -11,7 +11,7 @@
 // reported here (log, metrics). With podSource 'slices' every pod, this node's included, comes from
 // the netpolicy-controller's PodAddressSlices and the agent reads no Pod (cluster/watch.ts).
 import type { Server } from 'node:http';
-import { type COUNTERS, KernelInterfaces, type SyncReport } from '@cascade/bpf-datapath';
+import { type COUNTERS, KernelInterfaces, runCommand, type SyncReport } from '@cascade/bpf-datapath';
 import {
   type Informer,
   jsonLogger,
@@ -30,7 +30,7 @@ import { NetpolEngine } from '../engine/engine.ts';
 import { ServiceCatalog } from '../engine/services.ts';
 import { datapathState } from './datapath.ts';
 import { FlowLog, MAX_POLICY_SERIES, serveRules } from './flows.ts';
-import { preferNodeSource, runCommand } from './host-source.ts';
+import { preferNodeSource } from './host-source.ts';
 import type { AgentOptions } from './options.ts';
 import { PodLinks } from './pod-links.ts';
 import { finding, NodeReporter } from './report.ts';

@@ -1,5 +1,6 @@
+import type { Run } from '@cascade/bpf-datapath';
 import { describe, expect, it } from 'vitest';
-import { preferNodeSource, type Run, sourceFixes } from './host-source.ts';
+import { preferNodeSource, sourceFixes } from './host-source.ts';
 
 // what `ip -j` prints on a node of the one-machine cluster (trimmed to the fields read)
 const links = [

@@ -12,21 +12,9 @@
 // `src`; routed CNIs (a route per pod veth, no address on it) already use a node address. The kernel
 // deletes a route whose preferred source address goes away (a node address changed): a bridge
 // address's subnet without its route is routed again, with the node address there is now.
-import { execFile } from 'node:child_process';
 import { isIP } from 'node:net';
+import type { Run } from '@cascade/bpf-datapath';
 import { formatPrefix, parseCidr, prefixKey } from '../engine/cidr.ts';
-
-export type Run = (cmd: string, args: string[]) => Promise<string>;
-
-/** iproute2, an argument vector (no shell), bounded in time and output. */
-export const runCommand: Run = (cmd, args) =>
-  new Promise((resolve, reject) =>
-    execFile(cmd, args, { timeout: 10_000, maxBuffer: 16 << 20 }, (err, out, errOut) =>
-      err
-        ? reject(new Error(`${cmd} ${args.join(' ')}: ${String(errOut || err.message).trim()}`))
-        : resolve(out),
-    ),
-  );
 
 interface RouteJson {
   dst?: string;

@@ -5,12 +5,12 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ARTIFACTS, COUNTERS, KernelInterfaces } from '@cascade/bpf-datapath';
+import { ARTIFACTS, COUNTERS, KernelInterfaces, runCommand } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled } from '@cascade/bpf-datapath/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NetpolEngine } from '../engine/engine.ts';
 import { datapathState } from './datapath.ts';
-import { preferNodeSource, runCommand } from './host-source.ts';
+import { preferNodeSource } from './host-source.ts';
 
 const NS = { client: 'cascade-t-client', server: 'cascade-t-server' };
 const HOST_IF = { client: 'cascade-tc0', server: 'cascade-ts0' };
