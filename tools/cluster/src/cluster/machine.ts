@@ -3,7 +3,15 @@
 // log directories) held by one long-lived process, and its cgroup root. Everything a node runs is
 // started inside the namespaces of that process; stopping a node's services leaves the machine (and
 // so its pins and its pods' interfaces) in place, as a real machine's would be.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import {
   BRIDGE,
@@ -37,6 +45,24 @@ export function linkUp(l: Layout): void {
 }
 
 /** The node's namespaces and its end of the link, then the routes every node needs to every other. */
+/**
+ * The machine's holder has finished setting up: it is `sleep` (the script's last step execs it) in a
+ * mount namespace of its own. Its pid lives, and its command line holds its tag (the tag is in the
+ * script's text), from the moment it is spawned, before `unshare` and the mounts have run: a service
+ * entering its namespaces then would enter the host's mount namespace, and share another node's
+ * containerd root, bpffs and pod logs.
+ */
+function machineReady(pid: number): boolean {
+  try {
+    return (
+      readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'sleep' &&
+      readlinkSync(`/proc/${pid}/ns/mnt`) !== readlinkSync('/proc/self/ns/mnt')
+    );
+  } catch {
+    return false;
+  }
+}
+
 export function machineUp(n: NodeSpec, l: Layout): number {
   mkdirSync(n.hostDir, { recursive: true });
   mkdirSync(n.run, { recursive: true });
@@ -78,7 +104,7 @@ export function routes(l: Layout): void {
 /** The process that holds the node's mount namespace (and keeps its network namespace busy). */
 function holder(n: NodeSpec): number {
   const live = livePid(machinePidFile(n), machineTag(n));
-  if (live) return live;
+  if (live) return settled(n, live);
   const binds = NODE_PRIVATE_DIRS.map((d) => {
     const own = join(n.hostDir, 'private', d);
     mkdirSync(own, { recursive: true });
@@ -114,8 +140,13 @@ function holder(n: NodeSpec): number {
       script,
     ],
   });
-  for (let t = 0; t < 5000; t += 100) {
-    if (livePid(machinePidFile(n), machineTag(n))) return pid;
+  return settled(n, pid);
+}
+
+/** `pid` once the machine is set up (at most 10 s). */
+function settled(n: NodeSpec, pid: number): number {
+  for (let t = 0; t < 10_000; t += 100) {
+    if (livePid(machinePidFile(n), machineTag(n)) === pid && machineReady(pid)) return pid;
     sleepMs(100);
   }
   return fail(

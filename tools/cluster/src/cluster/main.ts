@@ -184,7 +184,6 @@ function install(tag = TAG, timeout = '5m'): void {
         timeoutMs: 900_000,
       });
   } catch (e) {
-    process.stderr.write(attempt('kubectl', ['--kubeconfig', KUBECONFIG, 'get', 'pods', '-A', '-o', 'wide']));
     // the log of every Cascade pod that is not Ready: why it is not (issue 30 saw one replica stay
     // unready for 4 minutes with nothing to read)
     const pods = attempt('kubectl', [
@@ -213,6 +212,8 @@ function install(tag = TAG, timeout = '5m'): void {
         ]),
       );
     }
+    // last, so that a caller keeping only the tail of a long message still has it (the e2e's does)
+    process.stderr.write(attempt('kubectl', ['--kubeconfig', KUBECONFIG, 'get', 'pods', '-A', '-o', 'wide']));
     throw new ClusterError(`cascade did not become ready: ${(e as Error).message}`);
   }
   log(`cascade ready in ${Math.round((Date.now() - t0) / 1000)} s`);

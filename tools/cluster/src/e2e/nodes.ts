@@ -1,7 +1,7 @@
 // Three nodes on this machine (npm run cluster -- up --nodes 3): cross-node enforcement on real
 // traffic and NodePorts dialled on nodes without a backend (node-churn.ts: failure, drain, a new node).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
@@ -57,7 +57,22 @@ export function threeNodesUp(): void {
       .map((a) => a.spec.nodeName)
       .sort(),
   ).toEqual(nodes.map((n) => n.name));
-  // each node is its own machine: its agent pinned into its own bpffs, not the host's
+  // each node is its own machine: its containerd, kubelet and kube-proxy in its machine's network and
+  // mount namespaces (none in the host's: a service started before the machine's namespaces were set
+  // up once shared another node's containerd root), its agent pinned into its own bpffs
+  const ns = (pid: string, kind: 'mnt' | 'net') => readlinkSync(`/proc/${pid}/ns/${kind}`);
+  const pidOf = (node: string, what: string) =>
+    readFileSync(`/run/cascade-cluster/nodes/${node}/${what}.pid`, 'utf8').trim();
+  const machines = new Set<string>();
+  for (const n of nodes) {
+    const machine = pidOf(n.name, 'machine');
+    machines.add(ns(machine, 'mnt'));
+    for (const svc of ['containerd', 'kubelet', 'kube-proxy'])
+      for (const kind of ['mnt', 'net'] as const)
+        expect(ns(pidOf(n.name, svc), kind), `${n.name} ${svc} ${kind}`).toBe(ns(machine, kind));
+  }
+  expect(machines.size).toBe(nodes.length);
+  expect(machines.has(readlinkSync('/proc/self/ns/mnt'))).toBe(false);
   for (const n of nodes) {
     const [cmd, args] = onNode(n.name, 'ip', ['-o', 'link', 'show']);
     const links = sh(...onNode(n.name, 'ls', ['/sys/fs/bpf/cascade/progs'], { mount: true }));
