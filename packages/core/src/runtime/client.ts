@@ -5,6 +5,12 @@ import { request } from 'node:https';
 import { createInterface } from 'node:readline';
 import type { KubeConfig } from '@kubernetes/client-node';
 
+/** How long a watch may carry nothing, not even a bookmark, before it is resumed. */
+export const WATCH_IDLE_MS = 90_000;
+
+/** A watch the server answered and then left silent for WATCH_IDLE_MS: resume it, nothing failed. */
+export class WatchIdle extends Error {}
+
 export class ApiError extends Error {
   readonly status: number;
   readonly body: unknown;
@@ -47,6 +53,8 @@ export interface KubeObject {
 
 export class KubeClient {
   readonly kc: KubeConfig;
+  /** How long an answered watch may stay silent before it is resumed (tests shorten it). */
+  watchIdleMs = WATCH_IDLE_MS;
   /** Counts of requests by verb, for metrics and tests. */
   readonly requests = new Map<string, number>();
 
@@ -118,9 +126,13 @@ export class KubeClient {
     onEvent: (type: string, obj: KubeObject) => void,
     signal: AbortSignal,
   ): Promise<void> {
+    this.requests.set('WATCH', (this.requests.get('WATCH') ?? 0) + 1);
     const opts = await this.options('GET', path, {});
     return new Promise<void>((resolve, reject) => {
+      let answered = false;
+      let idle: WatchIdle | undefined;
       const req = request({ ...(opts as object), signal } as never, (res) => {
+        answered = true;
         if ((res.statusCode ?? 500) >= 300) {
           let text = '';
           res.on('data', (c) => {
@@ -142,14 +154,21 @@ export class KubeClient {
           onEvent(ev.type, ev.object);
         });
         res.on('end', () => resolve());
-        res.on('error', (e) => (signal.aborted ? resolve() : reject(e)));
+        res.on('error', (e) => (signal.aborted ? resolve() : reject(idle ?? e)));
         res.on('aborted', () =>
-          signal.aborted ? resolve() : reject(new Error(`WATCH ${path}: connection lost`)),
+          signal.aborted ? resolve() : reject(idle ?? new Error(`WATCH ${path}: connection lost`)),
         );
       });
-      // A server that vanished without closing the connection: give up after a silent minute.
-      req.setTimeout(90_000, () => req.destroy(new Error(`WATCH ${path}: no data for 90 s`)));
-      req.on('error', (e) => (signal.aborted ? resolve() : reject(e)));
+      // Silence. Before the server answered: a server that cannot be reached, a failure. After it
+      // answered: an idle watch, which kube-apiserver leaves silent for as long as nothing changes
+      // and its cache has no progress from etcd to send as a bookmark (minutes, for a kind nobody
+      // writes); the caller resumes it (WatchIdle), and a server that vanished fails that new request.
+      const secs = this.watchIdleMs / 1000;
+      req.setTimeout(this.watchIdleMs, () => {
+        if (answered) idle = new WatchIdle(`WATCH ${path}: no data for ${secs} s`);
+        req.destroy(idle ?? new Error(`WATCH ${path}: no answer in ${secs} s`));
+      });
+      req.on('error', (e) => (signal.aborted ? resolve() : reject(idle ?? e)));
       req.end();
     });
   }

@@ -1,7 +1,7 @@
 // The informer's own timers: a stopped informer must not keep the process alive (graceful shutdown),
 // and a failed watch must not leave a resync deadline that later aborts a healthy watch.
 import { describe, expect, it } from 'vitest';
-import { ApiError, type KubeClient } from './client.ts';
+import { ApiError, type KubeClient, WatchIdle } from './client.ts';
 import { Informer } from './informer.ts';
 
 function fakeClient(watch: (signal: AbortSignal) => Promise<void>) {
@@ -54,6 +54,62 @@ describe('Informer timers', () => {
     inf.stop();
     await tick();
     expect(timeouts()).toBeLessThanOrEqual(before);
+  });
+});
+
+describe('Informer on an idle watch', () => {
+  it('resumes a watch the server left silent from its resourceVersion: no relist, no failure, the resync deadline kept from the list', async () => {
+    let lists = 0;
+    const paths: string[] = [];
+    const client = {
+      request: async () => {
+        lists++;
+        return { items: [], metadata: { resourceVersion: '7' } };
+      },
+      watch: async (path: string, _on: unknown, signal: AbortSignal) => {
+        paths.push(path);
+        if (paths.length <= 2) throw new WatchIdle('WATCH: no data for 90 s');
+        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+      },
+    } as unknown as KubeClient;
+    const health: (string | undefined)[] = [];
+    let errors = 0;
+    const inf = new Informer(client, '/api/v1/namespaces', () => {}, 60_000);
+    inf.onHealth = (_p, e) => health.push(e);
+    inf.onError = () => errors++;
+    inf.start();
+    await tick(50);
+    expect(paths).toHaveLength(3);
+    for (const p of paths) expect(p).toContain('resourceVersion=7');
+    expect(lists).toBe(1);
+    expect(health).toEqual([]);
+    expect(errors).toBe(0);
+    // the resumed watches ask the server to end them by the list's resync deadline, not later
+    expect(paths.map((p) => Number(/timeoutSeconds=(\d+)/.exec(p)![1]))).toEqual([60, 60, 60]);
+    inf.stop();
+  });
+
+  it('a watch that fails otherwise is still a failure: relisted, reported', async () => {
+    let lists = 0;
+    let n = 0;
+    const client = {
+      request: async () => {
+        lists++;
+        return { items: [], metadata: { resourceVersion: '7' } };
+      },
+      watch: async (_path: string, _on: unknown, signal: AbortSignal) => {
+        if (++n === 1) throw new Error('WATCH: no answer in 90 s');
+        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+      },
+    } as unknown as KubeClient;
+    const health: (string | undefined)[] = [];
+    const inf = new Informer(client, '/api/v1/namespaces', () => {}, 60_000);
+    inf.onHealth = (_p, e) => health.push(e);
+    inf.start();
+    await tick(400);
+    expect(health[0]).toMatch(/no answer/);
+    expect(lists).toBe(2);
+    inf.stop();
   });
 });
 

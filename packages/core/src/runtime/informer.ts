@@ -1,8 +1,9 @@
 // An informer: list, then watch from the list's resourceVersion; relist on 410 Gone; reconnect with
-// exponential backoff on errors; a periodic resync relists too. It keeps a cache and reports changes.
+// exponential backoff on errors; resume an idle watch where it was; a periodic resync relists too.
+// It keeps a cache and reports changes.
 // Scoped to namespaces (a controller's --watch-namespace), it lists and watches each namespace on its
 // own (a Role there suffices) into the one cache.
-import { ApiError, errorText, type KubeClient, type KubeObject } from './client.ts';
+import { ApiError, errorText, type KubeClient, type KubeObject, WatchIdle } from './client.ts';
 
 export type InformerEvent = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -134,20 +135,26 @@ export class Informer {
   private async loop(path: string, ns?: string): Promise<void> {
     let backoff = 200;
     let rv: string | undefined;
+    // the relist that resyncs is due this long after the last list, however often the watch resumed
+    let resyncAt = 0;
     while (!this.stopped) {
       try {
-        if (!rv) rv = await this.list(path, ns);
+        if (!rv) {
+          rv = await this.list(path, ns);
+          resyncAt = Date.now() + this.resyncMs;
+        }
         if (this.stopped) return;
         const abort = new AbortController();
         this.aborts.add(abort);
-        // The resync deadline of this watch only: cleared however the watch ends, never keeping the
-        // process alive, never aborting a later watch.
-        const timer = setTimeout(() => abort.abort(), this.resyncMs);
+        // The resync deadline, armed for this watch only: cleared however the watch ends, never
+        // keeping the process alive, never aborting a later watch.
+        const left = Math.max(0, resyncAt - Date.now());
+        const timer = setTimeout(() => abort.abort(), left);
         timer.unref();
         const sep = path.includes('?') ? '&' : '?';
         await this.client
           .watch(
-            `${path}${sep}watch=true&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=${Math.round(this.resyncMs / 1000)}`,
+            `${path}${sep}watch=true&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=${Math.max(1, Math.round(left / 1000))}`,
             (type, obj) => {
               if (obj.metadata?.resourceVersion) rv = obj.metadata.resourceVersion;
               if (type === 'BOOKMARK') return;
@@ -166,6 +173,8 @@ export class Informer {
         backoff = 200;
       } catch (e) {
         if (this.stopped) return;
+        // an idle watch: resumed from where it was, no relist, nothing failed (client.ts)
+        if (e instanceof WatchIdle) continue;
         if (
           !(e instanceof ApiError && e.status === 410) &&
           !(this.optional && e instanceof ApiError && e.status === 404)
