@@ -113,6 +113,29 @@ describe('Informer on an idle watch', () => {
   });
 });
 
+describe('Informer of an optional resource', () => {
+  it('a failure before the server says the resource is not served is over once it says so (/readyz true again)', async () => {
+    let lists = 0;
+    const client = {
+      request: async () => {
+        if (++lists === 1) throw new Error('read ECONNRESET');
+        throw new ApiError(404, { message: 'the server could not find the requested resource' }, 'GET');
+      },
+      watch: async () => {},
+    } as unknown as KubeClient;
+    const health: (string | undefined)[] = [];
+    const inf = new Informer(client, '/apis/x.io/v1/things', () => {}, 60_000, true);
+    inf.onHealth = (_p, e) => health.push(e);
+    inf.start();
+    await tick(400);
+    expect(lists).toBe(2);
+    expect(health).toEqual(['read ECONNRESET', undefined]);
+    expect(inf.synced).toBe(true);
+    expect(inf.failing).toBeUndefined();
+    inf.stop();
+  });
+});
+
 describe('Informer scoped to namespaces', () => {
   it('inNamespace puts the namespace before the resource and keeps the query', () => {
     expect(Informer.inNamespace('/apis/gateway.networking.k8s.io/v1/httproutes', 'a')).toBe(

@@ -184,6 +184,10 @@ export class Informer {
           rv = undefined; // too old: relist
         else if (this.optional && e instanceof ApiError && e.status === 404) {
           rv = undefined;
+          // the server answered: an optional resource it does not serve is healthy, so a failure
+          // before this (a reset connection at start) is over; left failing, /readyz stayed false
+          // until the resource was installed (a wiring-controller replica unready for good)
+          this.healthy();
           if (!this.missing) {
             this.missing = true;
             // not at the first list: a resource absent from the start was never served
