@@ -5,6 +5,8 @@ import { readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
+import { netnsNode } from '../cluster/layout.ts';
+import { pidFile } from '../cluster/node.ts';
 import {
   CLUSTER_SH,
   cascadectl,
@@ -61,8 +63,9 @@ export function threeNodesUp(): void {
   // mount namespaces (none in the host's: a service started before the machine's namespaces were set
   // up once shared another node's containerd root), its agent pinned into its own bpffs
   const ns = (pid: string, kind: 'mnt' | 'net') => readlinkSync(`/proc/${pid}/ns/${kind}`);
+  // the harness's own pid files (cluster/node.ts), so CASCADE_CLUSTER_RUN is honoured here too
   const pidOf = (node: string, what: string) =>
-    readFileSync(`/run/cascade-cluster/nodes/${node}/${what}.pid`, 'utf8').trim();
+    readFileSync(pidFile(netnsNode(Number(node.split('-').pop())), what), 'utf8').trim();
   const machines = new Set<string>();
   for (const n of nodes) {
     const machine = pidOf(n.name, 'machine');
