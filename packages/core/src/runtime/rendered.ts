@@ -274,9 +274,13 @@ export class RenderedPublisher {
       const { res, ns, name, object } = RenderedPublisher.parseKey(key);
       const now = this.readiness(key, res, ns, name);
       const was = this.waiting.get(key);
-      if (now && (!was || was.why !== now.why)) {
+      if (now) {
+        // the policies it carries are taken again each time: a policy that joins a gateway whose
+        // object is already waiting (the same why) waits too, not Enforced past a missing CRD
         const gw = this.gatewayOf(key);
-        const policies = gw ? this.carriedByGateway(gw) : [];
+        const policies = gw ? this.carriedByGateway(gw).sort() : [];
+        if (was && was.why === now.why && was.missing === now.missing && isEqual(was.policies, policies))
+          continue;
         this.waiting.set(key, { object, ...now, policies });
         for (const p of new Set([...policies, ...(was?.policies ?? [])])) moved.add(p);
       } else if (!now && was) {

@@ -126,17 +126,20 @@ async function dataPlaneReady(
   const enforcedWanted = predicted.filter((p) =>
     p.conditions.some((c) => c.type === 'Enforced' && c.status === 'True'),
   );
+  // a timeout names each policy not held back as wanted, with the Enforced condition it has
   const heldBack = (kind: string, reason: string, text: RegExp) =>
-    until(`${kind}s held back: ${reason}`, 60, () =>
-      enforcedWanted
+    until(`${kind}s held back: ${reason}`, 60, () => {
+      const off = enforcedWanted
         .filter((p) => p.kind === kind)
-        .every((p) => {
+        .flatMap((p) => {
           const e = enforcedOf(p.kind, p.namespace, p.name);
-          return e?.status === 'False' && e.reason === reason && text.test(e.message ?? '');
-        })
-        ? true
-        : undefined,
-    );
+          return e?.status === 'False' && e.reason === reason && text.test(e.message ?? '')
+            ? []
+            : [`${p.namespace}/${p.name}: ${e ? `${e.status}/${e.reason}: ${e.message}` : 'no Enforced'}`];
+        });
+      if (off.length) throw new Error(off.join('; '));
+      return true;
+    });
   await heldBack(
     'AuthPolicy',
     'MissingDependency',
