@@ -22,6 +22,8 @@ const RESOURCES = [
   '/apis/gateway.networking.k8s.io/v1beta1/referencegrants',
   '/apis/cascade.dev/v1alpha1/authpolicies',
   '/apis/cascade.dev/v1alpha1/ratelimitpolicies',
+  // each node's pod-bridge addresses: the source of a NodePort flow masqueraded to a local backend
+  '/apis/cascade.dev/v1alpha1/netpolnodereports',
 ];
 
 type Item = { metadata: Manifest['metadata'] & Record<string, unknown>; spec?: unknown; status?: unknown };

@@ -4,6 +4,7 @@ import {
   NetpolEngine,
   namespaceFromObject,
   nodeFromObject,
+  nodeReportFromObject,
   podFromObject,
   ServiceCatalog,
 } from '@cascade/netpolicy';
@@ -24,6 +25,11 @@ export interface NetpolWorld {
   problems: string[];
   /** policy key -> manifest position */
   sources: Map<string, string>;
+  /**
+   * Node name -> its pod bridges' addresses, as its NetpolNodeReport says (the agent reads them on the
+   * node): the source a backend there sees for a NodePort flow kube-proxy masqueraded on that node.
+   */
+  bridges: Map<string, readonly string[]>;
 }
 
 /**
@@ -46,6 +52,7 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
   const services = new ServiceCatalog();
   const problems: string[] = [];
   const sources = new Map<string, string>();
+  const bridges = new Map<string, readonly string[]>();
   const raw = (m: Manifest) => ({ metadata: m.metadata, spec: m.spec, status: m.status });
   for (const m of manifests) {
     const at = `${where(m.source)} (${m.kind} ${m.metadata.namespace ? `${m.metadata.namespace}/` : ''}${m.metadata.name})`;
@@ -70,6 +77,10 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
       const n = nodeFromObject(raw(m));
       if ('error' in n) problems.push(`${at}: ${n.error}`);
       else engine.upsertNode(n);
+    } else if (m.kind === 'NetpolNodeReport') {
+      const r = nodeReportFromObject(raw(m));
+      if ('error' in r) problems.push(`${at}: ${r.error}; its pod-bridge addresses left out`);
+      else if (r.podBridgeAddresses?.length) bridges.set(m.metadata.name, r.podBridgeAddresses);
     } else if (POLICY_KINDS[m.kind]) {
       if (!POLICY_KINDS[m.kind]!.includes(m.apiVersion)) {
         problems.push(`${at}: apiVersion: "${m.apiVersion}" is not ${POLICY_KINDS[m.kind]!.join(' or ')}`);
@@ -93,5 +104,5 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
     for (const e of p.errors) problems.push(`${at}: ${e} (${ignored})`);
     for (const w of p.warnings) problems.push(`${at}: warning: ${w}`);
   }
-  return { engine, services, problems, sources };
+  return { engine, services, problems, sources, bridges };
 }

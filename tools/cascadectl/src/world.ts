@@ -35,6 +35,7 @@ export const NETWORK_KINDS = new Set([
   'AdminNetworkPolicy',
   'BaselineAdminNetworkPolicy',
   'ClusterNetworkPolicy',
+  'NetpolNodeReport',
 ]);
 
 export function buildGatewayWorld(manifests: Manifest[], onlyKind?: string): GatewayWorld {

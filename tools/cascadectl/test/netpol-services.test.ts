@@ -105,6 +105,69 @@ describe('Services as destinations', () => {
     expect(res[3]!.ingress?.decidedBy.policy).toBe('NetworkPolicy/shop/cart-from-web');
   });
 
+  it("a NodePort masqueraded to a backend on the dialled node comes from that node's pod bridge, as its NetpolNodeReport says: an ipBlock holding that address admits it, as in the kernel", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'np-bridge-'));
+    const probes = join(dir, 'probes.yaml');
+    writeFileSync(
+      probes,
+      [
+        '- {from: shop/web, to: 192.168.10.2, port: 30080}', // web (node-a) -> node-b, where cart runs
+        '- {from: 203.0.113.9, to: 192.168.10.2, port: 30080}', // outside -> node-b
+        '- {from: 203.0.113.9, to: 192.168.10.1, port: 30080}', // outside -> node-a: node-a's address
+      ].join('\n'),
+    );
+    // cart admits its node's pod bridge too (an ipBlock holding it: say, a pod range); node-b's report
+    const extra = join(dir, 'bridge.yaml');
+    writeFileSync(
+      extra,
+      [
+        'apiVersion: networking.k8s.io/v1',
+        'kind: NetworkPolicy',
+        'metadata: { name: cart-from-bridge, namespace: shop }',
+        'spec:',
+        '  podSelector: { matchLabels: { app: cart } }',
+        '  policyTypes: [Ingress]',
+        '  ingress: [{ from: [{ ipBlock: { cidr: 10.1.0.0/24 } }] }]',
+        '---',
+        'apiVersion: cascade.dev/v1alpha1',
+        'kind: NetpolNodeReport',
+        'metadata: { name: node-b }',
+        'spec: { findings: [], podBridgeAddresses: [10.1.0.1, "fd00:1::1"] }',
+      ].join('\n'),
+    );
+    const answer = async (...files: string[]) => {
+      const r = await run('netpol', 'simulate', NP, SVC, ...files, '--probes', probes, '-o', 'json');
+      expect(r.stderr).not.toContain('error');
+      return (JSON.parse(r.stdout) as { verdict: string; service?: { source?: string } }[]).map((x) => [
+        x.verdict,
+        x.service?.source,
+      ]);
+    };
+    expect(await answer(extra)).toEqual([
+      ['allow', '10.1.0.1'],
+      ['allow', '10.1.0.1'],
+      ['deny', '192.168.10.1'],
+    ]);
+    // without the report the bridge is unknown: the world's address, which the ipBlock does not hold
+    const noReport = join(dir, 'policy-only.yaml');
+    writeFileSync(noReport, (await import('node:fs')).readFileSync(extra, 'utf8').split('---')[0]!);
+    expect(await answer(noReport)).toEqual([
+      ['deny', '0.0.0.0'],
+      ['deny', '0.0.0.0'],
+      ['deny', '192.168.10.1'],
+    ]);
+    // a report with a bad address is refused whole, naming the object and the field
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(
+      bad,
+      'apiVersion: cascade.dev/v1alpha1\nkind: NetpolNodeReport\nmetadata: { name: node-b }\nspec: { findings: [], podBridgeAddresses: ["10.1.0.1/24"] }\n',
+    );
+    const r = await run('netpol', 'simulate', NP, SVC, bad, '--probes', probes, '-o', 'json');
+    expect(r.stderr).toMatch(
+      /NetpolNodeReport node-b\).*podBridgeAddresses.*not an IP address; its pod-bridge addresses left out/,
+    );
+  });
+
   it('a Service port that does not exist is a usage error naming what exists; a bad Service is reported by field', async () => {
     const r = await run(
       'netpol',

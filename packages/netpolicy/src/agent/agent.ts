@@ -95,6 +95,8 @@ export class NetpolAgent {
   private readonly links: PodLinks;
   /** When the node's own traffic to its pods was last given the node's address (host-source.ts). */
   private sourceCheckedAt = 0;
+  /** The pod bridges' addresses the last source check saw (its node's report says them). */
+  private bridgeAddresses: string[] = [];
   private sourceCheckedFor = '';
   readonly attachFailures = this.metrics.counter(
     'cascade_datapath_attach_failures_total',
@@ -369,10 +371,10 @@ export class NetpolAgent {
     if (report.failClosed.length)
       this.log('error', 'endpoints fail closed until their rule set fits', { endpoints: report.failClosed });
     this.reportRefusedServices();
-    await this.reporter.publish(this.findings());
     if (this.opts.manageAttachments !== false)
       await this.links.reconcile(this.opts.datapath, () => this.attachFailures.inc());
     await this.preferNodeSource();
+    await this.reporter.publish(this.findings(), this.bridgeAddresses);
     this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
   }
 
@@ -473,7 +475,9 @@ export class NetpolAgent {
     this.sourceCheckedAt = Date.now();
     const nodeIps = this.engine.nodes.get(this.opts.node)?.ips ?? [];
     try {
-      for (const f of await preferNodeSource(runCommand, nodeIps, ifindexes))
+      const { fixes, bridgeAddresses } = await preferNodeSource(runCommand, nodeIps, ifindexes);
+      this.bridgeAddresses = bridgeAddresses;
+      for (const f of fixes)
         this.log('info', "the node's traffic to its pods now leaves with the node's address", { ...f });
     } catch (e) {
       this.log('warn', "setting the node's source address towards its pods failed; retried", {

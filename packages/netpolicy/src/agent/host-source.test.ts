@@ -1,6 +1,6 @@
 import type { Run } from '@cascade/bpf-datapath';
 import { describe, expect, it } from 'vitest';
-import { preferNodeSource, sourceFixes } from './host-source.ts';
+import { podBridgeAddresses, preferNodeSource, sourceFixes } from './host-source.ts';
 
 // what `ip -j` prints on a node of the one-machine cluster (trimmed to the fields read)
 const links = [
@@ -88,7 +88,10 @@ describe("the node's own traffic to its pods leaves with the node's address", ()
       links: JSON.stringify(links),
       addrs: JSON.stringify(addrs),
     };
-    expect(await preferNodeSource(run(ok), NODE, new Set([7]))).toHaveLength(2);
+    const found = await preferNodeSource(run(ok), NODE, new Set([7]));
+    expect(found.fixes).toHaveLength(2);
+    // what the node's report says: the pod bridge's global addresses (not docker0's, not link-local)
+    expect(found.bridgeAddresses).toEqual(['10.244.1.1', 'fd00:244:1::1']);
     expect(calls.filter((c) => c.includes('replace'))).toEqual([
       [
         'ip',
@@ -124,9 +127,10 @@ describe("the node's own traffic to its pods leaves with the node's address", ()
       ],
     ]);
     calls.length = 0;
-    expect(await preferNodeSource(run({ ...ok, v4: 'not json', links: '{}' }), NODE, new Set([7]))).toEqual(
-      [],
-    );
+    expect(await preferNodeSource(run({ ...ok, v4: 'not json', links: '{}' }), NODE, new Set([7]))).toEqual({
+      fixes: [],
+      bridgeAddresses: [],
+    });
     expect(calls.some((c) => c.includes('replace'))).toBe(false);
     const evil = JSON.stringify([
       { ...v4[1], prefsrc: '10.250.0.11' },
@@ -139,6 +143,22 @@ describe("the node's own traffic to its pods leaves with the node's address", ()
         NODE,
         new Set([7]),
       ),
-    ).toEqual([]);
+    ).toMatchObject({ fixes: [] });
+  });
+
+  it("a pod bridge's addresses: global ones, of bridges holding a pod interface, bounded", () => {
+    expect(podBridgeAddresses(links, addrs, new Set([7]))).toEqual(['10.244.1.1', 'fd00:244:1::1']);
+    expect(podBridgeAddresses(links, addrs, new Set([9]))).toEqual([]); // docker0 has no address here
+    expect(podBridgeAddresses(links, addrs, new Set([2]))).toEqual([]); // not on a bridge
+    const many = [
+      {
+        ifname: 'cascade0',
+        addr_info: Array.from({ length: 40 }, (_, i) => ({ local: `10.244.${i}.1`, scope: 'global' })),
+      },
+      { ifname: 'cascade0', addr_info: [{ local: 'not-an-address', scope: 'global' }] },
+    ];
+    const got = podBridgeAddresses(links, many, new Set([7]));
+    expect(got).toHaveLength(16);
+    expect(got).not.toContain('not-an-address');
   });
 });

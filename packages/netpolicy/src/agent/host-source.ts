@@ -14,6 +14,7 @@
 // address's subnet without its route is routed again, with the node address there is now.
 import { isIP } from 'node:net';
 import type { Run } from '@cascade/bpf-datapath';
+import { MAX_BRIDGE_ADDRESSES } from '../cluster/node-report.ts';
 import { formatPrefix, parseCidr, prefixKey } from '../engine/cidr.ts';
 
 interface RouteJson {
@@ -58,6 +59,38 @@ export interface SourceFix {
   src: string;
 }
 
+/** The bridges that hold one of `podIfindexes` (their names). */
+function podBridgesOf(links: LinkJson[], podIfindexes: ReadonlySet<number>): Set<string> {
+  const bridges = new Set(links.filter((l) => l.linkinfo?.info_kind === 'bridge').map((l) => l.ifname));
+  return new Set(
+    links
+      .filter(
+        (l) => l.ifindex !== undefined && podIfindexes.has(l.ifindex) && l.master && bridges.has(l.master),
+      )
+      .map((l) => l.master!),
+  );
+}
+
+/**
+ * The global addresses of the bridges that hold one of `podIfindexes`, sorted, at most
+ * MAX_BRIDGE_ADDRESSES: the source kube-proxy's MASQUERADE gives a flow it forwards to a pod on such
+ * a bridge (the outgoing device's address), which the node's report says for `netpol simulate`.
+ */
+export function podBridgeAddresses(
+  links: LinkJson[],
+  addrs: AddrJson[],
+  podIfindexes: ReadonlySet<number>,
+): string[] {
+  const podBridges = podBridgesOf(links, podIfindexes);
+  const out = new Set<string>();
+  for (const a of addrs) {
+    if (!a.ifname || !podBridges.has(a.ifname)) continue;
+    for (const i of a.addr_info ?? [])
+      if (i.local && i.scope === 'global' && isIP(i.local) !== 0) out.add(i.local);
+  }
+  return [...out].sort().slice(0, MAX_BRIDGE_ADDRESSES);
+}
+
 /**
  * The kernel routes to pod subnets whose preferred source is not a node address, on bridges that hold
  * one of `podIfindexes`, with the node address each should prefer (plain data: tested without a kernel).
@@ -69,14 +102,7 @@ export function sourceFixes(
   nodeIps: readonly string[],
   podIfindexes: ReadonlySet<number>,
 ): SourceFix[] {
-  const bridges = new Set(links.filter((l) => l.linkinfo?.info_kind === 'bridge').map((l) => l.ifname));
-  const podBridges = new Set(
-    links
-      .filter(
-        (l) => l.ifindex !== undefined && podIfindexes.has(l.ifindex) && l.master && bridges.has(l.master),
-      )
-      .map((l) => l.master!),
-  );
+  const podBridges = podBridgesOf(links, podIfindexes);
   const local = new Set(
     addrs.flatMap((a) => (a.addr_info ?? []).map((i) => i.local).filter(Boolean) as string[]),
   );
@@ -127,26 +153,30 @@ export function sourceFixes(
   return out;
 }
 
-/** Reads the kernel and rewrites what `sourceFixes` says; the fixes it made. */
+/**
+ * Reads the kernel and rewrites what `sourceFixes` says: the fixes it made, and the pod bridges'
+ * addresses it saw (podBridgeAddresses).
+ */
 export async function preferNodeSource(
   run: Run,
   nodeIps: readonly string[],
   podIfindexes: ReadonlySet<number>,
-): Promise<SourceFix[]> {
-  if (!podIfindexes.size || !nodeIps.length) return [];
+): Promise<{ fixes: SourceFix[]; bridgeAddresses: string[] }> {
+  if (!podIfindexes.size || !nodeIps.length) return { fixes: [], bridgeAddresses: [] };
   const [v4, v6, links, addrs] = await Promise.all([
     run('ip', ['-4', '-j', 'route', 'show', 'table', 'main']),
     run('ip', ['-6', '-j', 'route', 'show', 'table', 'main']),
     run('ip', ['-j', '-d', 'link', 'show']),
     run('ip', ['-j', 'addr', 'show']),
   ]);
+  const [linkList, addrList] = [json<LinkJson>(links), json<AddrJson>(addrs)];
   const fixes = sourceFixes(
     [
       { family: 4, list: json<RouteJson>(v4) },
       { family: 6, list: json<RouteJson>(v6) },
     ],
-    json<LinkJson>(links),
-    json<AddrJson>(addrs),
+    linkList,
+    addrList,
     nodeIps,
     podIfindexes,
   );
@@ -166,5 +196,5 @@ export async function preferNodeSource(
       'src',
       f.src,
     ]);
-  return fixes;
+  return { fixes, bridgeAddresses: podBridgeAddresses(linkList, addrList, podIfindexes) };
 }

@@ -358,18 +358,20 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
       expect(src()).toBe('10.253.0.254');
       const ifindex = (JSON.parse(ip('-j', 'link', 'show', HOST_IF.server)) as { ifindex: number }[])[0]!
         .ifindex;
-      const fixes = await preferNodeSource(runCommand, [NODE_IP], new Set([ifindex]));
+      const { fixes, bridgeAddresses } = await preferNodeSource(runCommand, [NODE_IP], new Set([ifindex]));
       expect(fixes.map((f) => [f.dst, f.dev, f.src])).toEqual([['10.253.0.0/24', BRIDGE, NODE_IP]]);
+      // the bridge's own address: what the node's report says a masqueraded NodePort flow comes from
+      expect(bridgeAddresses).toEqual(['10.253.0.254']);
       expect(src()).toBe(NODE_IP);
       // nothing more to do; the pods are still reached (the server answers the host)
-      expect(await preferNodeSource(runCommand, [NODE_IP], new Set([ifindex]))).toEqual([]);
+      expect((await preferNodeSource(runCommand, [NODE_IP], new Set([ifindex]))).fixes).toEqual([]);
       // the node address goes, and the kernel takes the route with it; back, the agent routes again
       ip('addr', 'del', `${NODE_IP}/32`, 'dev', DUMMY);
       expect(ip('-j', 'route', 'show', '10.253.0.0/24')).not.toContain(BRIDGE);
       ip('addr', 'add', `${NODE_IP}/32`, 'dev', DUMMY);
-      expect((await preferNodeSource(runCommand, [NODE_IP], new Set([ifindex]))).map((f) => f.dst)).toEqual([
-        '10.253.0.0/24',
-      ]);
+      expect(
+        (await preferNodeSource(runCommand, [NODE_IP], new Set([ifindex]))).fixes.map((f) => f.dst),
+      ).toEqual(['10.253.0.0/24']);
       expect(src()).toBe(NODE_IP);
     } finally {
       quiet('link', 'del', DUMMY);

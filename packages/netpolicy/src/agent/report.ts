@@ -8,6 +8,7 @@ import {
   type FINDING_KINDS,
   type Finding,
   findingKey,
+  MAX_BRIDGE_ADDRESSES,
   MAX_FINDINGS,
   NODE_REPORT_PATH,
   NODE_REPORT_VERSION,
@@ -37,20 +38,25 @@ export class NodeReporter {
     );
   }
 
-  /** The report `findings` make: sorted, cut to MAX_FINDINGS, messages cut to 1024 characters. */
-  static spec(findings: Finding[]): NodeReportSpec {
+  /**
+   * The report `findings` make: sorted, cut to MAX_FINDINGS, messages cut to 1024 characters; with the
+   * node's pod-bridge addresses (sorted, at most MAX_BRIDGE_ADDRESSES), when it has any.
+   */
+  static spec(findings: Finding[], bridgeAddresses: readonly string[] = []): NodeReportSpec {
     const sorted = findings
       .map((f) => ({ ...f, message: f.message.slice(0, 1024) }))
       .sort((a, b) => (findingKey('', a) < findingKey('', b) ? -1 : 1));
     const kept = sorted.slice(0, MAX_FINDINGS);
+    const bridges = [...new Set(bridgeAddresses)].sort().slice(0, MAX_BRIDGE_ADDRESSES);
     return {
       findings: kept,
       ...(sorted.length > kept.length ? { omitted: sorted.length - kept.length } : {}),
+      ...(bridges.length ? { podBridgeAddresses: bridges } : {}),
     };
   }
 
-  async publish(findings: Finding[]): Promise<void> {
-    const spec = NodeReporter.spec(findings);
+  async publish(findings: Finding[], bridgeAddresses: readonly string[] = []): Promise<void> {
+    const spec = NodeReporter.spec(findings, bridgeAddresses);
     const text = JSON.stringify(spec);
     if (text === this.written || Date.now() < this.retryAt) return;
     const path = `${NODE_REPORT_PATH}/${encodeURIComponent(this.node)}`;
@@ -58,7 +64,10 @@ export class NodeReporter {
       if (this.written === undefined) {
         const live = await this.client.request('GET', path).catch(() => undefined);
         const liveSpec = (live as { spec?: NodeReportSpec } | undefined)?.spec;
-        if (liveSpec && JSON.stringify(NodeReporter.spec(liveSpec.findings ?? [])) === text) {
+        if (
+          liveSpec &&
+          JSON.stringify(NodeReporter.spec(liveSpec.findings ?? [], liveSpec.podBridgeAddresses)) === text
+        ) {
           this.written = text;
           return;
         }

@@ -6,6 +6,9 @@
 // the one named after the node in its ServiceAccount token, and the netpolicy-controller, which
 // reads the whole cluster anyway, turns each finding into a Warning Event on the object concerned.
 // `kubectl get netpolnodereports` (nnr) shows every node's findings when no controller runs.
+// A report also says the addresses of the node's pod bridges: the source kube-proxy's masquerade gives
+// a NodePort flow to a backend on the dialled node, which `cascadectl netpol simulate` judges with.
+import { isIP } from 'node:net';
 import { crdFor, EFFECTIVE_GROUP } from '@cascade/core';
 import { z } from 'zod';
 import { zodMessage } from '../engine/model.ts';
@@ -16,6 +19,8 @@ export const AGENT_COMPONENT = 'cascade-netpol-agent';
 export const NODE_REPORT_PATH = `/apis/${EFFECTIVE_GROUP}/${NODE_REPORT_VERSION}/netpolnodereports`;
 /** Findings one report holds; more are counted in `spec.omitted`. */
 export const MAX_FINDINGS = 256;
+/** Pod-bridge addresses one report holds at most (a node has one bridge per family, as a rule). */
+export const MAX_BRIDGE_ADDRESSES = 16;
 
 export const FINDING_REASONS = [
   'ServiceBudgetExceeded',
@@ -42,6 +47,20 @@ export const nodeReportSpecSchema = z.object({
     .max(MAX_FINDINGS),
   /** Findings left out past MAX_FINDINGS (the log and metrics of the agent have them all). */
   omitted: z.number().int().min(0).optional(),
+  /**
+   * The global addresses of the bridges that carry this node's pods (agent/host-source.ts): what a
+   * backend on this node sees as the source of a NodePort flow kube-proxy masqueraded here.
+   */
+  podBridgeAddresses: z
+    .array(
+      z
+        .string()
+        .min(2)
+        .max(45)
+        .refine((a) => isIP(a) !== 0, 'not an IP address'),
+    )
+    .max(MAX_BRIDGE_ADDRESSES)
+    .optional(),
 });
 export type NodeReportSpec = z.infer<typeof nodeReportSpecSchema>;
 export type Finding = NodeReportSpec['findings'][number];

@@ -82,7 +82,8 @@ export function serviceDestination(
  * (a pod on another node, an address outside the cluster), it reaches the node and kube-proxy there
  * forwards it with masquerade: a backend on another node sees the dialled node's address and judges
  * it as that node (its `nodes` peers, the ipBlocks holding its address); a backend on the dialled node
- * sees the node's pod-bridge address, which no policy object names: it is judged as the world.
+ * sees the node's pod-bridge address (its NetpolNodeReport says it; unknown, the world's address), an
+ * address outside every pod and node: only an ipBlock holding it can admit it.
  * Never as the backend's own node (always allowed): that would let anyone reach any backend.
  */
 function nodePortDestination(
@@ -118,10 +119,21 @@ function nodePortDestination(
   return hop;
 }
 
-/** The source a backend of a forwarded NodePort flow sees (see nodePortDestination). */
-export function masqueradedSource(hop: ServiceHop, backendNode: string | undefined): string {
+/**
+ * The source a backend of a forwarded NodePort flow sees (see nodePortDestination): the dialled
+ * node's address for a backend elsewhere; for a backend on the dialled node, that node's pod-bridge
+ * address of the family (MASQUERADE takes the outgoing device's address), as its NetpolNodeReport
+ * says (`bridges`), else the world's address, judged alike by every rule but an ipBlock holding it.
+ */
+export function masqueradedSource(
+  hop: ServiceHop,
+  backendNode: string | undefined,
+  bridges?: ReadonlyMap<string, readonly string[]>,
+): string {
   const f = hop.forwardedBy!;
+  const v6 = f.addr.includes(':');
   // a backend whose node is unknown is judged as the world: never as its own node, which is allowed
-  if (backendNode !== undefined && backendNode !== f.node) return f.addr;
-  return f.addr.includes(':') ? '::' : '0.0.0.0';
+  if (backendNode === undefined) return v6 ? '::' : '0.0.0.0';
+  if (backendNode !== f.node) return f.addr;
+  return bridges?.get(f.node)?.find((a) => a.includes(':') === v6) ?? (v6 ? '::' : '0.0.0.0');
 }

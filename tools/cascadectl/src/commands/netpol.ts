@@ -22,7 +22,12 @@ export { forEachProbe, type Probe, protoNumber, readProbes } from './probes-file
 export function loadNetpol(
   files: string[],
   preloaded?: LoadResult,
-): { engine: NetpolEngine; services: ServiceCatalog; problems: number } {
+): {
+  engine: NetpolEngine;
+  services: ServiceCatalog;
+  problems: number;
+  bridges: ReadonlyMap<string, readonly string[]>;
+} {
   if (!hasInput(files))
     throw new UsageError('at least one file or folder (or --kubeconfig/--context) is required');
   const loaded = preloaded ?? loadManifests(files);
@@ -33,6 +38,7 @@ export function loadNetpol(
   return {
     engine: world.engine,
     services: world.services,
+    bridges: world.bridges,
     problems: loaded.problems.length + world.problems.filter((p) => !p.includes('warning:')).length,
   };
 }
@@ -188,6 +194,7 @@ export function simulateProbes(
   proto: number,
   port: number | string,
   memo?: ProbeMemo,
+  bridges?: ReadonlyMap<string, readonly string[]>,
 ): ProbeResult[] {
   const src = resolveAddr(engine, from);
   const hop = serviceDestination(engine, services, src, to, proto, String(port));
@@ -216,7 +223,7 @@ export function simulateProbes(
     // address kube-proxy's masquerade gives the flow; allowed when both allow
     const out = simulateProbe(engine, from, hop.forwardedBy.addr, proto, hop.forwardedBy.port, memo);
     return hop.backends.map((b) => {
-      const source = masqueradedSource(hop, b.node);
+      const source = masqueradedSource(hop, b.node, bridges);
       const inb = simulateProbe(engine, source, b.addr, proto, b.port, memo);
       return {
         ...out,
@@ -309,7 +316,7 @@ export const simulateCommand: Command = {
       throw new UsageError(
         "-l and -n select the truth table's pods; with --probes, list the probes you want",
       );
-    const { engine, services, problems } = loadNetpol(files);
+    const { engine, services, problems, bridges } = loadNetpol(files);
     if (values.probes !== undefined) {
       // Each probe's result is turned into its output at once and dropped: memory per probe is its
       // output line (JSON items are written one by one), not its full decision.
@@ -320,7 +327,7 @@ export const simulateCommand: Command = {
         let chunk: string[] = ['['];
         let n = 0;
         probes.forEach((p) => {
-          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port, memo))
+          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port, memo, bridges))
             chunk.push(`${n++ ? ',' : ''}\n  ${memo.json(r)}`);
           if (chunk.length >= 1000) {
             process.stdout.write(chunk.join(''));
@@ -335,7 +342,7 @@ export const simulateCommand: Command = {
             : '-';
         const rows: string[][] = [];
         probes.forEach((p) => {
-          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port, memo))
+          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port, memo, bridges))
             rows.push([
               r.from,
               r.service ? `${r.to} (svc ${r.service.name} ${r.service.frontend})` : r.to,

@@ -211,6 +211,29 @@ export async function ownNodeIsANode(): Promise<void> {
   }
 }
 
+/** A connection a NodePort step makes for real, and the probe netpol simulate answers for it. */
+interface Check {
+  what: string;
+  from: string;
+  to: string;
+  port: number;
+  run: () => Promise<string | undefined>;
+}
+
+/** Runs the checks until the kernel gives every verdict `want` says (60 s): the ones it did not. */
+async function kernelDisagrees(what: string, checks: Check[], want: string[]): Promise<string[]> {
+  let wrong: string[] = [];
+  await until(what, 60, async () => {
+    wrong = [];
+    for (const [i, c] of checks.entries()) {
+      const have = await c.run();
+      if (have !== want[i]) wrong.push(`${c.what}: simulate ${want[i]}, kernel ${have}`);
+    }
+    return wrong.length ? undefined : true;
+  }).catch(() => undefined);
+  return wrong;
+}
+
 /**
  * NodePorts dialled on nodes without the backend: judged against the backend's ingress with the
  * source the packet carries, never as the backend's own node.
@@ -282,13 +305,7 @@ export async function nodePortAcrossNodes(): Promise<void> {
           .trim()
           .split(' ')[0],
     );
-  const checks: {
-    what: string;
-    from: string;
-    to: string;
-    port: number;
-    run: () => Promise<string | undefined>;
-  }[] = [
+  const checks: Check[] = [
     {
       what: 'client -> ClusterIP (backend on another node)',
       from: `${NS}/client`,
@@ -345,6 +362,13 @@ export async function nodePortAcrossNodes(): Promise<void> {
       port: nodePort,
       run: () => fromOutside(n3.ip, nodePort),
     },
+    {
+      what: "stranger -> NodePort of the backend's node",
+      from: `${NS}/stranger`,
+      to: n3.ip,
+      port: nodePort,
+      run: () => fromPod('stranger', n3.ip, nodePort),
+    },
   ];
   const file = join(work, 'nodeport-probes.yaml');
   writeFileSync(
@@ -363,17 +387,74 @@ export async function nodePortAcrossNodes(): Promise<void> {
   expect(sim.length).toBe(checks.length);
   const want = sim.map((r) => r.verdict.toUpperCase());
   // the security property first: nobody but the client reaches the backend, whichever node is dialled
-  expect(want).toEqual(['ALLOW', 'DENY', 'ALLOW', 'DENY', 'DENY', 'DENY', 'DENY', 'DENY']);
+  expect(want).toEqual(['ALLOW', 'DENY', 'ALLOW', 'DENY', 'DENY', 'DENY', 'DENY', 'DENY', 'DENY']);
   expect(sim[4]!.service?.source).toBe(n2.ip);
-  let wrong: string[] = [];
-  await until('NodePort verdicts as netpol simulate says', 60, async () => {
-    wrong = [];
-    for (const [i, c] of checks.entries()) {
-      const have = await c.run();
-      if (have !== want[i]) wrong.push(`${c.what}: simulate ${want[i]}, kernel ${have}`);
-    }
-    return wrong.length ? undefined : true;
-  }).catch(() => undefined);
-  expect(wrong).toEqual([]);
+  expect(await kernelDisagrees('NodePort verdicts as netpol simulate says', checks, want)).toEqual([]);
+  await bridgeSourceAdmitted(n3, NS, checks);
   figures.nodePortChecks = checks.length;
+}
+
+/**
+ * A NodePort flow kube-proxy masquerades to a backend on the dialled node leaves with that node's
+ * pod-bridge address: the agent reports it (NetpolNodeReport, checked against the bridge itself), and
+ * an ipBlock holding it admits such flows in the kernel exactly as `netpol simulate --kubeconfig` says
+ * (before, simulate judged them as 0.0.0.0 and said deny where the kernel allowed).
+ */
+async function bridgeSourceAdmitted(backendNode: LiveNode, ns: string, checks: Check[]): Promise<void> {
+  const [cmd, args] = onNode(backendNode.name, 'ip', ['-j', '-4', 'addr', 'show', 'dev', 'cascade0']);
+  const bridge = (
+    JSON.parse(sh(cmd, [...args])) as { addr_info: { local: string; scope: string }[] }[]
+  )[0]!.addr_info.find((a) => a.scope === 'global')!.local;
+  await until(`${backendNode.name}'s report names its pod bridge ${bridge}`, 60, () =>
+    kubectlJson<{ spec: { podBridgeAddresses?: string[] } }>(
+      'get',
+      'netpolnodereport',
+      backendNode.name,
+    ).spec.podBridgeAddresses?.includes(bridge)
+      ? true
+      : undefined,
+  );
+  const policy = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: 'web-from-bridge', namespace: ns },
+    spec: {
+      podSelector: { matchLabels: { app: 'web' } },
+      policyTypes: ['Ingress'],
+      ingress: [{ from: [{ ipBlock: { cidr: `${bridge}/32` } }] }],
+    },
+  };
+  sh('kubectl', ['apply', '-f', '-'], { input: stringify(policy) });
+  try {
+    // stranger (another node) and outside, dialling the backend's node, come from its bridge; stranger
+    // dialling a node without the backend still comes from that node's address, which it does not hold
+    const these = [
+      'stranger -> NodePort of a node without the backend',
+      "outside -> NodePort of the backend's node",
+      "stranger -> NodePort of the backend's node",
+    ].map((w) => checks.find((c) => c.what === w)!);
+    const file = join(work, 'nodeport-bridge-probes.yaml');
+    writeFileSync(
+      file,
+      these
+        .map((c) => `- ${JSON.stringify({ from: c.from, to: c.to, protocol: 'TCP', port: c.port })}`)
+        .join('\n'),
+    );
+    const sim = await until('simulate sees the bridge policy', 30, () => {
+      const r = JSON.parse(
+        cascadectl('netpol', 'simulate', '--kubeconfig', KUBECONFIG, '--probes', file, '-o', 'json'),
+      ) as { verdict: string; service?: { source?: string } }[];
+      return r[1]?.verdict === 'allow' ? r : undefined;
+    });
+    expect(sim.map((r) => [r.verdict.toUpperCase(), r.service?.source])).toEqual([
+      ['DENY', these[0]!.to],
+      ['ALLOW', bridge],
+      ['ALLOW', bridge],
+    ]);
+    const want = sim.map((r) => r.verdict.toUpperCase());
+    expect(await kernelDisagrees('NodePort verdicts with the bridge admitted', these, want)).toEqual([]);
+    figures.nodePortBridgeChecks = these.length;
+  } finally {
+    sh('kubectl', ['delete', 'networkpolicy', '-n', ns, 'web-from-bridge', '--ignore-not-found']);
+  }
 }
