@@ -270,6 +270,13 @@ export class RenderedPublisher {
   /** Readiness of the checked objects as their consumer reports it (see RenderedResource.ready). */
   private checkReadiness(keys: Iterable<string>): void {
     const moved = new Set<string>();
+    // once per gateway per check: a gateway's many waiting objects (a CRD not served) share the answer
+    const carried = new Map<string, string[]>();
+    const carriedBy = (gw: string) => {
+      let ids = carried.get(gw);
+      if (!ids) carried.set(gw, (ids = this.carriedByGateway(gw).sort()));
+      return ids;
+    };
     for (const key of keys) {
       const { res, ns, name, object } = RenderedPublisher.parseKey(key);
       const now = this.readiness(key, res, ns, name);
@@ -278,7 +285,7 @@ export class RenderedPublisher {
         // the policies it carries are taken again each time: a policy that joins a gateway whose
         // object is already waiting (the same why) waits too, not Enforced past a missing CRD
         const gw = this.gatewayOf(key);
-        const policies = gw ? this.carriedByGateway(gw).sort() : [];
+        const policies = gw ? carriedBy(gw) : [];
         if (was && was.why === now.why && was.missing === now.missing && isEqual(was.policies, policies))
           continue;
         this.waiting.set(key, { object, ...now, policies });
