@@ -32,6 +32,7 @@ import {
   kubeProxyUp,
   pidFile,
   SERVICES,
+  services,
   servicesDown,
   socket,
 } from './node.ts';
@@ -47,6 +48,7 @@ import {
   run,
   sleepMs,
   stop,
+  stopAll,
   waitFor,
 } from './proc.ts';
 
@@ -338,16 +340,30 @@ function down(): void {
   const l = recorded();
   const nodes = [...(l?.nodes.filter((n) => n.placement === 'host') ?? []), ...leftoverNodes()];
   if (!l && existsSync(join(RUN, 'kubelet.pid'))) nodes.push(layout(1, '127.0.0.1').nodes[0]!);
-  // everything goes: a namespaced node's services get one second to leave
-  for (const n of nodes) servicesDown(n, n.placement === 'host' ? 10_000 : 1_000);
-  for (const c of ['kube-scheduler', 'kube-controller-manager']) stop(controlPlanePidFile(c), c);
+  // everything goes, all at once: a namespaced node's services get one second to leave
+  stopAll([
+    ...nodes.flatMap((n) => services(n, n.placement === 'host' ? 10_000 : 1_000)),
+    ...['kube-scheduler', 'kube-controller-manager'].map((c) => ({
+      pidFile: controlPlanePidFile(c),
+      match: c,
+    })),
+  ]);
+  // a namespaced node's containerd too (its containers die with its machine's cgroup)
+  stopAll(
+    nodes
+      .filter((n) => n.placement === 'netns')
+      .map((n) => ({ pidFile: pidFile(n, 'containerd'), match: 'containerd', graceMs: 1_000 })),
+  );
   for (const n of nodes) {
     if (n.placement === 'host' || livePid(pidFile(n, 'containerd'), 'containerd'))
       log(`killing the pod containers of ${n.name}`);
     containersDown(n);
     if (n.placement === 'netns') machineDown(n);
   }
-  for (const c of ['kube-apiserver', 'etcd']) stop(controlPlanePidFile(c), c);
+  // their state is removed below, so no graceful drain: kube-apiserver waited out 10 s of it
+  stopAll(
+    ['kube-apiserver', 'etcd'].map((c) => ({ pidFile: controlPlanePidFile(c), match: c, graceMs: 2_000 })),
+  );
   // anything else still started from this cluster's state (a pid file lost by hand, say)
   for (const pid of pidsMatching(`${STATE}/`)) kill(pid, 'SIGKILL');
   if (nodes.some((n) => n.placement === 'host') || existsSync(join(STATE, 'cni/bin'))) hostNodeDown();

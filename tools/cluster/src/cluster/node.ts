@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Bins } from './control-plane.ts';
 import { BRIDGE, DNS_IP, type NodeSpec, PIN_DIR, PKI, POD_RANGE, STATE } from './layout.ts';
 import { kubeconfig, nodePki } from './pki.ts';
-import { log, run, start, stop, waitFor } from './proc.ts';
+import { log, run, type Stoppable, start, stopAll, waitFor } from './proc.ts';
 
 export const SERVICES = ['containerd', 'kubelet', 'kube-proxy'] as const;
 export const socket = (n: NodeSpec) => join(n.run, 'containerd.sock');
@@ -194,8 +194,11 @@ healthzBindAddress: 127.0.0.1:10256
   });
 }
 
-/** kubelet, kube-proxy, every pod container and containerd stopped: the machine stays. */
+/** The node's kubelet and kube-proxy stopped together (TERM, KILL after `graceMs`). */
 export function servicesDown(n: NodeSpec, graceMs = 10_000): void {
-  stop(pidFile(n, 'kubelet'), 'kubelet', graceMs);
-  stop(pidFile(n, 'kube-proxy'), 'kube-proxy', graceMs);
+  stopAll(services(n, graceMs));
 }
+
+/** A node's kubelet and kube-proxy, to stop (with other processes: `down` stops every node's at once). */
+export const services = (n: NodeSpec, graceMs = 10_000): Stoppable[] =>
+  (['kubelet', 'kube-proxy'] as const).map((s) => ({ pidFile: pidFile(n, s), match: s, graceMs }));

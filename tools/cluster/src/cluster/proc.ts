@@ -105,14 +105,43 @@ const sleepMs = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffe
 
 /** TERM, then KILL after `graceMs`; removes the pid file. */
 export function stop(pidFile: string, match: string, graceMs = 10_000): void {
-  const pid = livePid(pidFile, match);
-  if (pid) {
-    kill(pid, 'SIGTERM');
-    for (let t = 0; t < graceMs && existsSync(`/proc/${pid}`); t += 100) sleepMs(100);
-    kill(pid, 'SIGKILL');
-    for (let t = 0; t < 5_000 && existsSync(`/proc/${pid}`); t += 100) sleepMs(100);
+  stopAll([{ pidFile, match, graceMs }]);
+}
+
+/** A process `stopAll` stops: its pid file, the name its command line must hold, its grace. */
+export interface Stoppable {
+  pidFile: string;
+  match: string;
+  graceMs?: number;
+}
+
+/**
+ * Stops several processes at once: TERM to all, then KILL to each still there after its own grace
+ * (default 10 s), waiting at most 5 s more for each; removes the pid files. One after another, a
+ * three-node `down` spent 12 s in graces (kubelets that outlive a 1 s grace).
+ */
+export function stopAll(items: readonly Stoppable[]): void {
+  const t0 = Date.now();
+  const live = items.flatMap((i) => {
+    const pid = livePid(i.pidFile, i.match);
+    return pid ? [{ pid, graceMs: i.graceMs ?? 10_000, killedAt: 0 }] : [];
+  });
+  for (const p of live) kill(p.pid, 'SIGTERM');
+  for (;;) {
+    const now = Date.now();
+    let waiting = false;
+    for (const p of live) {
+      if (!existsSync(`/proc/${p.pid}`)) continue;
+      if (!p.killedAt && now - t0 >= p.graceMs) {
+        kill(p.pid, 'SIGKILL');
+        p.killedAt = now;
+      }
+      if (!p.killedAt || now - p.killedAt < 5_000) waiting = true;
+    }
+    if (!waiting) break;
+    sleepMs(100);
   }
-  rmSync(pidFile, { force: true });
+  for (const i of items) rmSync(i.pidFile, { force: true });
 }
 
 export function kill(pid: number, signal: NodeJS.Signals): void {
