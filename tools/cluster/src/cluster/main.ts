@@ -308,8 +308,11 @@ function nodeStop(n: NodeSpec): void {
   log(`node ${n.name}: kubelet, kube-proxy, agent and containerd stopped; its machine, pods and pins stay`);
 }
 
+/**
+ * A node's pod containers and containerd stopped. A namespaced node's containerd is stopped beforehand,
+ * with every other node's (down); its containers are all under its cgroup root, killed with its machine.
+ */
 function containersDown(n: NodeSpec): void {
-  // a namespaced node's containers are all under its cgroup root, killed with its machine
   if (n.placement === 'host' && livePid(pidFile(n, 'containerd'), 'containerd')) {
     for (const t of attempt('ctr', ['-a', socket(n), '-n', 'k8s.io', 'tasks', 'ls', '-q'])
       .split('\n')
@@ -317,7 +320,7 @@ function containersDown(n: NodeSpec): void {
       attempt('ctr', ['-a', socket(n), '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', t]);
     sleepMs(1000);
   }
-  stop(pidFile(n, 'containerd'), 'containerd', n.placement === 'host' ? 10_000 : 1_000);
+  if (n.placement === 'host') stop(pidFile(n, 'containerd'), 'containerd');
   // the shims outlive containerd; they and their containers belong to this node's socket
   for (const pid of pidsMatching(`-address ${socket(n)}`)) kill(pid, 'SIGKILL');
 }
@@ -355,8 +358,7 @@ function down(): void {
       .map((n) => ({ pidFile: pidFile(n, 'containerd'), match: 'containerd', graceMs: 1_000 })),
   );
   for (const n of nodes) {
-    if (n.placement === 'host' || livePid(pidFile(n, 'containerd'), 'containerd'))
-      log(`killing the pod containers of ${n.name}`);
+    if (n.placement === 'host') log(`killing the pod containers of ${n.name}`);
     containersDown(n);
     if (n.placement === 'netns') machineDown(n);
   }

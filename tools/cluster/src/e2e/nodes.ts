@@ -220,6 +220,20 @@ interface Check {
   run: () => Promise<string | undefined>;
 }
 
+/** What `netpol simulate --kubeconfig` answers for the checks' probes (a probes file named `name`). */
+function simulateChecks(name: string, checks: Check[]): { verdict: string; service?: { source?: string } }[] {
+  const file = join(work, name);
+  writeFileSync(
+    file,
+    checks
+      .map((c) => `- ${JSON.stringify({ from: c.from, to: c.to, protocol: 'TCP', port: c.port })}`)
+      .join('\n'),
+  );
+  return JSON.parse(
+    cascadectl('netpol', 'simulate', '--kubeconfig', KUBECONFIG, '--probes', file, '-o', 'json'),
+  ) as { verdict: string; service?: { source?: string } }[];
+}
+
 /** Runs the checks until the kernel gives every verdict `want` says (60 s): the ones it did not. */
 async function kernelDisagrees(what: string, checks: Check[], want: string[]): Promise<string[]> {
   let wrong: string[] = [];
@@ -370,19 +384,7 @@ export async function nodePortAcrossNodes(): Promise<void> {
       run: () => fromPod('stranger', n3.ip, nodePort),
     },
   ];
-  const file = join(work, 'nodeport-probes.yaml');
-  writeFileSync(
-    file,
-    checks
-      .map((c) => `- ${JSON.stringify({ from: c.from, to: c.to, protocol: 'TCP', port: c.port })}`)
-      .join('\n'),
-  );
-  const sim = JSON.parse(
-    cascadectl('netpol', 'simulate', '--kubeconfig', KUBECONFIG, '--probes', file, '-o', 'json'),
-  ) as {
-    verdict: string;
-    service?: { source?: string };
-  }[];
+  const sim = simulateChecks('nodeport-probes.yaml', checks);
   // one backend: one result per probe
   expect(sim.length).toBe(checks.length);
   const want = sim.map((r) => r.verdict.toUpperCase());
@@ -433,17 +435,8 @@ async function bridgeSourceAdmitted(backendNode: LiveNode, ns: string, checks: C
       "outside -> NodePort of the backend's node",
       "stranger -> NodePort of the backend's node",
     ].map((w) => checks.find((c) => c.what === w)!);
-    const file = join(work, 'nodeport-bridge-probes.yaml');
-    writeFileSync(
-      file,
-      these
-        .map((c) => `- ${JSON.stringify({ from: c.from, to: c.to, protocol: 'TCP', port: c.port })}`)
-        .join('\n'),
-    );
     const sim = await until('simulate sees the bridge policy', 30, () => {
-      const r = JSON.parse(
-        cascadectl('netpol', 'simulate', '--kubeconfig', KUBECONFIG, '--probes', file, '-o', 'json'),
-      ) as { verdict: string; service?: { source?: string } }[];
+      const r = simulateChecks('nodeport-bridge-probes.yaml', these);
       return r[1]?.verdict === 'allow' ? r : undefined;
     });
     expect(sim.map((r) => [r.verdict.toUpperCase(), r.service?.source])).toEqual([
