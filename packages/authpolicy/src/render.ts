@@ -112,7 +112,9 @@ function place(spec: Json, r: EffectiveRule, shared: boolean): void {
       at(['response', 'success', 'headers'])[r.name] = withWhen(r, shared);
       return;
     case 'response.success.filters':
-      at(['response', 'success', 'filters'])[r.name] = withWhen(r, shared);
+      // Kuadrant's `filters` is Authorino v1beta3's `dynamicMetadata` (its CRD prunes `filters`):
+      // what limits read as `auth.identity.<name>`
+      at(['response', 'success', 'dynamicMetadata'])[r.name] = withWhen(r, shared);
       return;
     case 'patterns':
       // Kuadrant's {allOf: [...]} is Authorino's list of pattern expressions.
@@ -261,10 +263,11 @@ function authConfigFor(ctx: RenderContext, g: Group, first: boolean, split: bool
     }
   }
   const invalid = p0.result.invalid.map((r) => `${r.namespace}/${r.name}`);
-  // one top-level `when` shared by every rule (one policy's, usually): the AuthConfig's own `when`, as
-  // Kuadrant writes it; otherwise each evaluator keeps its own policy's
+  // one top-level `when` shared by every rule (one policy's, usually): it gates the wasm-shim auth
+  // action (authActions), so Authorino is not called when it does not hold and the AuthConfig does
+  // not repeat it, as Kuadrant writes it; otherwise each evaluator keeps its own policy's
   const shared = sharedWhen(rules, p0.result.invalid.length).length > 0;
-  let spec: Json = shared ? { when: predicates(rules[0]!.context?.when) } : {};
+  let spec: Json = {};
   for (const r of rules) if (!refused.has(r.key)) place(spec, r, shared);
   if (invalid.length > 0)
     // fail closed: nothing of the (incomplete) effective policy is served

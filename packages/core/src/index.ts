@@ -40,5 +40,6 @@ export * from './topology/types.ts';
 export * from './wiring/gateway.ts';
 export * from './wiring/matches.ts';
 export * from './wiring/providers.ts';
+export * from './wiring/proxy.ts';
 export * from './wiring/request.ts';
 export * from './wiring/wasm.ts';

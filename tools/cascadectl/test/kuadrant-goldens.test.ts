@@ -3,8 +3,12 @@
 // wasm-shim configuration must call AuthConfigs of the same content and count the same limits
 // (max_value, seconds, counter values, counter namespace) in the same order as Kuadrant's, both the
 // v1.4.6 form (services + actionSets) and main's typed form (grpc actions with message builders).
-// Deliberate differences (see the ratelimitpolicy README) are avoided by the generator: a path that
-// only Kuadrant's looser PathPrefix takes (`/v1x` for `/v1`) is not generated.
+// Deliberate differences (see the wiring README) are avoided by the generator: a path that only
+// Kuadrant's looser PathPrefix takes (`/v1x` for `/v1`) is not generated, nor a value for a query
+// parameter's RegularExpression (Kuadrant compares it as a string). Kuadrant cannot tell a gateway's
+// listeners apart and applies a listener's policies on every port; Cascade sends each request on
+// every port the gateway listens on and Kuadrant's outcome must be Cascade's on one of them (on a
+// gateway with one port: on that port).
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -14,6 +18,7 @@ import {
   countedLimits,
   type HttpRequest,
   isCompiled,
+  proxyPort,
   traceRequest,
   type WasmAction,
   type WasmConfig,
@@ -43,16 +48,52 @@ interface Golden {
 /** What a request gets: the AuthConfig content called and the limits counted, in order. */
 type Outcome = (
   | { auth: unknown }
-  | { limits: { namespace: string; max_value: number; seconds: number; counter: string[] }[] }
+  | {
+      limits: { namespace: string; max_value: number; seconds: number; counter: string[]; name?: string }[];
+    }
+  | { typedBuilderError: string }
 )[];
 
-/** Drops what defaulting adds and does not change meaning: empty objects, `hosts`. */
+/**
+ * Where Cascade departs from Kuadrant on purpose (listed in the wiring README), by scenario: the
+ * Limitador limits (by name) that the two count differently for the hosts named, left out of both
+ * outcomes there; every other part of the outcome must still be equal.
+ */
+const DELIBERATE: Record<string, { hosts: RegExp; extraLimits: string[]; why: string }[]> = {
+  '09-large-3gw-10routes': [
+    {
+      hosts: /^invoices\./,
+      extraLimits: ['partner-cap', 'gw-global', 'per-ip'],
+      why: "Kuadrant gates the gateways' override partner-cap and defaults gw-global and per-ip with the route policy invoices-rl's top-level `when`; Cascade never lets a policy's `when` gate rules it did not write (a tenant could switch an admin's override off)",
+    },
+  ],
+};
+
+/** An outcome without the limits named (a deliberate difference), and without limit names. */
+function withoutLimits(o: Outcome | 'no-match', names: string[]): Outcome | 'no-match' {
+  if (o === 'no-match') return o;
+  const out: Outcome = [];
+  for (const x of o) {
+    if (!('limits' in x)) {
+      out.push(x);
+      continue;
+    }
+    // Cascade's names say where a limit comes from (`<name> from <policy> ...`), Kuadrant's are bare
+    const kept = x.limits
+      .filter((l) => !names.includes((l.name ?? '').split(' from ')[0]!))
+      .map(({ name: _, ...l }) => l);
+    if (kept.length > 0) out.push({ limits: kept });
+  }
+  return out;
+}
+
+/** Drops what defaulting adds and does not change meaning: empty objects, nulls, `hosts`. */
 function normalize(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(normalize);
   if (v && typeof v === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
-      if (k === 'hosts') continue;
+      if (k === 'hosts' || x === null) continue;
       const n = normalize(x);
       if (n && typeof n === 'object' && !Array.isArray(n) && Object.keys(n).length === 0) continue;
       out[k] = n;
@@ -126,7 +167,11 @@ function outcome(
   for (const a of t.actions) {
     if (!a.run) continue;
     if (a.type === 'auth') out.push({ auth: authBy(a.scope) });
-    else if (a.type === 'ratelimit' && a.descriptor) {
+    else if (typed && a.blocks?.some((b) => b.entries.some((e) => e.error && typed.has(e.key)))) {
+      // main's wasm-shim fails the whole descriptor here (a counter that does not resolve), the
+      // legacy form Cascade writes drops that one entry: not comparable (the typed form is another issue's)
+      out.push({ typedBuilderError: a.blocks.flatMap((b) => b.entries.map((e) => e.error ?? '')).join('') });
+    } else if (a.type === 'ratelimit' && a.descriptor) {
       let descriptor = a.descriptor;
       const only = Object.keys(descriptor)[0];
       if (typed && only && typed.has(only)) {
@@ -134,7 +179,12 @@ function outcome(
         const c = compileCondition(typed.get(only)!);
         if (!isCompiled(c)) throw new Error(c.error);
         const r = c.evaluateWith(requestVars(req));
-        if (!r.ok) continue;
+        if (!r.ok) {
+          // main's wasm-shim fails the whole descriptor here, the legacy form Cascade writes drops
+          // one entry: not comparable (the typed form is another issue's)
+          out.push({ typedBuilderError: r.error });
+          continue;
+        }
         descriptor = Object.fromEntries(
           (r.value as Map<string, string>[] | Record<string, string>[]).map((e) => {
             const get = (k: string) => (e instanceof Map ? e.get(k) : (e as Record<string, string>)[k]);
@@ -147,8 +197,11 @@ function outcome(
         max_value: c.limit.max_value,
         seconds: c.limit.seconds,
         counter: c.counter,
+        ...(c.limit.name ? { name: c.limit.name } : {}),
       }));
-      out.push({ limits: counted.sort((x, y) => JSON.stringify(x).localeCompare(JSON.stringify(y))) });
+      // a descriptor that counts no limit is no limit (Kuadrant may not send it at all)
+      if (counted.length > 0)
+        out.push({ limits: counted.sort((x, y) => JSON.stringify(x).localeCompare(JSON.stringify(y))) });
     }
   }
   return out;
@@ -199,10 +252,17 @@ function requests(dir: string): HttpRequest[] {
           paths.add(`/${g.service ?? 'any.Svc'}/Other`);
         }
         for (const h of (m.headers as { type?: string; name: string; value: string }[] | undefined) ?? []) {
-          headers.push({ [h.name]: h.type === 'RegularExpression' ? sampleFor(h.value) : h.value });
+          // a header RegularExpression is a deliberate difference (Kuadrant compares it as a string):
+          // only a value neither takes
+          if (h.type !== 'RegularExpression') headers.push({ [h.name]: h.value });
           headers.push({ [h.name]: 'nope' });
         }
-        for (const q of (m.queryParams as { name: string; value: string }[] | undefined) ?? []) {
+        for (const q of (m.queryParams as { type?: string; name: string; value: string }[] | undefined) ??
+          []) {
+          if (q.type === 'RegularExpression') {
+            queries.add(`${q.name}=`);
+            continue;
+          }
           queries.add(`${q.name}=${q.value}`);
           queries.add(`${q.name}=nope`);
         }
@@ -218,7 +278,14 @@ function requests(dir: string): HttpRequest[] {
               string,
               string
             >[])
-              out.push({ host, method, path: q ? `${path}?${q}` : path, headers: { ...h, ...extra } });
+              out.push({
+                host,
+                method,
+                path: q ? `${path}?${q}` : path,
+                headers: { ...h, ...extra },
+                // what Authorino resolved (auth runs before a limit that reads auth.*)
+                identity: { sub: 'user-1', userid: 'user-1', plan: 'gold' },
+              });
   return out;
 }
 
@@ -243,6 +310,16 @@ describe('Cascade against kuadrant-operator (../shared/kuadrant-goldens)', () =>
         expect(loaded.problems).toEqual([]);
         const world = buildGatewayWorld(loaded.manifests);
         const ours = new Map(gatewayWirings(world).map((w) => [w.gateway, w.wiring.config]));
+        const topology = [...world.engines.values()][0]!.topology;
+        const portsOf = (gw: string): (number | undefined)[] => {
+          const [ns, name] = gw.split('/') as [string, string];
+          const g = topology.gateways.get(`Gateway:${ns}/${name}`);
+          const provider = gatewayWirings(world).find((w) => w.gateway === gw)?.provider;
+          const ports = [
+            ...new Set((g?.listeners ?? []).flatMap((l) => (l.port ? [proxyPort(provider, l.port)] : []))),
+          ];
+          return ports.length ? ports : [undefined];
+        };
         const rendered = renderedObjects(world);
         const ourLimits = rendered
           .filter((o) => o.kind === 'ConfigMap')
@@ -269,23 +346,48 @@ describe('Cascade against kuadrant-operator (../shared/kuadrant-goldens)', () =>
         }
         let compared = 0;
         let matched = 0;
+        let notComparable = 0;
         for (const gw of gateways) {
           const theirs = golden.gateways[gw]!.wasmConfig;
           const typed = form === 'kuadrant-main' ? fromTyped(theirs) : undefined;
           const theirConfig = typed ? typed.config : (theirs as unknown as WasmConfig);
           const mine = ours.get(gw);
           expect(mine, `Cascade wires ${gw}`).toBeDefined();
+          const ports = portsOf(gw);
           for (const req of requests(join(GOLDENS, scenario))) {
-            const a = outcome(mine!, req, ourAuth, ourLimits);
             const b = outcome(theirConfig, req, theirAuth, golden.limitadorLimits, typed?.entries);
+            if (b !== 'no-match' && b.some((x) => 'typedBuilderError' in x)) {
+              notComparable++;
+              continue;
+            }
+            const deliberate = (DELIBERATE[scenario] ?? []).filter((d) => d.hosts.test(req.host));
+            const byPort = ports.map((port) =>
+              withoutLimits(
+                outcome(mine!, { ...req, ...(port ? { port } : {}) }, ourAuth, ourLimits),
+                deliberate.flatMap((d) => d.extraLimits),
+              ),
+            );
             compared++;
             if (b !== 'no-match') matched++;
-            expect(a, `${req.method} ${req.host}${req.path} ${JSON.stringify(req.headers)}`).toEqual(b);
+            const theirs = withoutLimits(
+              b,
+              deliberate.flatMap((d) => d.extraLimits),
+            );
+            const same =
+              byPort.find((a) => JSON.stringify(a) === JSON.stringify(theirs)) ??
+              byPort.find((a) => a !== 'no-match') ??
+              byPort[0];
+            expect(
+              same,
+              `${req.method} ${req.host}${req.path} ${JSON.stringify(req.headers)} (ports ${ports.join(', ')})`,
+            ).toEqual(theirs);
           }
         }
-        // the generator reaches the configurations: most requests meet an action set
+        // the generator reaches the configurations: most requests meet an action set; requests main's
+        // typed builder cannot build stay a minority
         expect(compared).toBeGreaterThan(50);
-        expect(matched).toBeGreaterThan(compared / 10);
+        expect(notComparable).toBeLessThan(compared / 2);
+        expect(matched).toBeGreaterThan(compared / 20);
       });
     }
 });

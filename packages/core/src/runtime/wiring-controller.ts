@@ -19,7 +19,7 @@ import {
   providerObjects,
   providerOf,
 } from '../wiring/providers.ts';
-import { DEFAULT_WIRING, type WiringProblem, type WiringSettings } from '../wiring/wasm.ts';
+import { DEFAULT_WIRING, hasActions, type WiringProblem, type WiringSettings } from '../wiring/wasm.ts';
 import { electedLeader, watchHealth } from './controller-metrics.ts';
 import { ControllerProcess, type ProcessOptions } from './controller-process.ts';
 import { policyInformer } from './controller-watches.ts';
@@ -218,19 +218,20 @@ export class WiringController extends ControllerProcess {
   ): Map<string, RenderedObject> {
     const out = new Map<string, RenderedObject>();
     const gw = `${ns}/${name}`;
-    const w = gatewayWiring(this.engines, ns, name, {
-      controller: this.opts.name,
-      referenceGrants: grants,
-      ...(this.opts.kindSettings ? { kindSettings: this.opts.kindSettings } : {}),
-      wiring: this.opts.wiring ?? DEFAULT_WIRING,
-    });
-    this.reportProblems(gw, w?.problems ?? []);
-    if (!w || w.config.actionSets.length === 0) return out;
     const topology = this.engines[0]!.topology;
     const className = topology.gateways.get(gatewayKey(ns, name))?.gatewayClassName;
     const controllerName = className ? topology.classes.get(className)?.controllerName : undefined;
     const providers = this.opts.providers ?? DEFAULT_PROVIDERS;
     const provider = providerOf(controllerName, providers);
+    const w = gatewayWiring(this.engines, ns, name, {
+      controller: this.opts.name,
+      referenceGrants: grants,
+      ...(this.opts.kindSettings ? { kindSettings: this.opts.kindSettings } : {}),
+      wiring: this.opts.wiring ?? DEFAULT_WIRING,
+      ...(provider ? { provider } : {}),
+    });
+    this.reportProblems(gw, w?.problems ?? []);
+    if (!w || !hasActions(w.config)) return out;
     if (!provider) {
       if (!this.unknownClassWarned.has(gw)) {
         this.unknownClassWarned.add(gw);

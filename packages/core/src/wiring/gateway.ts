@@ -1,10 +1,12 @@
 // Every kind's actions for one gateway, assembled into its wasm-shim configuration. Kind-agnostic:
 // each engine's kind contributes through PolicyKind.actions; the topology (routes and their matches)
-// is the same in every engine.
-import { renderContext } from '../effective/render.ts';
+// is the same in every engine. Every path through the gateway is wired, with or without actions, so
+// a request always meets the set of the route the proxy picked (wasm.ts).
+import { pathHostnames, renderContext } from '../effective/render.ts';
 import type { ReferenceGrant } from '../kind.ts';
 import type { PolicyEngine } from '../merge/engine.ts';
-import { pathKey, routeKey } from '../topology/types.ts';
+import { gatewayKey, pathKey, routeKey } from '../topology/types.ts';
+import { type Provider, precedenceOf, proxyPort } from './providers.ts';
 import {
   buildWasmConfig,
   type ContributedAction,
@@ -20,6 +22,8 @@ export interface GatewayWiringOptions {
   /** Each kind's controller settings (e.g. limitadorNamespace), by kind name. */
   kindSettings?: ReadonlyMap<string, Readonly<Record<string, string>>>;
   wiring?: WiringSettings;
+  /** The gateway's provider: its route precedence and listener ports (default: Envoy Gateway's order). */
+  provider?: Provider;
 }
 
 /** The gateway's wasm-shim configuration from every engine that contributes actions (undefined: unknown gateway). */
@@ -29,10 +33,45 @@ export function gatewayWiring(
   name: string,
   opts: GatewayWiringOptions,
 ): WiringResult | undefined {
+  const paths = gatewayPaths(engines, namespace, name, opts);
+  if (!paths) return undefined;
+  const gw = engines[0]?.topology.gateways.get(gatewayKey(namespace, name));
+  const ports = (gw?.listeners ?? []).flatMap((l) =>
+    l.port === undefined ? [] : [proxyPort(opts.provider, l.port)],
+  );
+  return buildWasmConfig(paths, opts.wiring ?? DEFAULT_WIRING, {
+    precedence: precedenceOf(opts.provider),
+    ports: [...new Set(ports)],
+  });
+}
+
+/** Every path through the gateway with its hostnames, port and each kind's actions (undefined: unknown gateway). */
+export function gatewayPaths(
+  engines: readonly PolicyEngine[],
+  namespace: string,
+  name: string,
+  opts: GatewayWiringOptions,
+): WiringPath[] | undefined {
+  const topology = engines[0]?.topology;
+  const gw = topology?.gateways.get(gatewayKey(namespace, name));
+  if (!topology || !gw) return undefined;
   const byPath = new Map<string, WiringPath>();
-  let known = false;
+  for (const pk of topology.pathsThrough(gatewayKey(namespace, name))) {
+    const path = topology.paths.get(pk);
+    if (!path) continue;
+    const listener = gw.listeners.find((l) => l.name === path.listener);
+    const route = topology.routes.get(routeKey(path.route.kind, path.route.namespace, path.route.name));
+    byPath.set(pk, {
+      path,
+      hostnames: pathHostnames(listener?.hostname, route?.hostnames),
+      route,
+      actions: [],
+      ...(listener?.port !== undefined ? { port: proxyPort(opts.provider, listener.port) } : {}),
+    });
+  }
   for (const engine of engines) {
     const actions = engine.kind.actions;
+    if (!actions) continue;
     const ctx = renderContext(
       engine,
       namespace,
@@ -43,30 +82,11 @@ export function gatewayWiring(
       opts.kindSettings?.get(engine.kind.kind) ?? {},
     );
     if (!ctx) continue;
-    known = true;
-    if (!actions) continue;
     const contributed = actions(ctx);
     for (const p of ctx.paths) {
-      const k = pathKey(p.path);
-      const mine: ContributedAction[] | undefined = contributed.get(k);
-      if (!mine?.length) continue;
-      let w = byPath.get(k);
-      if (!w)
-        byPath.set(
-          k,
-          (w = {
-            path: p.path,
-            hostnames: p.hostnames,
-            route: engine.topology.routes.get(
-              routeKey(p.path.route.kind, p.path.route.namespace, p.path.route.name),
-            ),
-            actions: [],
-          }),
-        );
-      w.actions.push(...mine);
+      const mine: ContributedAction[] | undefined = contributed.get(pathKey(p.path));
+      if (mine?.length) byPath.get(pathKey(p.path))?.actions.push(...mine);
     }
   }
-  if (!known) return undefined;
-  const paths = [...byPath.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([, w]) => w);
-  return buildWasmConfig(paths, opts.wiring ?? DEFAULT_WIRING);
+  return [...byPath.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([, w]) => w);
 }

@@ -3,9 +3,13 @@
 //
 // Predicates use the attributes wasm-shim exposes (`request.url_path` is the path without the query,
 // `request.headers` is keyed by lower-case names as Envoy stores them, `queryMap(request.query)` is
-// wasm-shim's query-string parser). Where Kuadrant's own translation is looser than Gateway API's
-// semantics, Cascade keeps Gateway API's (the difference is listed in the ratelimitpolicy README):
+// wasm-shim's query-string parser). A predicate holds exactly when the proxy's route match does, so
+// the set wasm-shim picks is the route Envoy picks (Kuadrant's own translation is looser; the
+// differences are listed in the wiring README):
 //   - PathPrefix matches element by element: `/v1` matches `/v1` and `/v1/x`, never `/v1x`;
+//   - every RegularExpression (path, header, query parameter, gRPC method) is anchored at both ends:
+//     Envoy's safe_regex matches the whole value, CEL `matches` searches anywhere in it, so an
+//     unanchored `/` would take every path of the hostname;
 //   - a header RegularExpression match is a regular expression (Kuadrant compares it as a string).
 import type { RouteKind, RouteMatch, ValueMatch } from '../topology/types.ts';
 
@@ -25,9 +29,12 @@ export function celString(s: string): string {
 const PATH = 'request.url_path';
 const QUERY = 'queryMap(request.query)';
 
+/** A regular expression that matches the whole value, as Envoy's safe_regex does. */
+export const anchored = (pattern: string): string => `^(?:${pattern})$`;
+
 function pathPredicate(p: NonNullable<RouteMatch['path']>): string {
   if (p.type === 'Exact') return `${PATH} == ${celString(p.value)}`;
-  if (p.type === 'RegularExpression') return `${PATH}.matches(${celString(p.value)})`;
+  if (p.type === 'RegularExpression') return `${PATH}.matches(${celString(anchored(p.value))})`;
   const prefix = p.value.replace(/\/+$/, '');
   if (prefix === '') return `${PATH}.startsWith('/')`;
   return `(${PATH} == ${celString(prefix)} || ${PATH}.startsWith(${celString(`${prefix}/`)}))`;
@@ -37,7 +44,7 @@ function headerPredicate(h: ValueMatch): string {
   const name = celString(h.name.toLowerCase());
   const value = `request.headers[${name}]`;
   return h.type === 'RegularExpression'
-    ? `${name} in request.headers && ${value}.matches(${celString(h.value)})`
+    ? `${name} in request.headers && ${value}.matches(${celString(anchored(h.value))})`
     : `${name} in request.headers && ${value} == ${celString(h.value)}`;
 }
 
@@ -46,7 +53,7 @@ function queryPredicate(q: ValueMatch): string {
   const value = `${QUERY}[${name}]`;
   const test =
     q.type === 'RegularExpression'
-      ? `${value}.matches(${celString(q.value)})`
+      ? `${value}.matches(${celString(anchored(q.value))})`
       : `${value} == ${celString(q.value)}`;
   return `${name} in ${QUERY} ? ${test} : false`;
 }
@@ -110,52 +117,101 @@ export interface MatchCandidate {
   match: RouteMatch | undefined;
 }
 
-const PATH_RANK = { Exact: 0, RegularExpression: 1, PathPrefix: 2 } as const;
+/**
+ * Whose route ordering the sets follow: each proxy sorts a virtual host's routes its own way, and
+ * wasm-shim runs the first set that holds, so the sets must be in the order the proxy tries routes.
+ *   - `envoy-gateway` (its gatewayapi/sort.go): path Exact > RegularExpression > PathPrefix, the
+ *     longer path value first, more header matches (a method match is a `:method` header there),
+ *     more exact header matches, more query-parameter matches, more exact ones, then the route name
+ *     (`httproute/<ns>/<name>/rule/<i>/match/<j>/<host>`) in alphabetical order;
+ *   - `istio` (pilot's conversion.go, sortHTTPRoutes): path Exact > PathPrefix > RegularExpression,
+ *     the longer value first, a method match first, more header matches, more query-parameter
+ *     matches; ties keep Istio's input order, the older route first, then namespace/name.
+ * gRPC method matches are compared as the path match each provider writes for them: service and
+ * method exact -> Exact `/s/m`; service only -> PathPrefix `/s/`; method only or RegularExpression
+ * -> a regular expression.
+ */
+export type Precedence = 'envoy-gateway' | 'istio';
 
-/** Path or gRPC method: its rank (Exact first, then regular expressions, then prefixes) and length. */
-function pathWeight(c: MatchCandidate): [number, number] {
+type UriType = 'Exact' | 'PathPrefix' | 'RegularExpression' | 'None';
+
+/** The path match the proxy routes on, as it writes it: its type and the value whose length counts. */
+function uriOf(c: MatchCandidate): { type: UriType; value: string } {
   if (c.routeKind === 'GRPCRoute') {
     const g = c.match?.grpc;
-    if (!g) return [3, 0];
-    if (g.type === 'RegularExpression') return [1, (g.service ?? '').length + (g.method ?? '').length];
-    if (g.service && g.method) return [0, g.service.length + g.method.length];
-    return [2, (g.service ?? g.method ?? '').length];
+    if (!g || (!g.service && !g.method)) return { type: 'None', value: '' };
+    if (g.type === 'RegularExpression')
+      return { type: 'RegularExpression', value: `/${g.service ?? '[^/]+'}/${g.method ?? '[^/]+'}` };
+    if (g.service && g.method) return { type: 'Exact', value: `/${g.service}/${g.method}` };
+    if (g.service) return { type: 'PathPrefix', value: `/${g.service}/` };
+    return { type: 'RegularExpression', value: `/[^/]+/${g.method}` };
   }
   const p = c.match?.path ?? { type: 'PathPrefix' as const, value: '/' };
-  return [PATH_RANK[p.type], p.value.replace(/\/+$/, '').length];
+  // both providers strip a prefix's trailing slash (and keep `/` itself)
+  const value = p.type === 'PathPrefix' ? p.value.replace(/(.)\/+$/, '$1') : p.value;
+  return { type: p.type, value };
 }
+
+const RANK: Record<Precedence, Record<UriType, number>> = {
+  'envoy-gateway': { Exact: 0, RegularExpression: 1, PathPrefix: 2, None: 3 },
+  istio: { Exact: 0, PathPrefix: 1, RegularExpression: 2, None: 3 },
+};
 
 /** Hostnames: exact before wildcard, then more characters first. */
 function hostWeight(h: string): [number, number] {
-  return [h.startsWith('*') ? 1 : 0, -h.length];
+  return [h === '*' ? 2 : h.startsWith('*') ? 1 : 0, -h.length];
+}
+
+const exactCount = (ms: { type?: string }[] | undefined) =>
+  (ms ?? []).filter((m) => m.type !== 'RegularExpression').length;
+
+/** Envoy Gateway's route name for a candidate (its last tie-break). */
+function envoyGatewayName(c: MatchCandidate): string {
+  return `${c.routeKind.toLowerCase()}/${c.routeNamespace}/${c.routeName}/rule/${c.ruleIndex}/match/${c.matchIndex}/${c.hostname}`;
 }
 
 /**
- * Gateway API match precedence (HTTPRoute and GRPCRoute specs), the first difference deciding:
- * hostname (exact before wildcard, longer first), path (Exact, then RegularExpression, then
- * PathPrefix; longer values first), a method match, more header matches, more query-parameter
- * matches, the older route, the route's namespace/name in alphabetical order; then the rule's and the
- * match's position in the route. Kuadrant leaves ties after the query parameters in random order;
- * here they are decided, so the same input always gives the same configuration.
+ * The order the proxy tries two candidates in (negative: `a` first): the hostname (a virtual host
+ * of its own: exact before wildcard, longer first), then the provider's route precedence (see
+ * Precedence), then a deterministic tie-break (the rule's and the match's position), so the same
+ * input always gives the same configuration.
  */
-export function compareCandidates(a: MatchCandidate, b: MatchCandidate): number {
+export function compareCandidates(
+  a: MatchCandidate,
+  b: MatchCandidate,
+  precedence: Precedence = 'envoy-gateway',
+): number {
   const ha = hostWeight(a.hostname);
   const hb = hostWeight(b.hostname);
   if (ha[0] !== hb[0]) return ha[0] - hb[0];
   if (ha[1] !== hb[1]) return ha[1] - hb[1];
   if (a.hostname !== b.hostname) return a.hostname < b.hostname ? -1 : 1;
-  const pa = pathWeight(a);
-  const pb = pathWeight(b);
-  if (pa[0] !== pb[0]) return pa[0] - pb[0];
-  if (pa[1] !== pb[1]) return pb[1] - pa[1];
+  const ua = uriOf(a);
+  const ub = uriOf(b);
+  const rank = RANK[precedence];
+  if (rank[ua.type] !== rank[ub.type]) return rank[ua.type] - rank[ub.type];
+  if (ua.value.length !== ub.value.length) return ub.value.length - ua.value.length;
   const ma = a.match?.method ? 1 : 0;
   const mb = b.match?.method ? 1 : 0;
-  if (ma !== mb) return mb - ma;
   const hda = a.match?.headers?.length ?? 0;
   const hdb = b.match?.headers?.length ?? 0;
-  if (hda !== hdb) return hdb - hda;
   const qa = a.match?.queryParams?.length ?? 0;
   const qb = b.match?.queryParams?.length ?? 0;
+  if (precedence === 'envoy-gateway') {
+    if (hda + ma !== hdb + mb) return hdb + mb - (hda + ma);
+    const ea = exactCount(a.match?.headers) + ma;
+    const eb = exactCount(b.match?.headers) + mb;
+    if (ea !== eb) return eb - ea;
+    if (qa !== qb) return qb - qa;
+    const qea = exactCount(a.match?.queryParams);
+    const qeb = exactCount(b.match?.queryParams);
+    if (qea !== qeb) return qeb - qea;
+    const na = envoyGatewayName(a);
+    const nb = envoyGatewayName(b);
+    return na < nb ? -1 : na > nb ? 1 : 0;
+  }
+  if (ma !== mb) return mb - ma;
+  if (hda !== hdb) return hdb - hda;
   if (qa !== qb) return qb - qa;
   const ca = a.routeCreatedAt ?? '';
   const cb = b.routeCreatedAt ?? '';

@@ -12,6 +12,7 @@
 
 import { labelValue, objectName } from '../effective/names.ts';
 import type { RenderedObject } from '../kind.ts';
+import type { Precedence } from './matches.ts';
 import { AUTH_CLUSTER, RATELIMIT_CLUSTER, type WasmConfig } from './wasm.ts';
 
 export type Provider = 'istio' | 'envoy-gateway';
@@ -64,6 +65,20 @@ export const PROVIDER_RESOURCES: Record<
     },
   ],
 };
+
+/** Whose route precedence a provider's gateways follow (matches.ts). */
+export function precedenceOf(provider: Provider | undefined): Precedence {
+  return provider === 'istio' ? 'istio' : 'envoy-gateway';
+}
+
+/**
+ * The port the provider's Envoy listens on for a listener port (`destination.port` in wasm-shim):
+ * Envoy Gateway shifts ports below 1024 by 10000 (its servicePortToContainerPort); Istio's gateway
+ * binds the listener's port itself.
+ */
+export function proxyPort(provider: Provider | undefined, listenerPort: number): number {
+  return provider === 'envoy-gateway' && listenerPort < 1024 ? listenerPort + 10000 : listenerPort;
+}
 
 export function providerOf(controllerName: string | undefined, s: ProviderSettings): Provider | undefined {
   if (!controllerName) return undefined;

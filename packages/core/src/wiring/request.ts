@@ -6,7 +6,8 @@
 //
 // Selection (wasm-shim's index): the action sets of the longest hostname that matches the request's
 // host (exact, then the longest `*.` suffix, then `*`) are the only candidates; of those, the first
-// whose predicates all hold is run. A predicate that errors (a missing header read without `in`) does
+// whose predicates all hold is run. The host is looked up as the client wrote it, port cut off
+// (wasm-shim up to v0.14 does not fold its case; Envoy routes case-insensitively). A predicate that errors (a missing header read without `in`) does
 // not hold. In an action, a `conditionalData` block whose predicates hold adds its entries to the one
 // descriptor sent; an entry whose expression errors is left out (so a limit counting it does not
 // count). An action's own predicates skip it whole.
@@ -23,6 +24,8 @@ export interface HttpRequest {
   source?: { address: string; port?: number };
   /** `auth.identity` as Authorino would have resolved it (for limits that read `auth.*`). */
   identity?: Record<string, unknown>;
+  /** The port the proxy received the request on (`destination.port`; default 8080). */
+  port?: number;
 }
 
 export type SetOutcome =
@@ -78,7 +81,7 @@ export function requestAttributes(req: HttpRequest): Record<string, unknown> {
       headers,
     },
     source: { address: req.source?.address ?? '10.0.0.1', port: req.source?.port ?? 40000 },
-    destination: { address: '10.0.0.2', port: 8080 },
+    destination: { address: '10.0.0.2', port: req.port ?? 8080 },
     ...(req.identity ? { auth: { identity: req.identity } } : {}),
   };
 }
@@ -179,8 +182,8 @@ function traceAction(a: WasmAction, config: WasmConfig, vars: Record<string, unk
 
 /** What wasm-shim does with one request (see the header). */
 export function traceRequest(config: WasmConfig, req: HttpRequest): RequestTrace {
-  const host = req.host.replace(/:\d+$/, '').toLowerCase();
-  const vars = requestAttributes({ ...req, host });
+  const host = req.host.split(':')[0]!; // wasm-shim cuts at the first colon
+  const vars = requestAttributes(req);
   const hostname = longestHostname(
     new Set(config.actionSets.flatMap((s) => s.routeRuleConditions.hostnames)),
     host,

@@ -5,10 +5,22 @@
 //
 // - `services`: the auth service (Authorino's Check) and the rate-limit service (Limitador's
 //   ShouldRateLimit), with their failure modes and timeouts (settings).
-// - `actionSets`: one per (hostname, route-rule match) of every path through the gateway that has any
-//   action, in Gateway API match precedence (matches.ts): wasm-shim runs the first set whose hostname
-//   and predicates hold. A set's actions are what each policy kind contributes for that path
-//   (PolicyKind.actions), in phase order (rate limiting before auth unless a limit reads `auth.*`).
+// - `actionSets`: one per (hostname, route-rule match) of every path through the gateway, with or
+//   without actions, in the order the gateway's proxy tries routes (matches.ts, per provider):
+//   wasm-shim runs the first set whose hostname and predicates hold, so each request meets the set
+//   of the route the proxy picked, or no set where the proxy has no route. A route without any
+//   policy gets a set with no action: without it, its requests would meet another route's set. A
+//   set's actions are what each policy kind contributes for that path (PolicyKind.actions), in phase
+//   order (rate limiting before auth unless a limit reads `auth.*`).
+// - Listeners on several ports: the proxy routes per port, wasm-shim per hostname only, so each set
+//   then holds `destination.port` (the port Envoy listens on: Envoy Gateway shifts ports below 1024
+//   by 10000), and where a port has no virtual host as specific as a hostname another port has, the
+//   port's less specific sets are repeated under that hostname (wasm-shim looks only at the sets of
+//   the longest hostname matching the request).
+// - Host case: wasm-shim (up to v0.14) looks the hostname up as the client wrote it, Envoy routes it
+//   case-insensitively. Unless `hostLookupFoldsCase`, the first set under every wildcard hostname
+//   (and under `*`, always present then) denies a host that is not in lower case, so no casing of a
+//   host skips its policies (fail closed: such clients get a denial).
 //
 // Fail closed: a rule whose match cannot be written (a regular expression RE2 does not compile) or a
 // route whose action sets would not fit in the object is not left out silently: its requests meet a
@@ -17,7 +29,13 @@
 import { createHash } from 'node:crypto';
 import { re2Problem as compileRe2 } from '../merge/cel.ts';
 import type { PathRef, RouteMatch, RouteObject } from '../topology/types.ts';
-import { compareCandidates, type MatchCandidate, matchPredicates, matchRegexes } from './matches.ts';
+import {
+  compareCandidates,
+  type MatchCandidate,
+  matchPredicates,
+  matchRegexes,
+  type Precedence,
+} from './matches.ts';
 
 export interface WasmService {
   type: 'auth' | 'ratelimit';
@@ -71,6 +89,8 @@ export const AUTH_CLUSTER = 'kuadrant-auth-service';
 export const RATELIMIT_CLUSTER = 'kuadrant-ratelimit-service';
 /** The scope of a refused route's auth action: no AuthConfig declares this host, so Authorino denies. */
 export const DENY_SCOPE = 'refused.cascade.internal';
+/** The predicate of the host-case guard: a host wasm-shim would look up under the wrong hostname. */
+export const HOST_NOT_LOWER = 'request.host != request.host.lowerAscii()';
 
 export interface WiringSettings {
   authFailureMode: 'allow' | 'deny';
@@ -79,6 +99,11 @@ export interface WiringSettings {
   rateLimitTimeout: string;
   /** Largest serialized configuration (bytes): past it the largest routes are refused (fail closed). */
   maxConfigBytes: number;
+  /**
+   * Whether the wasm-shim image looks hostnames up case-insensitively (wasm-shim after v0.14); if
+   * not, a host not in lower case is denied rather than let past its policies.
+   */
+  hostLookupFoldsCase?: boolean;
 }
 
 export const DEFAULT_WIRING: WiringSettings = {
@@ -90,12 +115,25 @@ export const DEFAULT_WIRING: WiringSettings = {
   maxConfigBytes: 1_000_000,
 };
 
-/** One path through the gateway with its route and what each kind contributes to it. */
+/** One path through the gateway with its route and what each kind contributes to it (maybe nothing). */
 export interface WiringPath {
   path: PathRef;
   hostnames: string[];
   route: RouteObject | undefined;
   actions: ContributedAction[];
+  /** The port the proxy listens on for the path's listener (`destination.port`), when known. */
+  port?: number;
+}
+
+/** How the configuration is laid out for the gateway's proxy. */
+export interface BuildOptions {
+  /** Whose route order the sets follow (default: Envoy Gateway's). */
+  precedence?: Precedence;
+  /**
+   * Every port the proxy listens on for the gateway (`destination.port`), those without routes too:
+   * a request on a port without routes must meet no set.
+   */
+  ports?: readonly number[];
 }
 
 export interface WiringProblem {
@@ -120,6 +158,10 @@ interface Built {
   set: ActionSet;
   route: string;
   refused: boolean;
+  /** The ports of the listeners the set's path is reached through (empty: unknown). */
+  ports: Set<number>;
+  /** A guard placed first under its hostname. */
+  guard?: boolean;
 }
 
 const hash = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 16);
@@ -151,12 +193,13 @@ const denyAction = (reason: string): WasmAction => ({
 export function buildWasmConfig(
   paths: WiringPath[],
   settings: WiringSettings = DEFAULT_WIRING,
+  options: BuildOptions = {},
 ): WiringResult {
+  const precedence = options.precedence ?? 'envoy-gateway';
   const problems: WiringProblem[] = [];
   const built: Built[] = [];
-  const seen = new Set<string>();
+  const byId = new Map<string, Built>();
   for (const p of paths) {
-    if (p.actions.length === 0) continue;
     const route = p.route;
     const routeId = `${p.path.route.kind}/${p.path.route.namespace}/${p.path.route.name}`;
     const ruleIndex = route?.rules.findIndex((r, i) => (r.name || `rule-${i + 1}`) === p.path.rule) ?? -1;
@@ -166,10 +209,13 @@ export function buildWasmConfig(
     for (const hostname of p.hostnames) {
       matches.forEach((match, matchIndex) => {
         // one set per (hostname, route, rule, match): a route reached through two listeners with
-        // the same hostname is one set (wasm-shim cannot tell listeners apart); the first path wins
+        // the same hostname is one set holding both listeners' ports; the first path's actions win
         const id = JSON.stringify([hostname, routeId, p.path.rule, matchIndex]);
-        if (seen.has(id)) return;
-        seen.add(id);
+        const twin = byId.get(id);
+        if (twin) {
+          if (p.port !== undefined) twin.ports.add(p.port);
+          return;
+        }
         const candidate: MatchCandidate = {
           hostname,
           routeKind: p.path.route.kind,
@@ -186,7 +232,14 @@ export function buildWasmConfig(
         let predicates = matchPredicates(p.path.route.kind, match);
         let setActions = actions;
         let refused = false;
-        if (bad.length > 0) {
+        if (bad.length > 0 && actions.length === 0) {
+          // nothing to enforce: no deny, but the set still goes last (its predicates are looser)
+          predicates = matchPredicates(
+            p.path.route.kind,
+            withoutFields(match, new Set(bad.map((b) => b.field))),
+          );
+          refused = true;
+        } else if (bad.length > 0) {
           const reason = `rule ${p.path.rule} match ${matchIndex}: ${bad.map((b) => `${b.field} ${JSON.stringify(b.pattern.slice(0, 80))}: ${b.error}`).join('; ')}`;
           problems.push({
             route: routeId,
@@ -201,11 +254,12 @@ export function buildWasmConfig(
           setActions = [denyAction(reason)];
           refused = true;
         }
-        built.push({
+        const b: Built = {
           origin: { route: routeId, rule: p.path.rule, listener: p.path.listener },
           candidate,
           route: routeId,
           refused,
+          ports: new Set(p.port === undefined ? [] : [p.port]),
           set: {
             name: `${routeId}#${p.path.rule}[${matchIndex}]@${hostname}|${hash(id)}`,
             routeRuleConditions: {
@@ -214,11 +268,14 @@ export function buildWasmConfig(
             },
             actions: setActions,
           },
-        });
+        };
+        byId.set(id, b);
+        built.push(b);
       });
     }
   }
-  let result = assemble(built, settings);
+  const layout = (sets: Built[]) => withGuards(perPort(sets, options.ports ?? []), settings);
+  let result = assemble(layout(built), settings, precedence);
   // over the size an object may hold: the route with the largest share is refused (fail closed) until
   // it fits, so one route with thousands of matches never takes the other routes' wiring down
   for (let guard = 0; guard < 1000 && result.bytes > settings.maxConfigBytes; guard++) {
@@ -229,19 +286,22 @@ export function buildWasmConfig(
     if (!worst) break;
     const reason = `its action sets take ${worst[1].toLocaleString('en')} bytes and the gateway's configuration ${result.bytes.toLocaleString('en')}, over the ${settings.maxConfigBytes.toLocaleString('en')} an object may hold`;
     problems.push({ route: worst[0], reason: `${reason}: its requests are denied` });
-    const hosts = new Set<string>();
+    const hosts = new Map<string, Set<number>>();
     for (let i = built.length - 1; i >= 0; i--) {
       const b = built[i]!;
       if (b.route !== worst[0]) continue;
       built.splice(i, 1);
-      hosts.add(b.candidate.hostname);
+      const ports = hosts.get(b.candidate.hostname) ?? new Set<number>();
+      for (const port of b.ports) ports.add(port);
+      hosts.set(b.candidate.hostname, ports);
     }
-    for (const h of hosts) {
+    for (const [h, ports] of hosts) {
       const [kind, ns, name] = worst[0].split('/') as [MatchCandidate['routeKind'], string, string];
       built.push({
         origin: { route: worst[0], rule: '*', listener: '*' },
         route: worst[0],
         refused: true,
+        ports,
         candidate: {
           hostname: h,
           routeKind: kind,
@@ -258,23 +318,161 @@ export function buildWasmConfig(
         },
       });
     }
-    result = assemble(built, settings);
+    result = assemble(layout(built), settings, precedence);
   }
   return { ...result, problems };
+}
+
+/** Whether a configuration has anything for wasm-shim to do (else no provider object is wanted). */
+export function hasActions(config: WasmConfig): boolean {
+  return config.actionSets.some((s) => s.actions.length > 0 && !isHostCaseGuard(s));
+}
+
+/** Whether hostname pattern `p` covers hostname (or pattern) `h`: `*`, a `*.` suffix, or equal. */
+function covers(p: string, h: string): boolean {
+  if (p === h || p === '*') return true;
+  if (!p.startsWith('*.')) return false;
+  const suffix = p.slice(1);
+  return h.endsWith(suffix) && h.length > suffix.length && h !== p;
+}
+
+/** More specific first: exact, then longer wildcards, then `*`. */
+function specificity(h: string): number {
+  return h === '*' ? 0 : h.startsWith('*.') ? h.length : 100_000 + h.length;
+}
+
+/**
+ * Listeners on several ports (see the header): each set holds its ports, and where a hostname of
+ * the configuration has, on some port, no set of its own but a less specific one, that one is
+ * repeated under the hostname for that port.
+ */
+function perPort(built: Built[], listening: readonly number[]): Built[] {
+  const ports = new Set<number>(listening);
+  for (const b of built) for (const p of b.ports) ports.add(p);
+  if (ports.size < 2) return built;
+  const portPredicate = (ps: Iterable<number>) => {
+    const list = [...ps].sort((a, b) => a - b);
+    return list.length === 1 ? `destination.port == ${list[0]}` : `destination.port in [${list.join(', ')}]`;
+  };
+  const out: Built[] = built.map((b) =>
+    b.ports.size === 0 ? b : { ...b, set: withPredicate(b.set, portPredicate(b.ports)) },
+  );
+  // the hostnames each port has virtual hosts for
+  const hostsOf = new Map<number, Set<string>>();
+  for (const b of built)
+    for (const p of b.ports) {
+      const hs = hostsOf.get(p) ?? new Set<string>();
+      hs.add(b.candidate.hostname);
+      hostsOf.set(p, hs);
+    }
+  const keys = [...new Set(built.map((b) => b.candidate.hostname))];
+  // per (port, key): the virtual host the proxy picks for requests wasm-shim files under key
+  const memo = new Map<string, string | undefined>();
+  const vhost = (port: number, key: string): string | undefined => {
+    const m = `${port}|${key}`;
+    if (memo.has(m)) return memo.get(m);
+    let best: string | undefined;
+    for (const h of hostsOf.get(port) ?? [])
+      if (covers(h, key) && (best === undefined || specificity(h) > specificity(best))) best = h;
+    memo.set(m, best);
+    return best;
+  };
+  for (const b of built) {
+    const from = b.candidate.hostname;
+    if (!from.startsWith('*')) continue;
+    for (const key of keys) {
+      if (key === from || !covers(from, key)) continue;
+      const viaPorts = [...b.ports].filter((p) => vhost(p, key) === from);
+      if (viaPorts.length === 0) continue;
+      out.push({
+        ...b,
+        ports: new Set(viaPorts),
+        set: {
+          ...withPredicate(b.set, portPredicate(viaPorts)),
+          name: `${b.set.name}~${key}`,
+          routeRuleConditions: {
+            ...withPredicate(b.set, portPredicate(viaPorts)).routeRuleConditions,
+            hostnames: [key],
+          },
+        },
+      });
+    }
+  }
+  return out;
+}
+
+function withPredicate(set: ActionSet, predicate: string): ActionSet {
+  return {
+    ...set,
+    routeRuleConditions: {
+      ...set.routeRuleConditions,
+      predicates: [predicate, ...(set.routeRuleConditions.predicates ?? [])],
+    },
+  };
+}
+
+const GUARD_PREFIX = 'cascade:host-case@';
+/** Whether a set is a host-case guard (see the header). */
+export const isHostCaseGuard = (s: ActionSet): boolean => s.name.startsWith(GUARD_PREFIX);
+
+/** The host-case guards (see the header), one under `*` and one under each wildcard hostname. */
+function withGuards(built: Built[], settings: WiringSettings): Built[] {
+  if (settings.hostLookupFoldsCase || built.length === 0) return built;
+  const keys = new Set(built.flatMap((b) => b.set.routeRuleConditions.hostnames));
+  keys.add('*');
+  const guards: Built[] = [...keys]
+    .filter((k) => k.startsWith('*'))
+    .map((k) => ({
+      origin: { route: '*', rule: '*', listener: '*' },
+      route: '*',
+      refused: true,
+      guard: true,
+      ports: new Set<number>(),
+      candidate: {
+        hostname: k,
+        routeKind: 'HTTPRoute',
+        routeNamespace: '',
+        routeName: '',
+        ruleIndex: 0,
+        matchIndex: 0,
+        match: undefined,
+      },
+      set: {
+        name: `${GUARD_PREFIX}${k}`,
+        routeRuleConditions: { hostnames: [k], predicates: [HOST_NOT_LOWER] },
+        actions: [
+          {
+            service: AUTH_SERVICE,
+            scope: DENY_SCOPE,
+            sources: [
+              'host not in lower case: wasm-shim looks hostnames up as written and the proxy does not, so it is denied rather than let past its policies',
+            ],
+          },
+        ],
+      },
+    }));
+  return [...built, ...guards];
 }
 
 function assemble(
   built: Built[],
   settings: WiringSettings,
+  precedence: Precedence,
 ): { config: WasmConfig; bytes: number; origins: WiringResult['origins'] } {
-  // refused sets last within their hostname: only requests no other set takes reach them
+  // under one hostname: the guard first, refused sets last (only requests no other set takes reach them)
+  const key = (b: Built) => b.set.routeRuleConditions.hostnames[0] ?? '';
   const order = [...built].sort((a, b) => {
-    if (a.candidate.hostname === b.candidate.hostname && a.refused !== b.refused) return a.refused ? 1 : -1;
-    return compareCandidates(a.candidate, b.candidate);
+    if (key(a) !== key(b)) {
+      const d = specificity(key(b)) - specificity(key(a));
+      return d !== 0 ? d : key(a) < key(b) ? -1 : 1;
+    }
+    if (Boolean(a.guard) !== Boolean(b.guard)) return a.guard ? -1 : 1;
+    if (a.refused !== b.refused) return a.refused ? 1 : -1;
+    return compareCandidates(a.candidate, b.candidate, precedence);
   });
   const config: WasmConfig = { services: services(settings), actionSets: order.map((b) => b.set) };
   const origins: WiringResult['origins'] = {};
-  for (const b of order) origins[b.set.name] = b.origin;
+  for (const b of order) if (!b.guard) origins[b.set.name] = b.origin;
   return { config, bytes: Buffer.byteLength(JSON.stringify(config)), origins };
 }
 

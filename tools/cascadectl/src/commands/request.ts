@@ -6,7 +6,12 @@
 import {
   type CountedLimitSpec,
   countedLimits,
+  gatewayPaths,
   type HttpRequest,
+  type ProxyChoice,
+  precedenceOf,
+  proxyPort,
+  proxyRoute,
   type RequestTrace,
   toPathResult,
   traceRequest,
@@ -54,7 +59,7 @@ export const requestCommand: Command = {
   name: 'request',
   summary: "why a request gets its auth and rate-limit treatment at a gateway (wasm-shim's decision)",
   usage:
-    'cascadectl request FILES... --host HOST [--gateway NS/NAME] [-X METHOD] [--path /p?q=v] [-H "Name: value"]... [--identity JSON] [--source ADDR] [-o text|json]',
+    'cascadectl request FILES... --host HOST [--gateway NS/NAME] [-X METHOD] [--path /p?q=v] [-H "Name: value"]... [--identity JSON] [--source ADDR] [--port LISTENER-PORT] [-o text|json]',
   options: {
     host: { type: 'string' },
     gateway: { type: 'string' },
@@ -63,6 +68,7 @@ export const requestCommand: Command = {
     header: { type: 'string', short: 'H', multiple: true },
     identity: { type: 'string' },
     source: { type: 'string' },
+    port: { type: 'string' },
     output: { type: 'string', short: 'o' },
   },
   run(values, files) {
@@ -78,10 +84,21 @@ export const requestCommand: Command = {
       ...(values.source ? { source: { address: String(values.source) } } : {}),
       ...(values.identity ? { identity: identityOf(values.identity)! } : {}),
     };
+    const listenerPort = values.port === undefined ? undefined : Number(values.port);
+    if (
+      listenerPort !== undefined &&
+      !(Number.isInteger(listenerPort) && listenerPort > 0 && listenerPort < 65536)
+    )
+      throw new UsageError(
+        `--port "${String(values.port).slice(0, 20)}": expected a listener port (1-65535)`,
+      );
     const { world, problems } = loadGatewayWorld(files, undefined);
     const wirings = gatewayWirings(world).filter((w) => !values.gateway || w.gateway === values.gateway);
+    // the port Envoy receives it on (destination.port), from the listener port the client dialled
+    const onPort = (provider: Parameters<typeof proxyPort>[0]): HttpRequest =>
+      listenerPort === undefined ? req : { ...req, port: proxyPort(provider, listenerPort) };
     const traces = wirings
-      .map((w) => ({ w, trace: traceRequest(w.wiring.config, req) }))
+      .map((w) => ({ w, trace: traceRequest(w.wiring.config, onPort(w.provider)) }))
       .filter((t) => values.gateway || t.trace.hostname !== undefined);
     if (traces.length === 0) {
       out(
@@ -103,6 +120,15 @@ export const requestCommand: Command = {
       )
       .flatMap((o) => parseYaml((o.data as Record<string, string>)['limits.yaml']!) as CountedLimitSpec[]);
     const origin = trace.matched ? w.wiring.origins[trace.matched] : undefined;
+    const [gwNs, gwName] = w.gateway.split('/') as [string, string];
+    const paths = gatewayPaths([...world.engines.values()], gwNs, gwName, {
+      controller: 'cascadectl',
+      referenceGrants: world.referenceGrants,
+      ...(w.provider ? { provider: w.provider } : {}),
+    });
+    const proxy: ProxyChoice | undefined = paths
+      ? proxyRoute(paths, onPort(w.provider), precedenceOf(w.provider))
+      : undefined;
     const authOf = (scope: string): AuthView => {
       const ac = rendered.find(
         (o) => o.kind === 'AuthConfig' && ((o.spec as { hosts?: string[] }).hosts ?? []).includes(scope),
@@ -142,9 +168,10 @@ export const requestCommand: Command = {
     const report = {
       gateway: w.gateway,
       provider: w.provider ?? null,
-      request: req,
+      request: onPort(w.provider),
       ...trace,
       ...(origin ? { origin } : {}),
+      proxy: proxy ?? null,
       actions,
     };
     if (format === 'json') out(JSON.stringify(report, null, 2));
@@ -175,11 +202,23 @@ function formatText(
   report: {
     gateway: string;
     provider: string | null;
+    proxy: ProxyChoice | null;
+    origin?: { route: string; rule: string };
     actions: (RequestTrace['actions'][number] & { auth?: AuthView; counted?: LimitView[] })[];
   },
   trace: RequestTrace,
 ): string {
   const lines: string[] = [];
+  const p = report.proxy;
+  lines.push(
+    p
+      ? `the proxy routes it to ${p.route} ${p.rule} (match ${p.matchIndex}, virtual host ${p.hostname}, listener ${p.listener})`
+      : 'the proxy has no route for it (404)',
+  );
+  if (p && report.origin && `${p.route}#${p.rule}` !== `${report.origin.route}#${report.origin.rule}`)
+    lines.push(
+      `  WARNING: wasm-shim runs the set of ${report.origin.route} ${report.origin.rule}, not the proxy's route`,
+    );
   lines.push(
     `gateway ${report.gateway} (${report.provider ?? 'no known provider'}), host ${trace.host}: ${trace.hostname ? `the action sets of hostname ${trace.hostname}` : 'no hostname of the configuration matches'}`,
   );

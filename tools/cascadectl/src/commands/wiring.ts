@@ -3,6 +3,7 @@
 import {
   DEFAULT_PROVIDERS,
   gatewayWiring,
+  hasActions,
   type Provider,
   providerObjects,
   providerOf,
@@ -31,13 +32,14 @@ export function gatewayWirings(world: GatewayWorld): GatewayWiringView[] {
     `${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1,
   );
   for (const gw of gateways) {
+    const controllerName = topology.classes.get(gw.gatewayClassName)?.controllerName;
+    const provider = providerOf(controllerName, DEFAULT_PROVIDERS);
     const wiring = gatewayWiring(engines, gw.namespace, gw.name, {
       controller: WIRING_CONTROLLER,
       referenceGrants: world.referenceGrants,
+      ...(provider ? { provider } : {}),
     });
-    if (!wiring || wiring.config.actionSets.length === 0) continue;
-    const controllerName = topology.classes.get(gw.gatewayClassName)?.controllerName;
-    const provider = providerOf(controllerName, DEFAULT_PROVIDERS);
+    if (!wiring || !hasActions(wiring.config)) continue;
     out.push({
       gateway: `${gw.namespace}/${gw.name}`,
       ...(controllerName ? { controllerName } : {}),
