@@ -18,7 +18,6 @@ import {
   countedLimits,
   type HttpRequest,
   isCompiled,
-  proxyPort,
   traceRequest,
   type WasmAction,
   type WasmConfig,
@@ -309,14 +308,13 @@ describe('Cascade against kuadrant-operator (../shared/kuadrant-goldens)', () =>
         const loaded = loadManifests([join(GOLDENS, scenario, 'input')]);
         expect(loaded.problems).toEqual([]);
         const world = buildGatewayWorld(loaded.manifests);
-        const ours = new Map(gatewayWirings(world).map((w) => [w.gateway, w.wiring.config]));
-        const topology = [...world.engines.values()][0]!.topology;
+        const wirings = gatewayWirings(world);
+        const ours = new Map(wirings.map((w) => [w.gateway, w.wiring.config]));
+        /** The ports the gateway's proxy listens on (destination.port). */
         const portsOf = (gw: string): (number | undefined)[] => {
-          const [ns, name] = gw.split('/') as [string, string];
-          const g = topology.gateways.get(`Gateway:${ns}/${name}`);
-          const provider = gatewayWirings(world).find((w) => w.gateway === gw)?.provider;
+          const w = wirings.find((x) => x.gateway === gw);
           const ports = [
-            ...new Set((g?.listeners ?? []).flatMap((l) => (l.port ? [proxyPort(provider, l.port)] : []))),
+            ...new Set((w?.wiring.paths ?? []).flatMap((p) => (p.port === undefined ? [] : [p.port]))),
           ];
           return ports.length ? ports : [undefined];
         };

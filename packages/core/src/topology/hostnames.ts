@@ -20,6 +20,24 @@ export function hostnamesIntersect(a: string, b: string): boolean {
   return false;
 }
 
+/**
+ * Whether hostname pattern `p` covers `h` (a request host or a more specific pattern): `*` covers
+ * everything, `*.example.com` every name with one or more labels before `.example.com` (and
+ * narrower wildcards under it), any other name only itself. Case-sensitive: callers fold case.
+ */
+export function hostnameCovers(p: string, h: string): boolean {
+  if (p === h || p === '*') return true;
+  return p.startsWith('*.') && wildcardCovers(p, h);
+}
+
+/**
+ * How specific a hostname is, higher first, as Envoy picks a virtual host: an exact name before any
+ * wildcard, a longer wildcard before a shorter one, `*` last.
+ */
+export function hostnameSpecificity(h: string): number {
+  return h === '*' ? 0 : h.startsWith('*.') ? h.length : 100_000 + h.length;
+}
+
 /** A listener without hostname accepts every route; a route without hostnames matches every listener. */
 export function listenerAcceptsRouteHostnames(
   listenerHostname: string | undefined,

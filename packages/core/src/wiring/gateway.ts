@@ -26,23 +26,27 @@ export interface GatewayWiringOptions {
   provider?: Provider;
 }
 
-/** The gateway's wasm-shim configuration from every engine that contributes actions (undefined: unknown gateway). */
+/**
+ * The gateway's wasm-shim configuration from every engine that contributes actions, with the paths
+ * it was built from (what the proxy routes on: proxy.ts). Undefined: unknown gateway.
+ */
 export function gatewayWiring(
   engines: readonly PolicyEngine[],
   namespace: string,
   name: string,
   opts: GatewayWiringOptions,
-): WiringResult | undefined {
+): (WiringResult & { paths: WiringPath[] }) | undefined {
   const paths = gatewayPaths(engines, namespace, name, opts);
   if (!paths) return undefined;
   const gw = engines[0]?.topology.gateways.get(gatewayKey(namespace, name));
   const ports = (gw?.listeners ?? []).flatMap((l) =>
     l.port === undefined ? [] : [proxyPort(opts.provider, l.port)],
   );
-  return buildWasmConfig(paths, opts.wiring ?? DEFAULT_WIRING, {
+  const result = buildWasmConfig(paths, opts.wiring ?? DEFAULT_WIRING, {
     precedence: precedenceOf(opts.provider),
     ports: [...new Set(ports)],
   });
+  return { ...result, paths };
 }
 
 /** Every path through the gateway with its hostnames, port and each kind's actions (undefined: unknown gateway). */

@@ -11,6 +11,7 @@
 //     Envoy's safe_regex matches the whole value, CEL `matches` searches anywhere in it, so an
 //     unanchored `/` would take every path of the hostname;
 //   - a header RegularExpression match is a regular expression (Kuadrant compares it as a string).
+import { hostnameSpecificity } from '../topology/hostnames.ts';
 import type { RouteKind, RouteMatch, ValueMatch } from '../topology/types.ts';
 
 /** A CEL string literal: single-quoted, with backslashes, quotes and control characters escaped. */
@@ -157,11 +158,6 @@ const RANK: Record<Precedence, Record<UriType, number>> = {
   istio: { Exact: 0, PathPrefix: 1, RegularExpression: 2, None: 3 },
 };
 
-/** Hostnames: exact before wildcard, then more characters first. */
-function hostWeight(h: string): [number, number] {
-  return [h === '*' ? 2 : h.startsWith('*') ? 1 : 0, -h.length];
-}
-
 const exactCount = (ms: { type?: string }[] | undefined) =>
   (ms ?? []).filter((m) => m.type !== 'RegularExpression').length;
 
@@ -181,10 +177,9 @@ export function compareCandidates(
   b: MatchCandidate,
   precedence: Precedence = 'envoy-gateway',
 ): number {
-  const ha = hostWeight(a.hostname);
-  const hb = hostWeight(b.hostname);
-  if (ha[0] !== hb[0]) return ha[0] - hb[0];
-  if (ha[1] !== hb[1]) return ha[1] - hb[1];
+  const ha = hostnameSpecificity(a.hostname);
+  const hb = hostnameSpecificity(b.hostname);
+  if (ha !== hb) return hb - ha;
   if (a.hostname !== b.hostname) return a.hostname < b.hostname ? -1 : 1;
   const ua = uriOf(a);
   const ub = uriOf(b);

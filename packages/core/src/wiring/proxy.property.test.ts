@@ -108,7 +108,11 @@ const arbRequest = fc.record({
   port: fc.constantFrom(80, 8443),
   path: fc.constantFrom(...PATHS, '/orders/42?v=1', '/admin?v=2'),
   method: fc.constantFrom('GET', 'POST'),
-  headers: fc.constantFrom({}, { 'x-tenant': 't1' }, { 'X-Env': 'prod', 'x-tenant': 'tt' }),
+  headers: fc.constantFrom<Record<string, string>>(
+    {},
+    { 'x-tenant': 't1' },
+    { 'X-Env': 'prod', 'x-tenant': 'tt' },
+  ),
 });
 
 type GenRoute = typeof arbRoute extends fc.Arbitrary<infer T> ? T : never;

@@ -8,6 +8,7 @@
 // (proxy.property.test.ts) checks that both always name the same route rule.
 import { RE2JS } from 're2js';
 import { queryMap } from '../merge/cel.ts';
+import { hostnameCovers, hostnameSpecificity } from '../topology/hostnames.ts';
 import type { RouteKind, RouteMatch, ValueMatch } from '../topology/types.ts';
 import { compareCandidates, type MatchCandidate, type Precedence } from './matches.ts';
 import type { HttpRequest } from './request.ts';
@@ -66,13 +67,6 @@ export function routeMatchTakes(kind: RouteKind, m: RouteMatch | undefined, req:
   return true;
 }
 
-function hostCovers(pattern: string, host: string): boolean {
-  if (pattern === '*' || pattern === host) return true;
-  return pattern.startsWith('*.') && host.endsWith(pattern.slice(1)) && host.length > pattern.length - 1;
-}
-
-const specificity = (h: string) => (h === '*' ? 0 : h.startsWith('*.') ? h.length : 100_000 + h.length);
-
 /**
  * The route rule match the proxy sends the request to (undefined: none, the proxy answers 404).
  * `req.port` is the port the proxy received it on; paths without a port are on every port.
@@ -87,7 +81,11 @@ export function proxyRoute(
   let vhost: string | undefined;
   for (const p of onPort)
     for (const h of p.hostnames)
-      if (hostCovers(h, host) && (vhost === undefined || specificity(h) > specificity(vhost))) vhost = h;
+      if (
+        hostnameCovers(h, host) &&
+        (vhost === undefined || hostnameSpecificity(h) > hostnameSpecificity(vhost))
+      )
+        vhost = h;
   if (vhost === undefined) return undefined;
   let best: { c: MatchCandidate; choice: ProxyChoice } | undefined;
   for (const p of onPort) {

@@ -28,6 +28,7 @@
 // no AuthConfig declares (Authorino denies an unknown host), and the problem names the route.
 import { createHash } from 'node:crypto';
 import { re2Problem as compileRe2 } from '../merge/cel.ts';
+import { hostnameCovers, hostnameSpecificity } from '../topology/hostnames.ts';
 import type { PathRef, RouteMatch, RouteObject } from '../topology/types.ts';
 import {
   compareCandidates,
@@ -328,19 +329,6 @@ export function hasActions(config: WasmConfig): boolean {
   return config.actionSets.some((s) => s.actions.length > 0 && !isHostCaseGuard(s));
 }
 
-/** Whether hostname pattern `p` covers hostname (or pattern) `h`: `*`, a `*.` suffix, or equal. */
-function covers(p: string, h: string): boolean {
-  if (p === h || p === '*') return true;
-  if (!p.startsWith('*.')) return false;
-  const suffix = p.slice(1);
-  return h.endsWith(suffix) && h.length > suffix.length && h !== p;
-}
-
-/** More specific first: exact, then longer wildcards, then `*`. */
-function specificity(h: string): number {
-  return h === '*' ? 0 : h.startsWith('*.') ? h.length : 100_000 + h.length;
-}
-
 /**
  * Listeners on several ports (see the header): each set holds its ports, and where a hostname of
  * the configuration has, on some port, no set of its own but a less specific one, that one is
@@ -373,7 +361,11 @@ function perPort(built: Built[], listening: readonly number[]): Built[] {
     if (memo.has(m)) return memo.get(m);
     let best: string | undefined;
     for (const h of hostsOf.get(port) ?? [])
-      if (covers(h, key) && (best === undefined || specificity(h) > specificity(best))) best = h;
+      if (
+        hostnameCovers(h, key) &&
+        (best === undefined || hostnameSpecificity(h) > hostnameSpecificity(best))
+      )
+        best = h;
     memo.set(m, best);
     return best;
   };
@@ -381,19 +373,17 @@ function perPort(built: Built[], listening: readonly number[]): Built[] {
     const from = b.candidate.hostname;
     if (!from.startsWith('*')) continue;
     for (const key of keys) {
-      if (key === from || !covers(from, key)) continue;
+      if (key === from || !hostnameCovers(from, key)) continue;
       const viaPorts = [...b.ports].filter((p) => vhost(p, key) === from);
       if (viaPorts.length === 0) continue;
+      const set = withPredicate(b.set, portPredicate(viaPorts));
       out.push({
         ...b,
         ports: new Set(viaPorts),
         set: {
-          ...withPredicate(b.set, portPredicate(viaPorts)),
+          ...set,
           name: `${b.set.name}~${key}`,
-          routeRuleConditions: {
-            ...withPredicate(b.set, portPredicate(viaPorts)).routeRuleConditions,
-            hostnames: [key],
-          },
+          routeRuleConditions: { ...set.routeRuleConditions, hostnames: [key] },
         },
       });
     }
@@ -463,7 +453,7 @@ function assemble(
   const key = (b: Built) => b.set.routeRuleConditions.hostnames[0] ?? '';
   const order = [...built].sort((a, b) => {
     if (key(a) !== key(b)) {
-      const d = specificity(key(b)) - specificity(key(a));
+      const d = hostnameSpecificity(key(b)) - hostnameSpecificity(key(a));
       return d !== 0 ? d : key(a) < key(b) ? -1 : 1;
     }
     if (Boolean(a.guard) !== Boolean(b.guard)) return a.guard ? -1 : 1;

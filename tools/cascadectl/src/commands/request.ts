@@ -6,7 +6,6 @@
 import {
   type CountedLimitSpec,
   countedLimits,
-  gatewayPaths,
   type HttpRequest,
   type ProxyChoice,
   precedenceOf,
@@ -120,15 +119,7 @@ export const requestCommand: Command = {
       )
       .flatMap((o) => parseYaml((o.data as Record<string, string>)['limits.yaml']!) as CountedLimitSpec[]);
     const origin = trace.matched ? w.wiring.origins[trace.matched] : undefined;
-    const [gwNs, gwName] = w.gateway.split('/') as [string, string];
-    const paths = gatewayPaths([...world.engines.values()], gwNs, gwName, {
-      controller: 'cascadectl',
-      referenceGrants: world.referenceGrants,
-      ...(w.provider ? { provider: w.provider } : {}),
-    });
-    const proxy: ProxyChoice | undefined = paths
-      ? proxyRoute(paths, onPort(w.provider), precedenceOf(w.provider))
-      : undefined;
+    const proxy = proxyRoute(w.wiring.paths, onPort(w.provider), precedenceOf(w.provider));
     const authOf = (scope: string): AuthView => {
       const ac = rendered.find(
         (o) => o.kind === 'AuthConfig' && ((o.spec as { hosts?: string[] }).hosts ?? []).includes(scope),

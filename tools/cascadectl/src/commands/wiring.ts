@@ -8,6 +8,7 @@ import {
   providerObjects,
   providerOf,
   type RenderedObject,
+  type WiringPath,
   type WiringResult,
 } from '@cascade/core';
 import type { GatewayWorld } from '../world.ts';
@@ -16,7 +17,8 @@ export interface GatewayWiringView {
   gateway: string;
   controllerName?: string;
   provider?: Provider;
-  wiring: WiringResult;
+  /** The configuration and the paths it was built from. */
+  wiring: WiringResult & { paths: WiringPath[] };
   objects: RenderedObject[];
 }
 
