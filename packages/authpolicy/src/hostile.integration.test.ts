@@ -10,7 +10,7 @@ import { createGateway, createNamespace, createRoute, startController } from '@c
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authConfigStandInCrd } from './authconfig-crd.ts';
+import { authConfigCrd } from './authconfig-crd.ts';
 import { authPolicyKind } from './kind.ts';
 
 type Cond = { type: string; status: string; reason: string; message: string };
@@ -79,7 +79,7 @@ describe.skipIf(!apiServerTestsEnabled())('both controllers under ~1,000 hostile
         effectivePolicyCrd,
         policyCrd(authPolicyKind),
         policyCrd(rateLimitPolicyKind),
-        authConfigStandInCrd,
+        authConfigCrd,
       ],
     });
     for (const ns of ['infra', 'cascade-system', ...NAMESPACES]) await createNamespace(env, ns);

@@ -7,7 +7,7 @@ import { effectivePolicyCrd, type PolicyController, policyCrd } from '@cascade/c
 import { createObjects, readObjects, startController } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authConfigStandInCrd } from './authconfig-crd.ts';
+import { authConfigCrd } from './authconfig-crd.ts';
 import { authPolicyKind } from './kind.ts';
 
 const EXAMPLES = resolve(import.meta.dirname, '../../../examples/gateway');
@@ -44,7 +44,7 @@ describe.skipIf(!apiServerTestsEnabled())('a rendered kind installed after the c
     const created = await env.call(
       'POST',
       '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
-      authConfigStandInCrd,
+      authConfigCrd,
     );
     expect(created.status).toBe(201);
     const t0 = Date.now();

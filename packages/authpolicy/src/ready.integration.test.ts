@@ -7,7 +7,7 @@ import { effectivePolicyCrd, type PolicyController, policyCrd } from '@cascade/c
 import { createGateway, createNamespace, createRoute, startController } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authConfigStandInCrd } from './authconfig-crd.ts';
+import { authConfigCrd } from './authconfig-crd.ts';
 import { authPolicyKind } from './kind.ts';
 
 const AP = '/apis/cascade.dev/v1alpha1/namespaces/ready/authpolicies';
@@ -87,13 +87,8 @@ describe.skipIf(!apiServerTestsEnabled())('--require-ready: Enforced only where 
     expect(late.message).toBe(missing.message);
     // the CRD installed: the AuthConfig is written, and Authorino has said nothing of it
     expect(
-      (
-        await env.call(
-          'POST',
-          '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
-          authConfigStandInCrd,
-        )
-      ).status,
+      (await env.call('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', authConfigCrd))
+        .status,
     ).toBe(201);
     const pending = await waitReason('Pending');
     expect(pending.message).toMatch(

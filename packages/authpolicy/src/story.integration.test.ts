@@ -16,7 +16,7 @@ import {
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authConfigStandInCrd } from './authconfig-crd.ts';
+import { authConfigCrd } from './authconfig-crd.ts';
 import { authPolicyKind } from './kind.ts';
 
 const EXAMPLES = resolve(import.meta.dirname, '../../../examples/gateway');
@@ -52,7 +52,7 @@ describe.skipIf(!apiServerTestsEnabled())(
           effectivePolicyCrd,
           policyCrd(authPolicyKind),
           policyCrd(rateLimitPolicyKind),
-          authConfigStandInCrd,
+          authConfigCrd,
         ],
       });
       await createObjects(env, readObjects(EXAMPLES));

@@ -9,7 +9,7 @@ import { createNamespace, createObjects, readObjects, startController } from '@c
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimitPolicyKind } from './kind.ts';
-import { limitadorStandInCrd } from './limitador-crd.ts';
+import { limitadorCrd } from './limitador-crd.ts';
 
 const EXAMPLES = resolve(import.meta.dirname, '../../../examples/gateway');
 const CR = '/apis/limitador.kuadrant.io/v1alpha1/namespaces/kuadrant-system/limitadors/limitador';
@@ -24,7 +24,7 @@ describe.skipIf(!apiServerTestsEnabled())('Limitador.spec.limits', () => {
 
   beforeAll(async () => {
     env = await Envtest.start({
-      crdObjects: [effectivePolicyCrd, policyCrd(rateLimitPolicyKind), limitadorStandInCrd],
+      crdObjects: [effectivePolicyCrd, policyCrd(rateLimitPolicyKind), limitadorCrd],
     });
     await createNamespace(env, 'kuadrant-system');
     await createObjects(

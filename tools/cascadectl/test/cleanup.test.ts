@@ -4,7 +4,7 @@
 // wrote, nothing else: a ConfigMap of someone else, other managers' Gateway conditions and the routes
 // stay. A ConfigMap an earlier limitadorNamespace left behind is found by its label.
 import { resolve } from 'node:path';
-import { authConfigStandInCrd, authPolicyKind } from '@cascade/authpolicy';
+import { authConfigCrd, authPolicyKind } from '@cascade/authpolicy';
 import { effectivePolicyCrd, type PolicyController, policyCrd } from '@cascade/core';
 import { createNamespace, createObjects, readObjects, startController } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
@@ -26,7 +26,7 @@ describe.skipIf(!apiServerTestsEnabled())('cascadectl cleanup (after helm uninst
         effectivePolicyCrd,
         policyCrd(authPolicyKind),
         policyCrd(rateLimitPolicyKind),
-        authConfigStandInCrd,
+        authConfigCrd,
       ],
     });
     await createNamespace(env, 'kuadrant-system');

@@ -2,7 +2,7 @@
 // cascadectl computes offline; leader failover publishes a change made meanwhile exactly once.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { authConfigStandInCrd } from '@cascade/authpolicy';
+import { authConfigCrd } from '@cascade/authpolicy';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import { canon, cascadectl, env, kubectl, kubectlJson, ROOT, sh, until } from '../harness.ts';
@@ -160,7 +160,7 @@ async function dataPlaneReady(
   expect(events.some((e) => e.involvedObject.kind === 'RateLimitPolicy')).toBe(true);
   const t0 = Date.now();
   // Authorino's part, 1: its CRD. The AuthConfigs are written; Authorino has said nothing of them.
-  sh('kubectl', ['apply', '-f', '-'], { input: JSON.stringify(authConfigStandInCrd) });
+  sh('kubectl', ['apply', '-f', '-'], { input: JSON.stringify(authConfigCrd) });
   await heldBack('AuthPolicy', 'Pending', /its consumer has reported nothing on it yet/);
   // the gateway controller's part: Accepted and Programmed, beside the conditions Cascade wrote
   await until('Gateway infra/main Accepted and Programmed', 30, () => {
