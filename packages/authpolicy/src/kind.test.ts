@@ -33,10 +33,60 @@ describe('AuthPolicy schema', () => {
             },
             callbacks: { audit: { http: { url: 'http://audit' } } },
           },
-          patterns: { 'is-get': { allOf: [{ predicate: 'request.method == "GET"' }] } },
+          patterns: { 'is-get': { allOf: [{ selector: 'request.method', operator: 'eq', value: 'GET' }] } },
         },
       }),
     ).toEqual([]);
+  });
+
+  it("takes Kuadrant's whole condition language in evaluators: expressions, patternRef, predicate, all/any", () => {
+    const when = [
+      { selector: 'auth.identity.group', operator: 'incl', value: 'admins' },
+      { patternRef: 'is-get' },
+      { predicate: "request.path.startsWith('/admin')" },
+      {
+        any: [
+          { patternRef: 'is-get' },
+          { all: [{ predicate: 'true' }, { selector: 'a', operator: 'neq', value: 'b' }] },
+        ],
+      },
+    ];
+    expect(
+      errorsOf({
+        targetRef: gw,
+        rules: {
+          authentication: { anon: { anonymous: {}, when } },
+          authorization: { admins: { patternMatching: { patterns: when } } },
+        },
+        patterns: { 'is-get': { allOf: [{ selector: 'request.method', operator: 'eq', value: 'GET' }] } },
+      }),
+    ).toEqual([]);
+  });
+
+  it('refuses what Authorino would drop or misread, naming the field', () => {
+    // a predicate in a named pattern (Authorino's named patterns hold selector/operator/value only)
+    expect(
+      errorsOf({ targetRef: gw, patterns: { p: { allOf: [{ predicate: 'true' }] } } }).join('\n'),
+    ).toMatch(/spec\.patterns\.p\.allOf\.0: unknown field\(s\) "predicate"/);
+    // two forms in one item, an unknown operator, a CEL typo deep inside any/all
+    const bad = (when: unknown[]) =>
+      errorsOf({ targetRef: gw, rules: { authentication: { a: { anonymous: {}, when } } } }).join('\n');
+    expect(bad([{ predicate: 'true', patternRef: 'x' }])).toMatch(/spec\.rules\.authentication\.a\.when\.0/);
+    expect(bad([{ selector: 'a', operator: 'like', value: 'b' }])).toMatch(/when\.0/);
+    expect(bad([{ any: [{ all: [{ predicate: 'request.path ==' }] }] }])).toMatch(
+      /when\[0\]\.any\[0\]\.all\[0\]\.predicate: CEL/,
+    );
+    // nesting is bounded
+    let deep: unknown = { predicate: 'true' };
+    for (let i = 0; i < 5; i++) deep = { all: [deep] };
+    expect(bad([deep])).toMatch(/when\.0/);
+    // patternMatching needs at least one pattern
+    expect(
+      errorsOf({
+        targetRef: gw,
+        rules: { authorization: { z: { patternMatching: { patterns: [] } } } },
+      }).join('\n'),
+    ).toMatch(/spec\.rules\.authorization\.z\.patternMatching\.patterns/);
   });
 
   it('requires exactly one method per evaluator', () => {

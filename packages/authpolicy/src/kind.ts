@@ -6,18 +6,51 @@ import { authActions, INVALID_POLICY_RULE, renderAuthConfigs } from './render.ts
 
 const body = z.record(z.string(), z.unknown());
 
+const OPERATORS = ['eq', 'neq', 'incl', 'excl', 'matches'] as const;
+/** Authorino's PatternExpression: the only form a named pattern (`patterns.*.allOf`) holds. */
+const patternExpression = z.strictObject({
+  selector: z.string().min(1).max(1024),
+  operator: z.enum(OPERATORS),
+  value: z.string().max(4096),
+});
+
+/** How deep `all`/`any` may nest in one condition (Authorino sets no bound; a tenant's input must have one). */
+export const MAX_PATTERN_DEPTH = 4;
+
+/**
+ * Authorino's PatternExpressionOrRef, as Kuadrant's evaluators take it in `when` and patternMatching:
+ * a pattern expression, a `patternRef` to a named pattern, a CEL `predicate`, or `all` / `any` of
+ * these, nested at most MAX_PATTERN_DEPTH deep. Exactly one form per item.
+ */
+function patternExpressionOrRef(depth: number): z.ZodType {
+  const forms: z.ZodType[] = [
+    patternExpression,
+    z.strictObject({ patternRef: z.string().min(1).max(253) }),
+    z.strictObject({ predicate: z.string().min(1) }),
+  ];
+  if (depth > 1) {
+    const inner = z
+      .array(patternExpressionOrRef(depth - 1))
+      .min(1)
+      .max(64);
+    forms.push(z.strictObject({ all: inner }), z.strictObject({ any: inner }));
+  }
+  return z.union(forms as [z.ZodType, z.ZodType, ...z.ZodType[]]);
+}
+const conditionsSchema = z.array(patternExpressionOrRef(MAX_PATTERN_DEPTH)).max(64);
+
 /** Fields every Authorino evaluator may carry besides its one method. */
 const common = {
-  when: predicateListSchema.optional(),
+  when: conditionsSchema.optional(),
   metrics: z.boolean().optional(),
   priority: z.number().int().min(0).max(1000).optional(),
   cache: z.strictObject({ key: body, ttl: z.number().int().min(0).optional() }).optional(),
 };
 
 function evaluator<M extends string>(methods: readonly M[], extra: z.ZodRawShape = {}) {
-  const shape: Record<string, z.ZodType> = { ...common, ...extra };
+  const shape: Record<string, z.ZodType> = { ...common };
   for (const m of methods) shape[m] = body.optional();
-  return z.strictObject(shape);
+  return z.strictObject({ ...shape, ...extra });
 }
 
 export const AUTHENTICATION_METHODS = [
@@ -60,7 +93,16 @@ const denyWith = z.strictObject({
 export const authRulesSchema = z.strictObject({
   authentication: z.record(z.string(), authentication).optional(),
   metadata: z.record(z.string(), evaluator(METADATA_METHODS)).optional(),
-  authorization: z.record(z.string(), evaluator(AUTHORIZATION_METHODS)).optional(),
+  authorization: z
+    .record(
+      z.string(),
+      evaluator(AUTHORIZATION_METHODS, {
+        patternMatching: z
+          .strictObject({ patterns: z.array(patternExpressionOrRef(MAX_PATTERN_DEPTH)).min(1).max(64) })
+          .optional(),
+      }),
+    )
+    .optional(),
   response: z
     .strictObject({
       unauthenticated: denyWith.optional(),
@@ -79,15 +121,6 @@ export const authRulesSchema = z.strictObject({
     .optional(),
   callbacks: z.record(z.string(), evaluator(['http'])).optional(),
 });
-
-const patternExpression = z.union([
-  z.strictObject({
-    selector: z.string(),
-    operator: z.enum(['eq', 'neq', 'incl', 'excl', 'matches']),
-    value: z.string(),
-  }),
-  z.strictObject({ predicate: z.string().min(1) }),
-]);
 
 const SECTIONS: Record<string, readonly string[]> = {
   authentication: AUTHENTICATION_METHODS,

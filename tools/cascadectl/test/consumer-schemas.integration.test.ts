@@ -1,7 +1,8 @@
 // What Cascade writes for other projects reads back unchanged from their schemas: every object
 // rendered from every example and every input of ../shared/kuadrant-goldens (Authorino AuthConfigs,
 // Limitador limits ConfigMaps and the same limits in limitador-operator's Limitador CR, Istio's
-// WasmPlugin and EnvoyFilters, Envoy Gateway's EnvoyExtensionPolicy and EnvoyPatchPolicies) is created
+// WasmPlugin and EnvoyFilters, Envoy Gateway's EnvoyExtensionPolicy and EnvoyPatchPolicies; and a
+// fixture with every form of Authorino's conditions: patternRef, all/any, predicates) is created
 // on a real kube-apiserver that serves those projects' CRDs: Istio's and Envoy Gateway's own (from
 // their modules), Authorino's and limitador-operator's as structural copies that prune what the real
 // ones prune. A field the consumer does not have would be pruned, and the object would differ.
@@ -24,7 +25,10 @@ const GOLDENS = join(process.env.CASCADE_SHARED ?? join(ROOT, '..', 'shared'), '
 
 /** Every input: the gateway examples and each golden scenario's input. */
 function inputs(): { name: string; dir: string }[] {
-  const out = [{ name: 'examples/gateway', dir: join(ROOT, 'examples/gateway') }];
+  const out = [
+    { name: 'examples/gateway', dir: join(ROOT, 'examples/gateway') },
+    { name: 'authorino-conditions', dir: join(import.meta.dirname, 'fixtures/authorino-conditions') },
+  ];
   if (existsSync(GOLDENS))
     for (const d of readdirSync(GOLDENS).sort())
       if (existsSync(join(GOLDENS, d, 'input'))) out.push({ name: d, dir: join(GOLDENS, d, 'input') });
@@ -64,7 +68,7 @@ describe.skipIf(!apiServerTestsEnabled())("the consumers' schemas keep every fie
   });
 
   it('finds the inputs', () => {
-    expect(inputs().length, `examples and ${GOLDENS}`).toBeGreaterThanOrEqual(6);
+    expect(inputs().length, `examples and ${GOLDENS}`).toBeGreaterThanOrEqual(7);
   });
 
   it.each(inputs())(
@@ -89,6 +93,15 @@ describe.skipIf(!apiServerTestsEnabled())("the consumers' schemas keep every fie
           `${name}: ${o.kind} ${o.metadata.name}`,
         ).toEqual(content(o as unknown as Record<string, unknown>));
         kinds.add(o.kind);
+      }
+      if (name === 'authorino-conditions') {
+        // the conditions arrive whole: the named patterns (the default's merged in) and the nested forms
+        const spec = objects.find((o) => o.kind === 'AuthConfig')!.spec as Record<
+          string,
+          Record<string, unknown>
+        >;
+        expect(Object.keys(spec.patterns!).sort()).toEqual(['is-admin-path', 'is-read']);
+        expect(JSON.stringify(spec.authorization)).toContain('"any":[{"patternRef":"is-read"}');
       }
       if (name === 'examples/gateway')
         expect([...kinds].sort()).toEqual(
