@@ -1,6 +1,12 @@
 // AuthPolicy (cascade.dev/v1alpha1): field-compatible with Kuadrant's v1 AuthPolicy (Authorino's
 // v1beta3 evaluators under `rules`), plus the D/O extensions core provides.
-import { definePolicyKind, predicateIssues, predicateListSchema, type SpecIssue } from '@cascade/core';
+import {
+  definePolicyKind,
+  predicateIssues,
+  predicateListSchema,
+  predicateSchema,
+  type SpecIssue,
+} from '@cascade/core';
 import { z } from 'zod';
 import { authActions, INVALID_POLICY_RULE, renderAuthConfigs } from './render.ts';
 
@@ -26,7 +32,7 @@ function patternExpressionOrRef(depth: number): z.ZodType {
   const forms: z.ZodType[] = [
     patternExpression,
     z.strictObject({ patternRef: z.string().min(1).max(253) }),
-    z.strictObject({ predicate: z.string().min(1) }),
+    predicateSchema,
   ];
   if (depth > 1) {
     const inner = z
@@ -48,9 +54,9 @@ const common = {
 };
 
 function evaluator<M extends string>(methods: readonly M[], extra: z.ZodRawShape = {}) {
-  const shape: Record<string, z.ZodType> = { ...common };
-  for (const m of methods) shape[m] = body.optional();
-  return z.strictObject({ ...shape, ...extra });
+  const shape: Record<string, z.ZodType> = { ...common, ...extra };
+  for (const m of methods) shape[m] ??= body.optional();
+  return z.strictObject(shape);
 }
 
 export const AUTHENTICATION_METHODS = [
