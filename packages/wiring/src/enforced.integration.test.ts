@@ -2,9 +2,16 @@
 // every gateway it reaches has its data plane wired (a WasmPlugin or EnvoyExtensionPolicy written by
 // the wiring-controller). Without the providers' CRDs, and with them but no wiring-controller, the
 // policies say MissingDependency naming the gateway, with a Warning Event; once the wiring-controller
-// writes the gateway's WasmPlugin they are Enforced; when it goes, they are not.
+// writes the gateway's WasmPlugin they are Enforced; when it goes, they are not; when nothing fits in
+// its size limit and it publishes a configuration that denies everything, they say so.
 import { resolve } from 'node:path';
-import { effectivePolicyCrd, type PolicyController, policyCrd, WiringController } from '@cascade/core';
+import {
+  DEFAULT_WIRING,
+  effectivePolicyCrd,
+  type PolicyController,
+  policyCrd,
+  WiringController,
+} from '@cascade/core';
 import { clientOf, createObjects, readObjects, startController } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, providerCrds, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -115,5 +122,35 @@ describe.skipIf(!apiServerTestsEnabled())('Enforced requires the data-plane wiri
     await waitFor('MissingDependency again', async () =>
       (await enforced())?.reason === 'MissingDependency' ? true : undefined,
     );
+  }, 60_000);
+
+  it('nothing fits the size limit: the WasmPlugin denies everything, and the policies are not Enforced', async () => {
+    wiring = new WiringController({
+      client: clientOf(env),
+      kinds: GATEWAY_POLICY_KINDS,
+      name: 'wiring-controller',
+      leaseDurationSeconds: 3,
+      log: () => {},
+      wiring: { ...DEFAULT_WIRING, maxConfigBytes: 400 },
+    });
+    await wiring.start();
+    const plugin = await waitFor('the fail-closed WasmPlugin', async () => {
+      const r = await env.call(
+        'GET',
+        '/apis/extensions.istio.io/v1alpha1/namespaces/infra/wasmplugins/cascade-main',
+      );
+      const o = r.body as {
+        metadata?: { annotations?: Record<string, string> };
+        spec?: { pluginConfig?: { actionSets?: { name: string }[] } };
+      };
+      return r.status === 200 && o.metadata?.annotations?.['cascade.dev/failed-closed'] ? o : undefined;
+    });
+    expect(plugin.spec?.pluginConfig?.actionSets?.map((a) => a.name)).toEqual(['cascade:failed-closed']);
+    const c = await waitFor('Enforced=False naming it', async () => {
+      const e = await enforced();
+      return e?.reason === 'MissingDependency' && /every request is denied/.test(e.message) ? e : undefined;
+    });
+    expect(c.status).toBe('False');
+    expect(c.message).toMatch(/gateway infra\/main: the gateway's configuration takes/);
   }, 60_000);
 });

@@ -20,6 +20,7 @@ export const WIRING_FLAGS = {
   'ratelimit-failure-mode': { type: 'string', default: DEFAULT_WIRING.rateLimitFailureMode },
   'ratelimit-timeout': { type: 'string', default: DEFAULT_WIRING.rateLimitTimeout },
   'max-config-bytes': { type: 'string', default: String(DEFAULT_WIRING.maxConfigBytes) },
+  'max-sets-per-namespace': { type: 'string', default: String(DEFAULT_WIRING.maxSetsPerNamespace) },
   'wasm-shim-image': { type: 'string', default: DEFAULT_PROVIDERS.wasmShimImage },
   'authorino-address': {
     type: 'string',
@@ -40,8 +41,10 @@ export const WIRING_USAGE = `  --auth-failure-mode deny|allow     when Authorino
   --auth-timeout DURATION            e.g. 200ms (default "200ms")
   --ratelimit-failure-mode allow|deny when Limitador cannot answer (default "allow")
   --ratelimit-timeout DURATION       (default "100ms")
-  --max-config-bytes N               largest wasm-shim configuration of one gateway; past it the
-                                     largest routes are refused and denied (default 1000000)
+  --max-config-bytes N               largest wasm-shim configuration of one gateway; past it
+                                     routes are refused and denied, shared fairly between
+                                     namespaces (default 1000000)
+  --max-sets-per-namespace N         action sets one namespace may have on one gateway (default 4096)
   --wasm-shim-image REF              the wasm-shim OCI image, without scheme
   --authorino-address HOST:PORT      Authorino's authorization Service (gRPC)
   --limitador-address HOST:PORT      Limitador's gRPC (rate-limit) Service
@@ -91,6 +94,7 @@ export function wiringFlags(
   const istio = list('istio-controllers');
   const eg = list('envoy-gateway-controllers');
   const max = Number(v['max-config-bytes']);
+  const setCap = Number(v['max-sets-per-namespace']);
   const image = String(v['wasm-shim-image']);
   for (const x of [authMode, rlMode, authTimeout, rlTimeout, istio, eg])
     if (typeof x === 'string' && x.startsWith('--')) return { error: x };
@@ -98,6 +102,10 @@ export function wiringFlags(
   if (!Number.isInteger(max) || max < 10_000 || max > 1_400_000)
     return {
       error: `--max-config-bytes: "${v['max-config-bytes']}" is not a whole number from 10000 to 1400000`,
+    };
+  if (!Number.isInteger(setCap) || setCap < 1 || setCap > 100_000)
+    return {
+      error: `--max-sets-per-namespace: "${v['max-sets-per-namespace']}" is not a whole number from 1 to 100000`,
     };
   if (!/^[a-z0-9][a-z0-9._/:@-]{0,300}$/i.test(image) || image.includes('://'))
     return { error: `--wasm-shim-image: "${image.slice(0, 80)}" is not an OCI reference without scheme` };
@@ -108,6 +116,7 @@ export function wiringFlags(
       rateLimitFailureMode: rlMode as 'allow' | 'deny',
       rateLimitTimeout: rlTimeout,
       maxConfigBytes: max,
+      maxSetsPerNamespace: setCap,
     },
     providers: {
       istioControllers: istio as string[],

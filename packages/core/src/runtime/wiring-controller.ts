@@ -31,6 +31,7 @@ import { logPublishChange, type PublishFailure, PublishLedger } from './publish.
 import { WorkQueue } from './queue.ts';
 import { RenderedPublisher, renderInformers } from './rendered.ts';
 import { TOPOLOGY_RESOURCES, TopologyFeed } from './topology-feed.ts';
+import { FAILED_CLOSED_ANNOTATION } from './wiring-state.ts';
 
 export interface WiringControllerOptions extends ProcessOptions {
   kinds: readonly PolicyKind[];
@@ -43,6 +44,9 @@ export interface WiringControllerOptions extends ProcessOptions {
 /** The resources the wiring writes, as a render target (informers, RBAC, the served check). */
 export const WIRING_RESOURCES = [...PROVIDER_RESOURCES.istio, ...PROVIDER_RESOURCES['envoy-gateway']];
 export const WIRING_LABEL = 'cascade.dev/wiring';
+
+/** Refused routes logged and posted as Events one by one, per gateway and reconcile. */
+const MAX_REFUSAL_EVENTS = 20;
 
 export class WiringController extends ControllerProcess {
   readonly engines: PolicyEngine[];
@@ -249,8 +253,16 @@ export class WiringController extends ControllerProcess {
       { gateway: { namespace: ns, name, ...(uid ? { uid } : {}) }, controller: this.opts.name },
       w.config,
       providers,
-    ))
+    )) {
+      // nothing fitted: the configuration denies everything, and the kinds' controllers read this
+      // annotation (wiring-state.ts) to say Enforced=False on every policy of the gateway
+      if (w.failedClosed)
+        o.metadata.annotations = {
+          ...o.metadata.annotations,
+          [FAILED_CLOSED_ANNOTATION]: w.failedClosed.slice(0, 1000),
+        };
       out.set(renderedKey(o), o);
+    }
     return out;
   }
 
@@ -259,8 +271,17 @@ export class WiringController extends ControllerProcess {
     const before = new Set((this.problems.get(gw) ?? []).map((p) => `${p.route}|${p.reason}`));
     if (problems.length) this.problems.set(gw, problems);
     else this.problems.delete(gw);
+    // a namespace over its share can refuse thousands of routes at once: the first ones are logged and
+    // posted, the rest counted (the metric counts them all)
+    let posted = 0;
+    let unposted = 0;
     for (const p of problems) {
       if (before.has(`${p.route}|${p.reason}`)) continue;
+      if (posted >= MAX_REFUSAL_EVENTS) {
+        unposted++;
+        continue;
+      }
+      posted++;
       this.log('warn', 'route refused by the gateway wiring (its requests are denied)', {
         gateway: gw,
         route: p.route,
@@ -276,6 +297,11 @@ export class WiringController extends ControllerProcess {
         { component: this.opts.name },
       ).catch(() => undefined);
     }
+    if (unposted > 0)
+      this.log('warn', 'more routes refused by the gateway wiring than are logged one by one', {
+        gateway: gw,
+        notLogged: unposted,
+      });
   }
 
   private async reconcile(): Promise<void> {

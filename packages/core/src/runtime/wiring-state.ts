@@ -10,6 +10,8 @@ import type { KubeClient, KubeObject } from './client.ts';
 import { Informer } from './informer.ts';
 
 export const WIRING_LABEL_KEY = 'cascade.dev/wiring';
+/** On a gateway's wiring object: its configuration denies every request (nothing fitted), and why. */
+export const FAILED_CLOSED_ANNOTATION = 'cascade.dev/failed-closed';
 
 /** The resources that carry a gateway's configuration (not the cluster patches beside them). */
 const CARRIERS = [PROVIDER_RESOURCES.istio[0]!, PROVIDER_RESOURCES['envoy-gateway'][0]!];
@@ -61,6 +63,8 @@ export class WiringState {
           found = o;
     if (!found)
       return `gateway ${gw} is not wired to its data plane: no WasmPlugin or EnvoyExtensionPolicy has been written for it (is the wiring-controller running, and is its GatewayClass run by Istio or Envoy Gateway?)`;
+    const failedClosed = found.metadata.annotations?.[FAILED_CLOSED_ANNOTATION];
+    if (failedClosed) return `gateway ${gw}: ${failedClosed.slice(0, 300)}`;
     const refused = refusedByProvider(found);
     if (refused)
       return `gateway ${gw}: the provider does not accept its wasm-shim configuration (${refused})`;

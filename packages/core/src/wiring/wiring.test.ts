@@ -193,7 +193,13 @@ describe('wasm-shim configuration', () => {
     });
     expect(bytes).toBeLessThanOrEqual(5_000);
     expect(problems.map((p) => p.route)).toEqual(['HTTPRoute/ns/big']);
-    expect(scopes(config.actionSets)).toEqual(['small.auth', DENY_SCOPE]);
+    // the deny set stands where the refused route's sets stood (its Exact paths rank first), with
+    // their common prefix: the big route's requests are denied, the small route keeps its set
+    expect(scopes(config.actionSets)).toEqual([DENY_SCOPE, 'small.auth']);
+    const get = (path: string) =>
+      traceRequest(config, { host: 'h.io', method: 'GET', path }).actions[0]?.scope;
+    expect(get(`/p/${'x'.repeat(200)}/7`)).toBe(DENY_SCOPE);
+    expect(get('/s/1')).toBe('small.auth');
   });
 
   it('the longest matching hostname decides, as in wasm-shim; no fallback to a wildcard', () => {
