@@ -137,6 +137,23 @@ interface Planned {
   predicates: string[];
 }
 
+const LEVEL_NAMES = ['GatewayClass', 'Gateway', 'Listener', 'Route', 'RouteRule'];
+/** Longest `cascade.dev/rule-sources` annotation (an object's annotations share 256 KiB). */
+const MAX_RULE_SOURCES = 16_384;
+
+/** `{"<section>.<name>": "<Kind> <ns>/<name> (<level>, <as>)"}` for every rule the AuthConfig holds. */
+function ruleSources(rules: readonly EffectiveRule[], refused: ReadonlySet<string>): string {
+  const out: Record<string, string> = {};
+  for (const r of rules)
+    if (!refused.has(r.key))
+      out[r.key] =
+        `${r.source.kind} ${r.source.namespace}/${r.source.name} (${LEVEL_NAMES[r.level] ?? r.level}, ${r.as})`;
+  const text = JSON.stringify(out);
+  return text.length <= MAX_RULE_SOURCES
+    ? text
+    : `${text.slice(0, MAX_RULE_SOURCES - 40)}... (cut: see cascadectl explain)`;
+}
+
 /** render hook: the AuthConfigs of one gateway. */
 export function renderAuthConfigs(ctx: RenderContext): RenderedObject[] {
   return planAuthConfigs(ctx).map((p) => p.object);
@@ -326,6 +343,12 @@ function authConfigFor(ctx: RenderContext, g: Group, first: boolean, split: bool
         'cascade.dev/gateway': `${ctx.gateway.namespace}/${ctx.gateway.name}`,
         'cascade.dev/route-rules': [...new Set(g.paths.map((p) => p.path.rule))].join(','),
         'cascade.dev/sources': sources.join(','),
+        // provenance per rule: which policy wrote it, at which level, as what (default, override...)
+        'cascade.dev/rule-sources': invalid.length
+          ? JSON.stringify({
+              [`authorization.${INVALID_POLICY_RULE}`]: `fail closed: AuthPolicy ${invalid.join(', ')} invalid`,
+            })
+          : ruleSources(rules, refused),
         ...(refusals.length ? { 'cascade.dev/refused-references': refusals.join('; ') } : {}),
         ...(invalid.length ? { 'cascade.dev/invalid-policies': invalid.join(',') } : {}),
       },

@@ -153,6 +153,50 @@ describe('cascadectl explain', () => {
     expect(r.stdout).toContain('infra/platform-cap override merge: applied - constraint clipped 1 rule(s)');
     expect(r.stdout).toContain('lost: team-b/orders-per-user (intent) clipped by infra/platform-cap');
   });
+
+  it('answers the reverse question: which policies and levels an AuthConfig, a limit or a set comes from', async () => {
+    const ac = await run('explain', EX, '--authconfig', 'infra/admin-main-9d0434dd60');
+    expect(ac.code).toBe(0);
+    expect(ac.stdout).toMatch(
+      /^AuthConfig infra\/admin-main-9d0434dd60 carries HTTPRoute\/team-d\/admin \(rule-1\) through gateway infra\/main, from team-d\/admin-open,infra\/platform-auth/,
+    );
+    expect(ac.stdout).toContain('authorization.deny-anonymous = ');
+    expect(ac.stdout).toContain('WON: infra/platform-auth (override)');
+    expect(ac.stdout).not.toContain('RateLimitPolicy  ');
+    const lim = await run('explain', EX, '--limit', 'team-b/orders');
+    expect(lim.code).toBe(0);
+    expect(lim.stdout).toContain(
+      '1000 per 60s: per-user[1] from RateLimitPolicy infra/platform-cap (override), scope route',
+    );
+    expect(lim.stdout).toContain('RateLimitPolicy  infra/main#https > HTTPRoute team-b/orders > checkout');
+    const set = 'HTTPRoute/team-b/orders#checkout[0]@orders.apps.example.com|1654a2a3647fd103';
+    const s = await run('explain', EX, '--set', set);
+    expect(s.code).toBe(0);
+    expect(s.stdout).toContain(
+      `action set ${set} of gateway infra/main: HTTPRoute/team-b/orders checkout (listener https)`,
+    );
+    expect(s.stdout).toContain('AuthPolicy  infra/main#https > HTTPRoute team-b/orders > checkout');
+    const none = await run('explain', EX, '--authconfig', 'infra/nope');
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain('no authconfig infra/nope in the input');
+    expect((await run('explain', EX, '--set', set, '--route', 'team-b/orders')).code).toBe(2);
+  });
+
+  it('the AuthConfig says which policy, level and role wrote each rule', async () => {
+    const r = await run('render', EX, '-o', 'json');
+    const acs = (
+      JSON.parse(r.stdout) as {
+        kind: string;
+        metadata: { name: string; annotations: Record<string, string> };
+      }[]
+    ).filter((o) => o.kind === 'AuthConfig');
+    const admin = acs.find((o) => o.metadata.name === 'admin-main-9d0434dd60')!;
+    expect(JSON.parse(admin.metadata.annotations['cascade.dev/rule-sources']!)).toEqual({
+      'authentication.anonymous': 'AuthPolicy team-d/admin-open (Route, intent)',
+      'authentication.primary': 'AuthPolicy infra/platform-auth (Gateway, default)',
+      'authorization.deny-anonymous': 'AuthPolicy infra/platform-auth (Gateway, override)',
+    });
+  });
 });
 
 describe('cascadectl errors', () => {
