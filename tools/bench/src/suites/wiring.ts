@@ -161,9 +161,10 @@ function pure(fig: (n: string, v: number, u: string, t?: string) => void): void 
 }
 
 /**
- * One route at Gateway API's limits (16 hostnames, 128 matches whose path and header are 300-character
- * regular expressions: about 1.8 MB of action sets) beside 50 routes of 50 other namespaces on one
- * gateway: how long the build takes, and that only the huge route's namespace is refused.
+ * One route at Gateway API's limits (16 hostnames, 128 matches whose path and 16 headers are
+ * 300-character regular expressions: 2,176 patterns, about 10 MB of action sets) beside 50 routes of
+ * 50 other namespaces on one gateway: how long the first build (every pattern compiled) and a later
+ * one take, and that only the huge route's namespace is refused.
  */
 function hugeRoute(fig: (n: string, v: number, u: string, t?: string) => void): void {
   const re = (i: number) => `/api/${i}/${'(a|b)[0-9]{1,3}x'.repeat(18)}`.slice(0, 300);
@@ -185,7 +186,11 @@ function hugeRoute(fig: (n: string, v: number, u: string, t?: string) => void): 
     Array.from({ length: 16 }, (_, i) => `h${i}.example.com`),
     Array.from({ length: 128 }, (_, i) => ({
       path: { type: 'RegularExpression' as const, value: re(i) },
-      headers: [{ type: 'RegularExpression' as const, name: 'x-a', value: re(i + 1000) }],
+      headers: Array.from({ length: 16 }, (_, h) => ({
+        type: 'RegularExpression' as const,
+        name: `x-${h}`,
+        value: re(1000 + i * 16 + h),
+      })),
     })),
   );
   const others = Array.from({ length: 50 }, (_, i) =>
@@ -193,13 +198,18 @@ function hugeRoute(fig: (n: string, v: number, u: string, t?: string) => void): 
   );
   const times: number[] = [];
   let refused = 0;
-  for (let round = 0; round < 3; round++) {
+  for (let round = 0; round < 4; round++) {
     const t0 = process.hrtime.bigint();
     const w = buildWasmConfig([huge, ...others], DEFAULT_WIRING);
     times.push(ms(t0));
     refused = new Set(w.problems.map((p) => p.route.split('/')[1])).size;
   }
-  fig('a route at Gateway API limits + 50 routes: build (fastest of 3)', Math.min(...times), 'ms');
+  fig('a route at Gateway API limits + 50 routes: first build', times[0]!, 'ms');
+  fig(
+    'a route at Gateway API limits + 50 routes: later builds (fastest of 3)',
+    Math.min(...times.slice(1)),
+    'ms',
+  );
   fig(
     'a route at Gateway API limits + 50 routes: namespaces refused',
     refused,
