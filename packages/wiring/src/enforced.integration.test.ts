@@ -153,4 +153,68 @@ describe.skipIf(!apiServerTestsEnabled())('Enforced requires the data-plane wiri
     expect(c.status).toBe('False');
     expect(c.message).toMatch(/gateway infra\/main: the gateway's configuration takes/);
   }, 60_000);
+
+  it('routes refused for the size budget: the policies reaching them are not Enforced, the others are', async () => {
+    await wiring?.stop();
+    const PLUGIN = '/apis/extensions.istio.io/v1alpha1/namespaces/infra/wasmplugins/cascade-main';
+    const start = async (maxConfigBytes: number) => {
+      wiring = new WiringController({
+        client: clientOf(env),
+        kinds: GATEWAY_POLICY_KINDS,
+        name: 'wiring-controller',
+        leaseDurationSeconds: 3,
+        log: () => {},
+        wiring: { ...DEFAULT_WIRING, maxConfigBytes },
+      });
+      await wiring.start();
+    };
+    type Plugin = { metadata: { annotations?: Record<string, string> }; spec: { pluginConfig: unknown } };
+    await start(DEFAULT_WIRING.maxConfigBytes);
+    const whole = await waitFor('the whole configuration', async () => {
+      const o = (await env.call('GET', PLUGIN)).body as Plugin;
+      return o.metadata?.annotations?.['cascade.dev/failed-closed'] === undefined && o.spec?.pluginConfig
+        ? o
+        : undefined;
+    });
+    const size = Buffer.byteLength(JSON.stringify(whole.spec.pluginConfig));
+    await wiring!.stop();
+    await start(Math.floor(size * 0.85));
+    const refused = await waitFor('some routes refused', async () => {
+      const o = (await env.call('GET', PLUGIN)).body as Plugin;
+      return o.metadata?.annotations?.['cascade.dev/refused-routes'];
+    });
+    const routes = refused.split(',');
+    expect(routes.length).toBeGreaterThan(0);
+    const conds = async () => {
+      const out: { id: string; c?: Cond }[] = [];
+      for (const k of ['authpolicies', 'ratelimitpolicies'])
+        for (const p of (
+          (await env.call('GET', `/apis/cascade.dev/v1alpha1/${k}`)).body as {
+            items: { metadata: { namespace: string; name: string }; status?: { conditions?: Cond[] } }[];
+          }
+        ).items)
+          out.push({
+            id: `${k}/${p.metadata.namespace}/${p.metadata.name}`,
+            c: p.status?.conditions?.find((x) => x.type === 'Enforced'),
+          });
+      return out;
+    };
+    const all = await waitFor('a policy on a refused route not Enforced', async () => {
+      const cs = await conds();
+      return cs.some(
+        (x) =>
+          x.c?.reason === 'MissingDependency' &&
+          /refused by the gateway wiring's size budget/.test(x.c.message),
+      )
+        ? cs
+        : undefined;
+    });
+    const named = all.filter((x) => /size budget/.test(x.c?.message ?? ''));
+    for (const x of named) {
+      expect(x.c!.status).toBe('False');
+      expect(routes.some((r) => x.c!.message.includes(r))).toBe(true);
+    }
+    // policies whose routes all kept their sets stay Enforced
+    expect(all.some((x) => x.c?.status === 'True')).toBe(true);
+  }, 90_000);
 });

@@ -51,15 +51,18 @@ export class PolicyStatusWriter {
     return ledger.each(keys, this.deps.writeConcurrency, what, (key) => this.one(key));
   }
 
-  private reach?: Map<string, Set<string>>;
+  private reach?: Map<string, Map<string, Set<string>>>;
 
-  /** What `gap` says of each gateway a policy reaches, sorted, the gateways without a gap left out. */
-  private gaps(id: string, gap: ((gw: string) => string | undefined) | undefined): string[] {
+  /** What `gap` says of each gateway a policy reaches (with its routes there), sorted, the gateways without a gap left out. */
+  private gaps(
+    id: string,
+    gap: ((gw: string, routes: ReadonlySet<string>) => string | undefined) | undefined,
+  ): string[] {
     if (!gap) return [];
     this.reach ??= gatewaysByPolicy(this.deps.engine);
-    return [...(this.reach.get(id) ?? [])]
-      .sort()
-      .map((gw) => gap(gw))
+    return [...(this.reach.get(id) ?? new Map<string, Set<string>>())]
+      .sort((a, b) => (a[0] < b[0] ? -1 : 1))
+      .map(([gw, routes]) => gap(gw, routes))
       .filter((g): g is string => g !== undefined);
   }
 
@@ -90,7 +93,7 @@ export class PolicyStatusWriter {
           ]),
           [...renderer.waitingFor(id), ...this.aggregateWaiting(id)],
         ),
-        this.gaps(id, wiring && ((gw) => wiring.gap(gw))),
+        this.gaps(id, wiring && ((gw, routes) => wiring.gap(gw, routes))),
         'MissingDependency',
       ),
       this.gaps(id, this.deps.gatewayGap),

@@ -31,7 +31,11 @@ import { logPublishChange, type PublishFailure, PublishLedger } from './publish.
 import { WorkQueue } from './queue.ts';
 import { RenderedPublisher, renderInformers } from './rendered.ts';
 import { TOPOLOGY_RESOURCES, TopologyFeed } from './topology-feed.ts';
-import { FAILED_CLOSED_ANNOTATION } from './wiring-state.ts';
+import {
+  FAILED_CLOSED_ANNOTATION,
+  REFUSED_ROUTES_ANNOTATION,
+  refusedRoutesAnnotation,
+} from './wiring-state.ts';
 
 export interface WiringControllerOptions extends ProcessOptions {
   kinds: readonly PolicyKind[];
@@ -248,6 +252,7 @@ export class WiringController extends ControllerProcess {
       return out;
     }
     this.unknownClassWarned.delete(gw);
+    const refused = refusedRoutesAnnotation(w.problems.filter((p) => p.size).map((p) => p.route));
     for (const o of providerObjects(
       provider,
       { gateway: { namespace: ns, name, ...(uid ? { uid } : {}) }, controller: this.opts.name },
@@ -261,6 +266,10 @@ export class WiringController extends ControllerProcess {
           ...o.metadata.annotations,
           [FAILED_CLOSED_ANNOTATION]: w.failedClosed.slice(0, 1000),
         };
+      // the routes refused for size, on the object that carries the configuration: their policies
+      // say they are not enforced (wiring-state.ts)
+      if (refused && (o.kind === 'WasmPlugin' || o.kind === 'EnvoyExtensionPolicy'))
+        o.metadata.annotations = { ...o.metadata.annotations, [REFUSED_ROUTES_ANNOTATION]: refused };
       out.set(renderedKey(o), o);
     }
     return out;

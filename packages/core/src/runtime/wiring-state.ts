@@ -12,6 +12,22 @@ import { Informer } from './informer.ts';
 export const WIRING_LABEL_KEY = 'cascade.dev/wiring';
 /** On a gateway's wiring object: its configuration denies every request (nothing fitted), and why. */
 export const FAILED_CLOSED_ANNOTATION = 'cascade.dev/failed-closed';
+/**
+ * On a gateway's wiring object: the routes refused for the size budget (`<Kind>/<ns>/<name>`,
+ * comma-separated), whose policies are denied instead of enforced; `*` when the list would be too
+ * long to hold (then every route of the gateway counts as refused: Enforced is never over-claimed).
+ */
+export const REFUSED_ROUTES_ANNOTATION = 'cascade.dev/refused-routes';
+/** Longest list the annotation holds (characters). */
+const MAX_REFUSED_ROUTES = 32_768;
+
+/** The annotation's value for these refused routes (undefined: none). */
+export function refusedRoutesAnnotation(routes: Iterable<string>): string | undefined {
+  const list = [...new Set(routes)].sort();
+  if (!list.length) return undefined;
+  const text = list.join(',');
+  return text.length <= MAX_REFUSED_ROUTES ? text : '*';
+}
 
 /** The resources that carry a gateway's configuration (not the cluster patches beside them). */
 const CARRIERS = [PROVIDER_RESOURCES.istio[0]!, PROVIDER_RESOURCES['envoy-gateway'][0]!];
@@ -47,8 +63,11 @@ export class WiringState {
     for (const i of this.informers) i.onServed = () => onChange();
   }
 
-  /** Why `gw` (`ns/name`) is not wired (undefined: it is). */
-  gap(gw: string): string | undefined {
+  /**
+   * Why `gw` (`ns/name`) is not wired (undefined: it is), for a policy whose rules reach `routes`
+   * (`<Kind>/<ns>/<name>`) there: one of them refused for size counts too.
+   */
+  gap(gw: string, routes?: ReadonlySet<string>): string | undefined {
     const [ns, name] = gw.split('/') as [string, string];
     if (this.informers.every((i) => i.missing))
       return `gateway ${gw} is not wired to its data plane: neither Istio's WasmPlugin nor Envoy Gateway's EnvoyExtensionPolicy is served (install the provider's CRDs)`;
@@ -65,6 +84,13 @@ export class WiringState {
       return `gateway ${gw} is not wired to its data plane: no WasmPlugin or EnvoyExtensionPolicy has been written for it (is the wiring-controller running, and is its GatewayClass run by Istio or Envoy Gateway?)`;
     const failedClosed = found.metadata.annotations?.[FAILED_CLOSED_ANNOTATION];
     if (failedClosed) return `gateway ${gw}: ${failedClosed.slice(0, 300)}`;
+    const refusedList = found.metadata.annotations?.[REFUSED_ROUTES_ANNOTATION];
+    if (refusedList && routes?.size) {
+      const all = refusedList === '*';
+      const mine = all ? [...routes] : refusedList.split(',').filter((r) => routes.has(r));
+      if (mine.length)
+        return `gateway ${gw}: ${all ? 'routes' : `route${mine.length > 1 ? 's' : ''} ${mine.slice(0, 3).join(', ')}${mine.length > 3 ? ` and ${mine.length - 3} more` : ''}`} refused by the gateway wiring's size budget (see the WiringRefused Events): their requests are denied, not enforced`;
+    }
     const refused = refusedByProvider(found);
     if (refused)
       return `gateway ${gw}: the provider does not accept its wasm-shim configuration (${refused})`;
@@ -72,24 +98,29 @@ export class WiringState {
   }
 }
 
-/** The gateways (`ns/name`) whose paths carry rules of each policy (`Kind:ns/name`). */
+/** For each policy (`Kind:ns/name`), the gateways (`ns/name`) whose paths carry its rules, with the routes there (`<Kind>/<ns>/<name>`). */
 export function gatewaysByPolicy(engine: {
   topology: {
     gateways: Map<string, { namespace: string; name: string }>;
     pathsThrough(k: string): Iterable<string>;
+    paths: Map<string, { route: { kind: string; namespace: string; name: string } }>;
   };
   result(pk: string): { sources: { kind: string; namespace: string; name: string }[] } | undefined;
-}): Map<string, Set<string>> {
-  const out = new Map<string, Set<string>>();
+}): Map<string, Map<string, Set<string>>> {
+  const out = new Map<string, Map<string, Set<string>>>();
   for (const gw of engine.topology.gateways.values()) {
     const g = `${gw.namespace}/${gw.name}`;
-    for (const pk of engine.topology.pathsThrough(gatewayKey(gw.namespace, gw.name)))
+    for (const pk of engine.topology.pathsThrough(gatewayKey(gw.namespace, gw.name))) {
+      const r = engine.topology.paths.get(pk)?.route;
       for (const s of engine.result(pk)?.sources ?? []) {
         const id = `${s.kind}:${s.namespace}/${s.name}`;
-        let set = out.get(id);
-        if (!set) out.set(id, (set = new Set()));
-        set.add(g);
+        let byGw = out.get(id);
+        if (!byGw) out.set(id, (byGw = new Map()));
+        let routes = byGw.get(g);
+        if (!routes) byGw.set(g, (routes = new Set()));
+        if (r) routes.add(`${r.kind}/${r.namespace}/${r.name}`);
       }
+    }
   }
   return out;
 }

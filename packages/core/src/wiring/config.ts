@@ -114,6 +114,8 @@ export interface WiringProblem {
   route: string;
   rule?: string;
   reason: string;
+  /** Refused for the size budget: the route's policies are not in force (they are denied instead). */
+  size?: true;
 }
 
 export interface WiringResult {

@@ -157,7 +157,7 @@ export function fitSize(
   const refused = new Set<string>();
   const refuse = (route: string, reason: string) => {
     refused.add(route);
-    problems.push({ route, reason: `${reason}: its requests are denied` });
+    problems.push({ route, reason: `${reason}: its requests are denied`, size: true });
   };
   const compose = () => [
     ...built.filter((b) => !refused.has(b.route)),
