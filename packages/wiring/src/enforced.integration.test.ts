@@ -26,6 +26,18 @@ describe.skipIf(!apiServerTestsEnabled())('Enforced requires the data-plane wiri
   let env: Envtest;
   const controllers: PolicyController[] = [];
   let wiring: WiringController | undefined;
+  /** A wiring-controller on the test's API server, with a configuration size limit if given. */
+  const startWiring = async (maxConfigBytes = DEFAULT_WIRING.maxConfigBytes) => {
+    wiring = new WiringController({
+      client: clientOf(env),
+      kinds: GATEWAY_POLICY_KINDS,
+      name: 'wiring-controller',
+      leaseDurationSeconds: 3,
+      log: () => {},
+      wiring: { ...DEFAULT_WIRING, maxConfigBytes },
+    });
+    await wiring.start();
+  };
   const enforced = async () =>
     ((await env.call('GET', RLP)).body as { status?: { conditions?: Cond[] } }).status?.conditions?.find(
       (c) => c.type === 'Enforced',
@@ -80,14 +92,7 @@ describe.skipIf(!apiServerTestsEnabled())('Enforced requires the data-plane wiri
   }, 40_000);
 
   it('the wiring-controller writes the WasmPlugin: Enforced; the WasmPlugin gone: not', async () => {
-    wiring = new WiringController({
-      client: clientOf(env),
-      kinds: GATEWAY_POLICY_KINDS,
-      name: 'wiring-controller',
-      leaseDurationSeconds: 3,
-      log: () => {},
-    });
-    await wiring.start();
+    await startWiring();
     const c = await waitFor(
       'Enforced',
       async () => {
@@ -109,7 +114,7 @@ describe.skipIf(!apiServerTestsEnabled())('Enforced requires the data-plane wiri
           'MissingDependency',
         );
     }
-    await wiring.stop();
+    await wiring?.stop();
     wiring = undefined;
     expect(
       (
@@ -125,15 +130,7 @@ describe.skipIf(!apiServerTestsEnabled())('Enforced requires the data-plane wiri
   }, 60_000);
 
   it('nothing fits the size limit: the WasmPlugin denies everything, and the policies are not Enforced', async () => {
-    wiring = new WiringController({
-      client: clientOf(env),
-      kinds: GATEWAY_POLICY_KINDS,
-      name: 'wiring-controller',
-      leaseDurationSeconds: 3,
-      log: () => {},
-      wiring: { ...DEFAULT_WIRING, maxConfigBytes: 400 },
-    });
-    await wiring.start();
+    await startWiring(400);
     const plugin = await waitFor('the fail-closed WasmPlugin', async () => {
       const r = await env.call(
         'GET',
@@ -157,19 +154,8 @@ describe.skipIf(!apiServerTestsEnabled())('Enforced requires the data-plane wiri
   it('routes refused for the size budget: the policies reaching them are not Enforced, the others are', async () => {
     await wiring?.stop();
     const PLUGIN = '/apis/extensions.istio.io/v1alpha1/namespaces/infra/wasmplugins/cascade-main';
-    const start = async (maxConfigBytes: number) => {
-      wiring = new WiringController({
-        client: clientOf(env),
-        kinds: GATEWAY_POLICY_KINDS,
-        name: 'wiring-controller',
-        leaseDurationSeconds: 3,
-        log: () => {},
-        wiring: { ...DEFAULT_WIRING, maxConfigBytes },
-      });
-      await wiring.start();
-    };
     type Plugin = { metadata: { annotations?: Record<string, string> }; spec: { pluginConfig: unknown } };
-    await start(DEFAULT_WIRING.maxConfigBytes);
+    await startWiring();
     const whole = await waitFor('the whole configuration', async () => {
       const o = (await env.call('GET', PLUGIN)).body as Plugin;
       return o.metadata?.annotations?.['cascade.dev/failed-closed'] === undefined && o.spec?.pluginConfig
@@ -178,7 +164,7 @@ describe.skipIf(!apiServerTestsEnabled())('Enforced requires the data-plane wiri
     });
     const size = Buffer.byteLength(JSON.stringify(whole.spec.pluginConfig));
     await wiring!.stop();
-    await start(Math.floor(size * 0.85));
+    await startWiring(Math.floor(size * 0.85));
     const refused = await waitFor('some routes refused', async () => {
       const o = (await env.call('GET', PLUGIN)).body as Plugin;
       return o.metadata?.annotations?.['cascade.dev/refused-routes'];

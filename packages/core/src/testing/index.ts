@@ -4,3 +4,4 @@
 export * from './envtest.ts';
 export * from './kinds.ts';
 export * from './run-script.ts';
+export * from './wiring-paths.ts';

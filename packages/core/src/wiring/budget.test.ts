@@ -2,25 +2,14 @@
 // share is never touched, the one over it loses its own largest routes, the build always ends within
 // the limit, and when nothing fits every request is denied.
 import { describe, expect, it } from 'vitest';
+import { testWiringPath } from '../testing/wiring-paths.ts';
 import type { RouteMatch } from '../topology/types.ts';
 import { fairShare, planRefusals } from './budget.ts';
 import { traceRequest } from './request.ts';
-import { AUTH_SERVICE, buildWasmConfig, DEFAULT_WIRING, DENY_SCOPE, type WiringPath } from './wasm.ts';
+import { buildWasmConfig, DEFAULT_WIRING, DENY_SCOPE } from './wasm.ts';
 
-function path(ns: string, name: string, matches: RouteMatch[], host = 'shared.example.com'): WiringPath {
-  return {
-    path: {
-      gatewayClass: 'c',
-      gateway: { namespace: 'infra', name: 'gw' },
-      listener: 'http',
-      route: { kind: 'HTTPRoute', namespace: ns, name },
-      rule: 'rule-1',
-    },
-    hostnames: [host],
-    route: { kind: 'HTTPRoute', namespace: ns, name, parentRefs: [{ name: 'gw' }], rules: [{ matches }] },
-    actions: [{ phase: 200, action: { service: AUTH_SERVICE, scope: `${ns}/${name}` } }],
-  };
-}
+const path = (ns: string, name: string, matches: RouteMatch[], host = 'shared.example.com') =>
+  testWiringPath(ns, name, matches, [host]);
 
 const exact = (p: string): RouteMatch => ({ path: { type: 'Exact', value: p } });
 const GET = (p: string) => ({ host: 'shared.example.com', method: 'GET', path: p });

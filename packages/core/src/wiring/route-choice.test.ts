@@ -1,42 +1,13 @@
 // The tenant attacks on a shared Gateway (issue 40): each one a request the proxy sends to one
 // route while wasm-shim ran another route's set. Every test failed before the fix.
 import { describe, expect, it } from 'vitest';
-import type { RouteMatch } from '../topology/types.ts';
+import { testWiringPath } from '../testing/wiring-paths.ts';
 import type { Precedence } from './matches.ts';
 import { proxyRoute } from './proxy.ts';
 import { type HttpRequest, traceRequest } from './request.ts';
-import { AUTH_SERVICE, buildWasmConfig, DEFAULT_WIRING, DENY_SCOPE, type WiringPath } from './wasm.ts';
+import { buildWasmConfig, DEFAULT_WIRING, DENY_SCOPE, type WiringPath } from './wasm.ts';
 
-function path(
-  ns: string,
-  name: string,
-  matches: RouteMatch[] | undefined,
-  hostnames: string[],
-  opts: { listener?: string; port?: number; policy?: boolean } = {},
-): WiringPath {
-  return {
-    path: {
-      gatewayClass: 'c',
-      gateway: { namespace: 'infra', name: 'shared' },
-      listener: opts.listener ?? 'http',
-      route: { kind: 'HTTPRoute', namespace: ns, name },
-      rule: 'rule-1',
-    },
-    hostnames,
-    route: {
-      kind: 'HTTPRoute',
-      namespace: ns,
-      name,
-      parentRefs: [{ name: 'shared', namespace: 'infra' }],
-      rules: [matches ? { matches } : {}],
-    },
-    ...(opts.port !== undefined ? { port: opts.port } : {}),
-    actions:
-      opts.policy === false
-        ? []
-        : [{ phase: 200, action: { service: AUTH_SERVICE, scope: `${ns}/${name}` } }],
-  };
-}
+const path = testWiringPath;
 
 /** The auth scope wasm-shim sends for the request and the route the proxy picks. */
 function outcome(paths: WiringPath[], req: HttpRequest, precedence: Precedence = 'envoy-gateway') {

@@ -2,18 +2,11 @@
 // fail-closed refusals, and the request evaluator that `cascadectl request` and the Kuadrant
 // compatibility tests rely on.
 import { describe, expect, it } from 'vitest';
-import type { PathRef, RouteMatch, RouteObject } from '../topology/types.ts';
+import { testWiringPath } from '../testing/wiring-paths.ts';
+import type { RouteMatch } from '../topology/types.ts';
 import { compareCandidates, type MatchCandidate, matchPredicates } from './matches.ts';
 import { traceRequest } from './request.ts';
-import {
-  type ActionSet,
-  AUTH_SERVICE,
-  buildWasmConfig,
-  DEFAULT_WIRING,
-  DENY_SCOPE,
-  isHostCaseGuard,
-  type WiringPath,
-} from './wasm.ts';
+import { type ActionSet, buildWasmConfig, DEFAULT_WIRING, DENY_SCOPE, isHostCaseGuard } from './wasm.ts';
 
 /** The first action's scope of every set but the host-case guards. */
 const scopes = (sets: ActionSet[]) => sets.filter((s) => !isHostCaseGuard(s)).map((s) => s.actions[0]?.scope);
@@ -35,37 +28,11 @@ const holds = (
   );
 };
 
-function route(name: string, matches: (RouteMatch | undefined)[], createdAt?: string): RouteObject {
-  return {
-    kind: 'HTTPRoute',
-    namespace: 'ns',
-    name,
-    parentRefs: [{ name: 'gw' }],
-    rules: [{ ...(matches[0] === undefined ? {} : { matches: matches as RouteMatch[] }) }],
-    ...(createdAt ? { createdAt } : {}),
-  };
-}
-
-function wiringPath(
-  name: string,
-  rule: string,
-  matches: (RouteMatch | undefined)[],
-  host: string,
-): WiringPath {
-  const path: PathRef = {
-    gatewayClass: 'c',
-    gateway: { namespace: 'gw', name: 'gw' },
-    listener: 'http',
-    route: { kind: 'HTTPRoute', namespace: 'ns', name },
-    rule,
-  };
-  return {
-    path,
-    hostnames: [host],
-    route: route(name, matches),
-    actions: [{ phase: 200, action: { service: AUTH_SERVICE, scope: `${name}.auth` } }],
-  };
-}
+/** A route `ns/<name>` of one rule on `host`, its auth action scoped `<name>.auth`. */
+const wiringPath = (name: string, _rule: string, matches: (RouteMatch | undefined)[], host: string) =>
+  testWiringPath('ns', name, matches[0] === undefined ? undefined : (matches as RouteMatch[]), [host], {
+    scope: `${name}.auth`,
+  });
 
 describe('match predicates', () => {
   it('PathPrefix matches element by element (Gateway API), Exact exactly, regex with RE2', () => {

@@ -7,13 +7,11 @@
 
 import { authPolicyKind } from '@cascade/authpolicy';
 import {
-  AUTH_SERVICE,
   buildWasmConfig,
   DEFAULT_PROVIDERS,
   DEFAULT_WIRING,
   gatewayWiring,
   KubeClient,
-  PHASE,
   PolicyEngine,
   type PolicyObject,
   policyCrd,
@@ -21,8 +19,8 @@ import {
   type RouteMatch,
   type RouteObject,
   WiringController,
-  type WiringPath,
 } from '@cascade/core';
+import { testWiringPath } from '@cascade/core/testing';
 import { Envtest, envtestPaths, providerCrds } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -168,18 +166,8 @@ function pure(fig: (n: string, v: number, u: string, t?: string) => void): void 
  */
 function hugeRoute(fig: (n: string, v: number, u: string, t?: string) => void): void {
   const re = (i: number) => `/api/${i}/${'(a|b)[0-9]{1,3}x'.repeat(18)}`.slice(0, 300);
-  const path = (ns: string, name: string, hostnames: string[], matches: RouteMatch[]): WiringPath => ({
-    path: {
-      gatewayClass: 'istio',
-      gateway: { namespace: 'infra', name: 'shared' },
-      listener: 'http',
-      route: { kind: 'HTTPRoute', namespace: ns, name },
-      rule: 'rule-1',
-    },
-    hostnames,
-    route: { kind: 'HTTPRoute', namespace: ns, name, parentRefs: [], rules: [{ matches }] },
-    actions: [{ phase: PHASE.auth, action: { service: AUTH_SERVICE, scope: `${ns}/${name}` } }],
-  });
+  const path = (ns: string, name: string, hostnames: string[], matches: RouteMatch[]) =>
+    testWiringPath(ns, name, matches, hostnames);
   const huge = path(
     'tenant',
     'huge',
