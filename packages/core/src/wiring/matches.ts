@@ -62,6 +62,8 @@ function queryPredicate(q: ValueMatch): string {
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function grpcPredicate(g: NonNullable<RouteMatch['grpc']>): string | undefined {
+  // neither service nor method (Gateway API's CRD refuses it): every request, as the proxy reads it
+  if (!g.service && !g.method) return undefined;
   if (g.type === 'RegularExpression')
     return `${PATH}.matches(${celString(`^/(${g.service ?? '[^/]+'})/(${g.method ?? '[^/]+'})$`)})`;
   if (g.service && g.method) return `${PATH} == ${celString(`/${g.service}/${g.method}`)}`;

@@ -1,7 +1,8 @@
 // The set wasm-shim runs belongs to the route the proxy routes to, for every request: generated
 // gateways (listeners on one or two ports, with and without hostnames) shared by routes of several
-// namespaces (hostnames with wildcards, every path match kind, methods, headers, query parameters,
-// routes with and without policy), and requests over their hosts (any case), ports and paths.
+// namespaces (HTTPRoutes and GRPCRoutes; hostnames with wildcards, every path and gRPC method match
+// kind, methods, headers, query parameters, routes with and without policy), and requests over their
+// hosts (any case), ports and paths (gRPC methods among them).
 // Checked for both providers' precedence.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -85,10 +86,48 @@ const arbListeners: fc.Arbitrary<Listener[]> = fc
     ls.map((l, i) => ({ name: `l${i}`, port: l.port, ...(l.hostname ? { hostname: l.hostname } : {}) })),
   );
 
+/** A GRPCRoute match: the method (exact or regular expression, service and/or method) and headers. */
+const arbGrpcMatch: fc.Arbitrary<RouteMatch | undefined> = fc.option(
+  fc.record(
+    {
+      grpc: fc.oneof(
+        fc.record(
+          {
+            type: fc.constant('Exact' as const),
+            service: fc.constantFrom('shop.Orders', 'ops.Admin'),
+            method: fc.constantFrom('Get', 'List'),
+          },
+          { requiredKeys: ['type'] },
+        ),
+        fc.record(
+          {
+            type: fc.constant('RegularExpression' as const),
+            service: fc.constantFrom('shop\\..*', '.*\\.Admin', 'ops.Admin'),
+            method: fc.constantFrom('Get', 'L.*'),
+          },
+          { requiredKeys: ['type'] },
+        ),
+      ),
+      headers: fc.array(
+        fc.record({
+          type: fc.constant('Exact' as const),
+          name: fc.constant('x-tenant'),
+          value: fc.constantFrom('t1', 'tt'),
+        }),
+        { maxLength: 1 },
+      ),
+    },
+    { requiredKeys: [] },
+  ),
+  { nil: undefined },
+);
+
 const arbRoute = fc.record({
+  kind: fc.constantFrom('HTTPRoute' as const, 'HTTPRoute' as const, 'GRPCRoute' as const),
   namespace: fc.constantFrom('team-a', 'team-b', 'infra'),
   hostnames: fc.uniqueArray(fc.constantFrom(...HOSTS), { maxLength: 2 }),
   rules: fc.array(fc.array(arbMatch, { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 2 }),
+  grpcRules: fc.array(fc.array(arbGrpcMatch, { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 2 }),
   listener: fc.option(fc.nat(2), { nil: undefined }),
   policy: fc.boolean(),
   age: fc.nat(3),
@@ -106,7 +145,15 @@ const arbRequest = fc.record({
     'other.io',
   ),
   port: fc.constantFrom(80, 8443),
-  path: fc.constantFrom(...PATHS, '/orders/42?v=1', '/admin?v=2'),
+  path: fc.constantFrom(
+    ...PATHS,
+    '/orders/42?v=1',
+    '/admin?v=2',
+    '/shop.Orders/Get',
+    '/shop.Orders/List',
+    '/ops.Admin/Get',
+    '/other.Svc/List',
+  ),
   method: fc.constantFrom('GET', 'POST'),
   headers: fc.constantFrom<Record<string, string>>(
     {},
@@ -122,13 +169,14 @@ function wiringPaths(listeners: Listener[], routes: GenRoute[]): WiringPath[] {
   const out: WiringPath[] = [];
   routes.forEach((r, i) => {
     const name = `r${i}`;
+    const rules = r.kind === 'GRPCRoute' ? r.grpcRules : r.rules;
     const route: RouteObject = {
-      kind: 'HTTPRoute',
+      kind: r.kind,
       namespace: r.namespace,
       name,
       hostnames: r.hostnames,
       parentRefs: [{ name: 'gw' }],
-      rules: r.rules.map((ms) =>
+      rules: rules.map((ms) =>
         ms[0] === undefined ? {} : { matches: ms.filter((m): m is RouteMatch => !!m) },
       ),
       createdAt: `2026-01-0${r.age + 1}T00:00:00Z`,
@@ -137,12 +185,12 @@ function wiringPaths(listeners: Listener[], routes: GenRoute[]): WiringPath[] {
       if (r.listener !== undefined && listeners[r.listener % listeners.length] !== l) continue;
       const hostnames = pathHostnames(l.hostname, r.hostnames);
       if (hostnames.length === 0) continue;
-      r.rules.forEach((_, ri) => {
+      rules.forEach((_, ri) => {
         const path: PathRef = {
           gatewayClass: 'c',
           gateway: { namespace: 'gw', name: 'gw' },
           listener: l.name,
-          route: { kind: 'HTTPRoute', namespace: r.namespace, name },
+          route: { kind: r.kind, namespace: r.namespace, name },
           rule: `rule-${ri + 1}`,
         };
         out.push({
