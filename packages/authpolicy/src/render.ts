@@ -38,19 +38,17 @@
 // the hash kept. Label values are valid label values (hashed when the name is not one); the full
 // references are in annotations. The id host is `<hash>.authconfig.cascade.internal`.
 import {
-  AUTH_SERVICE,
-  type ContributedAction,
   type EffectiveRule,
   hashOf,
   labelValue,
   objectName,
-  PHASE,
   pathKey,
   type RenderContext,
   type RenderedObject,
   type RenderPath,
   referenceAllowed,
 } from '@cascade/core';
+import { AUTH_SERVICE, type ContributedAction, PHASE } from '@cascade/wiring';
 
 /** The always-false authorization rule a path gets while an AuthPolicy that names it is invalid. */
 export const INVALID_POLICY_RULE = 'cascade-invalid-policy';

@@ -6,7 +6,16 @@ import { registerConditionFunction } from './merge/cel.ts';
 import type { ChainResult, EffectiveRule } from './merge/fold.ts';
 import type { PolicyRef } from './merge/policy.ts';
 import type { PathRef } from './topology/types.ts';
-import type { ContributedAction } from './wiring/wasm.ts';
+
+/**
+ * An action a kind contributes to a gateway's data plane on one path. Core does not look inside
+ * `action`: its shape belongs to the data plane that runs it (@cascade/wiring checks it); `phase`
+ * orders the actions of several kinds on one path (lower first).
+ */
+export interface DataPlaneAction {
+  action: unknown;
+  phase: number;
+}
 
 /** A named rule section inside a rule set, e.g. `limits` or `rules.authentication`. */
 export interface RuleSection {
@@ -91,11 +100,11 @@ export interface PolicyKindDefinition<RuleSet extends z.ZodRawShape = z.ZodRawSh
    */
   render?: (ctx: RenderContext) => RenderedObject[];
   /**
-   * What the kind asks the gateway's data plane (Kuadrant's wasm-shim) to do on each path through one
-   * gateway, keyed by pathKey: calls to the auth or rate-limit service with their scope and data.
-   * Pure; core assembles every kind's actions into the gateway's one configuration (wiring/).
+   * What the kind asks the gateway's data plane to do on each path through one gateway, keyed by
+   * pathKey. Pure; the data plane's package (@cascade/wiring) gives an action its shape and assembles
+   * every kind's actions into the gateway's one configuration.
    */
-  actions?: (ctx: RenderContext) => Map<string, ContributedAction[]>;
+  actions?: (ctx: RenderContext) => Map<string, DataPlaneAction[]>;
   /**
    * An effective rule's value as published (EffectivePolicy, CLI), when the kind makes something
    * explicit that depends on where the rule came from (e.g. a rate-limit counter's scope by level).
@@ -104,7 +113,7 @@ export interface PolicyKindDefinition<RuleSet extends z.ZodRawShape = z.ZodRawSh
   /** The resources `render` produces (for the controller's informers and RBAC). */
   renders?: readonly RenderedResource[];
   /**
-   * One object every gateway contributes to and someone else owns (limitador-operator's Limitador CR,
+   * One object every gateway contributes to and someone else owns (an operator's custom resource,
    * whose spec.limits holds every gateway's limits). Enabled when the controller setting `nameSetting`
    * names the object; it lives in the namespace named by the setting `namespaceSetting`. The controller
    * applies only the fields `combine` returns (server-side apply: it owns those fields and nothing
@@ -132,13 +141,13 @@ export interface RenderedResource {
   plural: string;
   /**
    * Objects of this resource all live in one namespace, named by the controller setting of this key
-   * (e.g. `limitadorNamespace`: Limitador reads its limits there). When the setting is given, the
+   * (e.g. the namespace its component reads its configuration from). When the setting is given, the
    * controller lists, watches and writes them in that namespace only and its RBAC for them is a Role
    * there, not cluster-wide; without it, objects live beside their gateway.
    */
   namespaceSetting?: string;
   /**
-   * The consumer's readiness as it reports it in the live object (Authorino: status.summary.ready);
+   * The consumer's readiness as it reports it in the live object (e.g. a `status.summary.ready`);
    * undefined: not reported. While an object reports false, the policies it carries are not
    * Enforced (Pending, naming it).
    */
@@ -146,7 +155,7 @@ export interface RenderedResource {
 }
 
 /**
- * A rendered object may leave out the rules of some policies (e.g. a Limitador ConfigMap that would
+ * A rendered object may leave out the rules of some policies (e.g. a ConfigMap that would
  * be over the API server's size with them): it names them in this annotation, a JSON list of
  * `{policy: "<Kind>:<ns>/<name>", reason}`, and those policies alone get Enforced=False
  * (PublishFailed) with the reason; every other policy's rules are published.
@@ -180,7 +189,7 @@ export interface RenderContext {
   controller: string;
   /** Gateway API ReferenceGrants, for rules that reference objects in another namespace. */
   referenceGrants: ReferenceGrant[];
-  /** The controller's settings for the kind (e.g. limitadorNamespace), by key. */
+  /** The controller's settings for the kind (e.g. a namespace its component reads), by key. */
   settings: Readonly<Record<string, string>>;
 }
 

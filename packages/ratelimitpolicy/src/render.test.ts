@@ -1,15 +1,8 @@
 // Limitador rendering, from the semantics: one ConfigMap per gateway, one limit per (effective limit,
 // rate), counters as variables, scope explicit, predicates of the rule's own policy.
-import {
-  PHASE,
-  pathHostnames,
-  pathKey,
-  renderContext,
-  renderGateway,
-  toPathResult,
-  type WasmAction,
-} from '@cascade/core';
+import { pathHostnames, pathKey, renderContext, renderGateway, toPathResult } from '@cascade/core';
 import { policy, standardEngine } from '@cascade/core/testing';
+import { PHASE, type WasmAction } from '@cascade/wiring';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { rateLimitPolicyKind } from './kind.ts';

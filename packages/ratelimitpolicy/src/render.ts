@@ -16,20 +16,17 @@
 //   one entry per counter. The actions run before auth unless a limit reads `auth.*`.
 import { createHash } from 'node:crypto';
 import {
-  type ContributedAction,
   type EffectiveRule,
   labelValue,
   objectName,
-  PHASE,
   pathKey,
-  RATELIMIT_SERVICE,
   REFUSED_POLICIES_ANNOTATION,
   type RenderContext,
   type RenderedObject,
   type RenderPath,
   toYaml,
-  type WasmAction,
 } from '@cascade/core';
+import { type ContributedAction, PHASE, RATELIMIT_SERVICE, type WasmAction } from '@cascade/wiring';
 import type { Limit } from './kind.ts';
 import { windowSeconds } from './rates.ts';
 

@@ -11,17 +11,17 @@
 // gateway with one port: on that port).
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { compileCondition, isCompiled } from '@cascade/core';
 import {
   type ActionSet,
   type CountedLimitSpec,
-  compileCondition,
   countedLimits,
   type HttpRequest,
-  isCompiled,
+  requestAttributes,
   traceRequest,
   type WasmAction,
   type WasmConfig,
-} from '@cascade/core';
+} from '@cascade/wiring';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { renderedObjects } from '../src/commands/render.ts';
@@ -205,8 +205,6 @@ function outcome(
   }
   return out;
 }
-
-import { requestAttributes } from '@cascade/core';
 
 const requestVars = (req: HttpRequest) => requestAttributes({ ...req, host: req.host });
 

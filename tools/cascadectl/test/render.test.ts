@@ -1,6 +1,6 @@
 // cascadectl render on the example story: what the controllers publish, from the semantics.
 import { resolve } from 'node:path';
-import type { WasmConfig } from '@cascade/core';
+import type { WasmConfig } from '@cascade/wiring';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { run } from './run.ts';

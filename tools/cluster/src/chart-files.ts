@@ -17,8 +17,6 @@ import {
   effectivePolicyCrd,
   policyCrd,
   viewClusterRole,
-  WIRING_RESOURCES,
-  wiringClusterRole,
 } from '@cascade/core';
 import {
   AGENT_NAME,
@@ -31,6 +29,7 @@ import {
   netpolNodeReportCrd,
   podAddressSliceCrd,
 } from '@cascade/netpolicy';
+import { WIRING_CARRIERS, WIRING_RESOURCES, wiringClusterRole } from '@cascade/wiring';
 import { stringify } from 'yaml';
 
 export const CHART = resolve(import.meta.dirname, '../../../charts/cascade');
@@ -67,7 +66,7 @@ export function chartFiles(): Map<string, string> {
       `files/rbac/${name}.yaml`,
       docs([
         { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: NAMESPACE } },
-        controllerClusterRole(kind, name, settings),
+        controllerClusterRole(kind, name, settings, WIRING_CARRIERS),
         ...controllerRoles(kind, name, NAMESPACE, settings),
       ]),
     );

@@ -208,7 +208,11 @@ export function recipes(clusterBin?: string, conformanceBin?: string): Recipe[] 
       '@cascade/ratelimitpolicy',
       '/app/packages/ratelimitpolicy/src/main.ts',
     ),
-    controller('wiring-controller', '@cascade/wiring', '/app/packages/wiring/src/main.ts'),
+    controller(
+      'wiring-controller',
+      '@cascade/distribution',
+      '/app/packages/distribution/src/bin/wiring-controller.ts',
+    ),
     controller(
       'netpolicy-controller',
       '@cascade/netpolicy',

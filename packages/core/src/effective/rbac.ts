@@ -3,18 +3,19 @@
 // write them. Policy kinds are edited by whoever has `edit`/`admin` in the namespace. Each
 // controller gets exactly what its reconcile uses.
 import type { PolicyKind, RenderedResource } from '../kind.ts';
-import { PROVIDER_RESOURCES } from '../wiring/providers.ts';
 import { EFFECTIVE_GROUP } from './effective-policy.ts';
 
 const AGGREGATE = 'rbac.authorization.k8s.io/aggregate-to-';
-const READ = ['get', 'list', 'watch'];
-const GATEWAY_GROUP = 'gateway.networking.k8s.io';
+/** The verbs of read access. */
+export const READ = ['get', 'list', 'watch'];
+export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
 const PART_OF = { 'app.kubernetes.io/part-of': 'cascade' };
 const ROLE_REF = { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole' };
 
 type Obj = Record<string, unknown>;
 
-const clusterRole = (name: string, labels: Record<string, string>, rules: Obj[]): Obj => ({
+/** A ClusterRole of Cascade's (labelled part-of cascade). */
+export const clusterRole = (name: string, labels: Record<string, string>, rules: Obj[]): Obj => ({
   apiVersion: 'rbac.authorization.k8s.io/v1',
   kind: 'ClusterRole',
   metadata: { name, labels: { 'app.kubernetes.io/part-of': 'cascade', ...labels } },
@@ -25,7 +26,7 @@ const clusterRole = (name: string, labels: Record<string, string>, rules: Obj[])
 export function viewClusterRole(kinds: readonly PolicyKind[]): Obj {
   return clusterRole('cascade-view', { [`${AGGREGATE}view`]: 'true' }, [
     { apiGroups: [EFFECTIVE_GROUP], resources: ['effectivepolicies'], verbs: READ },
-    ...groups(kinds).map(([group, plurals]) => ({
+    ...pluralsByGroup(kinds).map(([group, plurals]) => ({
       apiGroups: [group],
       resources: plurals.flatMap((p) => [p, `${p}/status`]),
       verbs: READ,
@@ -36,7 +37,7 @@ export function viewClusterRole(kinds: readonly PolicyKind[]): Obj {
 /** Writing the policy kinds (not their status, not EffectivePolicies), aggregated into `edit` and `admin`. */
 export function editClusterRole(kinds: readonly PolicyKind[]): Obj {
   return clusterRole('cascade-edit', { [`${AGGREGATE}edit`]: 'true', [`${AGGREGATE}admin`]: 'true' }, [
-    ...groups(kinds).map(([group, plurals]) => ({
+    ...pluralsByGroup(kinds).map(([group, plurals]) => ({
       apiGroups: [group],
       resources: plurals,
       verbs: ['create', 'update', 'patch', 'delete', 'deletecollection'],
@@ -57,6 +58,7 @@ export function controllerClusterRole(
   kind: PolicyKind,
   controller: string,
   settings: Readonly<Record<string, string>> = {},
+  dataPlaneReads: readonly { group: string; plural: string }[] = [],
 ): Obj {
   return clusterRole(controller, {}, [
     {
@@ -73,7 +75,7 @@ export function controllerClusterRole(
     },
     { apiGroups: [''], resources: ['namespaces'], verbs: READ },
     { apiGroups: [kind.group], resources: [kind.plural], verbs: READ },
-    // what the kind renders for its enforcement component (Limitador ConfigMaps, Authorino AuthConfigs)
+    // what the kind renders for its enforcement component (its enforcement component's configuration)
     ...(kind.renders ?? [])
       .filter((r) => !confinedTo(r, settings))
       .map((r) => ({
@@ -83,9 +85,9 @@ export function controllerClusterRole(
       })),
     { apiGroups: [kind.group], resources: [`${kind.plural}/status`], verbs: ['get', 'patch', 'update'] },
     // a kind that contributes data-plane actions is Enforced only where its gateways are wired: it
-    // reads (never writes) the objects that carry each gateway's configuration
+    // reads (never writes) the objects that carry each gateway's configuration (`dataPlaneReads`)
     ...(kind.actions
-      ? [PROVIDER_RESOURCES.istio[0]!, PROVIDER_RESOURCES['envoy-gateway'][0]!].map((r) => ({
+      ? dataPlaneReads.map((r) => ({
           apiGroups: [r.group],
           resources: [r.plural],
           verbs: READ,
@@ -101,38 +103,8 @@ export function controllerClusterRole(
 }
 
 /**
- * The wiring-controller's cluster-wide grant: read the topology and every wired kind's policies, and
- * write the providers' objects beside the gateways (WasmPlugin, EnvoyFilter, EnvoyExtensionPolicy,
- * EnvoyPatchPolicy: exactly the verbs its publisher uses), and Events on routes it refuses. No status,
- * no EffectivePolicies: those are the kind controllers'. Its Lease: controllerRoles with no renders.
- */
-export function wiringClusterRole(
-  kinds: readonly PolicyKind[],
-  resources: readonly { group: string; plural: string }[],
-  controller: string,
-): Obj {
-  return clusterRole(controller, {}, [
-    {
-      apiGroups: [GATEWAY_GROUP],
-      resources: ['gatewayclasses', 'gateways', 'httproutes', 'grpcroutes', 'referencegrants'],
-      verbs: READ,
-    },
-    { apiGroups: [''], resources: ['namespaces'], verbs: READ },
-    ...groups(kinds).map(([group, plurals]) => ({ apiGroups: [group], resources: plurals, verbs: READ })),
-    ...groups(resources.map((r) => ({ group: r.group, plural: r.plural }) as PolicyKind)).map(
-      ([group, plurals]) => ({
-        apiGroups: [group],
-        resources: plurals,
-        verbs: [...READ, 'create', 'patch', 'update', 'delete'],
-      }),
-    ),
-    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
-  ]);
-}
-
-/**
  * The controller's namespaced grants: its Lease in its own namespace, and each rendered resource
- * confined to a namespace by a setting (e.g. Limitador's ConfigMaps) there. Roles and RoleBindings.
+ * confined to a namespace by a setting (e.g. ConfigMaps its component reads) there. Roles and RoleBindings.
  */
 export function controllerRoles(
   kind: PolicyKind,
@@ -152,7 +124,7 @@ export function controllerRoles(
       ],
     ],
   ]);
-  // the aggregate object (e.g. the Limitador CR) in its namespace: read it, patch the fields we own
+  // the aggregate object (e.g. an operator's custom resource) in its namespace: read it, patch the fields we own
   const agg = kind.aggregate;
   const aggNs = agg ? settings[agg.namespaceSetting] : undefined;
   if (agg && aggNs)
@@ -239,7 +211,8 @@ export function controllerWatchBindings(
   }));
 }
 
-function groups(kinds: readonly PolicyKind[]): [string, string[]][] {
+/** Plurals by API group, for rules that name several kinds. */
+export function pluralsByGroup(kinds: readonly { group: string; plural: string }[]): [string, string[]][] {
   const by = new Map<string, string[]>();
   for (const k of kinds) by.set(k.group, [...(by.get(k.group) ?? []), k.plural]);
   return [...by];

@@ -38,7 +38,7 @@ describe('kubectl get effectivepolicies columns', () => {
   });
 
   it('short values are kept whole; no source reads <none>', () => {
-    expect(effectiveSummary('HTTPRoute orders', [ref('AuthPolicy', 'infra', 'a')], 'AuthPolicy')).toEqual({
+    expect(effectiveSummary('HTTPRoute orders', [ref('GuardPolicy', 'infra', 'a')], 'GuardPolicy')).toEqual({
       target: 'HTTPRoute orders',
       sources: 'infra/a',
     });

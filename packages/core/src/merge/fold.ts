@@ -88,7 +88,7 @@ export interface ChainResult {
   sources: PolicyRef[];
   /**
    * Invalid policies that name a target on the path (ignored by the fold). A kind whose policies are
-   * security policy fails closed where this is not empty (AuthPolicy renders a deny-all).
+   * security policy fails closed where this is not empty (an auth kind renders a deny-all).
    */
   invalid: PolicyRef[];
   /**

@@ -1,5 +1,5 @@
 // A kind's aggregate object (PolicyKind.aggregate): one object, owned by someone else, that every
-// gateway contributes to, e.g. limitador-operator's Limitador CR whose spec.limits holds every
+// gateway contributes to, e.g. an operator's custom resource whose spec holds every
 // gateway's limits. Each gateway's part is recomputed when the gateway is re-rendered and kept; the
 // combined fields are applied by server-side apply (our field manager owns those fields only) when
 // they differ from the live object's. A missing object or resource is logged once, never created:

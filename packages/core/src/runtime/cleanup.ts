@@ -1,59 +1,58 @@
 // What Cascade wrote into a cluster, found and removed after `helm uninstall` (`cascadectl cleanup`).
 // Helm deletes what the chart created; the controllers' own output outlives them: EffectivePolicies
-// (owned by routes and gateways that stay), AuthConfigs, Limitador ConfigMaps (in Limitador's
-// namespace, no owner), the wiring objects, PodAddressSlices, NetpolNodeReports (owned by Nodes),
-// the leader Leases, the `<Kind>Affected` conditions on Gateways and routes, and Cascade's limits in
-// limitador-operator's Limitador. Everything is found by the labels and field managers the
-// controllers write, never by the settings of one release, so what a changed setting left behind
-// (the ConfigMaps of an earlier `limitadorNamespace`) is found too. Nothing Cascade did not write is
-// touched: objects without Cascade's labels stay, other managers' conditions and fields stay.
+// (owned by routes and gateways that stay), what each kind renders for its enforcement component
+// (some in a namespace of that component's, without an owner), the data plane's objects, the
+// network-policy objects, the leader Leases, the `<Kind>Affected` conditions on Gateways and routes,
+// and Cascade's fields in each kind's aggregate object. The packages that write each say what (the
+// CleanupPlan). Everything is found by the labels and field managers the controllers write, never by
+// the settings of one release, so what a changed setting left behind (objects in an earlier
+// namespace setting) is found too. Nothing Cascade did not write is touched: objects without
+// Cascade's labels stay, other managers' conditions and fields stay.
 //
-// What fails closed: removing the AuthConfigs and the wiring objects ends enforcement at the
-// gateways (as uninstalling Kuadrant does); the network datapath's programs and pins are the node's
-// and stay, enforcing the last maps, until `rm -r /sys/fs/bpf/cascade` and a pod restart (README).
+// What fails closed: removing a fail-closed kind's rendered objects and the data plane's objects ends
+// enforcement at the gateways (as uninstalling Kuadrant does); the network datapath's programs and
+// pins are the node's and stay, enforcing the last maps, until `rm -r /sys/fs/bpf/cascade` and a pod
+// restart (README).
 import { MANAGED_BY } from '../effective/effective-policy.ts';
-import { PROVIDER_RESOURCES } from '../wiring/providers.ts';
+import type { PolicyKind } from '../kind.ts';
 import { ApiError, type KubeClient, type KubeObject } from './client.ts';
 import { POLICY_CONTROLLER_NAME } from './target-status.ts';
-import { WIRING_LABEL_KEY } from './wiring-state.ts';
 
-/** The controllers a release runs (their field managers and Lease names), as the chart names them. */
-export const CASCADE_CONTROLLERS = [
-  'authpolicy-controller',
-  'ratelimitpolicy-controller',
-  'wiring-controller',
-  'netpolicy-controller',
-] as const;
+/** A collection of objects to delete: its list path, with the selector that makes them Cascade's. */
+export interface OwnedCollection {
+  what: string;
+  path: string;
+}
 
-/** The policy kinds whose `<Kind>Affected` conditions Cascade writes on Gateways. */
-const AFFECTED_KINDS = [
-  ['AuthPolicy', 'authpolicy-controller'],
-  ['RateLimitPolicy', 'ratelimitpolicy-controller'],
-] as const;
+/**
+ * What a release wrote, as the packages that write it register it (the distribution's manifest
+ * assembles it): each policy kind with the controller that runs it (its rendered objects, its
+ * `<Kind>Affected` conditions, its aggregate object), the other collections (data-plane objects,
+ * network-policy objects), and every controller (its leader Lease).
+ */
+export interface CleanupPlan {
+  kinds: readonly { kind: PolicyKind; controller: string }[];
+  collections: readonly OwnedCollection[];
+  controllers: readonly string[];
+}
 
 const GW = '/apis/gateway.networking.k8s.io/v1';
 
-/** Collections of objects to delete: list path (with the selector that makes them Cascade's). */
-const OWNED: { what: string; path: string }[] = [
-  {
-    what: 'EffectivePolicy',
-    path: `/apis/cascade.dev/v1alpha1/effectivepolicies?labelSelector=${encodeURIComponent(MANAGED_BY)}`,
-  },
-  {
-    what: 'AuthConfig',
-    path: `/apis/authorino.kuadrant.io/v1beta3/authconfigs?labelSelector=${encodeURIComponent(MANAGED_BY)}`,
-  },
-  { what: 'ConfigMap', path: `/api/v1/configmaps?labelSelector=${encodeURIComponent(MANAGED_BY)}` },
-  ...Object.values(PROVIDER_RESOURCES)
-    .flat()
-    .map((r) => ({
-      what: r.kind,
-      path: `/apis/${r.group}/${r.version}/${r.plural}?labelSelector=${encodeURIComponent(WIRING_LABEL_KEY)}`,
-    })),
-  // Cascade's own CRDs: every object is Cascade's
-  { what: 'PodAddressSlice', path: '/apis/cascade.dev/v1alpha1/podaddressslices' },
-  { what: 'NetpolNodeReport', path: '/apis/cascade.dev/v1alpha1/netpolnodereports' },
-];
+const selected = (path: string, selector: string) => `${path}?labelSelector=${encodeURIComponent(selector)}`;
+
+/** The collections to delete, in order: EffectivePolicies, each kind's rendered objects, then the plan's others. */
+function ownedOf(plan: CleanupPlan): OwnedCollection[] {
+  const out: OwnedCollection[] = [
+    { what: 'EffectivePolicy', path: selected('/apis/cascade.dev/v1alpha1/effectivepolicies', MANAGED_BY) },
+  ];
+  for (const { kind } of plan.kinds)
+    for (const r of kind.renders ?? []) {
+      const base = r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
+      const path = selected(`${base}/${r.plural}`, MANAGED_BY);
+      if (!out.some((o) => o.path === path)) out.push({ what: r.kind, path });
+    }
+  return [...out, ...plan.collections];
+}
 
 export interface CleanupReport {
   /** What was (or, dry, would be) removed: `Kind ns/name` or `Kind name: what`. */
@@ -83,13 +82,15 @@ async function list(client: KubeClient, path: string): Promise<KubeObject[] | un
 }
 
 /**
- * Removes what Cascade's controllers wrote (see the file's comment); `releaseNamespace` holds the
- * leader Leases; `limitador` (ns/name) the Limitador CR whose limits Cascade wrote, if any. `dry`:
- * report only. Meant for after `helm uninstall` (running controllers would write it all again).
+ * Removes what Cascade's controllers wrote (see the file's comment and `plan`); `releaseNamespace`
+ * holds the leader Leases; `aggregate` (ns/name) the aggregate object (PolicyKind.aggregate) whose
+ * fields Cascade wrote, if any. `dry`: report only. Meant for after `helm uninstall` (running
+ * controllers would write it all again).
  */
 export async function cleanupCluster(
   client: KubeClient,
-  opts: { releaseNamespace: string; limitador?: string; dry?: boolean },
+  plan: CleanupPlan,
+  opts: { releaseNamespace: string; aggregate?: string; dry?: boolean },
 ): Promise<CleanupReport> {
   const report: CleanupReport = { removed: [], notServed: [], failed: [] };
   const attempt = async (what: string, f: () => Promise<unknown>) => {
@@ -101,7 +102,7 @@ export async function cleanupCluster(
       report.failed.push(`${what}: ${e instanceof ApiError ? e.message : String(e)}`.slice(0, 300));
     }
   };
-  for (const { what, path } of OWNED) {
+  for (const { what, path } of ownedOf(plan)) {
     const items = await list(client, path);
     if (!items) {
       report.notServed.push(what);
@@ -109,7 +110,7 @@ export async function cleanupCluster(
     }
     for (const o of items) await attempt(named(what, o), () => client.request('DELETE', itemPath(path, o)));
   }
-  for (const c of CASCADE_CONTROLLERS) {
+  for (const c of plan.controllers) {
     const path = `/apis/coordination.k8s.io/v1/namespaces/${opts.releaseNamespace}/leases/${c}-leader`;
     const live = await client.request('GET', path).catch(() => undefined);
     if (live)
@@ -120,7 +121,10 @@ export async function cleanupCluster(
     const types = new Set(
       ((g.status as { conditions?: { type: string }[] } | undefined)?.conditions ?? []).map((c) => c.type),
     );
-    for (const [kind, controller] of AFFECTED_KINDS)
+    for (const {
+      kind: { kind },
+      controller,
+    } of plan.kinds)
       if (types.has(`${kind}Affected`))
         await attempt(`${kind}Affected on Gateway ${g.metadata.namespace}/${g.metadata.name}`, () =>
           client.apply(
@@ -157,23 +161,23 @@ export async function cleanupCluster(
           ),
       );
     }
-  // Cascade's limits in limitador-operator's Limitador: its field manager applies none
-  if (opts.limitador) {
-    const [ns, name] = opts.limitador.split('/') as [string, string];
-    const path = `/apis/limitador.kuadrant.io/v1alpha1/namespaces/${ns}/limitadors/${name}`;
-    const live = await client.request('GET', path).catch(() => undefined);
-    if (live)
-      await attempt(`Limitador ${ns}/${name}: Cascade's limits`, () =>
-        client.apply(
-          path,
-          {
-            apiVersion: 'limitador.kuadrant.io/v1alpha1',
-            kind: 'Limitador',
-            metadata: { name, namespace: ns },
-          },
-          'ratelimitpolicy-controller',
-        ),
-      );
+  // Cascade's fields in each kind's aggregate object: its field manager applies none
+  if (opts.aggregate) {
+    const [ns, name] = opts.aggregate.split('/') as [string, string];
+    for (const { kind, controller } of plan.kinds) {
+      const r = kind.aggregate?.resource;
+      if (!r) continue;
+      const path = `/apis/${r.group}/${r.version}/namespaces/${ns}/${r.plural}/${name}`;
+      const live = await client.request('GET', path).catch(() => undefined);
+      if (live)
+        await attempt(`${r.kind} ${ns}/${name}: Cascade's fields`, () =>
+          client.apply(
+            path,
+            { apiVersion: `${r.group}/${r.version}`, kind: r.kind, metadata: { name, namespace: ns } },
+            controller,
+          ),
+        );
+    }
   }
   return report;
 }

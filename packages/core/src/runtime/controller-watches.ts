@@ -122,7 +122,7 @@ export function controllerWatches(
     scope,
   );
   for (const [res, { informer }] of rendered) {
-    // Installed after the controller (Authorino, Limitador, a provider), or removed: every gateway's
+    // Installed after the controller (an enforcement component, a data-plane provider), or removed: every gateway's
     // rendered objects are published again at once, not at the next unrelated change.
     informer.onServed = (served) => {
       log(

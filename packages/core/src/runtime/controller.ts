@@ -1,7 +1,7 @@
 // The policy controller for one kind: informers feed the engine; a reconcile in two lanes publishes
 // by server-side apply, and only when the desired content differs from the live object (steady state:
 // zero writes). Lane `sync`: flush the engine, EffectivePolicies, policy status. Lane `downstream`:
-// what the kind renders (Limitador ConfigMaps, Authorino AuthConfigs) and <Kind>Affected on targets.
+// what the kind renders (each enforcement component's configuration) and <Kind>Affected on targets.
 // Only the lease holder writes.
 //
 // The reconcile is incremental: the engine's FlushReport names the paths and policies a change can
@@ -20,6 +20,7 @@ import { AggregatePublisher } from './aggregate.ts';
 import { electedLeader, policiesByCondition, watchHealth } from './controller-metrics.ts';
 import { ControllerProcess, type ProcessOptions } from './controller-process.ts';
 import { controllerWatches } from './controller-watches.ts';
+import type { DataPlaneSource } from './data-plane.ts';
 import { EffectivePublisher } from './effective-writer.ts';
 import { postWarningEvent } from './events.ts';
 import { gatewayNotProgrammed } from './gateway-readiness.ts';
@@ -31,25 +32,27 @@ import { logPublishChange, type PublishFailure, PublishLedger } from './publish.
 import { WorkQueue } from './queue.ts';
 import { RenderedPublisher, type RenderInformer } from './rendered.ts';
 import { inSpan } from './tracing.ts';
-import { WiringState } from './wiring-state.ts';
 
 export interface ControllerOptions extends ProcessOptions {
   kind: PolicyKind;
-  /** Settings for the kind (e.g. limitadorNamespace): see RenderedResource.namespaceSetting. */
+  /** Settings for the kind (e.g. the namespace its component reads): see RenderedResource.namespaceSetting. */
   settings?: Readonly<Record<string, string>>;
   /**
    * Enforced only where the data plane is wired: a policy of a kind that contributes data-plane
-   * actions is Enforced=False (MissingDependency) while a gateway it reaches has no WasmPlugin or
-   * EnvoyExtensionPolicy from the wiring-controller (or its provider refuses it). The binaries set it
-   * (--require-wiring, default true); false where no wiring-controller runs by design.
+   * actions is Enforced=False (MissingDependency) while `dataPlane` says a gateway it reaches does not
+   * carry it. The binaries set it (--require-wiring, default true); false where no wiring-controller
+   * runs by design. True with such a kind and no `dataPlane` is refused (Enforced would be claimed
+   * blind).
    */
   requireWiring?: boolean;
+  /** The data plane's view (data-plane.ts), needed by requireWiring. */
+  dataPlane?: DataPlaneSource;
   /**
    * Enforced means enforced (--require-ready, default true in the binaries): a policy is Enforced only
    * while every gateway it reaches is Accepted and Programmed by its controller (else
    * TargetNotProgrammed), and every object carrying its rules is served (else MissingDependency) and
    * reported ready by its consumer, which reporting nothing is not (else Pending). Tests leave it off
-   * where no gateway controller or Authorino runs.
+   * where no gateway controller or enforcement component runs.
    */
   requireReady?: boolean;
 }
@@ -110,7 +113,7 @@ export class PolicyController extends ControllerProcess {
   private readonly renderer: RenderedPublisher;
   private readonly effectivePublisher: EffectivePublisher;
   private readonly status: PolicyStatusWriter;
-  /** The kind's aggregate object (e.g. the Limitador CR), when a setting names one. */
+  /** The kind's aggregate object (e.g. an operator's custom resource), when a setting names one. */
   private aggregate?: AggregatePublisher;
   private pendingAggregate = false;
   /** Objects whose last write failed, with the policies they carry (their status says so). */
@@ -185,16 +188,18 @@ export class PolicyController extends ControllerProcess {
       this.queue.add('sync');
     };
     this.affected = new AffectedWriter({ ...common, informers: this.informers });
-    const wiring =
-      opts.requireWiring && opts.kind.actions
-        ? new WiringState(
+    if (opts.requireWiring && opts.kind.actions && !opts.dataPlane)
+      throw new Error(`${opts.kind.kind}: requireWiring needs a dataPlane source (see data-plane.ts)`);
+    const dataPlane =
+      opts.requireWiring && opts.kind.actions && opts.dataPlane
+        ? opts.dataPlane(
             c,
             // a gateway wired or unwired: every policy's Enforced is compared again (no write if equal)
             () => this.recheckAllStatus(),
             opts.watchNamespaces,
           )
         : undefined;
-    if (wiring) this.informers.push(...wiring.informers);
+    if (dataPlane) this.informers.push(...dataPlane.informers);
     const settings = opts.settings ?? {};
     if (opts.kind.aggregate && AggregatePublisher.enabled(opts.kind.aggregate, settings)) {
       this.aggregate = new AggregatePublisher(
@@ -222,7 +227,7 @@ export class PolicyController extends ControllerProcess {
       ...common,
       policies: this.policies,
       renderer: this.renderer,
-      ...(wiring ? { wiring } : {}),
+      ...(dataPlane ? { dataPlane } : {}),
       ...(opts.requireReady && gateways
         ? { gatewayGap: (gw: string) => gatewayNotProgrammed(gateways.cache.get(gw), gw) }
         : {}),

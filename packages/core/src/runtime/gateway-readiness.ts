@@ -1,5 +1,5 @@
 // Whether a Gateway a policy reaches is run by a controller: Accepted and Programmed, as its
-// controller (Istio, Envoy Gateway) reports them in the Gateway's status. A policy is Enforced only
+// controller reports them in the Gateway's status. A policy is Enforced only
 // where something enforces it; a Gateway nobody programmed (no controller for its class, a listener
 // refused, the CRD's own "Pending" defaults) enforces nothing. Kuadrant holds Enforced the same way.
 import type { KubeObject } from './client.ts';

@@ -25,7 +25,7 @@ export class Informer {
   /**
    * An optional resource became served (true: its CRD was installed) or stopped being served (false):
    * called once per change. A list that is empty raises no event, so without this nothing would
-   * notice an AuthConfig CRD installed after the controller started.
+   * notice a component's CRD installed after the controller started.
    */
   onServed: (served: boolean) => void = () => {};
   private readonly aborts = new Set<AbortController>();

@@ -4,10 +4,11 @@ import type { PolicyKind } from '../kind.ts';
 import { binary, CONTROLLER_FLAGS, CONTROLLER_USAGE, controllerSettings, runUntilSigterm } from './binary.ts';
 import { KubeClient } from './client.ts';
 import { PolicyController } from './controller.ts';
+import type { DataPlaneSource } from './data-plane.ts';
 import { jsonLogger } from './metrics.ts';
 import { setupTracing } from './tracing.ts';
 
-/** A kind's own setting as a flag of its binary (e.g. --limitador-namespace). */
+/** A kind's own setting as a flag of its binary (e.g. the namespace its component reads). */
 export interface SettingFlag {
   flag: string;
   key: string;
@@ -52,6 +53,7 @@ export async function runPolicyController(
   kind: PolicyKind,
   name: string,
   settingFlags: readonly SettingFlag[] = [],
+  dataPlane?: DataPlaneSource,
 ): Promise<PolicyController> {
   const b = binary(
     name,
@@ -86,6 +88,7 @@ export async function runPolicyController(
     writeConcurrency: b.whole('max-concurrent-writes', 'writes', 256),
     ...(watch ? { watchNamespaces: watch } : {}),
     requireWiring,
+    ...(dataPlane ? { dataPlane } : {}),
     requireReady,
     log: jsonLogger(name, undefined, logLevel),
     settings: Object.fromEntries(settingFlags.map((s) => [s.key, String(b.values[s.flag] ?? '')])),

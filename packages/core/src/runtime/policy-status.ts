@@ -3,25 +3,22 @@
 // (lastTransitionTime kept while status and reason stay).
 import { isEqual } from 'lodash-es';
 import { type Condition, policyConditions } from '../status/conditions.ts';
+import { withEnforcement } from '../status/enforced.ts';
+import { gatewayKey } from '../topology/types.ts';
+import type { DataPlaneGaps } from './data-plane.ts';
 import { postWarningEvent } from './events.ts';
 import type { Informer } from './informer.ts';
-import {
-  type PublishFailure,
-  type WriterDeps,
-  withConsumerReadiness,
-  withPublishFailures,
-} from './publish.ts';
+import type { PublishFailure, WriterDeps } from './publish.ts';
 import type { RenderedPublisher } from './rendered.ts';
-import { gatewaysByPolicy, type WiringState, withGatewayGaps } from './wiring-state.ts';
 
 export interface PolicyStatusDeps extends WriterDeps {
   policies: Informer;
   renderer: RenderedPublisher;
-  /** The data-plane wiring the kind's policies need to be Enforced (undefined: not required). */
-  wiring?: WiringState;
+  /** The data plane the kind's policies need to be Enforced (undefined: not required). */
+  dataPlane?: DataPlaneGaps;
   /** Why a gateway (`ns/name`) is not programmed (undefined: it is, or it is not required). */
   gatewayGap?: (gw: string) => string | undefined;
-  /** Why the kind's aggregate object (Limitador CR) does not carry its rules yet (--require-ready). */
+  /** Why the kind's aggregate object (an operator's resource) does not carry its rules yet (--require-ready). */
   aggregateGap?: () => { object: string; missing: boolean; why: string } | undefined;
 }
 
@@ -82,23 +79,14 @@ export class PolicyStatusWriter {
     const id = `${k.kind}:${ns}/${name}`;
     const liveConds = (live.status as { conditions?: LiveCondition[] } | undefined)?.conditions ?? [];
     const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    const wiring = this.deps.wiring;
-    // the first that holds a policy back names it: its own objects, then the data plane, then the gateway
-    const conds = withGatewayGaps(
-      withGatewayGaps(
-        withConsumerReadiness(
-          withPublishFailures(policyConditions(this.deps.engine, id), [
-            ...renderer.refusalsFor(id),
-            ...ledger.forPolicy(id),
-          ]),
-          [...renderer.waitingFor(id), ...this.aggregateWaiting(id)],
-        ),
-        this.gaps(id, wiring && ((gw, routes) => wiring.gap(gw, routes))),
-        'MissingDependency',
-      ),
-      this.gaps(id, this.deps.gatewayGap),
-      'TargetNotProgrammed',
-    ).map((cnd) => {
+    const dataPlane = this.deps.dataPlane;
+    // the ladder (status/enforced.ts): its own objects, then the data plane, then the gateway
+    const conds = withEnforcement(policyConditions(this.deps.engine, id), {
+      publishFailures: [...renderer.refusalsFor(id), ...ledger.forPolicy(id)],
+      waiting: [...renderer.waitingFor(id), ...this.aggregateWaiting(id)],
+      dataPlaneGaps: this.gaps(id, dataPlane && ((gw, routes) => dataPlane.gap(gw, routes))),
+      gatewayGaps: this.gaps(id, this.deps.gatewayGap),
+    }).map((cnd) => {
       const prev = liveConds.find((x) => x.type === cnd.type);
       const same = prev && prev.status === cnd.status && prev.reason === cnd.reason;
       return {
@@ -139,4 +127,31 @@ export class PolicyStatusWriter {
         { component: this.deps.name },
       ).catch(() => undefined);
   }
+}
+
+/** For each policy (`Kind:ns/name`), the gateways (`ns/name`) whose paths carry its rules, with the routes there (`<Kind>/<ns>/<name>`). */
+export function gatewaysByPolicy(engine: {
+  topology: {
+    gateways: Map<string, { namespace: string; name: string }>;
+    pathsThrough(k: string): Iterable<string>;
+    paths: Map<string, { route: { kind: string; namespace: string; name: string } }>;
+  };
+  result(pk: string): { sources: { kind: string; namespace: string; name: string }[] } | undefined;
+}): Map<string, Map<string, Set<string>>> {
+  const out = new Map<string, Map<string, Set<string>>>();
+  for (const gw of engine.topology.gateways.values()) {
+    const g = `${gw.namespace}/${gw.name}`;
+    for (const pk of engine.topology.pathsThrough(gatewayKey(gw.namespace, gw.name))) {
+      const r = engine.topology.paths.get(pk)?.route;
+      for (const s of engine.result(pk)?.sources ?? []) {
+        const id = `${s.kind}:${s.namespace}/${s.name}`;
+        let byGw = out.get(id);
+        if (!byGw) out.set(id, (byGw = new Map()));
+        let routes = byGw.get(g);
+        if (!routes) byGw.set(g, (routes = new Set()));
+        if (r) routes.add(`${r.kind}/${r.namespace}/${r.name}`);
+      }
+    }
+  }
+  return out;
 }

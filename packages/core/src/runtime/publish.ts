@@ -154,67 +154,6 @@ export class PublishLedger {
   }
 }
 
-/**
- * A policy's conditions with its publish failures in them: while an object carrying its rules
- * cannot be written, the policy is not enforced (`Enforced=False, PublishFailed`), naming the objects
- * and the API server's messages.
- */
-export function withPublishFailures<
-  C extends { type: string; status: string; reason: string; message: string },
->(conds: C[], failures: readonly PublishFailure[]): C[] {
-  if (!failures.length) return conds;
-  const shown = failures
-    .slice(0, 3)
-    .map((f) => `${f.object}: ${f.message}`)
-    .join('; ');
-  const more = failures.length > 3 ? `; and ${failures.length - 3} more` : '';
-  return conds.map((c) =>
-    c.type === 'Enforced'
-      ? {
-          ...c,
-          status: 'False',
-          reason: 'PublishFailed',
-          message: `Policy is not enforced: could not publish ${shown}${more}`,
-        }
-      : c,
-  );
-}
-
-/**
- * A policy's conditions while objects carrying its rules are not in force: their resource is not
- * served (`Enforced=False, MissingDependency`), or their consumer (Authorino) reports them not ready
- * or nothing yet (`Enforced=False, Pending`), naming them and why. Publish failures (already in the
- * conditions) take precedence.
- */
-export function withConsumerReadiness<
-  C extends { type: string; status: string; reason: string; message: string },
->(conds: C[], waiting: readonly { object: string; missing: boolean; why: string }[]): C[] {
-  if (!waiting.length) return conds;
-  const missing = waiting.filter((w) => w.missing);
-  const shownOf = (ws: readonly { object: string; why: string }[]) =>
-    ws
-      .slice(0, 3)
-      .map((w) => `${w.object} (${w.why})`)
-      .join(', ') + (ws.length > 3 ? ` and ${ws.length - 3} more` : '');
-  return conds.map((c) =>
-    c.type === 'Enforced' && c.reason !== 'PublishFailed' && c.status === 'True'
-      ? missing.length
-        ? {
-            ...c,
-            status: 'False',
-            reason: 'MissingDependency',
-            message: `Policy is not enforced: cannot write ${shownOf(missing)}`,
-          }
-        : {
-            ...c,
-            status: 'False',
-            reason: 'Pending',
-            message: `Policy is not enforced yet: waiting for ${shownOf(waiting)} to be ready`,
-          }
-      : c,
-  );
-}
-
 /** The log line of a ledger change: a write that started failing (retried on its own) or recovered. */
 export function logPublishChange(
   log: Logger,

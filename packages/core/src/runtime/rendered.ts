@@ -1,7 +1,7 @@
-// The downstream objects a kind renders (Limitador ConfigMaps, Authorino AuthConfigs), per gateway:
+// The downstream objects a kind renders (each enforcement component's configuration), per gateway:
 // re-rendered for the gateways a flush touched (all on a full pass) and made to match the live
 // objects: apply what differs, delete what is no longer rendered. Resources the API server does not
-// serve (e.g. the AuthConfig CRD is not installed) are skipped and logged once. Each object is
+// serve (e.g. the component's CRD is not installed) are skipped and logged once. Each object is
 // written on its own (see publish.ts): a failure names the policies the gateway's objects carry.
 import { isEqual } from 'lodash-es';
 import { MANAGED_BY } from '../effective/effective-policy.ts';
@@ -159,7 +159,7 @@ export class RenderedPublisher {
   /**
    * Re-renders `gateways` (all when undefined) through the kind's render hook and makes the live
    * objects match: apply what differs, delete what is no longer rendered. Resources that are not
-   * served (e.g. the AuthConfig CRD is not installed) are skipped and logged once.
+   * served (e.g. the component's CRD is not installed) are skipped and logged once.
    */
   async publish(
     gateways: string[] | undefined,

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { mergeCondition, mergeRouteAffected, POLICY_CONTROLLER_NAME } from './target-status.ts';
 
 const cond = (status: 'True' | 'False', reason: string) => ({
-  type: 'RateLimitPolicyAffected',
+  type: 'LimitPolicyAffected',
   status,
   reason,
   message: `m ${reason}`,
@@ -22,7 +22,7 @@ describe('mergeRouteAffected', () => {
       { parents: [other] },
       'app',
       [{ name: 'gw', namespace: 'infra' }],
-      'RateLimitPolicyAffected',
+      'LimitPolicyAffected',
       cond('True', 'Affected'),
       T1,
     )!;
@@ -37,7 +37,7 @@ describe('mergeRouteAffected', () => {
 
   it("keeps the other kind's condition in our shared entry, and returns undefined when nothing changes", () => {
     const auth = {
-      type: 'AuthPolicyAffected',
+      type: 'GuardPolicyAffected',
       status: 'True',
       reason: 'Affected',
       message: 'a',
@@ -53,7 +53,7 @@ describe('mergeRouteAffected', () => {
         { parents: [ours] },
         'app',
         [{ name: 'gw', namespace: 'infra' }],
-        'RateLimitPolicyAffected',
+        'LimitPolicyAffected',
         cond('True', 'Affected'),
         T1,
       ),
@@ -62,14 +62,14 @@ describe('mergeRouteAffected', () => {
       { parents: [ours] },
       'app',
       [{ name: 'gw', namespace: 'infra' }],
-      'RateLimitPolicyAffected',
+      'LimitPolicyAffected',
       undefined,
       T1,
     )!;
     expect(s.parents).toEqual([{ ...ours, conditions: [auth] }]);
     // The last of our conditions gone: the entry goes too.
     expect(
-      mergeRouteAffected(s, 'app', [{ name: 'gw', namespace: 'infra' }], 'AuthPolicyAffected', undefined, T1),
+      mergeRouteAffected(s, 'app', [{ name: 'gw', namespace: 'infra' }], 'GuardPolicyAffected', undefined, T1),
     ).toEqual({ parents: [] });
   });
 
@@ -83,7 +83,7 @@ describe('mergeRouteAffected', () => {
       { parents: [ours('old', T0), ours('gw', T0)] },
       'app',
       [{ name: 'gw', namespace: 'infra' }],
-      'RateLimitPolicyAffected',
+      'LimitPolicyAffected',
       cond('True', 'PartiallyAffected'),
       T1,
     )!;
@@ -99,10 +99,10 @@ describe('mergeCondition', () => {
       { type: 'Accepted', status: 'True', reason: 'A', message: '' },
       { ...cond('True', 'Affected'), lastTransitionTime: T0 },
     ];
-    expect(mergeCondition(list, cond('False', 'Unaffected'), 'RateLimitPolicyAffected', T1)).toEqual([
+    expect(mergeCondition(list, cond('False', 'Unaffected'), 'LimitPolicyAffected', T1)).toEqual([
       list[0],
       { ...cond('False', 'Unaffected'), lastTransitionTime: T1 },
     ]);
-    expect(mergeCondition(list, undefined, 'RateLimitPolicyAffected', T1)).toEqual([list[0]]);
+    expect(mergeCondition(list, undefined, 'LimitPolicyAffected', T1)).toEqual([list[0]]);
   });
 });

@@ -20,7 +20,7 @@ function spans() {
 
 describe('tracing', () => {
   it('encodes spans as OTLP/HTTP JSON with typed attributes', () => {
-    const body = otlpJson(spans(), 'ratelimitpolicy-controller') as {
+    const body = otlpJson(spans(), 'limitpolicy-controller') as {
       resourceSpans: {
         resource: { attributes: unknown[] };
         scopeSpans: { spans: Record<string, unknown>[] }[];
@@ -28,7 +28,7 @@ describe('tracing', () => {
     };
     const rs = body.resourceSpans[0]!;
     expect(rs.resource.attributes).toEqual([
-      { key: 'service.name', value: { stringValue: 'ratelimitpolicy-controller' } },
+      { key: 'service.name', value: { stringValue: 'limitpolicy-controller' } },
     ]);
     const s = rs.scopeSpans[0]!.spans[0]!;
     expect(s.name).toBe('reconcile');

@@ -23,7 +23,7 @@ export function clientOf(env: { readonly kubeconfig: string }, kubeconfig = env.
   return new KubeClient(kc);
 }
 
-/** The name a kind's controller runs under: `ratelimitpolicy-controller`, as the binaries. */
+/** The name a kind's controller runs under: `limitpolicy-controller`, as the binaries. */
 export const controllerName = (kind: PolicyKind) => `${kind.kind.toLowerCase()}-controller`;
 
 /**
@@ -167,7 +167,7 @@ const CLUSTER_SCOPED = new Set([
   'ClusterNetworkPolicy',
 ]);
 
-/** The resource's plural as the API server names it (Gateway -> gateways, AuthPolicy -> authpolicies). */
+/** The resource's plural as the API server names it (Gateway -> gateways, LimitPolicy -> limitpolicies). */
 export function pluralOf(kind: string): string {
   const k = kind.toLowerCase();
   if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;

@@ -4,4 +4,3 @@
 export * from './envtest.ts';
 export * from './kinds.ts';
 export * from './run-script.ts';
-export * from './wiring-paths.ts';

@@ -12,7 +12,7 @@ const rate = z.strictObject({
 });
 const limit = z.strictObject({ rates: z.array(rate).min(1), counters: z.array(z.string()).optional() });
 
-/** A RateLimitPolicy-shaped test kind: one section `limits`, request predicates in `when`. */
+/** A rate-limit-shaped test kind: one section `limits`, request predicates in `when`. */
 export const testLimitKind = definePolicyKind({
   group: 'test.cascade.dev',
   version: 'v1',
@@ -24,7 +24,7 @@ export const testLimitKind = definePolicyKind({
   contextFields: ['when'],
 });
 
-/** An AuthPolicy-shaped test kind: two sections under `rules`. */
+/** An auth-shaped test kind: two sections under `rules`. */
 export const testAuthKind = definePolicyKind({
   group: 'test.cascade.dev',
   version: 'v1',

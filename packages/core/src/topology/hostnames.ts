@@ -31,7 +31,7 @@ export function hostnameCovers(p: string, h: string): boolean {
 }
 
 /**
- * How specific a hostname is, higher first, as Envoy picks a virtual host: an exact name before any
+ * How specific a hostname is, higher first, as a proxy picks a virtual host: an exact name before any
  * wildcard, a longer wildcard before a shorter one, `*` last.
  */
 export function hostnameSpecificity(h: string): number {

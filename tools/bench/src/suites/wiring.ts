@@ -7,22 +7,24 @@
 
 import { authPolicyKind } from '@cascade/authpolicy';
 import {
-  buildWasmConfig,
-  DEFAULT_PROVIDERS,
-  DEFAULT_WIRING,
-  gatewayWiring,
   KubeClient,
   PolicyEngine,
   type PolicyObject,
   policyCrd,
-  providerObjects,
   type RouteMatch,
   type RouteObject,
-  WiringController,
 } from '@cascade/core';
-import { testWiringPath } from '@cascade/core/testing';
 import { Envtest, envtestPaths, providerCrds } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
+import {
+  buildWasmConfig,
+  DEFAULT_PROVIDERS,
+  DEFAULT_WIRING,
+  gatewayWiring,
+  providerObjects,
+  WiringController,
+} from '@cascade/wiring';
+import { testWiringPath } from '@cascade/wiring/testing';
 import { KubeConfig } from '@kubernetes/client-node';
 import { type Figure, ms, summarize } from '../report.ts';
 

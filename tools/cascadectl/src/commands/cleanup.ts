@@ -1,6 +1,7 @@
 // cascadectl cleanup: after `helm uninstall`, removes what Cascade's controllers wrote into the
-// cluster and Helm does not know of (core/runtime/cleanup.ts says what and why). Needs a live cluster.
+// cluster and Helm does not know of (core/runtime/cleanup.ts says how, the distribution's manifest what). Needs a live cluster.
 import { cleanupCluster } from '@cascade/core';
+import { CLEANUP_PLAN } from '@cascade/distribution';
 import { type Command, oneOf, out, UsageError } from '../cli.ts';
 import { clientFor, liveOptions } from '../cluster.ts';
 
@@ -26,9 +27,9 @@ export const cleanupCommand: Command = {
     if (limitador !== undefined && !/^[a-z0-9-]{1,63}\/[a-z0-9.-]{1,253}$/.test(limitador))
       throw new UsageError(`--limitador: "${limitador.slice(0, 80)}" is not NAMESPACE/NAME`);
     const dry = values['dry-run'] === true;
-    const report = await cleanupCluster(await clientFor(live), {
+    const report = await cleanupCluster(await clientFor(live), CLEANUP_PLAN, {
       releaseNamespace,
-      ...(limitador ? { limitador } : {}),
+      ...(limitador ? { aggregate: limitador } : {}),
       dry,
     });
     if (format === 'json') out(JSON.stringify({ dryRun: dry, ...report }, null, 2));

@@ -1,4 +1,5 @@
-import { type CountedLimitSpec, policyName } from '@cascade/core';
+import { policyName } from '@cascade/core';
+import type { CountedLimitSpec } from '@cascade/wiring';
 import { parse as parseYaml } from 'yaml';
 import { type Command, compact, err, out, UsageError } from '../cli.ts';
 import { kindOption, loadGatewayWorld } from './gateway-common.ts';

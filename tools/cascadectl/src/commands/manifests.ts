@@ -11,6 +11,7 @@ import {
   viewClusterRole,
 } from '@cascade/core';
 import { netpolNodeReportCrd, podAddressSliceCrd } from '@cascade/netpolicy';
+import { WIRING_CARRIERS } from '@cascade/wiring';
 import { stringify } from 'yaml';
 import { type Command, out } from '../cli.ts';
 import { POLICY_KINDS } from '../world.ts';
@@ -36,7 +37,7 @@ export function manifests(namespace = 'cascade-system'): Record<string, unknown>
     editClusterRole(POLICY_KINDS),
     ...controllers.flatMap(({ kind, name }) => [
       { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } },
-      controllerClusterRole(kind, name, CONTROLLER_SETTINGS[kind.kind]),
+      controllerClusterRole(kind, name, CONTROLLER_SETTINGS[kind.kind], WIRING_CARRIERS),
       controllerBinding(name, namespace),
       ...controllerRoles(kind, name, namespace, CONTROLLER_SETTINGS[kind.kind]),
     ]),

@@ -3,6 +3,7 @@
 // which AuthConfig is called (its evaluators and the policies that wrote them), which Limitador limits
 // count it with which counter values and namespace: in wasm-shim's order, evaluated from the same
 // configuration the gateway-wiring writer publishes, with the project's bounded CEL.
+import { toPathResult } from '@cascade/core';
 import {
   type CountedLimitSpec,
   countedLimits,
@@ -12,9 +13,8 @@ import {
   proxyPort,
   proxyRoute,
   type RequestTrace,
-  toPathResult,
   traceRequest,
-} from '@cascade/core';
+} from '@cascade/wiring';
 import { parse as parseYaml } from 'yaml';
 import { type Command, oneOf, out, UsageError } from '../cli.ts';
 import { loadGatewayWorld } from './gateway-common.ts';

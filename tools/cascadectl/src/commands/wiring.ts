@@ -1,5 +1,6 @@
 // The gateway data-plane wiring from files: each gateway's wasm-shim configuration, its provider (by
 // the GatewayClass controllerName) and the provider objects the gateway-wiring writer publishes.
+import type { RenderedObject } from '@cascade/core';
 import {
   DEFAULT_PROVIDERS,
   gatewayWiring,
@@ -7,10 +8,9 @@ import {
   type Provider,
   providerObjects,
   providerOf,
-  type RenderedObject,
   type WiringPath,
   type WiringResult,
-} from '@cascade/core';
+} from '@cascade/wiring';
 import type { GatewayWorld } from '../world.ts';
 
 export interface GatewayWiringView {

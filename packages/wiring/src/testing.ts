@@ -1,8 +1,8 @@
 // One path through a shared test gateway for the wiring's unit tests and the bench: a route of one
 // rule in a namespace, under the hostnames given, with an auth action (scope `<ns>/<name>` unless
 // said) or none (`policy: false`).
-import type { RouteMatch } from '../topology/types.ts';
-import { AUTH_SERVICE, PHASE, type WiringPath } from '../wiring/wasm.ts';
+import type { RouteMatch } from '@cascade/core';
+import { AUTH_SERVICE, PHASE, type WiringPath } from './shim/wasm.ts';
 
 export interface TestPathOptions {
   listener?: string;

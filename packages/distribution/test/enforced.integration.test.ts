@@ -5,17 +5,12 @@
 // writes the gateway's WasmPlugin they are Enforced; when it goes, they are not; when nothing fits in
 // its size limit and it publishes a configuration that denies everything, they say so.
 import { resolve } from 'node:path';
-import {
-  DEFAULT_WIRING,
-  effectivePolicyCrd,
-  type PolicyController,
-  policyCrd,
-  WiringController,
-} from '@cascade/core';
+import { effectivePolicyCrd, type PolicyController, policyCrd } from '@cascade/core';
 import { clientOf, createObjects, readObjects, startController } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, providerCrds, waitFor } from '@cascade/envtest';
+import { DEFAULT_WIRING, WiringController, wiringGaps } from '@cascade/wiring';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GATEWAY_POLICY_KINDS } from './flags.ts';
+import { GATEWAY_POLICY_KINDS } from '../src/manifest.ts';
 
 const EXAMPLES = resolve(import.meta.dirname, '../../../examples/gateway');
 const RLP = '/apis/cascade.dev/v1alpha1/namespaces/infra/ratelimitpolicies/platform-limits';
@@ -49,7 +44,7 @@ describe.skipIf(!apiServerTestsEnabled())('Enforced requires the data-plane wiri
     });
     await createObjects(env, readObjects(EXAMPLES));
     for (const kind of GATEWAY_POLICY_KINDS)
-      controllers.push(await startController(env, kind, { requireWiring: true }));
+      controllers.push(await startController(env, kind, { requireWiring: true, dataPlane: wiringGaps }));
   }, 120_000);
   afterAll(async () => {
     await wiring?.stop().catch(() => {});

@@ -1,9 +1,10 @@
 // The configuration budget shared between namespaces (budget.ts, size.ts): a namespace within its
 // share is never touched, the one over it loses its own largest routes, the build always ends within
 // the limit, and when nothing fits every request is denied.
+
+import type { RouteMatch } from '@cascade/core';
 import { describe, expect, it } from 'vitest';
-import { testWiringPath } from '../testing/wiring-paths.ts';
-import type { RouteMatch } from '../topology/types.ts';
+import { testWiringPath } from '../testing.ts';
 import { fairShare, planRefusals } from './budget.ts';
 import { traceRequest } from './request.ts';
 import { buildWasmConfig, DEFAULT_WIRING, DENY_SCOPE } from './wasm.ts';

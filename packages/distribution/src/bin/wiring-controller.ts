@@ -9,10 +9,10 @@ import {
   KubeClient,
   runUntilSigterm,
   setupTracing,
-  WiringController,
   watchNamespaces,
 } from '@cascade/core';
-import { GATEWAY_POLICY_KINDS, WIRING_FLAGS, WIRING_USAGE, wiringFlags } from './flags.ts';
+import { WIRING_FLAGS, WIRING_USAGE, WiringController, wiringFlags } from '@cascade/wiring';
+import { GATEWAY_POLICY_KINDS } from '../manifest.ts';
 
 const NAME = 'wiring-controller';
 const USAGE = `Usage: ${NAME} [flags]
@@ -34,7 +34,7 @@ const b = binary(
     'watch-namespace': { type: 'string', default: '' },
     ...WIRING_FLAGS,
   },
-  new URL('../package.json', import.meta.url),
+  new URL('../../package.json', import.meta.url),
 );
 const { logLevel, ...settings } = controllerSettings(b);
 const watch = watchNamespaces(String(b.values['watch-namespace'] ?? ''));

@@ -5,11 +5,12 @@
 // rewrites exactly the one object that carries it, a route whose match cannot be written is refused
 // alone (denied, with an Event), and a gateway's objects go when it has nothing left to wire.
 import { resolve } from 'node:path';
-import { isHostCaseGuard, policyCrd, type WasmConfig, WiringController } from '@cascade/core';
+import { policyCrd } from '@cascade/core';
 import { clientOf, createObjects, readObjects } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, providerCrds, waitFor } from '@cascade/envtest';
+import { isHostCaseGuard, type WasmConfig, WiringController } from '@cascade/wiring';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GATEWAY_POLICY_KINDS } from './flags.ts';
+import { GATEWAY_POLICY_KINDS } from '../src/manifest.ts';
 
 const EXAMPLES = resolve(import.meta.dirname, '../../../examples/gateway');
 const WASMPLUGINS = '/apis/extensions.istio.io/v1alpha1/namespaces/infra/wasmplugins';

@@ -1,7 +1,8 @@
 // A configuration that fits (wasm.ts header, budget.ts): routes refused fairly between namespaces
 // when it would not, each replaced by deny sets, and a configuration that denies everything when
 // nothing fits.
-import type { RouteMatch } from '../topology/types.ts';
+import type { RouteMatch } from '@cascade/core';
+import { compareCandidates, matchPredicates, type Precedence } from '../routes/matches.ts';
 import { planRefusals, type SizedRoute } from './budget.ts';
 import { type Built, denyAction, hash, services, setBytes } from './built.ts';
 import {
@@ -13,7 +14,6 @@ import {
   type WiringResult,
   type WiringSettings,
 } from './config.ts';
-import { compareCandidates, matchPredicates, type Precedence } from './matches.ts';
 
 /** Longest disjunction of path predicates one deny set carries (bytes). */
 const MAX_DENY_PREDICATE = 1024;

@@ -1,11 +1,11 @@
 // The tenant attacks on a shared Gateway (issue 40): each one a request the proxy sends to one
 // route while wasm-shim ran another route's set. Every test failed before the fix.
 import { describe, expect, it } from 'vitest';
-import { testWiringPath } from '../testing/wiring-paths.ts';
+import { type HttpRequest, traceRequest } from '../shim/request.ts';
+import { buildWasmConfig, DEFAULT_WIRING, DENY_SCOPE, type WiringPath } from '../shim/wasm.ts';
+import { testWiringPath } from '../testing.ts';
 import type { Precedence } from './matches.ts';
 import { proxyRoute } from './proxy.ts';
-import { type HttpRequest, traceRequest } from './request.ts';
-import { buildWasmConfig, DEFAULT_WIRING, DENY_SCOPE, type WiringPath } from './wasm.ts';
 
 const path = testWiringPath;
 

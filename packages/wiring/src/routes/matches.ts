@@ -11,8 +11,9 @@
 //     Envoy's safe_regex matches the whole value, CEL `matches` searches anywhere in it, so an
 //     unanchored `/` would take every path of the hostname;
 //   - a header RegularExpression match is a regular expression (Kuadrant compares it as a string).
-import { hostnameSpecificity } from '../topology/hostnames.ts';
-import type { RouteKind, RouteMatch, ValueMatch } from '../topology/types.ts';
+
+import type { RouteKind, RouteMatch, ValueMatch } from '@cascade/core';
+import { hostnameSpecificity } from '@cascade/core';
 
 /** A CEL string literal: single-quoted, with backslashes, quotes and control characters escaped. */
 export function celString(s: string): string {

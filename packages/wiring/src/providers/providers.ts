@@ -10,10 +10,10 @@
 //     `extensionApis.enableEnvoyPatchPolicy: true`).
 // Pure: the controller publishes them (beside the Gateway, owned by it), the CLI prints them.
 
-import { labelValue, objectName } from '../effective/names.ts';
-import type { RenderedObject } from '../kind.ts';
-import type { Precedence } from './matches.ts';
-import { AUTH_CLUSTER, RATELIMIT_CLUSTER, type WasmConfig } from './wasm.ts';
+import type { RenderedObject } from '@cascade/core';
+import { labelValue, objectName } from '@cascade/core';
+import type { Precedence } from '../routes/matches.ts';
+import { AUTH_CLUSTER, RATELIMIT_CLUSTER, type WasmConfig } from '../shim/wasm.ts';
 
 export type Provider = 'istio' | 'envoy-gateway';
 

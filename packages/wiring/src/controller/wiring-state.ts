@@ -3,11 +3,11 @@
 // provider reports it accepted. Read-only informers on the providers' resources (optional: a
 // provider whose CRDs are not served counts as writing nothing). With it, Enforced is claimed only
 // for policies whose every gateway is wired: "Enforced means something enforces".
-import { labelValue } from '../effective/names.ts';
-import { gatewayKey } from '../topology/types.ts';
-import { PROVIDER_RESOURCES } from '../wiring/providers.ts';
-import type { KubeClient, KubeObject } from './client.ts';
-import { Informer } from './informer.ts';
+
+import type { DataPlaneGaps, DataPlaneSource, KubeClient, KubeObject, OwnedCollection } from '@cascade/core';
+import { Informer, labelValue } from '@cascade/core';
+import { PROVIDER_RESOURCES } from '../providers/providers.ts';
+import { WIRING_CARRIERS } from './rbac.ts';
 
 export const WIRING_LABEL_KEY = 'cascade.dev/wiring';
 /** On a gateway's wiring object: its configuration denies every request (nothing fitted), and why. */
@@ -29,9 +29,6 @@ export function refusedRoutesAnnotation(routes: Iterable<string>): string | unde
   return text.length <= MAX_REFUSED_ROUTES ? text : '*';
 }
 
-/** The resources that carry a gateway's configuration (not the cluster patches beside them). */
-const CARRIERS = [PROVIDER_RESOURCES.istio[0]!, PROVIDER_RESOURCES['envoy-gateway'][0]!];
-
 /** Why a live wiring object is not in force, as its provider reports it (undefined: nothing reported against it). */
 function refusedByProvider(o: KubeObject): string | undefined {
   // Envoy Gateway (Gateway API policy status): status.ancestors[].conditions Accepted
@@ -46,10 +43,10 @@ function refusedByProvider(o: KubeObject): string | undefined {
   return undefined;
 }
 
-export class WiringState {
+export class WiringState implements DataPlaneGaps {
   readonly informers: Informer[];
   constructor(client: KubeClient, onChange: () => void, watchNamespaces?: readonly string[]) {
-    this.informers = CARRIERS.map(
+    this.informers = WIRING_CARRIERS.map(
       (r) =>
         new Informer(
           client,
@@ -98,48 +95,14 @@ export class WiringState {
   }
 }
 
-/** For each policy (`Kind:ns/name`), the gateways (`ns/name`) whose paths carry its rules, with the routes there (`<Kind>/<ns>/<name>`). */
-export function gatewaysByPolicy(engine: {
-  topology: {
-    gateways: Map<string, { namespace: string; name: string }>;
-    pathsThrough(k: string): Iterable<string>;
-    paths: Map<string, { route: { kind: string; namespace: string; name: string } }>;
-  };
-  result(pk: string): { sources: { kind: string; namespace: string; name: string }[] } | undefined;
-}): Map<string, Map<string, Set<string>>> {
-  const out = new Map<string, Map<string, Set<string>>>();
-  for (const gw of engine.topology.gateways.values()) {
-    const g = `${gw.namespace}/${gw.name}`;
-    for (const pk of engine.topology.pathsThrough(gatewayKey(gw.namespace, gw.name))) {
-      const r = engine.topology.paths.get(pk)?.route;
-      for (const s of engine.result(pk)?.sources ?? []) {
-        const id = `${s.kind}:${s.namespace}/${s.name}`;
-        let byGw = out.get(id);
-        if (!byGw) out.set(id, (byGw = new Map()));
-        let routes = byGw.get(g);
-        if (!routes) byGw.set(g, (routes = new Set()));
-        if (r) routes.add(`${r.kind}/${r.namespace}/${r.name}`);
-      }
-    }
-  }
-  return out;
-}
+/** The policy controllers' view of the wiring (core's DataPlaneSource): what a gateway kind's binary hands its controller. */
+export const wiringGaps: DataPlaneSource = (client, onChange, watchNamespaces) =>
+  new WiringState(client, onChange, watchNamespaces);
 
-/**
- * Enforced=True becomes False with `reason` when a gateway the policy reaches has a gap: not wired
- * (MissingDependency), not programmed by its controller (TargetNotProgrammed, gateway-readiness.ts).
- */
-export function withGatewayGaps<C extends { type: string; status: string; reason: string; message: string }>(
-  conds: C[],
-  gaps: readonly string[],
-  reason: 'MissingDependency' | 'TargetNotProgrammed',
-): C[] {
-  if (!gaps.length) return conds;
-  const shown =
-    gaps.slice(0, 3).join('; ') + (gaps.length > 3 ? `; and ${gaps.length - 3} more gateways` : '');
-  return conds.map((c) =>
-    c.type === 'Enforced' && c.status === 'True'
-      ? { ...c, status: 'False', reason, message: `Policy is not enforced: ${shown}` }
-      : c,
-  );
-}
+/** Every object the wiring-controller writes, found by its label (for `cascadectl cleanup`). */
+export const WIRING_COLLECTIONS: readonly OwnedCollection[] = Object.values(PROVIDER_RESOURCES)
+  .flat()
+  .map((r) => ({
+    what: r.kind,
+    path: `/apis/${r.group}/${r.version}/${r.plural}?labelSelector=${encodeURIComponent(WIRING_LABEL_KEY)}`,
+  }));

@@ -1,18 +1,7 @@
 // The wiring-controller's own flags: what wasm-shim is told about its services and where the provider
 // objects point. Each bad value is one line naming the flag (exit 2 through Binary.fail).
-import { authPolicyKind } from '@cascade/authpolicy';
-import {
-  DEFAULT_PROVIDERS,
-  DEFAULT_WIRING,
-  type Endpoint,
-  type PolicyKind,
-  type ProviderSettings,
-  type WiringSettings,
-} from '@cascade/core';
-import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
-
-/** The gateway policy kinds whose actions are wired (each contributes through PolicyKind.actions). */
-export const GATEWAY_POLICY_KINDS: readonly PolicyKind[] = [authPolicyKind, rateLimitPolicyKind];
+import { DEFAULT_PROVIDERS, type Endpoint, type ProviderSettings } from '../providers/providers.ts';
+import { DEFAULT_WIRING, type WiringSettings } from '../shim/wasm.ts';
 
 export const WIRING_FLAGS = {
   'auth-failure-mode': { type: 'string', default: DEFAULT_WIRING.authFailureMode },

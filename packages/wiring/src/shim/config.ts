@@ -1,8 +1,8 @@
 // The wasm-shim configuration's shape (the `services` + `actionSets` form that kuadrant-operator v1.x
 // writes and current wasm-shim accepts), the names it uses, and the settings it is built with.
 // Built by wasm.ts; see its header for what each part means.
-import type { PathRef, RouteObject } from '../topology/types.ts';
-import type { Precedence } from './matches.ts';
+import type { PathRef, RouteObject } from '@cascade/core';
+import type { Precedence } from '../routes/matches.ts';
 
 export interface WasmService {
   type: 'auth' | 'ratelimit';

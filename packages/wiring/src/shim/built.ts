@@ -1,6 +1,7 @@
 // A set while the configuration is built (wasm.ts): the set, where it comes from and how it is
 // placed; and the small pieces every stage of the build shares.
 import { createHash } from 'node:crypto';
+import type { MatchCandidate } from '../routes/matches.ts';
 import {
   type ActionSet,
   AUTH_CLUSTER,
@@ -12,7 +13,6 @@ import {
   type WasmService,
   type WiringSettings,
 } from './config.ts';
-import type { MatchCandidate } from './matches.ts';
 
 export interface Built {
   origin: { route: string; rule: string; listener: string };

@@ -1,10 +1,11 @@
 // The wasm-shim wiring from its semantics: match predicates as Gateway API means them, precedence,
 // fail-closed refusals, and the request evaluator that `cascadectl request` and the Kuadrant
 // compatibility tests rely on.
+
+import type { RouteMatch } from '@cascade/core';
 import { describe, expect, it } from 'vitest';
-import { testWiringPath } from '../testing/wiring-paths.ts';
-import type { RouteMatch } from '../topology/types.ts';
-import { compareCandidates, type MatchCandidate, matchPredicates } from './matches.ts';
+import { compareCandidates, type MatchCandidate, matchPredicates } from '../routes/matches.ts';
+import { testWiringPath } from '../testing.ts';
 import { traceRequest } from './request.ts';
 import { type ActionSet, buildWasmConfig, DEFAULT_WIRING, DENY_SCOPE, isHostCaseGuard } from './wasm.ts';
 

@@ -2,19 +2,19 @@
 // each engine's kind contributes through PolicyKind.actions; the topology (routes and their matches)
 // is the same in every engine. Every path through the gateway is wired, with or without actions, so
 // a request always meets the set of the route the proxy picked (wasm.ts).
-import { pathHostnames, renderContext } from '../effective/render.ts';
-import type { ReferenceGrant } from '../kind.ts';
-import type { PolicyEngine } from '../merge/engine.ts';
-import { gatewayKey, pathKey, routeKey } from '../topology/types.ts';
-import { type Provider, precedenceOf, proxyPort } from './providers.ts';
+
+import type { DataPlaneAction, PolicyEngine, ReferenceGrant } from '@cascade/core';
+import { gatewayKey, pathHostnames, pathKey, renderContext, routeKey } from '@cascade/core';
+import { type Provider, precedenceOf, proxyPort } from '../providers/providers.ts';
 import {
   buildWasmConfig,
   type ContributedAction,
   DEFAULT_WIRING,
+  type WasmAction,
   type WiringPath,
   type WiringResult,
   type WiringSettings,
-} from './wasm.ts';
+} from '../shim/wasm.ts';
 
 export interface GatewayWiringOptions {
   controller: string;
@@ -88,9 +88,23 @@ export function gatewayPaths(
     if (!ctx) continue;
     const contributed = actions(ctx);
     for (const p of ctx.paths) {
-      const mine: ContributedAction[] | undefined = contributed.get(pathKey(p.path));
-      if (mine?.length) byPath.get(pathKey(p.path))?.actions.push(...mine);
+      const mine = contributed.get(pathKey(p.path));
+      if (mine?.length)
+        byPath.get(pathKey(p.path))?.actions.push(...mine.map((a) => asWasm(engine.kind.kind, a)));
     }
   }
   return [...byPath.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([, w]) => w);
+}
+
+/**
+ * A kind's contribution as a wasm-shim action. Core's contract leaves the action's shape to the data
+ * plane; a kind that gives something else is a programming error, said with the kind's name.
+ */
+function asWasm(kind: string, a: DataPlaneAction): ContributedAction {
+  const x = a.action as Partial<WasmAction> | null;
+  if (typeof x !== 'object' || x === null || typeof x.service !== 'string' || typeof x.scope !== 'string')
+    throw new Error(
+      `${kind}: PolicyKind.actions gave an action that is not a wasm-shim action (service, scope)`,
+    );
+  return a as ContributedAction;
 }

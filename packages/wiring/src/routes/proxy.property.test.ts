@@ -4,13 +4,12 @@
 // kind, methods, headers, query parameters, routes with and without policy), and requests over their
 // hosts (any case), ports and paths (gRPC methods among them).
 // Checked for both providers' precedence.
+
+import type { PathRef, RouteMatch, RouteObject } from '@cascade/core';
+import { pathHostnames } from '@cascade/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { pathHostnames } from '../effective/render.ts';
-import type { PathRef, RouteMatch, RouteObject } from '../topology/types.ts';
-import type { Precedence } from './matches.ts';
-import { proxyRoute } from './proxy.ts';
-import { type HttpRequest, traceRequest } from './request.ts';
+import { type HttpRequest, traceRequest } from '../shim/request.ts';
 import {
   AUTH_SERVICE,
   buildWasmConfig,
@@ -18,7 +17,9 @@ import {
   hasActions,
   isHostCaseGuard,
   type WiringPath,
-} from './wasm.ts';
+} from '../shim/wasm.ts';
+import type { Precedence } from './matches.ts';
+import { proxyRoute } from './proxy.ts';
 
 const HOSTS = [
   'shop.example.com',

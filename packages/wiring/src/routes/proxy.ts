@@ -6,13 +6,13 @@
 // comparing this choice with the set wasm-shim runs checks the predicates, the hostname index, the
 // ports and the order together. `cascadectl request` prints it beside the set; the property test
 // (proxy.property.test.ts) checks that both always name the same route rule.
+
+import type { RouteKind, RouteMatch, ValueMatch } from '@cascade/core';
+import { hostnameCovers, hostnameSpecificity, queryMap } from '@cascade/core';
 import { RE2JS } from 're2js';
-import { queryMap } from '../merge/cel.ts';
-import { hostnameCovers, hostnameSpecificity } from '../topology/hostnames.ts';
-import type { RouteKind, RouteMatch, ValueMatch } from '../topology/types.ts';
+import type { HttpRequest } from '../shim/request.ts';
+import type { WiringPath } from '../shim/wasm.ts';
 import { compareCandidates, type MatchCandidate, type Precedence } from './matches.ts';
-import type { HttpRequest } from './request.ts';
-import type { WiringPath } from './wasm.ts';
 
 export interface ProxyChoice {
   /** `<RouteKind>/<ns>/<name>` */

@@ -1,7 +1,7 @@
 // How the sets are laid out for what wasm-shim cannot see (wasm.ts header): listeners on several
 // ports (a `destination.port` predicate, less specific sets repeated under the hostnames another port
 // has) and the host-case guards.
-import { hostnameCovers, hostnameSpecificity } from '../topology/hostnames.ts';
+import { hostnameCovers, hostnameSpecificity } from '@cascade/core';
 import type { Built } from './built.ts';
 import { type ActionSet, AUTH_SERVICE, DENY_SCOPE, HOST_NOT_LOWER, type WiringSettings } from './config.ts';
 

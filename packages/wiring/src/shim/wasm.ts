@@ -28,9 +28,16 @@
 // host), and the problem names the route. A configuration over `maxConfigBytes` or a namespace over
 // `maxSetsPerNamespace` loses routes fairly between namespaces, each replaced by deny sets (size.ts,
 // budget.ts); when nothing fits, the configuration denies every request (`failedClosed`).
-import { re2Problem as compileRe2 } from '../merge/cel.ts';
-import { hostnameSpecificity } from '../topology/hostnames.ts';
-import type { RouteMatch } from '../topology/types.ts';
+
+import type { RouteMatch } from '@cascade/core';
+import { re2Problem as compileRe2, hostnameSpecificity } from '@cascade/core';
+import {
+  compareCandidates,
+  type MatchCandidate,
+  matchPredicates,
+  matchRegexes,
+  type Precedence,
+} from '../routes/matches.ts';
 import { type Built, denyAction, hash, services, setBytes } from './built.ts';
 import {
   type BuildOptions,
@@ -42,13 +49,6 @@ import {
   type WiringSettings,
 } from './config.ts';
 import { isHostCaseGuard, perPort, withGuards } from './layout.ts';
-import {
-  compareCandidates,
-  type MatchCandidate,
-  matchPredicates,
-  matchRegexes,
-  type Precedence,
-} from './matches.ts';
 import { fitSize } from './size.ts';
 
 export * from './config.ts';

@@ -11,7 +11,7 @@
 // not hold. In an action, a `conditionalData` block whose predicates hold adds its entries to the one
 // descriptor sent; an entry whose expression errors is left out (so a limit counting it does not
 // count). An action's own predicates skip it whole.
-import { compileCondition, isCompiled } from '../merge/cel.ts';
+import { compileCondition, isCompiled } from '@cascade/core';
 import type { ActionSet, WasmAction, WasmConfig } from './wasm.ts';
 
 export interface HttpRequest {

@@ -7,30 +7,40 @@
 // server-side apply only when their content differs (steady state: zero writes) and deleted when a
 // gateway has no action set left or its class is not a known provider. A provider whose CRDs are not
 // served gets nothing (logged once; published as soon as they are).
-import { renderedKey } from '../effective/render.ts';
-import type { PolicyKind, RenderedObject } from '../kind.ts';
-import { PolicyEngine } from '../merge/engine.ts';
-import { gatewayKey, routeKey } from '../topology/types.ts';
-import { gatewayWiring } from '../wiring/gateway.ts';
+
+import type { LeaderElector, PolicyKind, RenderedObject } from '@cascade/core';
+import {
+  ControllerProcess,
+  electedLeader,
+  gatewayKey,
+  Informer,
+  jsonLogger,
+  type Logger,
+  logPublishChange,
+  PolicyEngine,
+  type ProcessOptions,
+  type PublishFailure,
+  PublishLedger,
+  policyInformer,
+  postWarningEvent,
+  RenderedPublisher,
+  renderedKey,
+  renderInformers,
+  routeKey,
+  TOPOLOGY_RESOURCES,
+  TopologyFeed,
+  WorkQueue,
+  watchHealth,
+} from '@cascade/core';
 import {
   DEFAULT_PROVIDERS,
   PROVIDER_RESOURCES,
   type ProviderSettings,
   providerObjects,
   providerOf,
-} from '../wiring/providers.ts';
-import { DEFAULT_WIRING, hasActions, type WiringProblem, type WiringSettings } from '../wiring/wasm.ts';
-import { electedLeader, watchHealth } from './controller-metrics.ts';
-import { ControllerProcess, type ProcessOptions } from './controller-process.ts';
-import { policyInformer } from './controller-watches.ts';
-import { postWarningEvent } from './events.ts';
-import { Informer } from './informer.ts';
-import type { LeaderElector } from './leader.ts';
-import { jsonLogger, type Logger } from './metrics.ts';
-import { logPublishChange, type PublishFailure, PublishLedger } from './publish.ts';
-import { WorkQueue } from './queue.ts';
-import { RenderedPublisher, renderInformers } from './rendered.ts';
-import { TOPOLOGY_RESOURCES, TopologyFeed } from './topology-feed.ts';
+} from '../providers/providers.ts';
+import { DEFAULT_WIRING, hasActions, type WiringProblem, type WiringSettings } from '../shim/wasm.ts';
+import { gatewayWiring } from './gateway.ts';
 import {
   FAILED_CLOSED_ANNOTATION,
   REFUSED_ROUTES_ANNOTATION,
@@ -222,7 +232,7 @@ export class WiringController extends ControllerProcess {
     ns: string,
     name: string,
     uid: string | undefined,
-    grants: import('../kind.ts').ReferenceGrant[],
+    grants: import('@cascade/core').ReferenceGrant[],
   ): Map<string, RenderedObject> {
     const out = new Map<string, RenderedObject>();
     const gw = `${ns}/${name}`;
