@@ -9,5 +9,6 @@ export * from './live.ts';
 export * from './loader.ts';
 export * from './packet.ts';
 export * from './reference.ts';
+export * from './scratch.ts';
 export * from './services.ts';
 export * from './state.ts';

@@ -1,10 +1,13 @@
 // Helpers for kernel tests: a datapath in a fresh pin directory, and the CI rule that a missing
 // kernel is a failure (not a skip) when CI=true.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { ARTIFACTS, kernelUnavailable } from './artifacts.ts';
-import { Datapath } from './loader.ts';
+import { kernelUnavailable } from './artifacts.ts';
+import type { Datapath } from './loader.ts';
 import { buildPacket, type PacketSpec } from './packet.ts';
 import { ReferenceDatapath } from './reference.ts';
+import { freshDatapath } from './scratch.ts';
+
+export { freshDatapath };
+
 import type { TableEntry } from './state.ts';
 
 /** true: run the kernel tests; false: skip them (only allowed outside CI). Throws in CI without a kernel. */
@@ -13,29 +16,6 @@ export function kernelTestsEnabled(): boolean {
   if (!reason) return true;
   if (process.env.CI === 'true') throw new Error(`kernel tests required in CI: ${reason}`);
   return false;
-}
-
-export async function freshDatapath(
-  policyMaxEntries?: number,
-  object = ARTIFACTS.object,
-  adminReserve?: number,
-): Promise<{ dp: Datapath; pinDir: string; cleanup: () => Promise<void> }> {
-  const pinDir = mkdtempSync('/sys/fs/bpf/cascade-test-');
-  const dp = await Datapath.open({
-    bpfctl: ARTIFACTS.bpfctl,
-    object,
-    pinDir,
-    ...(policyMaxEntries ? { policyMaxEntries } : {}),
-    ...(adminReserve !== undefined ? { adminReserve } : {}),
-  });
-  return {
-    dp,
-    pinDir,
-    cleanup: async () => {
-      await dp.close();
-      rmSync(pinDir, { recursive: true, force: true });
-    },
-  };
 }
 
 /** The reference datapath over what the kernel maps hold now. */

@@ -1,7 +1,6 @@
 // The demo's kernel leg: each node's state loaded into the real BPF program; the example probes run
 // through it (BPF_PROG_TEST_RUN), shown beside the model's verdicts.
-import { buildPacket, kernelUnavailable } from '@cascade/bpf-datapath';
-import { freshDatapath } from '@cascade/bpf-datapath/testing';
+import { buildPacket, freshDatapath, kernelUnavailable } from '@cascade/bpf-datapath';
 import { datapathState, type NetpolEngine, PROTO_NAMES, remoteOf } from '@cascade/netpolicy';
 import { table } from './cli.ts';
 import type { ProbeResult } from './commands/netpol.ts';

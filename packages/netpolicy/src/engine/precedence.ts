@@ -16,7 +16,7 @@
 // the lower layer (NetworkPolicy where one governs the endpoint, else the baseline). The datapath
 // takes the admin layer's answer unless it is pass or missing, then the lower layer's, then allows.
 
-import { L_NP_ISOLATION } from '@cascade/bpf-datapath';
+import { L_NP_ISOLATION } from '@cascade/bpf-datapath/layout';
 
 export const MAX_ADMIN_RANK = 32766;
 export const MAX_BASELINE_RANK = 16382;

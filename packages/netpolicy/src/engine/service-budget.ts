@@ -9,7 +9,7 @@
 //   - what no budget stopped but the maps cannot hold is refused too (said as such).
 // A refused Service is left out of the translation maps; its ClusterIPs fail closed in the datapath (a
 // new flow to them is dropped, never judged as the world: see datapath.ts). Plain data in and out.
-import { MAX_BACKEND_SLOTS, MAX_BACKENDS, MAX_FRONTENDS } from '@cascade/bpf-datapath';
+import { MAX_BACKEND_SLOTS, MAX_BACKENDS, MAX_FRONTENDS } from '@cascade/bpf-datapath/layout';
 import type { Frontend } from './services.ts';
 
 export interface ServiceBudget {

@@ -6,7 +6,7 @@
 // Services and EndpointSlices are written by namespaced users (not trusted): every field is checked
 // and bounded here, and translation never grants anything: the flow is judged against the backend it
 // goes to, by the policies of both ends, exactly as if the pod had dialled the backend itself.
-import { type DesiredService, NODEPORT_ADDR } from '@cascade/bpf-datapath';
+import { type DesiredService, NODEPORT_ADDR } from '@cascade/bpf-datapath/layout';
 import { hostPrefix } from './cidr.ts';
 import {
   applyServiceBudget,

@@ -2,7 +2,7 @@
 // ipcache (as the node agent of the judging pod sees it), then the endpoint's table for that
 // direction. Used by the CLI's simulate/explain and as the middle leg of the differential tests.
 
-import { isNetworkPolicyPrecedence } from '@cascade/bpf-datapath';
+import { isNetworkPolicyPrecedence } from '@cascade/bpf-datapath/layout';
 import type { NetpolEngine } from './engine.ts';
 import { evaluateConnection, type Remote, type RuleSet, rulesAt } from './evaluate.ts';
 import { ID } from './identities.ts';
