@@ -1,6 +1,4 @@
-// @cascade/authpolicy: the AuthPolicy kind. See README.md.
-
-// Authorino's AuthConfig CRD as a structural copy that prunes as the real one does (its module is not on the proxy): tests and the e2e
+// @cascade/authpolicy: the AuthPolicy kind (its schema and what it renders for Authorino and the
+// gateway's data plane), and the structural AuthConfig CRD its tests write against. See README.md.
 export { authConfigCrd } from './authconfig-crd.ts';
-export * from './kind.ts';
-export * from './render.ts';
+export { authPolicyKind } from './kind.ts';

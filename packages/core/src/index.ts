@@ -1,43 +1,88 @@
-// @cascade/core: the kind-agnostic engine. See README.md.
+// @cascade/core: the kind-agnostic engine. See README.md. Its public surface, one module per line;
+// the Kubernetes kit is `@cascade/core/kube`, the test fixtures `@cascade/core/testing`.
 
-export * from './effective/crd.ts';
-export * from './effective/effective-policy.ts';
-export * from './effective/names.ts';
-export * from './effective/path-result.ts';
-export * from './effective/rbac.ts';
-export * from './effective/render.ts';
-export * from './effective/yaml.ts';
-export * from './kind.ts';
-export * from './merge/cel.ts';
-export * from './merge/engine.ts';
-export * from './merge/fold.ts';
-export * from './merge/normalize.ts';
-export * from './merge/order.ts';
-export * from './merge/patch.ts';
-export * from './merge/policy.ts';
-export * from './predicates.ts';
-export * from './runtime/binary.ts';
-export * from './runtime/cleanup.ts';
-export * from './runtime/client.ts';
-export * from './runtime/controller.ts';
-export * from './runtime/controller-metrics.ts';
-export * from './runtime/controller-process.ts';
-export * from './runtime/controller-watches.ts';
-export * from './runtime/data-plane.ts';
-export * from './runtime/events.ts';
-export * from './runtime/informer.ts';
-export * from './runtime/leader.ts';
-export * from './runtime/main.ts';
-export * from './runtime/metrics.ts';
-export * from './runtime/publish.ts';
-export * from './runtime/queue.ts';
-export * from './runtime/rendered.ts';
-export * from './runtime/topology-feed.ts';
-export * from './runtime/tracing.ts';
-export * from './status/conditions.ts';
-export * from './status/enforced.ts';
-export * from './topology/from-k8s.ts';
-export * from './topology/hostnames.ts';
-export * from './topology/selectors.ts';
-export * from './topology/topology.ts';
-export * from './topology/types.ts';
+// controller/: the policy controller and the parts another controller reuses
+export { type CleanupPlan, cleanupCluster, type OwnedCollection } from './controller/cleanup.ts';
+export { PolicyController } from './controller/controller.ts';
+export type { DataPlaneGaps, DataPlaneSource } from './controller/data-plane.ts';
+export { runPolicyController, watchNamespaces } from './controller/main.ts';
+export { checkSize, logPublishChange, type PublishFailure, PublishLedger } from './controller/publish.ts';
+export { RenderedPublisher, renderInformers } from './controller/rendered.ts';
+export { TOPOLOGY_RESOURCES, TopologyFeed } from './controller/topology-feed.ts';
+export { policyInformer } from './controller/watches.ts';
+// effective/: the EffectivePolicy and policy CRDs, rendering per gateway, names, RBAC
+export { crdFor } from './effective/crd.ts';
+export {
+  EFFECTIVE_GROUP,
+  effectivePolicyCrd,
+  effectiveSummary,
+  MANAGED_BY,
+  policyCrd,
+} from './effective/effective-policy.ts';
+export { hashOf, labelValue, objectName } from './effective/names.ts';
+export { comparePathResults, type PathResult, toPathResult } from './effective/path-result.ts';
+export {
+  clusterRole,
+  controllerBinding,
+  controllerClusterReads,
+  controllerClusterRole,
+  controllerRoles,
+  controllerWatchBindings,
+  editClusterRole,
+  GATEWAY_GROUP,
+  pluralsByGroup,
+  READ,
+  viewClusterRole,
+} from './effective/rbac.ts';
+export { pathHostnames, renderAll, renderContext, renderedKey, renderGateway } from './effective/render.ts';
+export { toYaml } from './effective/yaml.ts';
+// The PolicyKind contract every kind implements, and what rendering gives and takes
+export {
+  type DataPlaneAction,
+  definePolicyKind,
+  type PolicyKind,
+  REFUSED_POLICIES_ANNOTATION,
+  type ReferenceGrant,
+  type RenderContext,
+  type RenderedObject,
+  type RenderPath,
+  referenceAllowed,
+  type SpecIssue,
+} from './kind.ts';
+// merge/: the D/O engine, its CEL (cost-bounded) and the fold
+export {
+  COST_LIMIT,
+  compileCondition,
+  compileWithLimit,
+  isCompiled,
+  queryMap,
+  re2Problem,
+} from './merge/cel.ts';
+export { PolicyEngine } from './merge/engine.ts';
+export { type EffectiveRule, resolveChain } from './merge/fold.ts';
+export type { ChainLink } from './merge/order.ts';
+export { mergePatch } from './merge/patch.ts';
+export { type NormalizedPolicy, type PolicyObject, policyName } from './merge/policy.ts';
+// Kuadrant's request predicates (CEL), validated at admission
+export { predicateIssues, predicateListSchema, predicateSchema } from './predicates.ts';
+// status/: the fold's conditions, and the Enforced ladder (the one place Enforced is decided)
+export { affectedCondition, type Condition, policyConditions } from './status/conditions.ts';
+export { ENFORCED_LADDER, type EnforcedFacts, withEnforcement } from './status/enforced.ts';
+// topology/: the Gateway API graph
+export { type Converted, convertTopology, referenceGrantFromObject } from './topology/from-k8s.ts';
+export { hostnameCovers, hostnameSpecificity } from './topology/hostnames.ts';
+export { matchesSelector, validateSelector } from './topology/selectors.ts';
+export { objectKeysOfPath } from './topology/topology.ts';
+export {
+  type GatewayObject,
+  gatewayKey,
+  type LabelSelector,
+  type PathRef,
+  pathKey,
+  type RouteKind,
+  type RouteMatch,
+  type RouteObject,
+  routeKey,
+  ruleName,
+  type ValueMatch,
+} from './topology/types.ts';

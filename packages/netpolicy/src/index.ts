@@ -1,7 +1,47 @@
 // @cascade/netpolicy: network policy resolution and lowering, the node agent and the netpolicy-controller.
 // Three rooms and a shared hall (see README.md): engine/ (pure), cluster/ (cluster state both programs
-// read), agent/ and controller/.
-export * from './agent/index.ts';
-export * from './cluster/index.ts';
-export * from './controller/index.ts';
-export * from './engine/index.ts';
+// read), agent/ and controller/. Its public surface, one module per line, by room.
+
+// agent/: the node agent's datapath state and RBAC
+export { datapathState } from './agent/datapath.ts';
+export { AGENT_NAME, agentClusterRole, agentOwnPodsRole, agentReportPolicy } from './agent/rbac.ts';
+// cluster/: what both programs read (slices, node reports, address owners)
+export { NODE_REPORT_VERSION, netpolNodeReportCrd, nodeReportFromObject } from './cluster/node-report.ts';
+export { AddressOwners } from './cluster/owners.ts';
+export { podAddressSliceCrd, SLICE_VERSION, type SliceSpec } from './cluster/slices.ts';
+// controller/: the netpolicy-controller's published state, slices and RBAC
+export { networkEffectiveSpec } from './controller/published.ts';
+export {
+  DEFAULT_ANALYSIS_INTERVAL_MS,
+  PublishedState,
+  type PublishedUpdate,
+} from './controller/published-state.ts';
+export { CONTROLLER_NAME, controllerLeaseRole, netpolControllerClusterRole } from './controller/rbac.ts';
+export { planSlices, SlicePlanner } from './controller/slice-plan.ts';
+// engine/: pure resolution, lowering, evaluation, budgets and lint
+export {
+  DEFAULT_NAMESPACE_ENTRY_BUDGET,
+  enforceNamespaceBudget,
+  networkPolicyCosts,
+} from './engine/budget.ts';
+export { formatPrefix } from './engine/cidr.ts';
+export { deadNetworkPolicyRules } from './engine/dead-rules.ts';
+export { NetpolEngine } from './engine/engine.ts';
+export { type Decision, evaluateDirection } from './engine/evaluate.ts';
+export { ID } from './engine/identities.ts';
+export { lintNetpol } from './engine/lint.ts';
+export { lowerLayer } from './engine/lower.ts';
+export type { MapStateEntry } from './engine/mapstate.ts';
+export {
+  type Cluster,
+  type NetPolicyObject,
+  namespaceFromObject,
+  nodeFromObject,
+  type Pod,
+  podFromObject,
+} from './engine/model.ts';
+export { formatPortPrefix, PROTO, PROTO_NAMES } from './engine/ports.ts';
+export { describePrecedence } from './engine/precedence.ts';
+export type { Direction } from './engine/rules.ts';
+export { ServiceCatalog } from './engine/services.ts';
+export { mapConnection, oracleConnection, remoteOf, ruleSetOf } from './engine/verdict.ts';

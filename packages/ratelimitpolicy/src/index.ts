@@ -1,4 +1,4 @@
-// @cascade/ratelimitpolicy: the RateLimitPolicy kind. See README.md.
-export * from './kind.ts';
+// @cascade/ratelimitpolicy: the RateLimitPolicy kind (its schema and what it renders for Limitador
+// and the gateway's data plane), and the structural Limitador CRD its tests write against. See README.md.
+export { rateLimitPolicyKind } from './kind.ts';
 export { limitadorCrd } from './limitador-crd.ts';
-export * from './render.ts';

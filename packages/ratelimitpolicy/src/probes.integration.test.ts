@@ -4,7 +4,8 @@
 // in one line (exit 2), not a stack trace.
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { effectivePolicyCrd, type PolicyController, parseBindAddress, policyCrd } from '@cascade/core';
+import { effectivePolicyCrd, type PolicyController, policyCrd } from '@cascade/core';
+import { parseBindAddress } from '@cascade/core/kube';
 import { createNamespace, runScript, startController } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,14 +1,45 @@
-// @cascade/wiring: the gateway's data plane. Each gateway's Kuadrant wasm-shim configuration from
-// every gateway kind's actions (shim/), the route each provider's proxy picks and its order (routes/),
-// the providers' objects that carry it (providers/), and the wiring-controller with the state the
-// kind controllers read (controller/). See README.md.
-export * from './controller/flags.ts';
-export * from './controller/gateway.ts';
-export * from './controller/rbac.ts';
-export * from './controller/wiring-controller.ts';
-export * from './controller/wiring-state.ts';
-export * from './providers/providers.ts';
-export * from './routes/matches.ts';
-export * from './routes/proxy.ts';
-export * from './shim/request.ts';
-export * from './shim/wasm.ts';
+// @cascade/wiring: the gateway's data plane. See README.md. Its public surface, one module per line.
+
+// controller/: the wiring-controller, its flags and RBAC
+export { WIRING_FLAGS, WIRING_USAGE, wiringFlags } from './controller/flags.ts';
+export { gatewayWiring } from './controller/gateway.ts';
+export { WIRING_CARRIERS, wiringClusterRole } from './controller/rbac.ts';
+export { WIRING_RESOURCES, WiringController } from './controller/wiring-controller.ts';
+// controller/: what the kind controllers read of the wiring (core's DataPlaneSource), and cleanup's list
+export { WIRING_COLLECTIONS, wiringGaps } from './controller/wiring-state.ts';
+// providers/: Istio's and Envoy Gateway's objects that carry the configuration
+export {
+  DEFAULT_PROVIDERS,
+  type Provider,
+  precedenceOf,
+  providerObjects,
+  providerOf,
+  proxyPort,
+} from './providers/providers.ts';
+// routes/: the route the gateway's proxy picks
+export { type ProxyChoice, proxyRoute } from './routes/proxy.ts';
+// shim/: a request through the configuration, as wasm-shim and Limitador decide it
+export {
+  type CountedLimitSpec,
+  countedLimits,
+  type HttpRequest,
+  type RequestTrace,
+  requestAttributes,
+  traceRequest,
+} from './shim/request.ts';
+// shim/: the wasm-shim configuration (its shape, names and phases; the action sets of a gateway)
+export {
+  type ActionSet,
+  AUTH_SERVICE,
+  buildWasmConfig,
+  type ContributedAction,
+  DEFAULT_WIRING,
+  hasActions,
+  isHostCaseGuard,
+  PHASE,
+  RATELIMIT_SERVICE,
+  type WasmAction,
+  type WasmConfig,
+  type WiringPath,
+  type WiringResult,
+} from './shim/wasm.ts';

@@ -3,7 +3,7 @@
 // knows (its loopback flow stream, its pinned maps). Cluster admins: `create pods/exec` in the agent's
 // namespace.
 import { Writable } from 'node:stream';
-import { errorText } from '@cascade/core';
+import { errorText } from '@cascade/core/kube';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { UsageError } from './cli.ts';
 import { clientFor, liveOptions } from './cluster.ts';

@@ -2,7 +2,8 @@
 // commands understand, listed once, as the same manifests the file loader makes. A resource the API
 // server does not serve (its CRD is not installed) is skipped; one the user may not list is a
 // problem naming it (a tenant usually may not list AdminNetworkPolicies: the answer then says so).
-import { ApiError, KubeClient } from '@cascade/core';
+
+import { ApiError, KubeClient } from '@cascade/core/kube';
 import { bodyOf, type LoadResult, type Manifest } from './load.ts';
 
 const RESOURCES = [

@@ -5,7 +5,8 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { controllerWatchBindings, Metrics, WorkQueue } from '@cascade/core';
+import { controllerWatchBindings } from '@cascade/core';
+import { Metrics, WorkQueue } from '@cascade/core/kube';
 import { apiServerTestsEnabled, Envtest } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';

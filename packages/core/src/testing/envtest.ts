@@ -6,9 +6,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { type ControllerOptions, PolicyController } from '../controller/controller.ts';
 import type { PolicyKind } from '../kind.ts';
-import { KubeClient } from '../runtime/client.ts';
-import { type ControllerOptions, PolicyController } from '../runtime/controller.ts';
+import { KubeClient } from '../kube/client.ts';
 
 /** What the fixtures need of an Envtest: its kubeconfig and a raw admin call. */
 export interface TestApiServer {

@@ -1,5 +1,6 @@
 // wiring-controller: writes each gateway's data-plane wiring (Kuadrant's wasm-shim, configured with
 // every gateway policy kind's actions) as its provider's objects. See README.md.
+import { watchNamespaces } from '@cascade/core';
 import {
   binary,
   CONTROLLER_FLAGS,
@@ -9,8 +10,7 @@ import {
   KubeClient,
   runUntilSigterm,
   setupTracing,
-  watchNamespaces,
-} from '@cascade/core';
+} from '@cascade/core/kube';
 import { WIRING_FLAGS, WIRING_USAGE, WiringController, wiringFlags } from '@cascade/wiring';
 import { GATEWAY_POLICY_KINDS } from '../manifest.ts';
 

@@ -20,7 +20,7 @@ import {
   startInformers,
   WorkQueue,
   watchHealth,
-} from '@cascade/core';
+} from '@cascade/core/kube';
 import type { Finding } from '../cluster/node-report.ts';
 import { AddressOwners } from '../cluster/owners.ts';
 import { SLICES_PUBLISHED, SliceIndex } from '../cluster/slices.ts';

@@ -4,7 +4,8 @@
 // SIGTERM stops cleanly (programs stay attached, maps pinned). Every flag's default can also come
 // from the environment variable it names, which is how the chart configures it.
 import { ARTIFACTS, Datapath, MAX_BACKEND_SLOTS, MAX_FRONTENDS } from '@cascade/bpf-datapath';
-import { binary, jsonLogger, KubeClient, watchNamespaces } from '@cascade/core';
+import { watchNamespaces } from '@cascade/core';
+import { binary, jsonLogger, KubeClient } from '@cascade/core/kube';
 import { DEFAULT_SERVICE_BUDGET } from '../engine/service-budget.ts';
 import { NetpolAgent } from './agent.ts';
 import { agentMetricsBindAddress } from './flows-read.ts';

@@ -1,6 +1,6 @@
 // The node agent's options (agent.ts): what main.ts builds from the flags, and tests set directly.
 import type { Datapath, InterfaceResolver } from '@cascade/bpf-datapath';
-import type { BindAddress, KubeClient, Logger } from '@cascade/core';
+import type { BindAddress, KubeClient, Logger } from '@cascade/core/kube';
 import type { ServiceBudget } from '../engine/service-budget.ts';
 
 export interface AgentOptions {

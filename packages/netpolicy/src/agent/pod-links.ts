@@ -4,7 +4,7 @@
 // whose pod is gone goes with its veth, and one whose pod is unknown keeps dropping everything (no
 // endpoint on it) until the pod is known.
 import type { Datapath, InterfaceResolver } from '@cascade/bpf-datapath';
-import type { Logger } from '@cascade/core';
+import type { Logger } from '@cascade/core/kube';
 
 export class PodLinks {
   /** Local pod address -> ifindex of its host-side interface, as found from the kernel. */

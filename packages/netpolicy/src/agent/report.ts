@@ -2,7 +2,8 @@
 // or an admin must hear about, written to the one object named after the node, only when it changed
 // (zero writes in steady state; a restart compares with the live object first). A write that fails
 // is logged and tried again at a sync 30 s later. The object is owned by the Node, so it goes with it.
-import type { KubeClient, Logger, Metrics } from '@cascade/core';
+
+import type { KubeClient, Logger, Metrics } from '@cascade/core/kube';
 import {
   AGENT_COMPONENT,
   type FINDING_KINDS,

@@ -4,7 +4,14 @@
 // sync. Pods come either from every Pod of the cluster, or (podSource) from this node's Pods
 // (fieldSelector spec.nodeName) and the PodAddressSlices the netpolicy-controller publishes for the
 // others; a pod the Pod API shows wins over what a slice says of it.
-import { Informer, type InformerEvent, type KubeClient, type KubeObject, type Logger } from '@cascade/core';
+
+import {
+  Informer,
+  type InformerEvent,
+  type KubeClient,
+  type KubeObject,
+  type Logger,
+} from '@cascade/core/kube';
 import { isolationOnly, type Refusal } from '../engine/budget.ts';
 import type { NetpolEngine } from '../engine/engine.ts';
 import {

@@ -4,7 +4,8 @@
 // report says which peers stop admitting them. Reported when a namespace goes over the cap and again
 // each time its capped count doubles (a tenant adding pods one by one makes a few Events, not one per
 // pod), and logged when it is back under.
-import type { InvolvedObject, Logger, Metrics } from '@cascade/core';
+
+import type { InvolvedObject, Logger, Metrics } from '@cascade/core/kube';
 import type { CappedNamespace } from '../engine/index.ts';
 
 export interface CappedReportDeps {

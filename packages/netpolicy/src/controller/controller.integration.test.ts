@@ -2,7 +2,8 @@
 // label set), read by a tenant with only namespace `view`; status conditions on the admin policies;
 // a Warning Event on a NetworkPolicy with a dead rule; pod churn inside a label set writes nothing;
 // a new label set and the last pod of one; a restart writes nothing; leader failover.
-import { controllerBinding, effectivePolicyCrd, type KubeClient, viewClusterRole } from '@cascade/core';
+import { controllerBinding, effectivePolicyCrd, viewClusterRole } from '@cascade/core';
+import type { KubeClient } from '@cascade/core/kube';
 import { clientOf, createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { isEqual } from 'lodash-es';

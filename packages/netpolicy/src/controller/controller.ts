@@ -13,24 +13,21 @@
 // identities recomputes nothing, and only the EffectivePolicies whose live object moved are compared.
 
 import type { Server } from 'node:http';
+import { EFFECTIVE_GROUP, logPublishChange, MANAGED_BY, PublishLedger } from '@cascade/core';
 import {
   type BindAddress,
-  EFFECTIVE_GROUP,
   electedLeader,
   Informer,
   jsonLogger,
   type KubeClient,
   type LeaderElector,
   type Logger,
-  logPublishChange,
-  MANAGED_BY,
   Metrics,
-  PublishLedger,
   postWarningEvent,
   startInformers,
   WorkQueue,
   watchHealth,
-} from '@cascade/core';
+} from '@cascade/core/kube';
 import { NODE_REPORT_PATH } from '../cluster/node-report.ts';
 import { AddressOwners } from '../cluster/owners.ts';
 import { clusterInformers, POLICY_PATHS } from '../cluster/watch.ts';

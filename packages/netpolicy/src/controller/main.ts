@@ -1,5 +1,6 @@
 // netpolicy-controller: flags (controller-runtime's names, as the gateway controllers), kubeconfig,
 // the controller, SIGTERM. A bad flag or kubeconfig is one line on stderr and exit 2.
+
 import {
   binary,
   CONTROLLER_FLAGS,
@@ -8,7 +9,7 @@ import {
   jsonLogger,
   KubeClient,
   runUntilSigterm,
-} from '@cascade/core';
+} from '@cascade/core/kube';
 import { NetpolController } from './controller.ts';
 import { CONTROLLER_NAME } from './rbac.ts';
 

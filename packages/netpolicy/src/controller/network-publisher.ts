@@ -6,16 +6,18 @@
 import {
   checkSize,
   EFFECTIVE_GROUP,
+  MANAGED_BY,
+  type PublishFailure,
+  type PublishLedger,
+} from '@cascade/core';
+import {
   type Informer,
   type KubeClient,
   type KubeObject,
   type Logger,
-  MANAGED_BY,
   type Metrics,
-  type PublishFailure,
-  type PublishLedger,
   postWarningEvent,
-} from '@cascade/core';
+} from '@cascade/core/kube';
 import { isEqual } from 'lodash-es';
 import { POLICY_PATHS } from '../cluster/watch.ts';
 import { type NetworkEffective, networkEffectiveSpec } from './published.ts';

@@ -3,13 +3,14 @@
 // stands (again if it goes and comes back). Agents have no Event grant; the controller, which reads
 // the whole cluster anyway, speaks to tenants for them. A restart posts nothing again: the Events
 // already posted are listed at start (source cascade-netpol-agent, host = the node).
+
 import {
   type Informer,
   type KubeClient,
   type KubeObject,
   type Logger,
   postWarningEvent,
-} from '@cascade/core';
+} from '@cascade/core/kube';
 import { AGENT_COMPONENT, FINDING_KINDS, findingKey, nodeReportFromObject } from '../cluster/node-report.ts';
 
 export interface RelayDeps {

@@ -4,14 +4,8 @@
 // pass (first as leader, every resync, after a failed write or a change to the slices by anyone else)
 // starts again from the live slices and every pod. A slice event that says what the plan says (its
 // own writes coming back) is not news.
-import {
-  EFFECTIVE_GROUP,
-  Informer,
-  type InformerEvent,
-  type KubeClient,
-  type KubeObject,
-  MANAGED_BY,
-} from '@cascade/core';
+import { EFFECTIVE_GROUP, MANAGED_BY } from '@cascade/core';
+import { Informer, type InformerEvent, type KubeClient, type KubeObject } from '@cascade/core/kube';
 import { isEqual } from 'lodash-es';
 import type { AddressOwners } from '../cluster/owners.ts';
 import {

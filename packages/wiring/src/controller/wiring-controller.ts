@@ -8,30 +8,33 @@
 // gateway has no action set left or its class is not a known provider. A provider whose CRDs are not
 // served gets nothing (logged once; published as soon as they are).
 
-import type { LeaderElector, PolicyKind, RenderedObject } from '@cascade/core';
+import type { PolicyKind, RenderedObject } from '@cascade/core';
 import {
-  ControllerProcess,
-  electedLeader,
   gatewayKey,
-  Informer,
-  jsonLogger,
-  type Logger,
   logPublishChange,
   PolicyEngine,
-  type ProcessOptions,
   type PublishFailure,
   PublishLedger,
   policyInformer,
-  postWarningEvent,
   RenderedPublisher,
   renderedKey,
   renderInformers,
   routeKey,
   TOPOLOGY_RESOURCES,
   TopologyFeed,
+} from '@cascade/core';
+import {
+  ControllerProcess,
+  electedLeader,
+  Informer,
+  jsonLogger,
+  type LeaderElector,
+  type Logger,
+  type ProcessOptions,
+  postWarningEvent,
   WorkQueue,
   watchHealth,
-} from '@cascade/core';
+} from '@cascade/core/kube';
 import {
   DEFAULT_PROVIDERS,
   PROVIDER_RESOURCES,

@@ -4,8 +4,9 @@
 // provider whose CRDs are not served counts as writing nothing). With it, Enforced is claimed only
 // for policies whose every gateway is wired: "Enforced means something enforces".
 
-import type { DataPlaneGaps, DataPlaneSource, KubeClient, KubeObject, OwnedCollection } from '@cascade/core';
-import { Informer, labelValue } from '@cascade/core';
+import type { DataPlaneGaps, DataPlaneSource, OwnedCollection } from '@cascade/core';
+import { labelValue } from '@cascade/core';
+import { Informer, type KubeClient, type KubeObject } from '@cascade/core/kube';
 import { PROVIDER_RESOURCES } from '../providers/providers.ts';
 import { WIRING_CARRIERS } from './rbac.ts';
 

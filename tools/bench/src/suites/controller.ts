@@ -1,7 +1,8 @@
 // Issue "reconciler runtime" figures: the RateLimitPolicy controller against a real kube-apiserver with
 // 5,000 routes (15,000 paths) and 2,500 policies: time to publish everything, writes issued, steady-state
 // writes, and the latency from one policy change to its EffectivePolicy.
-import { effectivePolicyCrd, KubeClient, PolicyController, policyCrd } from '@cascade/core';
+import { effectivePolicyCrd, PolicyController, policyCrd } from '@cascade/core';
+import { KubeClient } from '@cascade/core/kube';
 import { Envtest, envtestPaths } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
 import { KubeConfig } from '@kubernetes/client-node';

@@ -6,14 +6,8 @@
 // (exactly one object).
 
 import { authPolicyKind } from '@cascade/authpolicy';
-import {
-  KubeClient,
-  PolicyEngine,
-  type PolicyObject,
-  policyCrd,
-  type RouteMatch,
-  type RouteObject,
-} from '@cascade/core';
+import { PolicyEngine, type PolicyObject, policyCrd, type RouteMatch, type RouteObject } from '@cascade/core';
+import { KubeClient } from '@cascade/core/kube';
 import { Envtest, envtestPaths, providerCrds } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
 import {

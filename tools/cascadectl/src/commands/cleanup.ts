@@ -1,5 +1,5 @@
 // cascadectl cleanup: after `helm uninstall`, removes what Cascade's controllers wrote into the
-// cluster and Helm does not know of (core/runtime/cleanup.ts says how, the distribution's manifest what). Needs a live cluster.
+// cluster and Helm does not know of (core/src/controller/cleanup.ts says how, the distribution manifest what). Needs a live cluster.
 import { cleanupCluster } from '@cascade/core';
 import { CLEANUP_PLAN } from '@cascade/distribution';
 import { type Command, oneOf, out, UsageError } from '../cli.ts';

@@ -7,9 +7,10 @@
 // forbidden): never in a hot loop. Objects larger than the API server takes are refused before
 // they are sent.
 import type { PolicyKind } from '../kind.ts';
+import { ApiError, type KubeClient } from '../kube/client.ts';
+import type { Logger } from '../kube/logging.ts';
+import type { Metrics } from '../kube/metrics.ts';
 import type { PolicyEngine } from '../merge/engine.ts';
-import { ApiError, type KubeClient } from './client.ts';
-import type { Logger, Metrics } from './metrics.ts';
 
 /** Serialized bytes an object may have (etcd takes ~1.5 MB requests; a ConfigMap's data 1 MiB). */
 export const MAX_OBJECT_BYTES = 1_000_000;

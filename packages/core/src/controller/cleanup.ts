@@ -15,7 +15,7 @@
 // restart (README).
 import { MANAGED_BY } from '../effective/effective-policy.ts';
 import type { PolicyKind } from '../kind.ts';
-import { ApiError, type KubeClient, type KubeObject } from './client.ts';
+import { ApiError, type KubeClient, type KubeObject } from '../kube/client.ts';
 import { POLICY_CONTROLLER_NAME } from './target-status.ts';
 
 /** A collection of objects to delete: its list path, with the selector that makes them Cascade's. */

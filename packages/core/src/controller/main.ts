@@ -1,12 +1,18 @@
 // A controller binary's main: flags (controller-runtime's names where one exists), kubeconfig, the
 // controller, SIGTERM. Split from controller.ts: this is the edge that reads argv and the process.
 import type { PolicyKind } from '../kind.ts';
-import { binary, CONTROLLER_FLAGS, CONTROLLER_USAGE, controllerSettings, runUntilSigterm } from './binary.ts';
-import { KubeClient } from './client.ts';
+import {
+  binary,
+  CONTROLLER_FLAGS,
+  CONTROLLER_USAGE,
+  controllerSettings,
+  runUntilSigterm,
+} from '../kube/binary.ts';
+import { KubeClient } from '../kube/client.ts';
+import { jsonLogger } from '../kube/logging.ts';
+import { setupTracing } from '../kube/tracing.ts';
 import { PolicyController } from './controller.ts';
 import type { DataPlaneSource } from './data-plane.ts';
-import { jsonLogger } from './metrics.ts';
-import { setupTracing } from './tracing.ts';
 
 /** A kind's own setting as a flag of its binary (e.g. the namespace its component reads). */
 export interface SettingFlag {

@@ -2,8 +2,8 @@
 // data-plane actions (PolicyKind.actions) is Enforced only where the data plane carries them. Core
 // knows nothing of the data plane; the binary hands the controller a source (@cascade/wiring's
 // `wiringGaps` reads the wiring-controller's objects) and the status ladder asks it per gateway.
-import type { KubeClient } from './client.ts';
-import type { Informer } from './informer.ts';
+import type { KubeClient } from '../kube/client.ts';
+import type { Informer } from '../kube/informer.ts';
 
 /** What a controller knows of the data plane: why a gateway's wiring does not carry a policy. */
 export interface DataPlaneGaps {

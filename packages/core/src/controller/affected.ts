@@ -1,7 +1,7 @@
+import { ApiError, type KubeObject } from '../kube/client.ts';
+import type { Informer } from '../kube/informer.ts';
 import { affectedCondition } from '../status/conditions.ts';
 import { gatewayKey, ruleName } from '../topology/types.ts';
-import { ApiError, type KubeObject } from './client.ts';
-import type { Informer } from './informer.ts';
 import type { PublishFailure, WriterDeps } from './publish.ts';
 import {
   mergeCondition,

@@ -1,10 +1,11 @@
 // Metrics through prom-client (one Registry per controller or agent, so several can live in one
-// process as they do in tests), /healthz and /readyz, and JSON logs. The conventional process_* and
+// process as they do in tests), served by health.ts. The conventional process_* and
 // nodejs_* families come from prom-client's default collectors; the workqueue_* and
 // controller_runtime_* families follow controller-runtime's names so its dashboards and alerts apply.
 import { readdirSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { type BindAddress, type ExtraRoutes, serveHttp } from './health.ts';
 
 export type Labels = Record<string, string>;
 
@@ -139,8 +140,8 @@ export class Metrics {
   }
 
   /**
-   * Serves on a bind address: `what` is 'metrics' (/metrics), 'probes' (/healthz, /readyz) or 'all'.
-   * Rejects when the address cannot be bound (in use, not an address of this host).
+   * Serves on a bind address: `what` is 'metrics' (/metrics), 'probes' (/healthz, /readyz) or 'all'
+   * (health.ts). Rejects when the address cannot be bound (in use, not an address of this host).
    */
   serveOn(
     addr: BindAddress,
@@ -148,83 +149,12 @@ export class Metrics {
     what: 'metrics' | 'probes' | 'all',
     extra?: ExtraRoutes,
   ): Promise<Server> {
-    const metrics = what !== 'probes';
-    const probes = what !== 'metrics';
-    const server = createServer((req, res) => {
-      const path = (req.url ?? '').split('?')[0];
-      if (extra?.(req, res)) return;
-      if (metrics && path === '/metrics') {
-        this.render().then(
-          (text) => {
-            res.writeHead(200, { 'content-type': this.registry.contentType });
-            res.end(text);
-          },
-          (e: unknown) => {
-            res.writeHead(500);
-            res.end(String(e));
-          },
-        );
-      } else if (probes && path === '/healthz') {
-        res.writeHead(200);
-        res.end('ok');
-      } else if (probes && path === '/readyz') {
-        const ok = ready();
-        res.writeHead(ok ? 200 : 503);
-        res.end(ok ? 'ok' : 'not ready');
-      } else {
-        res.writeHead(404);
-        res.end();
-      }
-    });
-    return new Promise((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(addr.port, addr.host, () => resolve(server));
-    });
+    return serveHttp(
+      { render: () => this.render(), contentType: this.registry.contentType },
+      addr,
+      ready,
+      what,
+      extra,
+    );
   }
 }
-
-/** More routes on the same server (e.g. the agent's /flows): true when it answered. */
-export type ExtraRoutes = (req: IncomingMessage, res: ServerResponse) => boolean;
-
-export interface BindAddress {
-  /** undefined: every address of the host (IPv4 and IPv6). */
-  host?: string;
-  port: number;
-}
-
-/**
- * A controller-runtime style bind address: `:8080` (all addresses), `127.0.0.1:8080`, `[::1]:8080`;
- * `0` disables (undefined). Throws on anything else, naming the flag.
- */
-export function parseBindAddress(text: string, flag: string): BindAddress | undefined {
-  if (text === '0') return undefined;
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([0-9A-Za-z.-]*)):(\d{1,5})$/.exec(text);
-  const port = m ? Number(m[3]) : Number.NaN;
-  if (!m || port > 65535)
-    throw new Error(
-      `${flag}: "${text}" is not a bind address (e.g. ":8080", "127.0.0.1:8080", "0" to disable)`,
-    );
-  const host = m[1] ?? m[2];
-  return host ? { host, port } : { port };
-}
-
-export type Logger = (
-  level: 'info' | 'warn' | 'error',
-  msg: string,
-  fields?: Record<string, unknown>,
-) => void;
-
-export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-/** JSON log lines on stderr; lines less severe than `least` are dropped (debug logs everything). */
-export const jsonLogger =
-  (
-    component: string,
-    out: (line: string) => void = (l) => process.stderr.write(`${l}\n`),
-    least: LogLevel = 'info',
-  ): Logger =>
-  (level, msg, fields) => {
-    if (LOG_LEVELS.indexOf(level) < LOG_LEVELS.indexOf(least)) return;
-    out(JSON.stringify({ ts: new Date().toISOString(), level, component, msg, ...fields }));
-  };

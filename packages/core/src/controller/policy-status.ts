@@ -2,12 +2,12 @@
 // consumers' readiness; written by server-side apply only where they differ from the live ones
 // (lastTransitionTime kept while status and reason stay).
 import { isEqual } from 'lodash-es';
+import { postWarningEvent } from '../kube/events.ts';
+import type { Informer } from '../kube/informer.ts';
 import { type Condition, policyConditions } from '../status/conditions.ts';
 import { withEnforcement } from '../status/enforced.ts';
 import { gatewayKey } from '../topology/types.ts';
 import type { DataPlaneGaps } from './data-plane.ts';
-import { postWarningEvent } from './events.ts';
-import type { Informer } from './informer.ts';
 import type { PublishFailure, WriterDeps } from './publish.ts';
 import type { RenderedPublisher } from './rendered.ts';
 

@@ -14,24 +14,26 @@
 // endpoints (controller-metrics.ts serveEndpoints), the binary's flags and start-up (main.ts).
 
 import type { PolicyKind } from '../kind.ts';
+import { postWarningEvent } from '../kube/events.ts';
+import { watchHealth } from '../kube/health.ts';
+import type { Informer } from '../kube/informer.ts';
+import type { LeaderElector } from '../kube/leader.ts';
+import { electedLeader } from '../kube/leadership.ts';
+import { jsonLogger, type Logger } from '../kube/logging.ts';
+import { ControllerProcess, type ProcessOptions } from '../kube/process.ts';
+import { WorkQueue } from '../kube/queue.ts';
+import { inSpan } from '../kube/tracing.ts';
 import { PolicyEngine } from '../merge/engine.ts';
 import { AffectedWriter } from './affected.ts';
 import { AggregatePublisher } from './aggregate.ts';
-import { electedLeader, policiesByCondition, watchHealth } from './controller-metrics.ts';
-import { ControllerProcess, type ProcessOptions } from './controller-process.ts';
-import { controllerWatches } from './controller-watches.ts';
 import type { DataPlaneSource } from './data-plane.ts';
 import { EffectivePublisher } from './effective-writer.ts';
-import { postWarningEvent } from './events.ts';
 import { gatewayNotProgrammed } from './gateway-readiness.ts';
-import type { Informer } from './informer.ts';
-import type { LeaderElector } from './leader.ts';
-import { jsonLogger, type Logger } from './metrics.ts';
+import { policiesByCondition } from './policy-metrics.ts';
 import { PolicyStatusWriter } from './policy-status.ts';
 import { logPublishChange, type PublishFailure, PublishLedger } from './publish.ts';
-import { WorkQueue } from './queue.ts';
 import { RenderedPublisher, type RenderInformer } from './rendered.ts';
-import { inSpan } from './tracing.ts';
+import { controllerWatches } from './watches.ts';
 
 export interface ControllerOptions extends ProcessOptions {
   kind: PolicyKind;

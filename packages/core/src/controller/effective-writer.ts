@@ -4,9 +4,9 @@
 // where the live object differs. Each object is written on its own (see publish.ts).
 import { isEqual } from 'lodash-es';
 import { buildEffectivePolicy, EFFECTIVE_GROUP } from '../effective/effective-policy.ts';
+import type { Informer } from '../kube/informer.ts';
 import { type ChainResult, resolveChain } from '../merge/fold.ts';
 import { type PathRef, pathKey } from '../topology/types.ts';
-import type { Informer } from './informer.ts';
 import { checkSize, type PublishFailure, type WriterDeps } from './publish.ts';
 
 type EffectivePolicyObject = ReturnType<typeof buildEffectivePolicy>;

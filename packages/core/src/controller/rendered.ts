@@ -12,11 +12,11 @@ import {
   type ReferenceGrant,
   type RenderedObject,
 } from '../kind.ts';
+import type { KubeClient, KubeObject } from '../kube/client.ts';
+import { Informer } from '../kube/informer.ts';
+import type { Logger } from '../kube/logging.ts';
 import { referenceGrantFromObject } from '../topology/from-k8s.ts';
 import { gatewayKey } from '../topology/types.ts';
-import type { KubeClient, KubeObject } from './client.ts';
-import { Informer } from './informer.ts';
-import type { Logger } from './metrics.ts';
 import { checkSize, type PublishFailure, type WriterDeps } from './publish.ts';
 
 /** An informer of the rendered objects of one resource that a controller manages. */

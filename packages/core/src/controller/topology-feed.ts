@@ -1,11 +1,12 @@
 // Gateway API topology events (GatewayClass, Gateway, HTTPRoute, GRPCRoute, Namespace) into the
 // engine. Status-only updates (ours: <Kind>Affected; the gateway's own) change neither the spec
 // (generation) nor the labels nor the uid: they are recognised and cost nothing.
+
+import type { KubeObject } from '../kube/client.ts';
+import type { InformerEvent } from '../kube/informer.ts';
+import type { Logger } from '../kube/logging.ts';
 import type { PolicyEngine } from '../merge/engine.ts';
 import { convertTopology } from '../topology/from-k8s.ts';
-import type { KubeObject } from './client.ts';
-import type { InformerEvent } from './informer.ts';
-import type { Logger } from './metrics.ts';
 
 export const GW = '/apis/gateway.networking.k8s.io/v1';
 

@@ -2,7 +2,7 @@
 // controller reports them in the Gateway's status. A policy is Enforced only
 // where something enforces it; a Gateway nobody programmed (no controller for its class, a listener
 // refused, the CRD's own "Pending" defaults) enforces nothing. Kuadrant holds Enforced the same way.
-import type { KubeObject } from './client.ts';
+import type { KubeObject } from '../kube/client.ts';
 
 interface GatewayCondition {
   type: string;

@@ -69,7 +69,14 @@ describe('mergeRouteAffected', () => {
     expect(s.parents).toEqual([{ ...ours, conditions: [auth] }]);
     // The last of our conditions gone: the entry goes too.
     expect(
-      mergeRouteAffected(s, 'app', [{ name: 'gw', namespace: 'infra' }], 'GuardPolicyAffected', undefined, T1),
+      mergeRouteAffected(
+        s,
+        'app',
+        [{ name: 'gw', namespace: 'infra' }],
+        'GuardPolicyAffected',
+        undefined,
+        T1,
+      ),
     ).toEqual({ parents: [] });
   });
 

@@ -3,10 +3,11 @@
 // PolicyController and WiringController extend it; each builds its own queue, informers and elector.
 import type { Server } from 'node:http';
 import type { KubeClient } from './client.ts';
-import { serveEndpoints } from './controller-metrics.ts';
+import { type BindAddress, serveEndpoints } from './health.ts';
 import { type Informer, startInformers } from './informer.ts';
 import type { LeaderElector } from './leader.ts';
-import { type BindAddress, type Logger, Metrics } from './metrics.ts';
+import type { Logger } from './logging.ts';
+import { Metrics } from './metrics.ts';
 import type { WorkQueue } from './queue.ts';
 
 /** What every controller of core is given: the API server, its name, lease, endpoints and pace. */

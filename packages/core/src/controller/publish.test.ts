@@ -2,8 +2,8 @@
 // a timer (no answer, conflict, throttling, server error, a ResourceQuota) or wait for their input
 // (invalid, forbidden, too large); the backoff doubles to a minute.
 import { describe, expect, it } from 'vitest';
-import { ApiError } from './client.ts';
-import { Metrics } from './metrics.ts';
+import { ApiError } from '../kube/client.ts';
+import { Metrics } from '../kube/metrics.ts';
 import { checkSize, PublishLedger } from './publish.ts';
 
 const apiError = (status: number, message: string) =>

@@ -2,7 +2,8 @@
 // alone (several controllers in one process), and the work queue reports controller-runtime's
 // workqueue_* and controller_runtime_reconcile_* families, retries and failures included.
 import { describe, expect, it } from 'vitest';
-import { jsonLogger, Metrics } from './metrics.ts';
+import { jsonLogger } from './logging.ts';
+import { Metrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
 
 describe('Metrics', () => {
@@ -86,7 +87,8 @@ describe('jsonLogger', () => {
 
 describe('watchHealth and leaseHealth', () => {
   it('count errors, log once when failing and once on recovery, then run the pending work', async () => {
-    const { watchHealth, leaseHealth, leaderMetrics } = await import('./controller-metrics.ts');
+    const { leaseHealth, leaderMetrics } = await import('./leadership.ts');
+    const { watchHealth } = await import('./health.ts');
     const m = new Metrics();
     const lines: [string, string, Record<string, unknown> | undefined][] = [];
     const log = (level: string, msg: string, fields?: Record<string, unknown>) => {

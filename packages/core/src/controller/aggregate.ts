@@ -7,10 +7,10 @@
 import { isEqual } from 'lodash-es';
 import { renderContext } from '../effective/render.ts';
 import type { AggregateTarget, ReferenceGrant } from '../kind.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { Informer } from '../kube/informer.ts';
+import type { Logger } from '../kube/logging.ts';
 import type { PolicyEngine } from '../merge/engine.ts';
-import type { KubeClient } from './client.ts';
-import { Informer } from './informer.ts';
-import type { Logger } from './metrics.ts';
 import { checkSize } from './publish.ts';
 
 export class AggregatePublisher {

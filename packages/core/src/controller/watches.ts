@@ -6,13 +6,13 @@
 // watched in those namespaces only.
 import { EFFECTIVE_GROUP, MANAGED_BY } from '../effective/effective-policy.ts';
 import type { PolicyKind } from '../kind.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { Informer } from '../kube/informer.ts';
+import type { Logger } from '../kube/logging.ts';
 import type { PolicyEngine } from '../merge/engine.ts';
 import { routeKey } from '../topology/types.ts';
-import type { KubeClient } from './client.ts';
 import type { ControllerOptions } from './controller.ts';
 import { programmedSignature } from './gateway-readiness.ts';
-import { Informer } from './informer.ts';
-import type { Logger } from './metrics.ts';
 import { type RenderInformer, renderInformers } from './rendered.ts';
 import { TOPOLOGY_RESOURCES, TopologyFeed } from './topology-feed.ts';
 

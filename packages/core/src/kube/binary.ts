@@ -4,7 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { type BindAddress, LOG_LEVELS, type LogLevel, parseBindAddress } from './metrics.ts';
+import { type BindAddress, parseBindAddress } from './health.ts';
+import { LOG_LEVELS, type LogLevel } from './logging.ts';
 
 export type FlagValues = Record<string, string | boolean | undefined>;
 
