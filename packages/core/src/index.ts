@@ -14,6 +14,7 @@ export { policyInformer } from './controller/watches.ts';
 export { crdFor } from './effective/crd.ts';
 export {
   EFFECTIVE_GROUP,
+  EFFECTIVE_SHORT_NAMES,
   effectivePolicyCrd,
   effectiveSummary,
   MANAGED_BY,

@@ -1,2 +1,15 @@
 // @cascade/distribution: what Cascade ships, assembled from the packages (see README.md).
-export { CLEANUP_PLAN, CONTROLLERS, GATEWAY_POLICY_KINDS, kindController } from './manifest.ts';
+
+// the one list of kinds, their names, the controllers and what cleanup removes
+export {
+  CLEANUP_PLAN,
+  CONTROLLER_BINARIES,
+  CONTROLLERS,
+  type ControllerBinary,
+  GATEWAY_POLICY_KINDS,
+  type KindNames,
+  kindController,
+  NETPOL_CONTROLLER,
+  POLICY_KIND_NAMES,
+  WIRING_CONTROLLER,
+} from './manifest.ts';

@@ -1,39 +1,32 @@
 // Policy kinds by any name people type, as kubectl accepts them: the kind, its plural, its short
-// name, in any case (rlp, ap, np, anp, banp, cnp).
+// names (the CRDs', from the distribution's manifest: authpol, rlp, netpol/np, anp, banp, cnp), in
+// any case. `ap` stays as an alias of AuthPolicy (cascadectl accepted it before the CRD's `authpol`).
+import { POLICY_KIND_NAMES } from '@cascade/distribution';
 import { UsageError } from './cli.ts';
 
-export const GATEWAY_KINDS = ['AuthPolicy', 'RateLimitPolicy'] as const;
-export const NETPOL_KINDS = [
-  'NetworkPolicy',
-  'AdminNetworkPolicy',
-  'BaselineAdminNetworkPolicy',
-  'ClusterNetworkPolicy',
-] as const;
-export type PolicyKindName = (typeof GATEWAY_KINDS)[number] | (typeof NETPOL_KINDS)[number];
+const side = (s: 'gateway' | 'network') => POLICY_KIND_NAMES.filter((k) => k.side === s).map((k) => k.kind);
+export const GATEWAY_KINDS: readonly string[] = side('gateway');
+export const NETPOL_KINDS: readonly string[] = side('network');
+/** A policy kind's name (`AuthPolicy`, `NetworkPolicy`...). */
+export type PolicyKindName = string;
 
-const SHORT: Record<PolicyKindName, string> = {
-  AuthPolicy: 'ap',
-  RateLimitPolicy: 'rlp',
-  NetworkPolicy: 'np',
-  AdminNetworkPolicy: 'anp',
-  BaselineAdminNetworkPolicy: 'banp',
-  ClusterNetworkPolicy: 'cnp',
-};
+const SHORT = new Map(POLICY_KIND_NAMES.map((k) => [k.kind, k.shortNames[0] ?? k.kind.toLowerCase()]));
+/** Aliases kept for scripts written before the manifest gave each kind its CRD's short names. */
+const LEGACY: Record<string, string> = { ap: 'AuthPolicy', aps: 'AuthPolicy' };
 
-const ALIASES = new Map<string, PolicyKindName>();
-for (const [kind, short] of Object.entries(SHORT) as [PolicyKindName, string][]) {
-  const k = kind.toLowerCase();
-  for (const a of [k, `${k.slice(0, -1)}ies`, short, `${short}s`]) ALIASES.set(a, kind);
+const ALIASES = new Map<string, PolicyKindName>(Object.entries(LEGACY));
+for (const k of POLICY_KIND_NAMES) {
+  const lower = k.kind.toLowerCase();
+  for (const a of [lower, k.plural, ...k.shortNames, ...k.shortNames.map((n) => `${n}s`)])
+    ALIASES.set(a, k.kind);
 }
-ALIASES.set('netpol', 'NetworkPolicy');
-ALIASES.set('networkpolicies', 'NetworkPolicy');
 
 /** The kind a name means (any case, plural, short), or undefined. */
 export const kindByName = (name: string): PolicyKindName | undefined => ALIASES.get(name.toLowerCase());
 
-/** `ap (AuthPolicy), rlp (RateLimitPolicy)`: the accepted names of some kinds, for messages. */
+/** `authpol (AuthPolicy), rlp (RateLimitPolicy)`: the accepted names of some kinds, for messages. */
 export const kindNames = (kinds: readonly PolicyKindName[]): string =>
-  kinds.map((k) => `${SHORT[k]} (${k})`).join(', ');
+  kinds.map((k) => `${SHORT.get(k)} (${k})`).join(', ');
 
 /**
  * The --kind option of a command that covers `allowed` kinds: undefined when absent; a UsageError
@@ -48,7 +41,7 @@ export function resolveKind(value: unknown, allowed: readonly PolicyKindName[]):
       `--kind "${String(value)}" is not a policy kind; one of ${kindNames(allowed)} (any case, plural too)`,
     );
   if (!allowed.includes(kind)) {
-    const elsewhere = (NETPOL_KINDS as readonly string[]).includes(kind)
+    const elsewhere = NETPOL_KINDS.includes(kind)
       ? '`cascadectl netpol ...` and `cascadectl lint` cover network policy'
       : '`cascadectl effective|status|explain` cover gateway policies';
     throw new UsageError(`--kind ${kind} is not covered here (${kindNames(allowed)}); ${elsewhere}`);

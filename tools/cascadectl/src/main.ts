@@ -1,4 +1,5 @@
 // cascadectl: the offline CLI. It runs the same library code as the controllers on YAML files.
+import { EFFECTIVE_SHORT_NAMES } from '@cascade/core';
 import { type Command, err, out, parse, setTerminal, UsageError } from './cli.ts';
 import { readCluster, setLiveOptions } from './cluster.ts';
 import { cleanupCommand } from './commands/cleanup.ts';
@@ -127,7 +128,19 @@ export async function main(argv: string[]): Promise<number> {
   return dispatch(name, plain);
 }
 
-async function dispatch(name: string, rest: string[]): Promise<number> {
+/** `get effpol`, `get effectivepolicies`...: kubectl's names of the EffectivePolicy resource. */
+const EFFECTIVE_NAMES = new Set([
+  'effective',
+  'effectivepolicy',
+  'effectivepolicies',
+  ...EFFECTIVE_SHORT_NAMES,
+]);
+
+async function dispatch(name: string, given: string[]): Promise<number> {
+  const rest =
+    name === 'get' && given[0] !== undefined && EFFECTIVE_NAMES.has(given[0].toLowerCase())
+      ? ['effective', ...given.slice(1)]
+      : given;
   let cmd = COMMANDS.find((c) => c.name === name);
   let args = rest;
   if (!cmd && rest.length > 0) {

@@ -1,6 +1,5 @@
 // Builds the engines from loaded manifests exactly as a controller would from its informers: each
 // policy kind gets its own PolicyEngine over the same Gateway API objects.
-import { authPolicyKind } from '@cascade/authpolicy';
 import {
   PolicyEngine,
   type PolicyKind,
@@ -8,11 +7,12 @@ import {
   type ReferenceGrant,
   referenceGrantFromObject,
 } from '@cascade/core';
-import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
+import { GATEWAY_POLICY_KINDS, POLICY_KIND_NAMES } from '@cascade/distribution';
 import { convertTopology } from './gateway-api.ts';
 import { type Manifest, where } from './load.ts';
 
-export const POLICY_KINDS: readonly PolicyKind[] = [authPolicyKind, rateLimitPolicyKind];
+/** The gateway kinds, from the distribution's manifest. */
+export const POLICY_KINDS: readonly PolicyKind[] = GATEWAY_POLICY_KINDS;
 /** Kuadrant manifests work after changing only apiVersion; offline we also take them as they are. */
 const POLICY_API_VERSIONS = ['cascade.dev/v1alpha1', 'kuadrant.io/v1'];
 
@@ -31,10 +31,7 @@ export const NETWORK_KINDS = new Set([
   'Node',
   'Service',
   'EndpointSlice',
-  'NetworkPolicy',
-  'AdminNetworkPolicy',
-  'BaselineAdminNetworkPolicy',
-  'ClusterNetworkPolicy',
+  ...POLICY_KIND_NAMES.filter((k) => k.side === 'network').map((k) => k.kind),
   'NetpolNodeReport',
 ]);
 

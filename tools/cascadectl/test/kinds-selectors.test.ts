@@ -1,4 +1,4 @@
-// Kinds by any name people type (ap, rlp, np, anp, banp, cnp; plural; any case) and kubectl's
+// Kinds by any name people type (authpol, ap, rlp, netpol, np, anp, banp, cnp; plural; any case) and kubectl's
 // -l/--selector on the commands that list objects.
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +17,9 @@ describe('kind names', () => {
   it('short, plural and any case name the same kind', () => {
     const cases: [string, string][] = [
       ['ap', 'AuthPolicy'],
+      ['authpol', 'AuthPolicy'],
+      ['AUTHPOLS', 'AuthPolicy'],
+      ['rlps', 'RateLimitPolicy'],
       ['AuthPolicies', 'AuthPolicy'],
       ['RLP', 'RateLimitPolicy'],
       ['ratelimitpolicies', 'RateLimitPolicy'],

@@ -7,7 +7,6 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { CONTROLLER_SETTINGS } from '@cascade/cascadectl/manifests';
-import { POLICY_KINDS } from '@cascade/cascadectl/world';
 import {
   controllerBinding,
   controllerClusterReads,
@@ -18,6 +17,11 @@ import {
   policyCrd,
   viewClusterRole,
 } from '@cascade/core';
+import {
+  kindController,
+  GATEWAY_POLICY_KINDS as POLICY_KINDS,
+  WIRING_CONTROLLER,
+} from '@cascade/distribution';
 import {
   AGENT_NAME,
   agentClusterRole,
@@ -58,7 +62,7 @@ export function chartFiles(): Map<string, string> {
     docs([viewClusterRole(POLICY_KINDS), editClusterRole(POLICY_KINDS)]),
   );
   for (const kind of POLICY_KINDS) {
-    const name = `${kind.kind.toLowerCase()}-controller`;
+    const name = kindController(kind);
     const settings = Object.fromEntries(
       Object.keys(CONTROLLER_SETTINGS[kind.kind] ?? {}).map((k) => [k, SETTING(k)]),
     );
@@ -76,7 +80,7 @@ export function chartFiles(): Map<string, string> {
     files.set(`files/rbac/${name}-cluster-reads.yaml`, docs(controllerClusterReads(name, NAMESPACE)));
   }
   // the wiring-controller: every gateway kind's policies read, the providers' objects written
-  const wiring = 'wiring-controller';
+  const wiring = WIRING_CONTROLLER;
   files.set(
     `files/rbac/${wiring}.yaml`,
     docs([

@@ -18,6 +18,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import { CONTROLLER_BINARIES } from '@cascade/distribution';
 import { type BuiltImage, buildImage, type Entry, type ImageSpec } from './oci.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
@@ -202,22 +203,8 @@ export function recipes(clusterBin?: string, conformanceBin?: string): Recipe[] 
     '/usr/sbin/bridge',
   ];
   const list: Recipe[] = [
-    controller('authpolicy-controller', '@cascade/authpolicy', '/app/packages/authpolicy/src/main.ts'),
-    controller(
-      'ratelimitpolicy-controller',
-      '@cascade/ratelimitpolicy',
-      '/app/packages/ratelimitpolicy/src/main.ts',
-    ),
-    controller(
-      'wiring-controller',
-      '@cascade/distribution',
-      '/app/packages/distribution/src/bin/wiring-controller.ts',
-    ),
-    controller(
-      'netpolicy-controller',
-      '@cascade/netpolicy',
-      '/app/packages/netpolicy/src/controller/main.ts',
-    ),
+    // every controller binary of the manifest: one image each
+    ...CONTROLLER_BINARIES.map((c) => controller(c.name, c.workspace, `/app/${c.main}`)),
     {
       name: 'netpolicy-agent',
       needs: agentBins,

@@ -72,6 +72,9 @@ export type EffectivePolicySpec = z.infer<typeof effectivePolicySpecSchema>;
 export const EFFECTIVE_GROUP = 'cascade.dev';
 export const MANAGED_BY = 'cascade.dev/managed-by';
 
+/** The EffectivePolicy's short names (`ep` is Endpoints'). */
+export const EFFECTIVE_SHORT_NAMES = ['effpol'] as const;
+
 export const effectivePolicyCrd = crdFor({
   group: EFFECTIVE_GROUP,
   version: 'v1alpha1',
@@ -80,8 +83,7 @@ export const effectivePolicyCrd = crdFor({
   spec: effectivePolicySpecSchema,
   status: false,
   categories: ['cascade'],
-  // `ep` is Endpoints': `effpol`
-  shortNames: ['effpol'],
+  shortNames: [...EFFECTIVE_SHORT_NAMES],
   printerColumns: [
     { name: 'Kind', type: 'string', jsonPath: '.spec.policyKind' },
     { name: 'Target', type: 'string', jsonPath: '.spec.summary.target' },

@@ -12,9 +12,9 @@ import {
   setupTracing,
 } from '@cascade/core/kube';
 import { WIRING_FLAGS, WIRING_USAGE, WiringController, wiringFlags } from '@cascade/wiring';
-import { GATEWAY_POLICY_KINDS } from '../manifest.ts';
+import { GATEWAY_POLICY_KINDS, WIRING_CONTROLLER } from '../manifest.ts';
 
-const NAME = 'wiring-controller';
+const NAME = WIRING_CONTROLLER;
 const USAGE = `Usage: ${NAME} [flags]
 
 Flags (controller-runtime's names):

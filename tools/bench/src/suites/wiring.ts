@@ -5,11 +5,10 @@
 // WasmPlugin written, steady-state writes, and a route change to its gateway's WasmPlugin rewritten
 // (exactly one object).
 
-import { authPolicyKind } from '@cascade/authpolicy';
 import { PolicyEngine, type PolicyObject, policyCrd, type RouteMatch, type RouteObject } from '@cascade/core';
 import { KubeClient } from '@cascade/core/kube';
+import { GATEWAY_POLICY_KINDS, WIRING_CONTROLLER } from '@cascade/distribution';
 import { Envtest, envtestPaths, providerCrds } from '@cascade/envtest';
-import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
 import {
   buildWasmConfig,
   DEFAULT_PROVIDERS,
@@ -95,7 +94,7 @@ function policies(): { kind: string; ns: string; name: string; spec: Record<stri
 }
 
 function pure(fig: (n: string, v: number, u: string, t?: string) => void): void {
-  const kinds = [authPolicyKind, rateLimitPolicyKind];
+  const kinds = GATEWAY_POLICY_KINDS;
   const engines = kinds.map((k) => new PolicyEngine(k));
   for (const e of engines) {
     e.upsertGatewayClass({ name: 'istio', controllerName: 'istio.io/gateway-controller' });
@@ -214,7 +213,7 @@ async function pool<T>(items: T[], n: number, f: (t: T) => Promise<unknown>): Pr
 async function live(fig: (n: string, v: number, u: string, t?: string) => void): Promise<void> {
   const crds = providerCrds(['WasmPlugin', 'EnvoyFilter']);
   const env = await Envtest.start({
-    crdObjects: [policyCrd(authPolicyKind), policyCrd(rateLimitPolicyKind), ...crds],
+    crdObjects: [...GATEWAY_POLICY_KINDS.map((k) => policyCrd(k)), ...crds],
   });
   const progress = (m: string) => process.stderr.write(`[bench:wiring] ${m}\n`);
   let stop = async () => {};
@@ -253,7 +252,7 @@ async function live(fig: (n: string, v: number, u: string, t?: string) => void):
       }),
     );
     await pool(policies(), 16, (p) => {
-      const kind = p.kind === 'AuthPolicy' ? authPolicyKind : rateLimitPolicyKind;
+      const kind = GATEWAY_POLICY_KINDS.find((k) => k.kind === p.kind)!;
       return env.call('POST', `/apis/${kind.group}/${kind.version}/namespaces/${p.ns}/${kind.plural}`, {
         apiVersion: `${kind.group}/${kind.version}`,
         kind: p.kind,
@@ -266,8 +265,8 @@ async function live(fig: (n: string, v: number, u: string, t?: string) => void):
     kc.loadFromFile(env.kubeconfig);
     const controller = new WiringController({
       client: new KubeClient(kc),
-      kinds: [authPolicyKind, rateLimitPolicyKind],
-      name: 'wiring-controller',
+      kinds: GATEWAY_POLICY_KINDS,
+      name: WIRING_CONTROLLER,
       log: () => {},
     });
     const t0 = process.hrtime.bigint();

@@ -1,6 +1,7 @@
 // The gateway data-plane wiring from files: each gateway's wasm-shim configuration, its provider (by
 // the GatewayClass controllerName) and the provider objects the gateway-wiring writer publishes.
 import type { RenderedObject } from '@cascade/core';
+import { WIRING_CONTROLLER } from '@cascade/distribution';
 import {
   DEFAULT_PROVIDERS,
   gatewayWiring,
@@ -22,7 +23,8 @@ export interface GatewayWiringView {
   objects: RenderedObject[];
 }
 
-export const WIRING_CONTROLLER = 'gateway-wiring-controller';
+/** Who writes the wiring (the `cascade.dev/managed-by` label): the binary's name, from the manifest. */
+export { WIRING_CONTROLLER };
 
 /** Every gateway's wiring, in namespace/name order (gateways without any action are left out). */
 export function gatewayWirings(world: GatewayWorld): GatewayWiringView[] {
