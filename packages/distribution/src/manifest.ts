@@ -76,6 +76,15 @@ export const CONTROLLER_BINARIES: readonly ControllerBinary[] = [
 /** The controllers' names (their field managers and Lease names), as the chart names them. */
 export const CONTROLLERS: readonly string[] = CONTROLLER_BINARIES.map((c) => c.name);
 
+/**
+ * The controllers' settings the manifests are rendered for: the RateLimitPolicy controller writes
+ * Limitador's ConfigMaps in Limitador's namespace only (its binary's --limitador-namespace default).
+ * That namespace must exist (Limitador's); the rendered manifests and the chart do not create or own it.
+ */
+export const CONTROLLER_SETTINGS: Record<string, Record<string, string>> = {
+  RateLimitPolicy: { limitadorNamespace: 'kuadrant-system' },
+};
+
 /** What `cascadectl cleanup` removes after `helm uninstall` (core's cleanupCluster). */
 export const CLEANUP_PLAN: CleanupPlan = {
   kinds: GATEWAY_POLICY_KINDS.map((kind) => ({ kind, controller: kindController(kind) })),

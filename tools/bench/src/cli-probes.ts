@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { clusterManifests, type ProbeForm, probesCluster, probesFile } from './netpol-manifests.ts';
 import type { Figure } from './report.ts';
 
-const BIN = resolve(import.meta.dirname, '../../cascadectl/bin/cascadectl.js');
+const BIN = resolve(import.meta.dirname, '../../../packages/cascadectl/bin/cascadectl.js');
 const INPUT =
   '500 pods, 25 namespaces, 100 NetworkPolicies, 20 ANPs x 10 rules, 1 BANP, 3 named ports per pod';
 

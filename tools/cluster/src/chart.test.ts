@@ -7,11 +7,18 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { controllerWatchBindings } from '@cascade/core';
 import { Metrics, WorkQueue } from '@cascade/core/kube';
+import {
+  CHART,
+  DASHBOARD,
+  DEPLOY,
+  dashboardFamilies,
+  dashboardJson,
+  renderDeploy,
+  staleChartFiles,
+} from '@cascade/distribution/release';
 import { apiServerTestsEnabled, Envtest } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { CHART, DEPLOY, renderDeploy, staleChartFiles } from './chart-files.ts';
-import { DASHBOARD, dashboardFamilies, dashboardJson } from './dashboard.ts';
 import { clusterBin } from './harness.ts';
 
 const bin = clusterBin();
@@ -30,7 +37,7 @@ const render = (...set: string[]): Doc[] =>
 const names = (docs: Doc[]) => docs.map((d) => `${d.kind}/${d.metadata.name}`);
 
 describe('charts/cascade', () => {
-  it('its generated CRDs and RBAC are current (regenerate: node tools/cluster/src/chart-files.ts HELM)', () => {
+  it('its generated CRDs and RBAC are current (regenerate: node packages/distribution/src/chart-files.ts HELM)', () => {
     expect(staleChartFiles()).toEqual([]);
   });
 

@@ -98,7 +98,7 @@ export const kubectlJson = <T = { items: Record<string, unknown>[] }>(...args: s
   JSON.parse(sh('kubectl', [...args, '-o', 'json'])) as T;
 /** The project's Node 24 and cascadectl's entry point: `[NODE, [CASCADECTL, ...args]]` runs it. */
 export const NODE = join(ROOT, 'node_modules/.bin/node');
-export const CASCADECTL = join(ROOT, 'tools/cascadectl/bin/cascadectl.js');
+export const CASCADECTL = join(ROOT, 'packages/cascadectl/bin/cascadectl.js');
 export const cascadectl = (...args: string[]) => sh(NODE, [CASCADECTL, ...args]);
 
 /** Polls `check` until it returns a value (not undefined) or the deadline passes; the last error is thrown. */

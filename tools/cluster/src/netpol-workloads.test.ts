@@ -16,7 +16,7 @@ describe('examples/netpol-cluster', () => {
       execFileSync(
         join(ROOT, 'node_modules/.bin/node'),
         [
-          join(ROOT, 'tools/cascadectl/bin/cascadectl.js'),
+          join(ROOT, 'packages/cascadectl/bin/cascadectl.js'),
           'netpol',
           'simulate',
           join(ROOT, 'examples/netpol'),

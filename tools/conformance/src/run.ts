@@ -295,7 +295,7 @@ export function prepare(log: (s: string) => void = () => {}, nodes = 1): string 
     sh('bash', [CLUSTER_SH, 'up', '--nodes', String(nodes)], { timeoutMs: 25 * 60_000 });
   }
   sh(NODE, [
-    join(ROOT, 'tools/cluster/src/images.ts'),
+    join(ROOT, 'packages/distribution/src/images.ts'),
     '--conformance-bin',
     bin,
     'agnhost-2.56',

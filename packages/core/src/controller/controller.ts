@@ -26,7 +26,7 @@ import { inSpan } from '../kube/tracing.ts';
 import { PolicyEngine } from '../merge/engine.ts';
 import { AffectedWriter } from './affected.ts';
 import { AggregatePublisher } from './aggregate.ts';
-import type { DataPlaneSource } from './data-plane.ts';
+import type { DataPlaneGaps, DataPlaneSource } from './data-plane.ts';
 import { EffectivePublisher } from './effective-writer.ts';
 import { gatewayNotProgrammed } from './gateway-readiness.ts';
 import { policiesByCondition } from './policy-metrics.ts';
@@ -129,15 +129,51 @@ export class PolicyController extends ControllerProcess {
     this.opts = opts;
     this.log = opts.log ?? jsonLogger(opts.name);
     this.engine = new PolicyEngine(opts.kind);
-    // Two lanes: `sync` (flush, EffectivePolicies, policy status) and `downstream` (rendered objects,
-    // <Kind>Affected on targets), so re-rendering a large gateway never delays an EffectivePolicy.
-    this.queue = new WorkQueue((key) => this.reconcile(key), 2, { registry: this.metrics, name: opts.name });
-    this.queue.onError = (_k, e) => {
+    this.queue = this.newQueue();
+    const w = this.watch();
+    this.policies = w.policies;
+    this.grants = w.grants;
+    this.effective = w.effective;
+    this.renderInformers = w.renderInformers;
+    this.ledger.onChange = (object, failure, policies) => this.publishChanged(object, failure, policies);
+    const common = this.writerDeps();
+    this.effectivePublisher = new EffectivePublisher({
+      ...common,
+      effective: this.effective,
+      uidOf: this.uidOfFn,
+    });
+    this.renderer = this.newRenderer(common);
+    this.affected = new AffectedWriter({ ...common, informers: this.informers });
+    const dataPlane = this.watchDataPlane();
+    this.aggregate = this.newAggregate();
+    this.status = this.newStatusWriter(common, dataPlane);
+    this.observe();
+    this.elector = electedLeader(opts.client, opts, this.metrics, this.log, () => {
+      this.full = true;
+      this.downstreamFull = true;
+      this.queue.add('sync');
+    });
+  }
+
+  /**
+   * Two lanes: `sync` (flush, EffectivePolicies, policy status) and `downstream` (rendered objects,
+   * <Kind>Affected on targets), so re-rendering a large gateway never delays an EffectivePolicy.
+   */
+  private newQueue(): WorkQueue {
+    const q = new WorkQueue((key) => this.reconcile(key), 2, {
+      registry: this.metrics,
+      name: this.opts.name,
+    });
+    q.onError = (_k, e) => {
       this.errors.inc();
       this.log('warn', 'reconcile failed, retrying', { error: String(e) });
     };
-    const c = opts.client;
-    const w = controllerWatches(opts, this.engine, this.log, {
+    return q;
+  }
+
+  /** The informers (watches.ts), each event making its work pending. */
+  private watch(): ReturnType<typeof controllerWatches> {
+    const w = controllerWatches(this.opts, this.engine, this.log, {
       route: (rk) => {
         this.pendingRoutes.add(rk);
         for (const pk of this.engine.topology.routePathKeys(rk)) this.pendingGateways.add(gatewayOfPath(pk));
@@ -150,104 +186,120 @@ export class PolicyController extends ControllerProcess {
       changed: () => this.queue.add('sync'),
     });
     this.informers.push(...w.informers);
-    this.policies = w.policies;
-    this.grants = w.grants;
-    this.effective = w.effective;
-    this.renderInformers = w.renderInformers;
-    this.ledger.onChange = (object, failure, policies) => {
-      logPublishChange(this.log, object, failure, { policies });
-      if (failure)
-        for (const id of policies.slice(0, 10))
-          this.policyEvent(id, 'PublishFailed', `could not publish ${object}: ${failure.message}`);
-      // the Enforced condition of the policies it carries changes
-      for (const id of policies) this.pendingPolicies.add(id);
-      if (policies.length) this.queue.add('sync');
-    };
-    // what every writer of the controller shares
-    const common = {
+    return w;
+  }
+
+  /** A write started failing or recovered: logged, an Event on its policies, their Enforced compared again. */
+  private publishChanged(object: string, failure: PublishFailure | undefined, policies: string[]): void {
+    logPublishChange(this.log, object, failure, { policies });
+    if (failure)
+      for (const id of policies.slice(0, 10))
+        this.policyEvent(id, 'PublishFailed', `could not publish ${object}: ${failure.message}`);
+    for (const id of policies) this.pendingPolicies.add(id);
+    if (policies.length) this.queue.add('sync');
+  }
+
+  /** What every writer of the controller shares. */
+  private writerDeps() {
+    return {
       engine: this.engine,
-      client: c,
-      kind: opts.kind,
-      name: opts.name,
+      client: this.opts.client,
+      kind: this.opts.kind,
+      name: this.opts.name,
       ledger: this.ledger,
       writes: this.writes,
       skipped: this.skipped,
       writeConcurrency: this.writeConcurrency,
     };
-    const uidOf = (path: string, ns: string, name: string) => this.uidOf(path, ns, name);
-    this.effectivePublisher = new EffectivePublisher({ ...common, effective: this.effective, uidOf });
-    this.renderer = new RenderedPublisher({
+  }
+
+  private readonly uidOfFn = (path: string, ns: string, name: string) => this.uidOf(path, ns, name);
+
+  /** The writer of what the kind renders; a consumer's readiness moving makes its policies' status pending. */
+  private newRenderer(common: ReturnType<PolicyController['writerDeps']>): RenderedPublisher {
+    const r = new RenderedPublisher({
       ...common,
       renderInformers: this.renderInformers,
       grants: this.grants,
       log: this.log,
-      uidOf,
-      settings: opts.settings ?? {},
-      strictReadiness: opts.requireReady === true,
+      uidOf: this.uidOfFn,
+      settings: this.opts.settings ?? {},
+      strictReadiness: this.opts.requireReady === true,
     });
-    this.renderer.onStatusMoved = (policies) => {
+    r.onStatusMoved = (policies) => {
       for (const id of policies) this.pendingPolicies.add(id);
       this.queue.add('sync');
     };
-    this.affected = new AffectedWriter({ ...common, informers: this.informers });
-    if (opts.requireWiring && opts.kind.actions && !opts.dataPlane)
+    return r;
+  }
+
+  /** The data plane's view (requireWiring), its informers run with ours. */
+  private watchDataPlane(): DataPlaneGaps | undefined {
+    const opts = this.opts;
+    if (!opts.requireWiring || !opts.kind.actions) return undefined;
+    if (!opts.dataPlane)
       throw new Error(`${opts.kind.kind}: requireWiring needs a dataPlane source (see data-plane.ts)`);
-    const dataPlane =
-      opts.requireWiring && opts.kind.actions && opts.dataPlane
-        ? opts.dataPlane(
-            c,
-            // a gateway wired or unwired: every policy's Enforced is compared again (no write if equal)
-            () => this.recheckAllStatus(),
-            opts.watchNamespaces,
-          )
-        : undefined;
-    if (dataPlane) this.informers.push(...dataPlane.informers);
+    // a gateway wired or unwired: every policy's Enforced is compared again (no write if equal)
+    const dataPlane = opts.dataPlane(opts.client, () => this.recheckAllStatus(), opts.watchNamespaces);
+    this.informers.push(...dataPlane.informers);
+    return dataPlane;
+  }
+
+  /** The kind's aggregate object, when a setting names one. */
+  private newAggregate(): AggregatePublisher | undefined {
+    const opts = this.opts;
     const settings = opts.settings ?? {};
-    if (opts.kind.aggregate && AggregatePublisher.enabled(opts.kind.aggregate, settings)) {
-      this.aggregate = new AggregatePublisher(
-        opts.kind.aggregate,
-        {
-          engine: this.engine,
-          client: c,
-          controller: opts.name,
-          log: this.log,
-          settings,
-          writes: this.writes,
-          skipped: this.skipped,
-        },
-        () => {
-          // the object changed under us (or appeared): compare again; its status may move Enforced
-          this.pendingAggregate = true;
-          this.queue.add('downstream');
-          if (opts.requireReady) this.recheckAllStatus();
-        },
-      );
-      this.informers.push(this.aggregate.informer);
-    }
+    if (!opts.kind.aggregate || !AggregatePublisher.enabled(opts.kind.aggregate, settings)) return undefined;
+    const aggregate = new AggregatePublisher(
+      opts.kind.aggregate,
+      {
+        engine: this.engine,
+        client: opts.client,
+        controller: opts.name,
+        log: this.log,
+        settings,
+        writes: this.writes,
+        skipped: this.skipped,
+      },
+      () => {
+        // the object changed under us (or appeared): compare again; its status may move Enforced
+        this.pendingAggregate = true;
+        this.queue.add('downstream');
+        if (opts.requireReady) this.recheckAllStatus();
+      },
+    );
+    this.informers.push(aggregate.informer);
+    return aggregate;
+  }
+
+  /** The policies' status writer, with the facts the Enforced ladder reads. */
+  private newStatusWriter(
+    common: ReturnType<PolicyController['writerDeps']>,
+    dataPlane: DataPlaneGaps | undefined,
+  ): PolicyStatusWriter {
+    const ready = this.opts.requireReady;
     const gateways = this.informers.find((i) => i.path.endsWith('/gateways'));
-    this.status = new PolicyStatusWriter({
+    return new PolicyStatusWriter({
       ...common,
       policies: this.policies,
       renderer: this.renderer,
       ...(dataPlane ? { dataPlane } : {}),
-      ...(opts.requireReady && gateways
+      ...(ready && gateways
         ? { gatewayGap: (gw: string) => gatewayNotProgrammed(gateways.cache.get(gw), gw) }
         : {}),
-      ...(opts.requireReady && this.aggregate ? { aggregateGap: () => this.aggregate?.readiness() } : {}),
+      ...(ready && this.aggregate ? { aggregateGap: () => this.aggregate?.readiness() } : {}),
     });
+  }
+
+  /** The queue's and the policies' metrics, and work left pending while not ready run on recovery. */
+  private observe(): void {
     this.metrics.gauge('cascade_queue_depth', 'Keys waiting for a reconcile', () => this.queue.depth);
     this.metrics.processMetrics();
     // policies by condition, as alerts want them
-    policiesByCondition(this.metrics, opts.kind.kind, this.policies);
-    // reconciles found the controller not ready meanwhile and left their work pending: run it
+    policiesByCondition(this.metrics, this.opts.kind.kind, this.policies);
     watchHealth(this.informers, this.metrics, this.log, '/readyz fails meanwhile', () => {
       this.queue.add('sync');
       this.queue.add('downstream');
-    });
-    this.elector = electedLeader(c, opts, this.metrics, this.log, () => {
-      this.full = true;
-      this.downstreamFull = true;
-      this.queue.add('sync');
     });
   }
 

@@ -65,6 +65,9 @@ export const WIRING_LABEL = 'cascade.dev/wiring';
 /** Refused routes logged and posted as Events one by one, per gateway and reconcile. */
 const MAX_REFUSAL_EVENTS = 20;
 
+/** What the wiring-controller renders, as core's RenderedPublisher reads a kind: the providers' resources. */
+const WIRING_TARGET = { kind: 'GatewayWiring', renders: WIRING_RESOURCES } as unknown as PolicyKind;
+
 export class WiringController extends ControllerProcess {
   readonly engines: PolicyEngine[];
   readonly writes = this.metrics.counter('cascade_writes_issued_total', 'API writes issued (apply, delete)');
@@ -91,23 +94,40 @@ export class WiringController extends ControllerProcess {
     this.opts = opts;
     this.log = opts.log ?? jsonLogger(opts.name);
     this.engines = opts.kinds.map((k) => new PolicyEngine(k));
-    const c = opts.client;
-    const scope = opts.watchNamespaces;
     this.queue = new WorkQueue(() => this.reconcile(), 1, { registry: this.metrics, name: opts.name });
     this.queue.onError = (_k, e) => {
       this.errors.inc();
       this.log('warn', 'reconcile failed, retrying', { error: String(e) });
     };
-    const wake = () => this.queue.add('wiring');
-    const allGateways = () => {
-      for (const gw of this.engines[0]?.topology.gateways.values() ?? [])
-        this.pendingGateways.add(`${gw.namespace}/${gw.name}`);
-    };
+    this.watchTopology();
+    opts.kinds.forEach((k, i) => {
+      this.informers.push(policyInformer(opts.client, k, this.engines[i]!, this.wake, opts.watchNamespaces));
+    });
+    const grants = this.watchGrants();
+    this.renderer = this.newRenderer(grants, this.watchWritten());
+    this.ledger.onChange = (object, failure) => logPublishChange(this.log, object, failure);
+    this.observe();
+    this.elector = electedLeader(opts.client, opts, this.metrics, this.log, () => {
+      this.full = true;
+      this.wake();
+    });
+  }
+
+  private readonly wake = () => this.queue.add('wiring');
+
+  /** Every gateway is wired again (a class, a grant or a provider's resource changed). */
+  private allGateways(): void {
+    for (const gw of this.engines[0]?.topology.gateways.values() ?? [])
+      this.pendingGateways.add(`${gw.namespace}/${gw.name}`);
+  }
+
+  /** The Gateway API objects, fed to every engine; a change makes the gateways it touches pending. */
+  private watchTopology(): void {
     const feeds = this.engines.map((e) => new TopologyFeed(e, this.log));
     for (const [path, kind, scoped] of TOPOLOGY_RESOURCES)
       this.informers.push(
         new Informer(
-          c,
+          this.opts.client,
           path,
           (type, o) => {
             const ns = o.metadata.namespace ?? 'default';
@@ -123,40 +143,45 @@ export class WiringController extends ControllerProcess {
               for (const gw of [...before, ...this.routeGateways(routeKey(kind, ns, o.metadata.name))])
                 this.pendingGateways.add(gw);
             else if (kind === 'Gateway') this.pendingGateways.add(`${ns}/${o.metadata.name}`);
-            else if (kind === 'GatewayClass') allGateways();
-            wake();
+            else if (kind === 'GatewayClass') this.allGateways();
+            this.wake();
           },
           undefined,
           false,
-          scoped === 'namespaced' ? scope : undefined,
+          scoped === 'namespaced' ? this.opts.watchNamespaces : undefined,
         ),
       );
-    opts.kinds.forEach((k, i) => {
-      this.informers.push(policyInformer(c, k, this.engines[i]!, wake, scope));
-    });
+  }
+
+  /** ReferenceGrants: a change may let a route reach another namespace's objects. */
+  private watchGrants(): Informer {
     const grants = new Informer(
-      c,
+      this.opts.client,
       '/apis/gateway.networking.k8s.io/v1beta1/referencegrants',
       () => {
-        allGateways();
-        wake();
+        this.allGateways();
+        this.wake();
       },
       undefined,
       true,
-      scope,
+      this.opts.watchNamespaces,
     );
     this.informers.push(grants);
-    const target = { kind: 'GatewayWiring', renders: WIRING_RESOURCES } as unknown as PolicyKind;
+    return grants;
+  }
+
+  /** The providers' objects this controller writes (optional: a provider whose CRDs are not served). */
+  private watchWritten(): ReturnType<typeof renderInformers> {
     const rendered = renderInformers(
-      c,
-      target,
-      opts.name,
+      this.opts.client,
+      WIRING_TARGET,
+      this.opts.name,
       {},
       (key) => {
         this.pendingRendered.add(key);
-        wake();
+        this.wake();
       },
-      scope,
+      this.opts.watchNamespaces,
     );
     for (const [res, { informer }] of rendered) {
       informer.onServed = (served) => {
@@ -167,20 +192,25 @@ export class WiringController extends ControllerProcess {
             : 'provider resource no longer served',
           { resource: res },
         );
-        allGateways();
-        wake();
+        this.allGateways();
+        this.wake();
       };
       this.informers.push(informer);
     }
-    this.renderer = new RenderedPublisher({
+    return rendered;
+  }
+
+  /** Core's RenderedPublisher, rendering each gateway's provider objects (renderGateway). */
+  private newRenderer(grants: Informer, rendered: ReturnType<typeof renderInformers>): RenderedPublisher {
+    return new RenderedPublisher({
       engine: this.engines[0]!,
-      client: c,
-      kind: target,
-      name: opts.name,
+      client: this.opts.client,
+      kind: WIRING_TARGET,
+      name: this.opts.name,
       ledger: this.ledger,
       writes: this.writes,
       skipped: this.skipped,
-      writeConcurrency: opts.writeConcurrency ?? 8,
+      writeConcurrency: this.opts.writeConcurrency ?? 8,
       renderInformers: rendered,
       grants,
       log: this.log,
@@ -191,18 +221,17 @@ export class WiringController extends ControllerProcess {
       carried: (gw) => this.carried(gw),
       owns: (live) => live.metadata.labels?.[WIRING_LABEL] !== undefined,
     });
-    this.ledger.onChange = (object, failure) => logPublishChange(this.log, object, failure);
+  }
+
+  /** The refused-routes gauge and the process metrics; work left pending while not ready runs on recovery. */
+  private observe(): void {
     this.metrics.gauge(
       'cascade_wiring_refused_routes',
       'Routes refused (denied) by the wiring of their gateway',
       () => [...this.problems.values()].reduce((n, p) => n + new Set(p.map((x) => x.route)).size, 0),
     );
     this.metrics.processMetrics();
-    watchHealth(this.informers, this.metrics, this.log, '/readyz fails meanwhile', wake);
-    this.elector = electedLeader(c, opts, this.metrics, this.log, () => {
-      this.full = true;
-      wake();
-    });
+    watchHealth(this.informers, this.metrics, this.log, '/readyz fails meanwhile', this.wake);
   }
 
   protected describe(): Record<string, unknown> {

@@ -32,7 +32,7 @@ export async function run(): Promise<Figure[]> {
       for (const format of n > 50_000 ? ['json'] : ['table', 'json']) {
         // a child that runs the command with stdout discarded and reports its own time and peak RSS
         const script = `
-          const { main } = await import(${JSON.stringify(join(root, 'tools/cascadectl/src/main.ts'))});
+          const { main } = await import(${JSON.stringify(join(root, 'packages/cascadectl/src/main.ts'))});
           process.stdout.write = () => true;
           const t0 = performance.now();
           const code = await main(['netpol', 'simulate', ${JSON.stringify(join(root, 'examples/netpol'))}, '--probes', ${JSON.stringify(file)}, '-o', '${format}']);
@@ -71,9 +71,9 @@ export async function run(): Promise<Figure[]> {
 
 /** graph and report on 1,000 routes (scaleManifests: 900 of them without their own policy). */
 async function pictures(dir: string): Promise<Figure[]> {
-  const { scaleManifests } = await import('../../../cascadectl/test/scale-manifests.ts');
-  const { pictureOf } = await import('../../../cascadectl/src/commands/graph.ts');
-  const { buildReport } = await import('../../../cascadectl/src/commands/report.ts');
+  const { scaleManifests } = await import('../../../../packages/cascadectl/test/scale-manifests.ts');
+  const { pictureOf } = await import('../../../../packages/cascadectl/src/commands/graph.ts');
+  const { buildReport } = await import('../../../../packages/cascadectl/src/commands/report.ts');
   const file = join(dir, 'routes-1000.yaml');
   writeFileSync(file, scaleManifests(1000));
   const input = '1,000 routes x 2 rules in 50 namespaces on one Gateway (2 listeners), 102 policies';

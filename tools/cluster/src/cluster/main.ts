@@ -266,7 +266,7 @@ function up(args: string[]): void {
   log('building images (cached when inputs are unchanged)');
   run(
     join(ROOT, 'node_modules/.bin/node'),
-    [join(ROOT, 'tools/cluster/src/images.ts'), '--tag', TAG, '--cluster-bin', bins().cluster],
+    [join(ROOT, 'packages/distribution/src/images.ts'), '--tag', TAG, '--cluster-bin', bins().cluster],
     {
       timeoutMs: 1_800_000,
     },

@@ -122,7 +122,7 @@ export async function restartAndUpgrade(): Promise<void> {
     sh(
       NODE,
       [
-        join(ROOT, 'tools/cluster/src/images.ts'),
+        join(ROOT, 'packages/distribution/src/images.ts'),
         '--tag',
         '0.1.0-rebuilt',
         '--out',

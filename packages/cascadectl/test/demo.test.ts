@@ -17,7 +17,7 @@ describe('npm run demo', () => {
         verbatimSymlinks: true,
         filter: (s) => !s.includes('/.nx/'),
       });
-    const r = spawnSync(process.execPath, [join(copy, 'tools/cascadectl/src/demo.ts')], {
+    const r = spawnSync(process.execPath, [join(copy, 'packages/cascadectl/src/demo.ts')], {
       encoding: 'utf8',
       timeout: 120_000,
     });

@@ -4,7 +4,7 @@
 // (copied from this Debian host), CA certificates. The agent adds bpfctl, the CNI plugin, the BPF
 // object and iproute2's ip and bridge. Reproducible: same inputs, same digest.
 //
-//   node tools/cluster/src/images.ts [--tag TAG] [--out DIR] [NAME...]
+//   node packages/distribution/src/images.ts [--tag TAG] [--out DIR] [NAME...]
 import { execFileSync } from 'node:child_process';
 import {
   existsSync,
@@ -18,7 +18,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { CONTROLLER_BINARIES } from '@cascade/distribution';
+import { CONTROLLER_BINARIES } from './manifest.ts';
 import { type BuiltImage, buildImage, type Entry, type ImageSpec } from './oci.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');

@@ -1,5 +1,5 @@
 // The README's walk-through is what the commands print today (regenerate it with
-// `node tools/cascadectl/src/walkthrough.ts --write`).
+// `node packages/cascadectl/src/walkthrough.ts --write`).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { README, readmeWith, renderWalkthrough } from '../src/walkthrough.ts';

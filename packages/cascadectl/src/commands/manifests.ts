@@ -1,6 +1,6 @@
 // cascadectl manifests: the cluster-side YAML (CRDs and RBAC) generated from the same zod schemas and
 // kinds the controllers use. The Helm chart (charts/cascade) takes its CRDs and RBAC from the same
-// functions (tools/cluster/src/chart-files.ts); deploy/cascade.yaml is rendered from the chart.
+// functions (packages/distribution/src/chart-files.ts); deploy/cascade.yaml is rendered from the chart.
 import {
   controllerBinding,
   controllerClusterRole,
@@ -10,20 +10,14 @@ import {
   policyCrd,
   viewClusterRole,
 } from '@cascade/core';
+import { CONTROLLER_SETTINGS } from '@cascade/distribution';
 import { netpolNodeReportCrd, podAddressSliceCrd } from '@cascade/netpolicy';
 import { WIRING_CARRIERS } from '@cascade/wiring';
 import { stringify } from 'yaml';
 import { type Command, out } from '../cli.ts';
 import { POLICY_KINDS } from '../world.ts';
 
-/**
- * The controllers' settings the manifests are rendered for: the RateLimitPolicy controller writes
- * Limitador's ConfigMaps in Limitador's namespace only (its binary's --limitador-namespace default).
- * That namespace must exist (Limitador's); these manifests do not create or own it.
- */
-export const CONTROLLER_SETTINGS: Record<string, Record<string, string>> = {
-  RateLimitPolicy: { limitadorNamespace: 'kuadrant-system' },
-};
+export { CONTROLLER_SETTINGS };
 
 export function manifests(namespace = 'cascade-system'): Record<string, unknown>[] {
   const controllers = POLICY_KINDS.map((k) => ({ kind: k, name: `${k.kind.toLowerCase()}-controller` }));
