@@ -1,7 +1,7 @@
 // Authorino's AuthConfig CustomResourceDefinition (authorino.kuadrant.io/v1beta3) as a structural
 // schema, for the tests (integration, cleanup, the cluster e2e): the Authorino Go module is not served
 // by the Go module proxy this project builds from, so its CRD cannot be taken from a pinned module the
-// way the Gateway API, Istio and Envoy Gateway CRDs are. Written from Authorino's API types
+// way the Gateway API and the data-plane providers' CRDs are. Written from Authorino's API types
 // (api/v1beta3/auth_config_types.go) and checked against its generated CRD: the same fields, the same
 // required fields and enums, and x-kubernetes-preserve-unknown-fields exactly where Authorino has it
 // (a `value` that is any JSON, and the nested `all`/`any` of a pattern expression). Everything else is

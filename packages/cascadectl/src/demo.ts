@@ -52,7 +52,7 @@ export async function demo(): Promise<number> {
     process.stdout.write(`${table(rows)}\n\n`);
     const cm = objects.find((o) => o.kind === 'ConfigMap') as { data?: Record<string, string> } | undefined;
     if (cm?.data) process.stdout.write(`limits.yaml:\n${cm.data['limits.yaml']}`);
-    // what the gateway's Envoy is told: the wasm-shim configuration inside its provider's objects
+    // what the gateway's proxy is told: the wasm-shim configuration inside its provider's objects
     for (const w of gatewayWirings(world)) {
       process.stdout.write(
         `\nwasm-shim configuration of gateway ${w.gateway} (${w.provider ?? 'no known provider'}: ${w.objects.map((o) => `${o.kind} ${o.metadata.name}`).join(', ') || 'no object'}), in the order wasm-shim tries the action sets:\n`,

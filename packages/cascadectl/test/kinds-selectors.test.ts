@@ -36,6 +36,15 @@ describe('kind names', () => {
     expect(kindByName('pod')).toBeUndefined();
   });
 
+  it('get takes the EffectivePolicy by its kubectl names (effpol, effectivepolicies)', async () => {
+    for (const name of ['effective', 'effpol', 'EffectivePolicies']) {
+      const r = await run('get', name);
+      expect(r.code, name).toBe(2);
+      expect(r.stderr, name).toMatch(/reads a live cluster/);
+    }
+    expect((await run('get', 'pods')).stderr).toMatch(/unknown command/);
+  });
+
   it('lint --kind filters findings by kind; a kind a command does not cover is a usage error saying where it is', async () => {
     const all = JSON.parse((await run('lint', EX, '-o', 'json')).stdout) as { kind: string }[];
     expect(new Set(all.map((f) => f.kind)).size).toBeGreaterThan(1);
@@ -53,7 +62,9 @@ describe('kind names', () => {
     expect(r.stderr).toMatch(/AdminNetworkPolicy is not covered here.*netpol/);
     const bad = await run('status', join(EX, 'gateway'), '--kind', 'pods');
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/"pods" is not a policy kind.*ap \(AuthPolicy\), rlp \(RateLimitPolicy\)/);
+    expect(bad.stderr).toMatch(
+      /"pods" is not a policy kind.*authpol \(AuthPolicy\), rlp \(RateLimitPolicy\)/,
+    );
     expect((await run('effective', join(EX, 'gateway'), '--kind', 'Rlp', '-o', 'name')).stdout).toMatch(
       /^RateLimitPolicy\//,
     );

@@ -5,7 +5,7 @@
 export { type CleanupPlan, cleanupCluster, type OwnedCollection } from './controller/cleanup.ts';
 export { PolicyController } from './controller/controller.ts';
 export type { DataPlaneGaps, DataPlaneSource } from './controller/data-plane.ts';
-export { runPolicyController, watchNamespaces } from './controller/main.ts';
+export { runPolicyController, watchNamespaces } from './controller/run.ts';
 export { checkSize, logPublishChange, type PublishFailure, PublishLedger } from './controller/publish.ts';
 export { RenderedPublisher, renderInformers } from './controller/rendered.ts';
 export { TOPOLOGY_RESOURCES, TopologyFeed } from './controller/topology-feed.ts';

@@ -24,6 +24,8 @@ interface Wall {
 
 const TEST_FIXTURES = ['@cascade/envtest', '@cascade/core/testing', '@cascade/wiring/testing'];
 /** Providers, enforcement components and the gateway policy kinds: what core must not know of. */
+/** The data-plane providers: named only by packages/wiring (and the harness that runs them). */
+const PROVIDER_NAMES = /istio|envoy/i;
 const GATEWAY_NAMES = /istio|envoy|authorino|limitador|wasmplugin|\bAuthPolicy|\bRateLimitPolicy|AuthConfig/i;
 
 const WALLS: Record<string, Wall> = {
@@ -109,6 +111,22 @@ describe('walls between packages', () => {
       expect(found).toEqual([]);
     });
   }
+
+  it('no product source outside packages/wiring names a data-plane provider', () => {
+    const named = readdirSync(join(ROOT, 'packages'))
+      .filter((p) => p !== 'wiring')
+      .flatMap((p) => {
+        const src = join(ROOT, 'packages', p, 'src');
+        try {
+          return files(src);
+        } catch {
+          return [];
+        }
+      })
+      .filter((f) => !isTest(f) && PROVIDER_NAMES.test(readFileSync(f, 'utf8')))
+      .map((f) => relative(ROOT, f));
+    expect(named).toEqual([]);
+  });
 
   it('the check sees a breach', () => {
     const core = WALLS['packages/core']!;

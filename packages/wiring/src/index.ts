@@ -10,6 +10,7 @@ export { WIRING_COLLECTIONS, wiringGaps } from './controller/wiring-state.ts';
 // providers/: Istio's and Envoy Gateway's objects that carry the configuration
 export {
   DEFAULT_PROVIDERS,
+  PROVIDER_TITLES,
   type Provider,
   precedenceOf,
   providerObjects,

@@ -1,6 +1,7 @@
 // cascadectl render FILES...: the downstream objects the controllers publish (a Limitador limits
 // ConfigMap per gateway, an Authorino AuthConfig per route), from the effective policies.
 import { type RenderedObject, renderAll } from '@cascade/core';
+import { PROVIDER_TITLES, WIRING_CARRIERS } from '@cascade/wiring';
 import { stringify } from 'yaml';
 import { type Command, err, oneOf, out } from '../cli.ts';
 import { kindOption, loadGatewayWorld } from './gateway-common.ts';
@@ -26,8 +27,7 @@ function sortObjects(all: RenderedObject[]): RenderedObject[] {
 
 export const renderCommand: Command = {
   name: 'render',
-  summary:
-    "what the controllers publish: Authorino AuthConfigs, Limitador limits, and each gateway's wasm-shim wiring (WasmPlugin / EnvoyExtensionPolicy and their clusters)",
+  summary: `what the controllers publish: Authorino AuthConfigs, Limitador limits, and each gateway's wasm-shim wiring (${WIRING_CARRIERS.map((r) => r.kind).join(' / ')} and their clusters)`,
   usage:
     'cascadectl render FILES... [--kind AuthPolicy|RateLimitPolicy] [--wasm-config] [-o yaml|json]   (--wasm-config: only the bare wasm-shim configuration of each gateway)',
   options: { ...kindOption, output: { type: 'string', short: 'o' }, 'wasm-config': { type: 'boolean' } },
@@ -39,7 +39,7 @@ export const renderCommand: Command = {
       for (const p of w.wiring.problems) err(`warning: gateway ${w.gateway}: ${p.route}: ${p.reason}`);
       if (!w.provider)
         err(
-          `note: gateway ${w.gateway}: its GatewayClass controller ${w.controllerName ? `"${w.controllerName}"` : '(unknown class)'} is neither Istio nor Envoy Gateway: no wiring object (see --wasm-config for the configuration)`,
+          `note: gateway ${w.gateway}: its GatewayClass controller ${w.controllerName ? `"${w.controllerName}"` : '(unknown class)'} is neither ${Object.values(PROVIDER_TITLES).join(' nor ')}: no wiring object (see --wasm-config for the configuration)`,
         );
     }
     if (values['wasm-config']) {

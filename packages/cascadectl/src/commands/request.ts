@@ -93,7 +93,7 @@ export const requestCommand: Command = {
       );
     const { world, problems } = loadGatewayWorld(files, undefined);
     const wirings = gatewayWirings(world).filter((w) => !values.gateway || w.gateway === values.gateway);
-    // the port Envoy receives it on (destination.port), from the listener port the client dialled
+    // the port the proxy receives it on (destination.port), from the listener port the client dialled
     const onPort = (provider: Parameters<typeof proxyPort>[0]): HttpRequest =>
       listenerPort === undefined ? req : { ...req, port: proxyPort(provider, listenerPort) };
     const traces = wirings

@@ -17,6 +17,9 @@ import { AUTH_CLUSTER, RATELIMIT_CLUSTER, type WasmConfig } from '../shim/wasm.t
 
 export type Provider = 'istio' | 'envoy-gateway';
 
+/** Each provider as people name it (messages). */
+export const PROVIDER_TITLES: Record<Provider, string> = { istio: 'Istio', 'envoy-gateway': 'Envoy Gateway' };
+
 export interface Endpoint {
   host: string;
   port: number;
