@@ -135,9 +135,15 @@ export class NetpolAgent {
       this.errors.inc();
       this.log('warn', 'datapath sync failed, retrying', { error: String(e) });
     };
+    this.watchCluster();
+    this.observe();
+  }
+
+  /** The cluster's watch set (cluster/watch.ts): pods from the slices or every Pod, as configured. */
+  private watchCluster(): void {
     this.informers.push(
       ...clusterInformers({
-        client: opts.client,
+        client: this.opts.client,
         engine: this.engine,
         services: this.services,
         owners: this.owners,
@@ -148,6 +154,13 @@ export class NetpolAgent {
         ...(this.podSource ? { podSource: this.podSource } : {}),
       }),
     );
+  }
+
+  /**
+   * The agent's gauges, and watch failures: the datapath keeps enforcing what it has while a watch
+   * fails (logged once and counted), and the sync after recovery catches up.
+   */
+  private observe(): void {
     this.metrics.gauge(
       'cascade_agent_slice_pods',
       'Pods of other nodes known from PodAddressSlices (0 when every Pod is watched)',
@@ -157,8 +170,6 @@ export class NetpolAgent {
       this.lastReport ? this.localPods().length : 0,
     );
     this.metrics.processMetrics();
-    // the datapath keeps enforcing what it has while a watch fails: logged once and counted, and
-    // the sync after recovery catches up
     watchHealth(this.informers, this.metrics, this.log, 'the datapath keeps what it enforces', () =>
       this.queue.add('sync'),
     );

@@ -141,29 +141,59 @@ export class NetpolController {
       analysisIntervalMs: (opts.analysisIntervalSeconds ?? DEFAULT_ANALYSIS_INTERVAL_MS / 1000) * 1000,
       ...(opts.entryBudget ? { entryBudget: opts.entryBudget } : {}),
     });
-    // two keys: 'slices' (cheap, latency matters to enforcement) and 'sync' (EffectivePolicies, status)
-    // and 'reports': agents' findings relayed as Events (report-relay.ts)
-    this.queue = new WorkQueue(
+    this.queue = this.newQueue();
+    this.informers = this.watchCluster();
+    if (opts.publishSlices !== false) this.slices = this.newSlicePublisher();
+    for (const inf of this.informers)
+      for (const [kind, path] of POLICY_PATHS) if (inf.path === path) this.policyInformers.set(kind, inf);
+    this.effective = this.watchEffective();
+    this.publisher = this.newPublisher();
+    this.ledger.onChange = (object, failure) => logPublishChange(this.log, object, failure);
+    this.reports = this.watchReports();
+    this.relay = new ReportRelay({
+      client: this.client,
+      reports: this.reports,
+      log: this.log,
+      writes: this.writes,
+    });
+    this.capped = this.newCappedReport();
+    this.observe();
+    this.elector = electedLeader(this.client, { ...opts, name: this.name }, this.metrics, this.log, () => {
+      this.slices?.resync(); // another leader may have written since
+      this.full = true;
+      this.queue.add('slices');
+      this.queue.add('sync');
+      this.queue.add('reports');
+    });
+  }
+
+  /**
+   * Three keys: 'slices' (cheap, latency matters to enforcement), 'sync' (EffectivePolicies, status)
+   * and 'reports' (agents' findings relayed as Events, report-relay.ts).
+   */
+  private newQueue(): WorkQueue {
+    const q = new WorkQueue(
       (k) =>
         k === 'slices' ? this.reconcileSlices() : k === 'reports' ? this.relayReports() : this.reconcile(),
       2,
-      {
-        registry: this.metrics,
-        name: this.name,
-      },
+      { registry: this.metrics, name: this.name },
     );
-    this.queue.onError = (_k, e) => {
+    q.onError = (_k, e) => {
       this.errors.inc();
       this.log('warn', 'reconcile failed, retrying', { error: String(e) });
     };
-    const changed = () => this.queue.add('sync');
-    this.informers = clusterInformers({
+    return q;
+  }
+
+  /** The cluster's watch set (cluster/watch.ts) feeding the engine; a pod's change marks its slice. */
+  private watchCluster(): Informer[] {
+    return clusterInformers({
       client: this.client,
       engine: this.engine,
       owners: this.owners,
       refusedPolicies: new Map(),
       log: this.log,
-      changed,
+      changed: () => this.queue.add('sync'),
       ownersChanged: () => {},
       podChanged: (key) => {
         if (!this.slices) return;
@@ -171,26 +201,27 @@ export class NetpolController {
         this.slicesSoon();
       },
     });
-    if (opts.publishSlices !== false) {
-      this.slices = new SlicePublisher({
-        client: this.client,
-        name: this.name,
-        namespace: opts.leaseNamespace ?? 'default',
-        owners: this.owners,
-        changed: () => this.queue.add('slices'),
-        writes: this.sliceWrites,
-        skipped: this.skipped,
-      });
-      this.informers.push(this.slices.informer);
-      this.metrics.gauge(
-        'cascade_netpol_pod_address_slices',
-        'PodAddressSlices published',
-        () => this.slices?.size ?? 0,
-      );
-    }
-    for (const inf of this.informers)
-      for (const [kind, path] of POLICY_PATHS) if (inf.path === path) this.policyInformers.set(kind, inf);
-    this.effective = new Informer(
+  }
+
+  /** The PodAddressSlices writer, its informer and gauge. */
+  private newSlicePublisher(): SlicePublisher {
+    const slices = new SlicePublisher({
+      client: this.client,
+      name: this.name,
+      namespace: this.opts.leaseNamespace ?? 'default',
+      owners: this.owners,
+      changed: () => this.queue.add('slices'),
+      writes: this.sliceWrites,
+      skipped: this.skipped,
+    });
+    this.informers.push(slices.informer);
+    this.metrics.gauge('cascade_netpol_pod_address_slices', 'PodAddressSlices published', () => slices.size);
+    return slices;
+  }
+
+  /** Our EffectivePolicies: one edited or deleted by someone else is compared again. */
+  private watchEffective(): Informer {
+    const effective = new Informer(
       this.client,
       `${EP_PATH}/effectivepolicies?labelSelector=${encodeURIComponent(`${MANAGED_BY}=${this.name}`)}`,
       (_t, o) => {
@@ -198,8 +229,13 @@ export class NetpolController {
         this.queue.add('sync');
       },
     );
-    this.informers.push(this.effective);
-    this.publisher = new NetworkPublisher({
+    this.informers.push(effective);
+    return effective;
+  }
+
+  /** The writer of EffectivePolicies and the policies' conditions. */
+  private newPublisher(): NetworkPublisher {
+    return new NetworkPublisher({
       client: this.client,
       name: this.name,
       effective: this.effective,
@@ -209,22 +245,24 @@ export class NetpolController {
       skipped: this.skipped,
       log: this.log,
     });
-    this.ledger.onChange = (object, failure) => logPublishChange(this.log, object, failure);
-    this.reports = new Informer(
+  }
+
+  /** The agents' NetpolNodeReports (optional: the CRD may not be served yet). */
+  private watchReports(): Informer {
+    const reports = new Informer(
       this.client,
       NODE_REPORT_PATH,
       () => this.queue.add('reports'),
       undefined,
       true,
     );
-    this.informers.push(this.reports);
-    this.relay = new ReportRelay({
-      client: this.client,
-      reports: this.reports,
-      log: this.log,
-      writes: this.writes,
-    });
-    this.capped = new CappedNamespaceReport({
+    this.informers.push(reports);
+    return reports;
+  }
+
+  /** Namespaces whose label sets are capped, reported as Warning Events. */
+  private newCappedReport(): CappedNamespaceReport {
+    return new CappedNamespaceReport({
       metrics: this.metrics,
       log: this.log,
       post: (obj, reason, message) => {
@@ -232,23 +270,19 @@ export class NetpolController {
         return postWarningEvent(this.client, obj, reason, message, { component: this.name });
       },
     });
+  }
+
+  /** Process metrics and the published count; a failing list/watch logged once, pending work run after. */
+  private observe(): void {
     this.metrics.processMetrics();
     this.metrics.gauge(
       'cascade_netpol_effective_policies',
       'EffectivePolicies of kind Network published',
       () => this.state.effectives.size,
     );
-    // a list/watch failing is logged once and counted; /readyz fails meanwhile; pending work runs after
     watchHealth(this.informers, this.metrics, this.log, '/readyz fails meanwhile', () => {
       this.queue.add('slices');
       this.queue.add('sync');
-    });
-    this.elector = electedLeader(this.client, { ...opts, name: this.name }, this.metrics, this.log, () => {
-      this.slices?.resync(); // another leader may have written since
-      this.full = true;
-      this.queue.add('slices');
-      this.queue.add('sync');
-      this.queue.add('reports');
     });
   }
 
