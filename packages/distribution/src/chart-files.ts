@@ -9,7 +9,6 @@ import { join, resolve } from 'node:path';
 import {
   controllerBinding,
   controllerClusterReads,
-  controllerClusterRole,
   controllerRoles,
   editClusterRole,
   effectivePolicyCrd,
@@ -27,14 +26,10 @@ import {
   netpolNodeReportCrd,
   podAddressSliceCrd,
 } from '@cascade/netpolicy';
-import { WIRING_CARRIERS, WIRING_RESOURCES, wiringClusterRole } from '@cascade/wiring';
+import { WIRING_RESOURCES, wiringClusterRole } from '@cascade/wiring';
 import { stringify } from 'yaml';
-import {
-  CONTROLLER_SETTINGS,
-  kindController,
-  GATEWAY_POLICY_KINDS as POLICY_KINDS,
-  WIRING_CONTROLLER,
-} from './manifest.ts';
+import { kindControllerGrants } from './grants.ts';
+import { CONTROLLER_SETTINGS, GATEWAY_POLICY_KINDS as POLICY_KINDS, WIRING_CONTROLLER } from './manifest.ts';
 
 export const CHART = resolve(import.meta.dirname, '../../../charts/cascade');
 export const NAMESPACE = '__RELEASE_NAMESPACE__';
@@ -62,16 +57,16 @@ export function chartFiles(): Map<string, string> {
     docs([viewClusterRole(POLICY_KINDS), editClusterRole(POLICY_KINDS)]),
   );
   for (const kind of POLICY_KINDS) {
-    const name = kindController(kind);
     const settings = Object.fromEntries(
       Object.keys(CONTROLLER_SETTINGS[kind.kind] ?? {}).map((k) => [k, SETTING(k)]),
     );
+    const { name, clusterRole, roles } = kindControllerGrants(kind, NAMESPACE, settings);
     files.set(
       `files/rbac/${name}.yaml`,
       docs([
         { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: NAMESPACE } },
-        controllerClusterRole(kind, name, settings, WIRING_CARRIERS),
-        ...controllerRoles(kind, name, NAMESPACE, settings),
+        clusterRole,
+        ...roles,
       ]),
     );
     // the grant of that ClusterRole: cluster-wide, or (controllers.watchNamespaces) RoleBindings in the

@@ -54,7 +54,6 @@ const WALLS: Record<string, Wall> = {
       '@cascade/netpolicy',
       '@cascade/bpf-datapath',
       '@cascade/distribution',
-      '@cascade/cascadectl/',
     ],
     testImports: [...TEST_FIXTURES, '@cascade/netpolicy/testing'],
   },

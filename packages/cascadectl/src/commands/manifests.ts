@@ -3,24 +3,18 @@
 // functions (packages/distribution/src/chart-files.ts); deploy/cascade.yaml is rendered from the chart.
 import {
   controllerBinding,
-  controllerClusterRole,
-  controllerRoles,
   editClusterRole,
   effectivePolicyCrd,
   policyCrd,
   viewClusterRole,
 } from '@cascade/core';
-import { CONTROLLER_SETTINGS } from '@cascade/distribution';
+import { CONTROLLER_SETTINGS, kindControllerGrants } from '@cascade/distribution';
 import { netpolNodeReportCrd, podAddressSliceCrd } from '@cascade/netpolicy';
-import { WIRING_CARRIERS } from '@cascade/wiring';
 import { stringify } from 'yaml';
 import { type Command, out } from '../cli.ts';
 import { POLICY_KINDS } from '../world.ts';
 
-export { CONTROLLER_SETTINGS };
-
 export function manifests(namespace = 'cascade-system'): Record<string, unknown>[] {
-  const controllers = POLICY_KINDS.map((k) => ({ kind: k, name: `${k.kind.toLowerCase()}-controller` }));
   return [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } },
     effectivePolicyCrd as Record<string, unknown>,
@@ -29,12 +23,19 @@ export function manifests(namespace = 'cascade-system'): Record<string, unknown>
     ...POLICY_KINDS.map((k) => policyCrd(k)),
     viewClusterRole(POLICY_KINDS),
     editClusterRole(POLICY_KINDS),
-    ...controllers.flatMap(({ kind, name }) => [
-      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } },
-      controllerClusterRole(kind, name, CONTROLLER_SETTINGS[kind.kind], WIRING_CARRIERS),
-      controllerBinding(name, namespace),
-      ...controllerRoles(kind, name, namespace, CONTROLLER_SETTINGS[kind.kind]),
-    ]),
+    ...POLICY_KINDS.flatMap((kind) => {
+      const { name, clusterRole, roles } = kindControllerGrants(
+        kind,
+        namespace,
+        CONTROLLER_SETTINGS[kind.kind],
+      );
+      return [
+        { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } },
+        clusterRole,
+        controllerBinding(name, namespace),
+        ...roles,
+      ];
+    }),
   ];
 }
 

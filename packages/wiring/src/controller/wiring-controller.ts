@@ -41,6 +41,7 @@ import {
   type ProviderSettings,
   providerObjects,
   providerOf,
+  WIRING_LABEL,
 } from '../providers/providers.ts';
 import { DEFAULT_WIRING, hasActions, type WiringProblem, type WiringSettings } from '../shim/wasm.ts';
 import { gatewayWiring } from './gateway.ts';
@@ -60,7 +61,6 @@ export interface WiringControllerOptions extends ProcessOptions {
 
 /** The resources the wiring writes, as a render target (informers, RBAC, the served check). */
 export const WIRING_RESOURCES = [...PROVIDER_RESOURCES.istio, ...PROVIDER_RESOURCES['envoy-gateway']];
-export const WIRING_LABEL = 'cascade.dev/wiring';
 
 /** Refused routes logged and posted as Events one by one, per gateway and reconcile. */
 const MAX_REFUSAL_EVENTS = 20;

@@ -7,10 +7,9 @@
 import type { DataPlaneGaps, DataPlaneSource, OwnedCollection } from '@cascade/core';
 import { labelValue } from '@cascade/core';
 import { Informer, type KubeClient, type KubeObject } from '@cascade/core/kube';
-import { PROVIDER_RESOURCES } from '../providers/providers.ts';
+import { PROVIDER_RESOURCES, wiringListPath } from '../providers/providers.ts';
 import { WIRING_CARRIERS } from './rbac.ts';
 
-export const WIRING_LABEL_KEY = 'cascade.dev/wiring';
 /** On a gateway's wiring object: its configuration denies every request (nothing fitted), and why. */
 export const FAILED_CLOSED_ANNOTATION = 'cascade.dev/failed-closed';
 /**
@@ -48,15 +47,7 @@ export class WiringState implements DataPlaneGaps {
   readonly informers: Informer[];
   constructor(client: KubeClient, onChange: () => void, watchNamespaces?: readonly string[]) {
     this.informers = WIRING_CARRIERS.map(
-      (r) =>
-        new Informer(
-          client,
-          `/apis/${r.group}/${r.version}/${r.plural}?labelSelector=${encodeURIComponent(WIRING_LABEL_KEY)}`,
-          () => onChange(),
-          undefined,
-          true,
-          watchNamespaces,
-        ),
+      (r) => new Informer(client, wiringListPath(r), () => onChange(), undefined, true, watchNamespaces),
     );
     for (const i of this.informers) i.onServed = () => onChange();
   }
@@ -105,5 +96,5 @@ export const WIRING_COLLECTIONS: readonly OwnedCollection[] = Object.values(PROV
   .flat()
   .map((r) => ({
     what: r.kind,
-    path: `/apis/${r.group}/${r.version}/${r.plural}?labelSelector=${encodeURIComponent(WIRING_LABEL_KEY)}`,
+    path: wiringListPath(r),
   }));

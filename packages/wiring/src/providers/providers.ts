@@ -15,6 +15,13 @@ import { labelValue, objectName } from '@cascade/core';
 import type { Precedence } from '../routes/matches.ts';
 import { AUTH_CLUSTER, RATELIMIT_CLUSTER, type WasmConfig } from '../shim/wasm.ts';
 
+/** The label on every object the wiring writes (its value: the provider); how every reader finds them. */
+export const WIRING_LABEL = 'cascade.dev/wiring';
+
+/** A provider resource's objects that carry the wiring label, as a list path. */
+export const wiringListPath = (r: { group: string; version: string; plural: string }): string =>
+  `/apis/${r.group}/${r.version}/${r.plural}?labelSelector=${encodeURIComponent(WIRING_LABEL)}`;
+
 export type Provider = 'istio' | 'envoy-gateway';
 
 /** Each provider as people name it (messages). */
@@ -130,7 +137,7 @@ export function providerObjects(
     labels: {
       'cascade.dev/managed-by': t.controller,
       'cascade.dev/gateway': labelValue(gw.name),
-      'cascade.dev/wiring': provider,
+      [WIRING_LABEL]: provider,
     },
     annotations: { 'cascade.dev/gateway': `${gw.namespace}/${gw.name}` },
     ...(gw.uid
