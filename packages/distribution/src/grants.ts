@@ -1,8 +1,8 @@
 // A gateway kind's controller grants, as both the chart (chart-files.ts) and `cascadectl manifests`
-// write them: its ClusterRole (with read access to the wiring's carriers, which its Enforced
-// condition reads) and its Roles in the release's namespace.
+// write them: its ClusterRole (with read access to the wiring's carriers and to EndpointSlices, for
+// its decision point's Service: both feed its Enforced condition) and its Roles in the release's namespace.
 import { controllerClusterRole, controllerRoles, type PolicyKind } from '@cascade/core';
-import { WIRING_CARRIERS } from '@cascade/wiring';
+import { ENDPOINT_SLICES, WIRING_CARRIERS } from '@cascade/wiring';
 import { kindController } from './manifest.ts';
 
 export function kindControllerGrants(
@@ -13,7 +13,7 @@ export function kindControllerGrants(
   const name = kindController(kind);
   return {
     name,
-    clusterRole: controllerClusterRole(kind, name, settings, WIRING_CARRIERS),
+    clusterRole: controllerClusterRole(kind, name, settings, [...WIRING_CARRIERS, ENDPOINT_SLICES]),
     roles: controllerRoles(kind, name, namespace, settings),
   };
 }

@@ -1,6 +1,6 @@
 // ratelimitpolicy-controller: publishes EffectivePolicies and status for RateLimitPolicy.
 import { runPolicyController } from '@cascade/core';
-import { wiringGaps } from '@cascade/wiring';
+import { decisionPointFlags, wiringGapsFor } from '@cascade/wiring';
 import { rateLimitPolicyKind } from './kind.ts';
 
 await runPolicyController(
@@ -19,6 +19,7 @@ await runPolicyController(
       default: '',
       help: 'name of limitador-operator\'s Limitador in that namespace: its spec.limits gets every gateway\'s limits ("": not written)',
     },
+    ...decisionPointFlags('ratelimit'),
   ],
-  wiringGaps,
+  wiringGapsFor('ratelimit'),
 );

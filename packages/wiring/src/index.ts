@@ -1,12 +1,20 @@
 // @cascade/wiring: the gateway's data plane. See README.md. Its public surface, one module per line.
 
+// controller/: the service each kind's rules need behind the gateway (Authorino, Limitador)
+export {
+  DECISION_POINTS,
+  type DecisionPointName,
+  decisionPointFlags,
+  ENDPOINT_SLICES,
+  serviceOf,
+} from './controller/decision-point.ts';
 // controller/: the wiring-controller, its flags and RBAC
 export { WIRING_FLAGS, WIRING_USAGE, wiringFlags } from './controller/flags.ts';
 export { gatewayWiring } from './controller/gateway.ts';
 export { WIRING_CARRIERS, wiringClusterRole } from './controller/rbac.ts';
 export { WIRING_RESOURCES, WiringController } from './controller/wiring-controller.ts';
 // controller/: what the kind controllers read of the wiring (core's DataPlaneSource), and cleanup's list
-export { WIRING_COLLECTIONS, wiringGaps } from './controller/wiring-state.ts';
+export { WIRING_COLLECTIONS, wiringGaps, wiringGapsFor } from './controller/wiring-state.ts';
 // providers/: Istio's and Envoy Gateway's objects that carry the configuration
 export {
   DEFAULT_PROVIDERS,

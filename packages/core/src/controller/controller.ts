@@ -240,7 +240,12 @@ export class PolicyController extends ControllerProcess {
     if (!opts.dataPlane)
       throw new Error(`${opts.kind.kind}: requireWiring needs a dataPlane source (see data-plane.ts)`);
     // a gateway wired or unwired: every policy's Enforced is compared again (no write if equal)
-    const dataPlane = opts.dataPlane(opts.client, () => this.recheckAllStatus(), opts.watchNamespaces);
+    const dataPlane = opts.dataPlane(
+      opts.client,
+      () => this.recheckAllStatus(),
+      opts.watchNamespaces,
+      opts.settings,
+    );
     this.informers.push(...dataPlane.informers);
     return dataPlane;
   }

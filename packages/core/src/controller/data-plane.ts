@@ -14,11 +14,22 @@ export interface DataPlaneGaps {
    * (`<Kind>/<ns>/<name>`) there, in one sentence naming the gateway; undefined: it does.
    */
   gap(gw: string, routes?: ReadonlySet<string>): string | undefined;
+  /**
+   * Why the service the data plane calls for this kind's rules (its decision point) cannot answer,
+   * in one sentence naming it; undefined: it has ready endpoints, or nothing is known of it.
+   */
+  backendGap?(): string | undefined;
+  /** What the data plane does when that service cannot answer, in one sentence (the failure mode). */
+  failureMode?(): string | undefined;
 }
 
-/** Builds the data plane's view for one controller; `onChange` is called when any gateway's answer may have moved. */
+/**
+ * Builds the data plane's view for one controller; `onChange` is called when any gateway's answer
+ * may have moved. `settings` are the binary's setting flags (where the data plane's service is).
+ */
 export type DataPlaneSource = (
   client: KubeClient,
   onChange: () => void,
   watchNamespaces?: readonly string[],
+  settings?: Readonly<Record<string, string>>,
 ) => DataPlaneGaps;

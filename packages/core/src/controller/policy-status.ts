@@ -5,7 +5,7 @@ import { isEqual } from 'lodash-es';
 import { postWarningEvent } from '../kube/events.ts';
 import type { Informer } from '../kube/informer.ts';
 import { type Condition, policyConditions } from '../status/conditions.ts';
-import { withEnforcement } from '../status/enforced.ts';
+import { type EnforcedFacts, withEnforcement } from '../status/enforced.ts';
 import { gatewayKey } from '../topology/types.ts';
 import type { DataPlaneGaps } from './data-plane.ts';
 import type { PublishFailure, WriterDeps } from './publish.ts';
@@ -63,6 +63,16 @@ export class PolicyStatusWriter {
       .filter((g): g is string => g !== undefined);
   }
 
+  /** The data plane's service and failure mode, for a policy whose rules reach a gateway. */
+  private backendFacts(id: string, dataPlane: DataPlaneGaps | undefined): Partial<EnforcedFacts> {
+    if (!dataPlane) return {};
+    this.reach ??= gatewaysByPolicy(this.deps.engine);
+    if (!this.reach.get(id)?.size) return {};
+    const backendGap = dataPlane.backendGap?.();
+    const failureMode = dataPlane.failureMode?.();
+    return { ...(backendGap ? { backendGap } : {}), ...(failureMode ? { failureMode } : {}) };
+  }
+
   /** The aggregate object's gap, for a policy that reaches a gateway (its rules are in that object). */
   private aggregateWaiting(id: string): { object: string; missing: boolean; why: string }[] {
     const gap = this.deps.aggregateGap?.();
@@ -86,6 +96,7 @@ export class PolicyStatusWriter {
       waiting: [...renderer.waitingFor(id), ...this.aggregateWaiting(id)],
       dataPlaneGaps: this.gaps(id, dataPlane && ((gw, routes) => dataPlane.gap(gw, routes))),
       gatewayGaps: this.gaps(id, this.deps.gatewayGap),
+      ...this.backendFacts(id, dataPlane),
     }).map((cnd) => {
       const prev = liveConds.find((x) => x.type === cnd.type);
       const same = prev && prev.status === cnd.status && prev.reason === cnd.reason;

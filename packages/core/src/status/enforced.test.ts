@@ -16,6 +16,8 @@ const missing = { waiting: [{ object: 'Config infra/a', missing: true, why: 'not
 const waiting = { waiting: [{ object: 'Config infra/a', missing: false, why: 'not ready' }] };
 const dataPlane = { dataPlaneGaps: ['gateway infra/gw is not wired'] };
 const gateway = { gatewayGaps: ['gateway infra/gw is not programmed'] };
+const backend = { backendGap: 'the limiter (Service infra/lim) has no ready endpoint' };
+const allow = { failureMode: 'when the limiter cannot answer, requests are allowed (failure mode allow)' };
 
 describe('the Enforced ladder', () => {
   it('lists its rungs in the documented order', () => {
@@ -23,6 +25,7 @@ describe('the Enforced ladder', () => {
       'PublishFailed',
       'MissingDependency',
       'Pending',
+      'MissingDependency',
       'MissingDependency',
       'TargetNotProgrammed',
     ]);
@@ -59,6 +62,12 @@ describe('the Enforced ladder', () => {
       'Policy is not enforced: gateway infra/gw is not wired',
     ],
     [
+      'decision point down',
+      backend,
+      'MissingDependency',
+      'Policy is not enforced: the limiter (Service infra/lim) has no ready endpoint',
+    ],
+    [
       'gateway gap',
       gateway,
       'TargetNotProgrammed',
@@ -77,6 +86,22 @@ describe('the Enforced ladder', () => {
     expect(enforced({ ...dataPlane, ...gateway }).message).toContain('not wired');
   });
 
+  it('a wired gateway whose decision point is down is not Enforced; the gateway gap comes after it', () => {
+    expect(enforced({ ...dataPlane, ...backend }).message).toContain('not wired');
+    expect(enforced({ ...backend, ...gateway }).message).toContain('no ready endpoint');
+  });
+
+  it('says the failure mode of a policy still Enforced, and only then', () => {
+    expect(enforced(allow)).toEqual({
+      type: 'Enforced',
+      status: 'True',
+      reason: 'Enforced',
+      message: `fold says Enforced; ${allow.failureMode}`,
+    });
+    expect(enforced({ ...allow, ...backend }).message).not.toContain('failure mode');
+    expect(enforced(allow, 'False', 'Overridden').message).toBe('fold says Overridden');
+  });
+
   it('a not-served object outranks one that is only not ready', () => {
     const both = {
       waiting: [
@@ -93,7 +118,7 @@ describe('the Enforced ladder', () => {
   it('a publish failure replaces any fold result; the later rungs never hide one', () => {
     expect(enforced(publish, 'False', 'FailedClosed').reason).toBe('PublishFailed');
     expect(enforced(publish, 'False', 'Overridden').reason).toBe('PublishFailed');
-    for (const facts of [missing, waiting, dataPlane, gateway])
+    for (const facts of [missing, waiting, dataPlane, backend, gateway])
       for (const reason of ['FailedClosed', 'Overridden'])
         expect(enforced(facts, 'False', reason)).toMatchObject({
           status: 'False',

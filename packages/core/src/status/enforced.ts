@@ -11,7 +11,12 @@
 //   2. MissingDependency: an object carrying its rules has no served resource (while True)
 //   3. Pending: its consumer has not reported such an object ready yet (while True)
 //   4. MissingDependency: a gateway it reaches has no data plane carrying it (while True)
-//   5. TargetNotProgrammed: a gateway it reaches is not Accepted/Programmed (while True)
+//   5. MissingDependency: the service its data plane calls (its decision point) has no ready
+//      endpoint (while True)
+//   6. TargetNotProgrammed: a gateway it reaches is not Accepted/Programmed (while True)
+//
+// A policy still Enforced=True after the ladder gets the data plane's failure mode appended (what
+// requests get when that service cannot answer), so status says which mode each policy runs in.
 
 /** A condition as the ladder reads and writes it (the caller's own type is kept). */
 interface EnforcedLike {
@@ -31,6 +36,10 @@ export interface EnforcedFacts {
   dataPlaneGaps?: readonly string[];
   /** Why gateways it reaches are not programmed by their controller (one sentence each, sorted). */
   gatewayGaps?: readonly string[];
+  /** Why the service its data plane calls cannot answer (one sentence; only for a policy reaching a gateway). */
+  backendGap?: string;
+  /** What its data plane does when that service cannot answer (one sentence), appended while True. */
+  failureMode?: string;
 }
 
 type Verdict = { reason: string; message: string } | undefined;
@@ -95,6 +104,12 @@ export const ENFORCED_LADDER: readonly Rung[] = [
       some(g) ? { reason: 'MissingDependency', message: gapsShown(g) } : undefined,
   },
   {
+    reason: 'MissingDependency',
+    onlyWhileTrue: true,
+    says: ({ backendGap: g }) =>
+      g ? { reason: 'MissingDependency', message: `Policy is not enforced: ${g}` } : undefined,
+  },
+  {
     reason: 'TargetNotProgrammed',
     onlyWhileTrue: true,
     says: ({ gatewayGaps: g }) =>
@@ -115,6 +130,8 @@ export function withEnforcement<C extends EnforcedLike>(conds: C[], facts: Enfor
       const v = rung.says(facts);
       if (v) out = { ...out, status: 'False', reason: v.reason, message: v.message };
     }
+    if (out.status === 'True' && facts.failureMode)
+      out = { ...out, message: `${out.message}; ${facts.failureMode}` };
     return out;
   });
 }

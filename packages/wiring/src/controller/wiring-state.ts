@@ -8,6 +8,7 @@ import type { DataPlaneGaps, DataPlaneSource, OwnedCollection } from '@cascade/c
 import { labelValue } from '@cascade/core';
 import { Informer, type KubeClient, type KubeObject } from '@cascade/core/kube';
 import { PROVIDER_RESOURCES, wiringListPath } from '../providers/providers.ts';
+import { DecisionPoint, type DecisionPointName } from './decision-point.ts';
 import { WIRING_CARRIERS } from './rbac.ts';
 
 /** On a gateway's wiring object: its configuration denies every request (nothing fitted), and why. */
@@ -45,11 +46,29 @@ function refusedByProvider(o: KubeObject): string | undefined {
 
 export class WiringState implements DataPlaneGaps {
   readonly informers: Informer[];
-  constructor(client: KubeClient, onChange: () => void, watchNamespaces?: readonly string[]) {
+  private readonly decisionPoint: DecisionPoint | undefined;
+  constructor(
+    client: KubeClient,
+    onChange: () => void,
+    watchNamespaces?: readonly string[],
+    decisionPoint?: { which: DecisionPointName; settings?: Readonly<Record<string, string>> },
+  ) {
     this.informers = WIRING_CARRIERS.map(
       (r) => new Informer(client, wiringListPath(r), () => onChange(), undefined, true, watchNamespaces),
     );
     for (const i of this.informers) i.onServed = () => onChange();
+    if (decisionPoint) {
+      this.decisionPoint = new DecisionPoint(client, onChange, decisionPoint.which, decisionPoint.settings);
+      this.informers.push(...this.decisionPoint.informers);
+    }
+  }
+
+  backendGap(): string | undefined {
+    return this.decisionPoint?.gap();
+  }
+
+  failureMode(): string | undefined {
+    return this.decisionPoint?.failureMode();
   }
 
   /**
@@ -58,10 +77,10 @@ export class WiringState implements DataPlaneGaps {
    */
   gap(gw: string, routes?: ReadonlySet<string>): string | undefined {
     const [ns, name] = gw.split('/') as [string, string];
-    if (this.informers.every((i) => i.missing))
+    if (WIRING_CARRIERS.every((_, n) => this.informers[n]!.missing))
       return `gateway ${gw} is not wired to its data plane: neither Istio's WasmPlugin nor Envoy Gateway's EnvoyExtensionPolicy is served (install the provider's CRDs)`;
     let found: KubeObject | undefined;
-    for (const i of this.informers)
+    for (const i of this.informers.slice(0, WIRING_CARRIERS.length))
       for (const o of i.cache.values())
         if (
           o.metadata.namespace === ns &&
@@ -87,9 +106,18 @@ export class WiringState implements DataPlaneGaps {
   }
 }
 
-/** The policy controllers' view of the wiring (core's DataPlaneSource): what a gateway kind's binary hands its controller. */
+/** The policy controllers' view of the wiring (core's DataPlaneSource), the gateways only. */
 export const wiringGaps: DataPlaneSource = (client, onChange, watchNamespaces) =>
   new WiringState(client, onChange, watchNamespaces);
+
+/**
+ * What a gateway kind's binary hands its controller: the wiring and the decision point its rules
+ * need (`which`), at the address and failure mode its settings give (decisionPointFlags).
+ */
+export const wiringGapsFor =
+  (which: DecisionPointName): DataPlaneSource =>
+  (client, onChange, watchNamespaces, settings) =>
+    new WiringState(client, onChange, watchNamespaces, { which, ...(settings ? { settings } : {}) });
 
 /** Every object the wiring-controller writes, found by its label (for `cascadectl cleanup`). */
 export const WIRING_COLLECTIONS: readonly OwnedCollection[] = Object.values(PROVIDER_RESOURCES)

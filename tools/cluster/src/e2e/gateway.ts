@@ -6,7 +6,7 @@ import { authConfigCrd } from '@cascade/authpolicy';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import { canon, cascadectl, env, kubectl, kubectlJson, ROOT, sh, until } from '../harness.ts';
-import { docs, figures, NS } from './shared.ts';
+import { docs, figures, NS, probePod } from './shared.ts';
 import { installProviderCrds, mainWasmPlugin } from './wiring.ts';
 
 /** One rule of an EffectivePolicy path or of `cascadectl effective`: compared without metadata. */
@@ -145,6 +145,15 @@ async function dataPlaneReady(
     'MissingDependency',
     /authconfigs \(authorino\.kuadrant\.io\/v1beta3\) is not served/,
   );
+  // no Limitador in the cluster: wired, but nothing answers the gateway's rate-limit calls
+  await heldBack(
+    'RateLimitPolicy',
+    'MissingDependency',
+    /Limitador is not answering: its Service kuadrant-system\/limitador-limitador has no endpoints.*failure mode allow/,
+  );
+  // the decision points' part: Services at the addresses the chart gives, backed by a running pod, so
+  // kube-controller-manager's EndpointSlice controller reports a ready endpoint for each
+  decisionPointsUp();
   await heldBack(
     'RateLimitPolicy',
     'TargetNotProgrammed',
@@ -228,6 +237,31 @@ async function dataPlaneReady(
       : undefined;
   });
   figures.dataPlaneReadyToEnforcedSeconds = (Date.now() - t0) / 1000;
+}
+
+/**
+ * Authorino's and Limitador's Services (the chart's default addresses) in kuadrant-system, selecting
+ * one probe-image pod: this machine has neither image, so the pod plays the part the status ladder
+ * reads (a ready endpoint behind each Service); the requests themselves are not sent here.
+ */
+function decisionPointsUp(): void {
+  const service = (name: string, port: number) => ({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name, namespace: 'kuadrant-system' },
+    spec: { selector: { app: 'decision-points' }, ports: [{ name: 'grpc', port, targetPort: 8080 }] },
+  });
+  sh('kubectl', ['apply', '-f', '-'], {
+    input: [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kuadrant-system' } },
+      probePod('kuadrant-system', 'decision-points', { app: 'decision-points' }),
+      service('authorino-authorino-authorization', 50051),
+      service('limitador-limitador', 8081),
+    ]
+      .map((o) => stringify(o))
+      .join('---\n'),
+  });
+  kubectl('wait', '-n', 'kuadrant-system', '--for=condition=Ready', 'pod/decision-points', '--timeout=120s');
 }
 
 /** leader failover: the new leader takes over within one lease duration; a change made meanwhile is published exactly once */
