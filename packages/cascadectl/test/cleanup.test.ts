@@ -6,7 +6,13 @@
 import { resolve } from 'node:path';
 import { authConfigCrd, authPolicyKind } from '@cascade/authpolicy';
 import { effectivePolicyCrd, type PolicyController, policyCrd } from '@cascade/core';
-import { createNamespace, createObjects, readObjects, startController } from '@cascade/core/testing';
+import {
+  clientOf,
+  createNamespace,
+  createObjects,
+  readObjects,
+  startController,
+} from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -146,4 +152,50 @@ describe.skipIf(!apiServerTestsEnabled())('cascadectl cleanup (after helm uninst
     );
     expect(again.stdout).toMatch(/^0 removed, 0 failed/m);
   }, 120_000);
+
+  it("removes the netpolicy-controller's conditions on admin network policies, and only those", async () => {
+    const client = clientOf(env);
+    const ANP = '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies';
+    const created = await env.call('POST', ANP, {
+      apiVersion: 'policy.networking.k8s.io/v1alpha1',
+      kind: 'AdminNetworkPolicy',
+      metadata: { name: 'deny-dev' },
+      spec: {
+        priority: 10,
+        subject: { namespaces: { matchLabels: { team: 'shop' } } },
+        ingress: [{ action: 'Deny', from: [{ namespaces: { matchLabels: { team: 'dev' } } }] }],
+      },
+    });
+    expect(created.status).toBe(201);
+    const condition = (type: string) => ({
+      type,
+      status: 'True',
+      reason: type,
+      message: 'm',
+      lastTransitionTime: '2026-11-28T00:00:00Z',
+    });
+    const status = (type: string) => ({
+      apiVersion: 'policy.networking.k8s.io/v1alpha1',
+      kind: 'AdminNetworkPolicy',
+      metadata: { name: 'deny-dev' },
+      status: { conditions: [condition(type)] },
+    });
+    await client.apply(`${ANP}/deny-dev/status`, status('Accepted'), 'netpolicy-controller');
+    await client.apply(`${ANP}/deny-dev/status`, status('SomeoneElses'), 'someone-else');
+    const r = await run('cleanup', '--kubeconfig', env.kubeconfig, '--release-namespace', 'cascade-system');
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain('conditions on AdminNetworkPolicy deny-dev');
+    const live = (await env.call('GET', `${ANP}/deny-dev`)).body as {
+      status: { conditions: { type: string }[] };
+    };
+    expect(live.status.conditions.map((c) => c.type)).toEqual(['SomeoneElses']);
+    const again = await run(
+      'cleanup',
+      '--kubeconfig',
+      env.kubeconfig,
+      '--release-namespace',
+      'cascade-system',
+    );
+    expect(again.stdout).toMatch(/^0 removed, 0 failed/m);
+  }, 60_000);
 });

@@ -2,7 +2,12 @@
 // the Kubernetes kit is `@cascade/core/kube`, the test fixtures `@cascade/core/testing`.
 
 // controller/: the policy controller and the parts another controller reuses
-export { type CleanupPlan, cleanupCluster, type OwnedCollection } from './controller/cleanup.ts';
+export {
+  type CleanupPlan,
+  type ConditionsWritten,
+  cleanupCluster,
+  type OwnedCollection,
+} from './controller/cleanup.ts';
 export { PolicyController } from './controller/controller.ts';
 export type { DataPlaneGaps, DataPlaneSource } from './controller/data-plane.ts';
 export { checkSize, logPublishChange, type PublishFailure, PublishLedger } from './controller/publish.ts';

@@ -18,6 +18,7 @@ import {
 import {
   AGENT_NAME,
   agentClusterRole,
+  agentOwnDaemonSetRole,
   agentOwnPodsRole,
   agentReportPolicy,
   CONTROLLER_NAME,
@@ -104,6 +105,7 @@ export function chartFiles(): Map<string, string> {
         agentClusterRole(AGENT_NAME, source),
         controllerBinding(AGENT_NAME, NAMESPACE),
         ...(source === 'slices' ? agentOwnPodsRole(NAMESPACE) : []),
+        ...agentOwnDaemonSetRole(NAMESPACE),
         ...agentReportPolicy(NAMESPACE),
       ]),
     );

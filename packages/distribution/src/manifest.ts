@@ -3,7 +3,7 @@
 // chart generator, the images and the bench read it; nothing else keeps a list of kinds.
 import { authPolicyKind } from '@cascade/authpolicy';
 import { type CleanupPlan, EFFECTIVE_GROUP, type PolicyKind } from '@cascade/core';
-import { NODE_REPORT_VERSION, SLICE_VERSION } from '@cascade/netpolicy';
+import { conditionsWritten, NODE_REPORT_VERSION, SLICE_VERSION } from '@cascade/netpolicy';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
 import { WIRING_COLLECTIONS } from '@cascade/wiring';
 
@@ -95,4 +95,5 @@ export const CLEANUP_PLAN: CleanupPlan = {
     { what: 'NetpolNodeReport', path: `/apis/${EFFECTIVE_GROUP}/${NODE_REPORT_VERSION}/netpolnodereports` },
   ],
   controllers: CONTROLLERS,
+  conditions: conditionsWritten(NETPOL_CONTROLLER),
 };

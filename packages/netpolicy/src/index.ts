@@ -4,12 +4,19 @@
 
 // agent/: the node agent's datapath state and RBAC
 export { datapathState } from './agent/datapath.ts';
-export { AGENT_NAME, agentClusterRole, agentOwnPodsRole, agentReportPolicy } from './agent/rbac.ts';
+export {
+  AGENT_NAME,
+  agentClusterRole,
+  agentOwnDaemonSetRole,
+  agentOwnPodsRole,
+  agentReportPolicy,
+} from './agent/rbac.ts';
 // cluster/: what both programs read (slices, node reports, address owners)
 export { NODE_REPORT_VERSION, netpolNodeReportCrd, nodeReportFromObject } from './cluster/node-report.ts';
 export { AddressOwners } from './cluster/owners.ts';
 export { podAddressSliceCrd, SLICE_VERSION, type SliceSpec } from './cluster/slices.ts';
 // controller/: the netpolicy-controller's published state, slices and RBAC
+export { conditionsWritten } from './controller/network-publisher.ts';
 export { networkEffectiveSpec } from './controller/published.ts';
 export {
   DEFAULT_ANALYSIS_INTERVAL_MS,

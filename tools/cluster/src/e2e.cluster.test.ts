@@ -118,7 +118,7 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
     30 * 60_000,
   );
   it(
-    'helm uninstall removes its objects and cascadectl cleanup what the controllers wrote; the programs and pins stay (fail closed) until `cluster down`',
+    'helm uninstall removes its objects and takes Cascade off the node (CNI chain, programs, pins): an old pod loses a deny nothing enforces, a new pod gets networking and DNS; cascadectl cleanup removes what the controllers wrote',
     uninstall,
     300_000,
   );

@@ -3,7 +3,8 @@
 // (owned by routes and gateways that stay), what each kind renders for its enforcement component
 // (some in a namespace of that component's, without an owner), the data plane's objects, the
 // network-policy objects, the leader Leases, the `<Kind>Affected` conditions on Gateways and routes,
-// and Cascade's fields in each kind's aggregate object. The packages that write each say what (the
+// the conditions on others' cluster-scoped objects (the admin network policies), and Cascade's fields
+// in each kind's aggregate object. The packages that write each say what (the
 // CleanupPlan). Everything is found by the labels and field managers the controllers write, never by
 // the settings of one release, so what a changed setting left behind (objects in an earlier
 // namespace setting) is found too. Nothing Cascade did not write is touched: objects without
@@ -11,8 +12,7 @@
 //
 // What fails closed: removing a fail-closed kind's rendered objects and the data plane's objects ends
 // enforcement at the gateways (as uninstalling Kuadrant does); the network datapath's programs and
-// pins are the node's and stay, enforcing the last maps, until `rm -r /sys/fs/bpf/cascade` and a pod
-// restart (README).
+// pins are the node's: each agent removes them when its DaemonSet is deleted (README).
 import { MANAGED_BY } from '../effective/effective-policy.ts';
 import type { PolicyKind } from '../kind.ts';
 import { ApiError, type KubeClient, type KubeObject } from '../kube/client.ts';
@@ -34,6 +34,20 @@ export interface CleanupPlan {
   kinds: readonly { kind: PolicyKind; controller: string }[];
   collections: readonly OwnedCollection[];
   controllers: readonly string[];
+  /**
+   * Others' cluster-scoped objects whose status conditions a Cascade controller applied (`manager`,
+   * its field manager): that manager applies none, which removes its conditions only.
+   */
+  conditions?: readonly ConditionsWritten[];
+}
+
+/** A resource some of whose objects carry conditions a Cascade field manager applied. */
+export interface ConditionsWritten {
+  what: string;
+  /** The cluster-scoped list path. */
+  path: string;
+  apiVersion: string;
+  manager: string;
 }
 
 const GW = '/apis/gateway.networking.k8s.io/v1';
@@ -161,6 +175,32 @@ export async function cleanupCluster(
           ),
       );
     }
+  // conditions on others' cluster-scoped objects (network policies' status): their manager applies none
+  for (const c of plan.conditions ?? []) {
+    const items = await list(client, c.path);
+    if (!items) {
+      report.notServed.push(c.what);
+      continue;
+    }
+    for (const o of items) {
+      const ours = (o.metadata.managedFields ?? []).some(
+        (f) => f.manager === c.manager && f.subresource === 'status',
+      );
+      if (!ours) continue;
+      await attempt(`conditions on ${c.what} ${o.metadata.name}`, () =>
+        client.apply(
+          `${c.path}/${o.metadata.name}/status`,
+          {
+            apiVersion: c.apiVersion,
+            kind: c.what,
+            metadata: { name: o.metadata.name },
+            status: { conditions: [] },
+          },
+          c.manager,
+        ),
+      );
+    }
+  }
   // Cascade's fields in each kind's aggregate object: its field manager applies none
   if (opts.aggregate) {
     const [ns, name] = opts.aggregate.split('/') as [string, string];

@@ -46,6 +46,7 @@ export interface KubeObject {
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
     deletionTimestamp?: string;
+    managedFields?: { manager?: string; operation?: string; subresource?: string }[];
   };
   spec?: unknown;
   status?: unknown;

@@ -1,14 +1,17 @@
 // cascade-netpol-agent: the node agent. The node comes from --node-name (the chart passes NODE_NAME
 // from the downward API); the BPF object and helper come from the build (ARTIFACTS); maps are pinned
 // under --pin-dir so a restarted agent adopts them and reconciles without a window of wrong verdicts.
-// SIGTERM stops cleanly (programs stay attached, maps pinned). Every flag's default can also come
-// from the environment variable it names, which is how the chart configures it.
+// SIGTERM stops cleanly (programs stay attached, maps pinned), except when Cascade is being
+// uninstalled (its DaemonSet deleted: uninstall.ts): then it takes cascade-cni out of the node's CNI
+// configuration, detaches the programs and removes the pins. Every flag's default can also come from
+// the environment variable it names, which is how the chart configures it.
 import { ARTIFACTS, Datapath, MAX_BACKEND_SLOTS, MAX_FRONTENDS } from '@cascade/bpf-datapath';
 import { watchNamespaces } from '@cascade/core';
 import { binary, jsonLogger, KubeClient } from '@cascade/core/kube';
 import { DEFAULT_SERVICE_BUDGET } from '../engine/service-budget.ts';
 import { NetpolAgent } from './agent.ts';
 import { agentMetricsBindAddress } from './flows-read.ts';
+import { leaveNode, UninstallSignal } from './uninstall.ts';
 
 const NAME = 'cascade-netpol-agent';
 const env = process.env;
@@ -21,6 +24,10 @@ Flags (defaults from the environment variable named, then the value shown):
                                     else $METRICS_PORT as 127.0.0.1:PORT, else "127.0.0.1:9090"; "0" disables;
                                     /flows names pods and answers loopback peers only, whatever the address)
   --cni-record-dir DIR              cascade-cni's interface records ($CASCADE_CNI_RECORD_DIR, /run/cascade/cni)
+  --cni-conf-dir DIR                the node's CNI configuration, cascade-cni taken out of it on uninstall
+                                    ($CASCADE_CNI_CONF_DIR; "": left alone)
+  --daemonset NAME                  the agent's DaemonSet in $POD_NAMESPACE: deleted, it means an uninstall
+                                    and SIGTERM leaves the node ($CASCADE_DAEMONSET; "": never leaves)
   --namespace-entry-budget N        policy map entries one namespace's NetworkPolicies may use on this
                                     node ($CASCADE_NAMESPACE_ENTRY_BUDGET, 100000)
   --foreign-identity-cap N          label sets per namespace that other namespaces' NetworkPolicies
@@ -59,6 +66,8 @@ const b = binary(
       default: agentMetricsBindAddress(env),
     },
     'cni-record-dir': { type: 'string', default: env.CASCADE_CNI_RECORD_DIR ?? '/run/cascade/cni' },
+    'cni-conf-dir': { type: 'string', default: env.CASCADE_CNI_CONF_DIR ?? '' },
+    daemonset: { type: 'string', default: env.CASCADE_DAEMONSET ?? '' },
     'namespace-entry-budget': { type: 'string', default: env.CASCADE_NAMESPACE_ENTRY_BUDGET ?? '100000' },
     'foreign-identity-cap': { type: 'string', default: env.CASCADE_FOREIGN_IDENTITY_CAP ?? '512' },
     'pod-source': { type: 'string', default: env.CASCADE_POD_SOURCE ?? 'pods' },
@@ -103,6 +112,10 @@ if (typeof audited === 'string') fail(`--audit-namespaces: ${audited}`);
 const metricsBindAddress = b.bindAddress('metrics-bind-address');
 const log = jsonLogger(NAME, undefined, b.logLevel());
 const kc = b.kubeConfig();
+const daemonSet = String(values.daemonset);
+if (daemonSet && !/^[a-z0-9]([-a-z0-9]{0,251}[a-z0-9])?$/.test(daemonSet))
+  fail(`--daemonset: "${daemonSet.slice(0, 60)}" is not an object name`);
+if (daemonSet && !env.POD_NAMESPACE) fail('--daemonset needs POD_NAMESPACE (the downward API)');
 const datapath = await Datapath.open({
   bpfctl: ARTIFACTS.bpfctl,
   object: ARTIFACTS.object,
@@ -112,8 +125,10 @@ if (datapath.replacedMaps.length)
   log('warn', 'pinned maps with an older layout were replaced (content lost)', {
     maps: datapath.replacedMaps,
   });
+const client = new KubeClient(kc);
+const uninstall = daemonSet ? new UninstallSignal(client, env.POD_NAMESPACE!, daemonSet) : undefined;
 const agent = new NetpolAgent({
-  client: new KubeClient(kc),
+  client,
   node,
   datapath,
   log,
@@ -129,11 +144,15 @@ const agent = new NetpolAgent({
   ...(env.POD_NAMESPACE ? { ownNamespace: env.POD_NAMESPACE } : {}),
 });
 await agent.start();
-process.on(
-  'SIGTERM',
-  () =>
-    void agent
-      .stop()
-      .then(() => datapath.close())
-      .then(() => process.exit(0)),
-);
+uninstall?.start();
+const pinDir = String(values['pin-dir']);
+const cniConfDir = String(values['cni-conf-dir']);
+process.on('SIGTERM', () => {
+  void (async () => {
+    const leaving = (await uninstall?.uninstalling()) ?? false;
+    await agent.stop();
+    if (leaving) await leaveNode(datapath, { pinDir, ...(cniConfDir ? { cniConfDir } : {}), log });
+    else await datapath.close();
+    process.exit(0);
+  })();
+});

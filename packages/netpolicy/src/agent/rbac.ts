@@ -70,6 +70,30 @@ export function agentOwnPodsRole(namespace: string, name = AGENT_NAME): Record<s
   ];
 }
 
+/**
+ * Its own DaemonSet, read by name in the release's namespace (uninstall.ts: a deleted DaemonSet is an
+ * uninstall, and the agent takes Cascade off its node). A Role and its RoleBinding, nothing else.
+ */
+export function agentOwnDaemonSetRole(namespace: string, name = AGENT_NAME): Record<string, unknown>[] {
+  const labels = { 'app.kubernetes.io/part-of': 'cascade' };
+  const role = `${name}-own-daemonset`;
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: role, namespace, labels },
+      rules: [{ apiGroups: ['apps'], resources: ['daemonsets'], resourceNames: [name], verbs: READ }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: role, namespace, labels },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role },
+      subjects: [{ kind: 'ServiceAccount', name, namespace }],
+    },
+  ];
+}
+
 /** The claim the API server puts in a pod-bound ServiceAccount token's user info (Kubernetes 1.30+). */
 export const NODE_NAME_CLAIM = 'authentication.kubernetes.io/node-name';
 

@@ -4,6 +4,7 @@
 // ResourceQuota on EffectivePolicies, an admission webhook) never holds back the others; it is
 // logged, counted (cascade_publish_failing_objects) and retried on its own.
 import {
+  type ConditionsWritten,
   checkSize,
   EFFECTIVE_GROUP,
   MANAGED_BY,
@@ -34,6 +35,10 @@ const API_VERSION: Record<string, string> = {
   BaselineAdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
   ClusterNetworkPolicy: 'policy.networking.k8s.io/v1alpha2',
 };
+
+/** The network policies whose conditions the netpolicy-controller (field manager `manager`) writes: for `cascadectl cleanup`. */
+export const conditionsWritten = (manager: string): ConditionsWritten[] =>
+  [...STATUS_KINDS].map(([what, path]) => ({ what, path, apiVersion: API_VERSION[what]!, manager }));
 
 export interface NetworkPublisherDeps {
   client: KubeClient;

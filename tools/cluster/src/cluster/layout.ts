@@ -103,7 +103,7 @@ export function netnsNode(i: number): NodeSpec {
 }
 
 /** The chart values that depend on where nodes keep their files (the same on every node). */
-export function chartPaths(l: Layout): { cniBinDir: string; pinDir: string } {
+export function chartPaths(l: Layout): { cniBinDir: string; cniConfDir: string; pinDir: string } {
   const n = l.nodes[0]!;
-  return { cniBinDir: join(n.dir, 'cni/bin'), pinDir: PIN_DIR };
+  return { cniBinDir: join(n.dir, 'cni/bin'), cniConfDir: join(n.dir, 'cni/net.d'), pinDir: PIN_DIR };
 }

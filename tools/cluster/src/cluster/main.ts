@@ -168,6 +168,8 @@ function install(tag = TAG, timeout = '5m'): void {
         `agent.pinDir=${paths.pinDir}`,
         '--set',
         `agent.cni.binDir=${paths.cniBinDir}`,
+        '--set',
+        `agent.cni.confDir=${paths.cniConfDir}`,
         '--wait',
         '--timeout',
         timeout,

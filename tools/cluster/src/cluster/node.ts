@@ -20,7 +20,9 @@ export function containerdUp(n: NodeSpec, enter?: number): void {
     const link = join(n.hostDir, 'cni/bin', p);
     if (!existsSync(link)) symlinkSync(join('/usr/lib/cni', p), link);
   }
-  // cascade-cni itself is copied into the node's CNI directory by the agent's init container
+  // cascade-cni itself is copied into the node's CNI directory by the agent's init container, which
+  // also chains it here (as on a user's node); written here too, so pods started before the first
+  // install wait for the agent (fail closed) rather than run unenforced
   writeFileSync(
     join(n.hostDir, 'cni/net.d/10-cascade.conflist'),
     `${JSON.stringify(

@@ -1,9 +1,10 @@
 // The release's life: install to Ready, an agent restart and a helm upgrade without a wrong
 // verdict, the agent's capabilities, the upstream suites' subsets, uninstall and `cluster down`.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { prepare, runSuite, SUITES, writeResults } from '@cascade/conformance';
 import { expect } from 'vitest';
+import { stringify } from 'yaml';
 import {
   CLUSTER_SH,
   canon,
@@ -14,10 +15,11 @@ import {
   NODE,
   ROOT,
   sh,
+  shAsync,
   until,
 } from '../harness.ts';
 import { measured, mismatches, predicted, probesFor } from './probes.ts';
-import { attachedPrograms, figures, helm, install, NS, net, work } from './shared.ts';
+import { attachedPrograms, figures, helm, install, NS, net, probePod, work } from './shared.ts';
 
 /** helm install: every Cascade pod becomes Ready */
 export function installUntilReady(): void {
@@ -242,13 +244,68 @@ export async function upstreamSubsets(): Promise<void> {
   );
 }
 
-/** helm uninstall removes every object; the programs and pins stay (fail closed) until `cluster down` */
+/** The namespace whose pods outlive the uninstall: a server isolated by a NetworkPolicy, a client. */
+const AFTER = 'after-uninstall';
+const probeFrom = async (pod: string, ...args: string[]) =>
+  (
+    await shAsync(
+      'kubectl',
+      ['exec', '-n', AFTER, pod, '--', '/usr/local/bin/cascade-probe', ...args],
+      60_000,
+    ).catch((e: unknown) => String((e as { stdout?: string }).stdout ?? e))
+  )
+    .trim()
+    .split(' ')[0];
+
+/**
+ * helm uninstall removes its objects, and each agent takes Cascade off its node (the CNI chain, the
+ * programs, the pins): old pods lose the deny of a policy nothing enforces any more, new pods get
+ * plain networking and DNS; `cascadectl cleanup` removes what the controllers wrote.
+ */
 export async function uninstall(): Promise<void> {
+  sh('kubectl', ['apply', '-f', '-'], {
+    input: [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: AFTER } },
+      probePod(AFTER, 'server', { app: 'server' }),
+      probePod(AFTER, 'client', { app: 'client' }),
+      {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: { name: 'deny-server', namespace: AFTER },
+        spec: { podSelector: { matchLabels: { app: 'server' } }, policyTypes: ['Ingress'] },
+      },
+    ]
+      .map((o) => stringify(o))
+      .join('---\n'),
+  });
+  kubectl('wait', '-n', AFTER, '--for=condition=Ready', 'pod/server', 'pod/client', '--timeout=120s');
+  const server = kubectlJson<{ status: { podIP: string } }>('get', 'pod', '-n', AFTER, 'server').status.podIP;
+  await until('the server isolated while Cascade runs', 60, async () =>
+    (await probeFrom('client', 'probe', 'tcp', server, '8080', '800')) === 'DENY' ? true : undefined,
+  );
+
+  const t0 = Date.now();
   helm('uninstall', 'cascade', '-n', NS, '--wait');
-  await until('every Cascade pod gone', 60, () =>
+  await until('every Cascade pod gone', 90, () =>
     kubectl('get', 'all', '-n', NS, '-o', 'name').trim() === '' ? true : undefined,
   );
+  figures.uninstallSeconds = (Date.now() - t0) / 1000;
   expect(kubectl('get', 'clusterroles', '-o', 'name')).not.toMatch(/authpolicy-controller|netpolicy-agent/);
+  // the agent left its node: no program on any veth, no pins, cascade-cni out of the CNI chain
+  expect(attachedPrograms()).toBe(0);
+  expect(existsSync('/sys/fs/bpf/cascade')).toBe(false);
+  const conf = readFileSync('/var/lib/cascade-cluster/cni/net.d/10-cascade.conflist', 'utf8');
+  expect(JSON.parse(conf).plugins.map((p: { type: string }) => p.type)).toEqual(['bridge']);
+  figures.programsLeftAfterUninstall = attachedPrograms();
+  // an old pod: the stale deny is gone; a new pod: networking and DNS as without Cascade
+  expect(await probeFrom('client', 'probe', 'tcp', server, '8080', '800')).toBe('ALLOW');
+  sh('kubectl', ['apply', '-f', '-'], { input: stringify(probePod(AFTER, 'newcomer', { app: 'newcomer' })) });
+  kubectl('wait', '-n', AFTER, '--for=condition=Ready', 'pod/newcomer', '--timeout=120s');
+  expect(await probeFrom('newcomer', 'probe', 'tcp', server, '8080', '800')).toBe('ALLOW');
+  expect(
+    await probeFrom('newcomer', 'dns', 'udp', '10.96.0.10', 'kubernetes.default.svc.cluster.local'),
+  ).toBe('ALLOW');
+
   // what the controllers wrote outlives them until `cascadectl cleanup`; then nothing of it is left
   const written = () => {
     const names = (...args: string[]) =>
@@ -291,18 +348,7 @@ export async function uninstall(): Promise<void> {
   await until('nothing Cascade wrote is left', 60, () =>
     Object.values(written()).every((n) => n === 0) ? true : undefined,
   ).catch(() => expect(written()).toEqual({}));
-  // what stays, on purpose: the agent cannot tell an uninstall from a restart, and a pod whose
-  // program went away would run unenforced; pins and programs go with `npm run cluster -- down`
-  // (or, on a real node, `rm -r /sys/fs/bpf/cascade` and a pod restart), as the README says
-  const running = kubectlJson<{ items: { spec: { hostNetwork?: boolean }; status: { phase: string } }[] }>(
-    'get',
-    'pods',
-    '-A',
-  ).items.filter((p) => !p.spec.hostNetwork && p.status.phase === 'Running').length;
-  const attachedAfter = attachedPrograms();
-  figures.programsLeftAfterUninstall = attachedAfter;
-  expect(attachedAfter).toBe(running);
-  expect(existsSync('/sys/fs/bpf/cascade/progs/from_endpoint')).toBe(true);
+  kubectl('delete', 'namespace', AFTER, '--wait=false');
   net.nodeServer?.kill();
 }
 
