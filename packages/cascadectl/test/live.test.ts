@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { authPolicyKind } from '@cascade/authpolicy';
 import { effectivePolicyCrd, policyCrd } from '@cascade/core';
-import { createObjects, readObjects, startController } from '@cascade/core/testing';
+import { clientOf, createObjects, readObjects, startController } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,6 +46,67 @@ describe.skipIf(!apiServerTestsEnabled())('cascadectl --kubeconfig (a live clust
       policies: { name: string; conditions: { type: string; reason: string }[] }[];
     };
     expect(report.policies.map((p) => p.name)).toContain('platform-cap');
+  });
+
+  it('status --kubeconfig shows the conditions the controllers wrote, and where its own computation differs', async () => {
+    const path = '/apis/cascade.dev/v1alpha1/namespaces/infra/ratelimitpolicies/platform-cap/status';
+    const cond = (type: string, status: string, reason: string, message: string) => ({
+      type,
+      status,
+      reason,
+      message,
+      lastTransitionTime: '2026-11-28T00:00:00Z',
+    });
+    await clientOf(env).apply(
+      path,
+      {
+        apiVersion: 'cascade.dev/v1alpha1',
+        kind: 'RateLimitPolicy',
+        metadata: { name: 'platform-cap', namespace: 'infra' },
+        status: {
+          conditions: [
+            cond('Accepted', 'True', 'Accepted', 'Policy has been accepted'),
+            cond(
+              'Enforced',
+              'False',
+              'MissingDependency',
+              'Policy is not enforced: Limitador is not answering',
+            ),
+          ],
+        },
+      },
+      'ratelimitpolicy-controller',
+    );
+    const st = await run('status', '--kubeconfig', env.kubeconfig, '-o', 'json');
+    expect(st.code, st.stderr).toBe(0);
+    const report = JSON.parse(st.stdout) as {
+      policies: {
+        name: string;
+        source?: string;
+        conditions: { type: string; reason: string }[];
+        differs?: { type: string; cluster: string; computed: string }[];
+      }[];
+    };
+    const cap = report.policies.find((p) => p.name === 'platform-cap')!;
+    expect(cap.source).toBe('cluster');
+    expect(cap.conditions.find((c) => c.type === 'Enforced')?.reason).toBe('MissingDependency');
+    expect(cap.differs).toEqual([
+      {
+        type: 'Enforced',
+        cluster: 'False/MissingDependency',
+        computed: expect.stringMatching(/^True\//),
+        why: 'Policy is not enforced: Limitador is not answering',
+      },
+    ]);
+    // a policy no controller wrote status on: cascadectl's own, said so
+    expect(report.policies.find((p) => p.name === 'orders-per-user')?.source).toBe('computed');
+    const text = await run('status', '--kubeconfig', env.kubeconfig);
+    expect(text.stdout).toMatch(
+      /RateLimitPolicy infra\/platform-cap +True\/Accepted +False\/MissingDependency/,
+    );
+    expect(text.stdout).toContain(
+      'RateLimitPolicy infra/platform-cap Enforced: the controller wrote False/MissingDependency, cascadectl computes True/',
+    );
   });
 
   it('diff against the cluster: a file replaces the live object of the same name (what applying it would do)', async () => {

@@ -14,7 +14,7 @@ import { pathResults } from './effective.ts';
 import { loadBothWorlds } from './gateway-common.ts';
 import { lintFindings } from './lint.ts';
 import { portsInUse } from './netpol.ts';
-import { statusReport } from './status.ts';
+import { statusReport, withLiveConditions } from './status.ts';
 
 interface Table {
   id: string;
@@ -87,7 +87,7 @@ export function buildReport(files: string[]): {
   svgs: Record<string, string>;
   problems: number;
 } {
-  const { gateway, netpol } = loadBothWorlds(files);
+  const { gateway, netpol, loaded } = loadBothWorlds(files);
   const world = gateway.world;
   const tables: Table[] = [];
   const findings = lintFindings(world, netpol.engine);
@@ -102,17 +102,29 @@ export function buildReport(files: string[]): {
       tone: f.severity === 'error' ? 'bad' : 'warn',
     })),
   });
-  const status = statusReport(world);
+  const status = withLiveConditions(statusReport(world), loaded.manifests);
+  const fromCluster = status.policies.some((p) => p.source === 'cluster');
   const cond = (c: { type: string; status: string; reason: string; message: string }) =>
     `<b>${esc(c.type)}</b> ${esc(c.status)} ${esc(c.reason)}: ${esc(c.message)}`;
   tables.push({
     id: 'status',
     title: 'Policy status',
-    intro:
-      'The conditions the controllers write on each policy, and the <Kind>Affected conditions on targets.',
+    intro: fromCluster
+      ? 'The conditions the controllers wrote on each policy, read from the cluster (where cascadectl computes otherwise from the same objects, it says so: it cannot see gateway programming, wiring, or whether Authorino and Limitador answer), and the <Kind>Affected conditions on targets as cascadectl computes them.'
+      : 'The conditions cascadectl computes from these files for each policy (the controllers add what only a cluster shows: gateway programming, wiring, Authorino and Limitador readiness), and the <Kind>Affected conditions on targets.',
     head: ['KIND', 'OBJECT', 'CONDITIONS'],
     rows: [...status.policies, ...status.targets].map((p) => ({
-      cells: [esc(p.kind), esc(`${p.namespace}/${p.name}`), p.conditions.map(cond).join('<br>')],
+      cells: [
+        esc(p.kind),
+        esc(`${p.namespace}/${p.name}`),
+        [
+          ...p.conditions.map(cond),
+          ...(p.differs ?? []).map(
+            (d) =>
+              `<i>cascadectl computes ${esc(d.type)} ${esc(d.computed)} (the controller wrote ${esc(d.cluster)})</i>`,
+          ),
+        ].join('<br>'),
+      ],
       tone: p.conditions.every((c) => c.status === 'True')
         ? 'ok'
         : p.conditions.some((c) => c.type === 'Accepted' && c.status === 'False')

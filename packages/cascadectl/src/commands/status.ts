@@ -7,14 +7,68 @@ import {
   ruleName,
 } from '@cascade/core';
 import { stringify } from 'yaml';
-import { type Command, oneOf, out, table } from '../cli.ts';
+import { type Command, err, oneOf, out, table, UsageError } from '../cli.ts';
+import { hasInput, loadManifests, type Manifest } from '../load.ts';
 import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
 import type { GatewayWorld } from '../world.ts';
 import { kindOption, loadGatewayWorld } from './gateway-common.ts';
 
+/** One object's conditions: the controllers' (live) or cascadectl's own (computed), and where they differ. */
+export interface StatusEntry {
+  kind: string;
+  namespace: string;
+  name: string;
+  conditions: Condition[];
+  /** `cluster`: the conditions a controller wrote, read back; `computed`: cascadectl's from the objects. */
+  source?: 'cluster' | 'computed';
+  /** With source cluster: where cascadectl's own computation from the same objects differs. */
+  differs?: { type: string; cluster: string; computed: string; why?: string }[];
+}
+
 export interface StatusReport {
-  policies: { kind: string; namespace: string; name: string; conditions: Condition[] }[];
-  targets: { kind: string; namespace: string; name: string; conditions: Condition[] }[];
+  policies: StatusEntry[];
+  targets: StatusEntry[];
+}
+
+/**
+ * With a live cluster: each policy read from it shows the conditions its controller wrote (what
+ * `kubectl get` shows), and says where cascadectl's recomputation from the objects differs. The
+ * recomputation cannot see what only the controllers know: whether the gateway is programmed and
+ * wired, whether Authorino and Limitador answer, whether an object could be written.
+ */
+export function withLiveConditions(report: StatusReport, manifests: readonly Manifest[]): StatusReport {
+  const live = new Map<string, Condition[]>();
+  for (const m of manifests) {
+    if (!m.source.file.startsWith('cluster ')) continue;
+    const conds = (m.status as { conditions?: Condition[] } | undefined)?.conditions;
+    if (Array.isArray(conds))
+      live.set(`${m.kind}/${m.metadata.namespace ?? 'default'}/${m.metadata.name}`, conds);
+  }
+  if (!live.size) return report;
+  const short = (c: Condition | undefined) => (c ? `${c.status}/${c.reason}` : 'none');
+  return {
+    ...report,
+    policies: report.policies.map((p) => {
+      const written = live.get(`${p.kind}/${p.namespace}/${p.name}`);
+      if (!written) return { ...p, source: 'computed' };
+      const differs = p.conditions
+        .map((c) => ({ c, w: written.find((x) => x.type === c.type) }))
+        .filter(({ c, w }) => short(c) !== short(w))
+        .map(({ c, w }) => ({
+          type: c.type,
+          cluster: short(w),
+          computed: short(c),
+          ...(w ? { why: w.message } : {}),
+        }));
+      const conditions = written.map((w) => ({
+        type: w.type,
+        status: w.status,
+        reason: w.reason,
+        message: w.message,
+      })) as Condition[];
+      return { ...p, conditions, source: 'cluster', ...(differs.length ? { differs } : {}) };
+    }),
+  };
 }
 
 export function statusReport(world: GatewayWorld): StatusReport {
@@ -61,6 +115,7 @@ export function statusReport(world: GatewayWorld): StatusReport {
 }
 
 const short = (c: Condition | undefined) => (c ? `${c.status}/${c.reason}` : '-');
+const ofType = (p: StatusEntry, type: string) => p.conditions.find((c) => c.type === type);
 
 export function formatStatus(r: StatusReport): string {
   const lines: string[] = [];
@@ -69,16 +124,33 @@ export function formatStatus(r: StatusReport): string {
       ['POLICY', 'ACCEPTED', 'ENFORCED'],
       ...r.policies.map((p) => [
         `${p.kind} ${p.namespace}/${p.name}`,
-        short(p.conditions[0]),
-        short(p.conditions[1]),
+        short(ofType(p, 'Accepted')),
+        short(ofType(p, 'Enforced')),
       ]),
     ]),
   );
+  if (r.policies.some((p) => p.source === 'cluster'))
+    lines.push(
+      '(from the cluster: the conditions the controllers wrote; cascadectl computed those marked "computed")',
+    );
+  const differ = r.policies.filter((p) => p.differs?.length);
+  if (differ.length) {
+    lines.push('');
+    lines.push(
+      "Where cascadectl's computation from the objects differs (it cannot see gateway programming, wiring, or whether Authorino and Limitador answer):",
+    );
+    for (const p of differ)
+      for (const d of p.differs!)
+        lines.push(
+          `  ${p.kind} ${p.namespace}/${p.name} ${d.type}: the controller wrote ${d.cluster}, cascadectl computes ${d.computed}`,
+        );
+  }
   lines.push('');
   for (const p of r.policies) {
     for (const c of p.conditions) {
       if (c.message.startsWith('Policy has been accepted') && !c.message.includes(';')) continue;
-      lines.push(`${p.kind} ${p.namespace}/${p.name} ${c.type}: ${c.message}`);
+      const mark = p.source === 'computed' ? ' (computed)' : '';
+      lines.push(`${p.kind} ${p.namespace}/${p.name} ${c.type}${mark}: ${c.message}`);
     }
   }
   lines.push('');
@@ -105,8 +177,12 @@ export const statusCommand: Command = {
   },
   run(values, files) {
     const format = oneOf('output', values.output, ['table', 'yaml', 'json'], 'table');
-    const { world, problems, labels } = loadGatewayWorld(files, values.kind);
-    const full = statusReport(world);
+    if (!hasInput(files))
+      throw new UsageError('at least one file or folder (or --kubeconfig/--context) is required');
+    const loaded = loadManifests(files);
+    for (const p of loaded.problems) err(`error: ${p}`);
+    const { world, problems, labels } = loadGatewayWorld(files, values.kind, loaded);
+    const full = withLiveConditions(statusReport(world), loaded.manifests);
     const selected = labelTest(values.selector);
     const ns = namespaceOf(values);
     const shown = (o: { kind: string; namespace: string; name: string }) =>
@@ -118,7 +194,7 @@ export const statusCommand: Command = {
     if (format === 'json') out(JSON.stringify(report, null, 2));
     else if (format === 'yaml') out(stringify(report, { aliasDuplicateObjects: false }));
     else out(formatStatus(report));
-    if (problems > 0) return 2;
+    if (problems + loaded.problems.length > 0) return 2;
     const short = (p: (typeof report.policies)[number]) =>
       p.conditions.every((c) => c.status === 'True') &&
       p.conditions.find((c) => c.type === 'Enforced')?.reason === 'Enforced';
