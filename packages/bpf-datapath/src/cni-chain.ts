@@ -46,6 +46,21 @@ export function unchained(file: string, text: string): string | undefined {
   return `${JSON.stringify({ ...c, plugins: c.plugins!.filter((p) => !isCascade(p)) }, null, 2)}\n`;
 }
 
+/** Whether a .conflist of `dir` chains cascade-cni (an unreadable directory or file counts as not). */
+export function cniChained(dir: string): boolean {
+  try {
+    return conflists(dir).some((f) => {
+      try {
+        return parse(f, readFileSync(join(dir, f), 'utf8')).plugins!.some(isCascade);
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return false;
+  }
+}
+
 const conflists = (dir: string) =>
   readdirSync(dir)
     .filter((f) => f.endsWith('.conflist'))

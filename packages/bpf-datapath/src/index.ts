@@ -5,7 +5,7 @@
 // where the built program and helpers are, and whether this kernel can run them
 export { ARTIFACTS, kernelUnavailable } from './artifacts.ts';
 // the node's CNI configuration: cascade-cni chained in at install, taken out at uninstall
-export { type ChainEntry, chainCni, unchainCni } from './cni-chain.ts';
+export { type ChainEntry, chainCni, cniChained, unchainCni } from './cni-chain.ts';
 // every map's key and value, byte for byte (bpf/cascade.h)
 export {
   addr16,

@@ -5,6 +5,7 @@ import { readCluster, setLiveOptions } from './cluster.ts';
 import { cleanupCommand } from './commands/cleanup.ts';
 import { completionCommand } from './commands/completion.ts';
 import { diffCommand } from './commands/diff.ts';
+import { doctorCommand } from './commands/doctor.ts';
 import { effectiveCommand } from './commands/effective.ts';
 import { explainCommand } from './commands/explain.ts';
 import { flowsCommand } from './commands/flows.ts';
@@ -41,6 +42,7 @@ export const COMMANDS: Command[] = [
   getEffectiveCommand,
   flowsCommand,
   cleanupCommand,
+  doctorCommand,
 ];
 COMMANDS.push(completionCommand(() => COMMANDS));
 

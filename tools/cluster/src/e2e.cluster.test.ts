@@ -13,6 +13,7 @@ import { gatewayExamplePublished, leaderFailover } from './e2e/gateway.ts';
 import {
   agentCapabilities,
   clusterDownLeavesNothing,
+  doctorOnTheCluster,
   installUntilReady,
   restartAndUpgrade,
   uninstall,
@@ -52,7 +53,11 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
       sh('bash', [CLUSTER_SH, 'down'], { timeoutMs: 300_000 });
   }, 400_000);
 
-  it('helm install: every Cascade pod becomes Ready', installUntilReady, 300_000);
+  it(
+    'helm install under a CPU hog (a busy process per core): every Cascade pod becomes Ready, no container restarts',
+    installUntilReady,
+    500_000,
+  );
 
   // the gateway story
   it(
@@ -70,6 +75,12 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
     "the gateway's wiring: examples/gateway's WasmPlugin and EnvoyFilters as cascadectl renders them, rewritten once on a policy change, deleted with the gateway",
     gatewayWiring,
     180_000,
+  );
+
+  it(
+    "cascadectl doctor: nothing failed, every component ready, Authorino and Limitador answering, the node chained with its agent's program",
+    doctorOnTheCluster,
+    120_000,
   );
 
   // network policy on real pods

@@ -11,7 +11,13 @@
 // reported here (log, metrics). With podSource 'slices' every pod, this node's included, comes from
 // the netpolicy-controller's PodAddressSlices and the agent reads no Pod (cluster/watch.ts).
 import type { Server } from 'node:http';
-import { type COUNTERS, KernelInterfaces, runCommand, type SyncReport } from '@cascade/bpf-datapath';
+import {
+  type COUNTERS,
+  cniChained,
+  KernelInterfaces,
+  runCommand,
+  type SyncReport,
+} from '@cascade/bpf-datapath';
 import {
   type Informer,
   jsonLogger,
@@ -21,7 +27,7 @@ import {
   WorkQueue,
   watchHealth,
 } from '@cascade/core/kube';
-import type { Finding } from '../cluster/node-report.ts';
+import type { Finding, NodeReportSpec } from '../cluster/node-report.ts';
 import { AddressOwners } from '../cluster/owners.ts';
 import { SLICES_PUBLISHED, SliceIndex } from '../cluster/slices.ts';
 import { clusterInformers } from '../cluster/watch.ts';
@@ -301,6 +307,14 @@ export class NetpolAgent {
     this.log('info', 'caches synced', { node: this.opts.node });
   }
 
+  /** What the node's report says of this agent (undefined without an identity: tests). */
+  private identity(): NodeReportSpec['agent'] {
+    const id = this.opts.identity;
+    if (!id) return undefined;
+    const dir = this.opts.cniConfDir;
+    return { ...id, cniChain: dir ? (cniChained(dir) ? 'chained' : 'absent') : 'unknown' };
+  }
+
   async stop(): Promise<void> {
     clearInterval(this.housekeepingTimer);
     clearInterval(this.flowTimer);
@@ -385,7 +399,7 @@ export class NetpolAgent {
     if (this.opts.manageAttachments !== false)
       await this.links.reconcile(this.opts.datapath, () => this.attachFailures.inc());
     await this.preferNodeSource();
-    await this.reporter.publish(this.findings(), this.bridgeAddresses);
+    await this.reporter.publish(this.findings(), this.bridgeAddresses, this.identity());
     this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
   }
 

@@ -5,6 +5,8 @@
 // uninstalled (its DaemonSet deleted: uninstall.ts): then it takes cascade-cni out of the node's CNI
 // configuration, detaches the programs and removes the pins. Every flag's default can also come from
 // the environment variable it names, which is how the chart configures it.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { ARTIFACTS, Datapath, MAX_BACKEND_SLOTS, MAX_FRONTENDS } from '@cascade/bpf-datapath';
 import { watchNamespaces } from '@cascade/core';
 import { binary, jsonLogger, KubeClient } from '@cascade/core/kube';
@@ -134,6 +136,13 @@ const agent = new NetpolAgent({
   log,
   ...(metricsBindAddress ? { metricsBindAddress } : {}),
   cniRecordDir: String(values['cni-record-dir']),
+  ...(values['cni-conf-dir'] ? { cniConfDir: String(values['cni-conf-dir']) } : {}),
+  identity: {
+    version: (
+      JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+    ).version,
+    program: createHash('sha256').update(readFileSync(ARTIFACTS.object)).digest('hex').slice(0, 12),
+  },
   namespaceEntryBudget: budget,
   foreignIdentityCap: b.whole('foreign-identity-cap', 'label sets', 1_000_000),
   serviceBudget,

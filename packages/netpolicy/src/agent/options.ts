@@ -17,6 +17,10 @@ export interface AgentOptions {
   interfaces?: InterfaceResolver;
   /** cascade-cni's record directory (default /run/cascade/cni; see bpf-datapath interfaces.ts). */
   cniRecordDir?: string;
+  /** The node's CNI configuration directory: whether cascade-cni is chained there goes in the node's report. */
+  cniConfDir?: string;
+  /** The agent's version and its BPF program's digest, for the node's report (`cascadectl doctor`). */
+  identity?: { version: string; program: string };
   /**
    * Attach the programs to the interfaces found (default true). false where another component owns
    * attachments, or in tests that run packets through BPF_PROG_TEST_RUN only.

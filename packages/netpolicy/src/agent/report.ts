@@ -43,7 +43,11 @@ export class NodeReporter {
    * The report `findings` make: sorted, cut to MAX_FINDINGS, messages cut to 1024 characters; with the
    * node's pod-bridge addresses (sorted, at most MAX_BRIDGE_ADDRESSES), when it has any.
    */
-  static spec(findings: Finding[], bridgeAddresses: readonly string[] = []): NodeReportSpec {
+  static spec(
+    findings: Finding[],
+    bridgeAddresses: readonly string[] = [],
+    agent?: NodeReportSpec['agent'],
+  ): NodeReportSpec {
     const sorted = findings
       .map((f) => ({ ...f, message: f.message.slice(0, 1024) }))
       .sort((a, b) => (findingKey('', a) < findingKey('', b) ? -1 : 1));
@@ -53,11 +57,16 @@ export class NodeReporter {
       findings: kept,
       ...(sorted.length > kept.length ? { omitted: sorted.length - kept.length } : {}),
       ...(bridges.length ? { podBridgeAddresses: bridges } : {}),
+      ...(agent ? { agent } : {}),
     };
   }
 
-  async publish(findings: Finding[], bridgeAddresses: readonly string[] = []): Promise<void> {
-    const spec = NodeReporter.spec(findings, bridgeAddresses);
+  async publish(
+    findings: Finding[],
+    bridgeAddresses: readonly string[] = [],
+    agent?: NodeReportSpec['agent'],
+  ): Promise<void> {
+    const spec = NodeReporter.spec(findings, bridgeAddresses, agent);
     const text = JSON.stringify(spec);
     if (text === this.written || Date.now() < this.retryAt) return;
     const path = `${NODE_REPORT_PATH}/${encodeURIComponent(this.node)}`;
@@ -67,7 +76,9 @@ export class NodeReporter {
         const liveSpec = (live as { spec?: NodeReportSpec } | undefined)?.spec;
         if (
           liveSpec &&
-          JSON.stringify(NodeReporter.spec(liveSpec.findings ?? [], liveSpec.podBridgeAddresses)) === text
+          JSON.stringify(
+            NodeReporter.spec(liveSpec.findings ?? [], liveSpec.podBridgeAddresses, liveSpec.agent),
+          ) === text
         ) {
           this.written = text;
           return;

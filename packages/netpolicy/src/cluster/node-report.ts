@@ -61,6 +61,16 @@ export const nodeReportSpecSchema = z.object({
     )
     .max(MAX_BRIDGE_ADDRESSES)
     .optional(),
+  /** The agent that wrote it: its version, its BPF program's digest, cascade-cni in the node's chain. */
+  agent: z
+    .object({
+      version: z.string().min(1).max(64),
+      /** The first 12 hex digits of the BPF object's sha256. */
+      program: z.string().regex(/^[0-9a-f]{12}$/),
+      /** cascade-cni in a .conflist of the node's CNI configuration ("unknown": not mounted). */
+      cniChain: z.enum(['chained', 'absent', 'unknown']),
+    })
+    .optional(),
 });
 export type NodeReportSpec = z.infer<typeof nodeReportSpecSchema>;
 export type Finding = NodeReportSpec['findings'][number];

@@ -150,6 +150,11 @@ function install(tag = TAG, timeout = '5m'): void {
   log(`helm upgrade --install cascade (images ${tag})`);
   const t0 = Date.now();
   try {
+    // the CRDs first, as the README's upgrade says: Helm installs crds/ once and never upgrades them
+    run('kubectl', ['apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'charts/cascade/crds')], {
+      env: env(),
+      timeoutMs: 120_000,
+    });
     run(
       'helm',
       [
@@ -188,8 +193,9 @@ function install(tag = TAG, timeout = '5m'): void {
         timeoutMs: 900_000,
       });
   } catch (e) {
-    // the log of every Cascade pod that is not Ready: why it is not (issue 30 saw one replica stay
-    // unready for 4 minutes with nothing to read)
+    // the log of every Cascade pod that is not Ready or restarted: why (issue 30 saw one replica stay
+    // unready for 4 minutes with nothing to read; issue 41 saw restarts whose log was gone), with the
+    // previous container's log when one was restarted
     const pods = attempt('kubectl', [
       '--kubeconfig',
       KUBECONFIG,
@@ -198,12 +204,13 @@ function install(tag = TAG, timeout = '5m'): void {
       'get',
       'pods',
       '-o',
-      'jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}',
+      'jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status} {range .status.containerStatuses[*]}{.restartCount}+{end}{"\\n"}{end}',
     ]);
-    for (const line of pods.split('\n').filter((l) => l && !l.endsWith(' True'))) {
-      const name = line.split(' ')[0]!;
-      process.stderr.write(`--- ${name} (not Ready): its last log lines\n`);
-      process.stderr.write(
+    for (const line of pods.split('\n').filter(Boolean)) {
+      const [name, ready, restartList] = line.split(' ') as [string, string, string | undefined];
+      const restarts = (restartList ?? '').split('+').reduce((n, x) => n + (Number(x) || 0), 0);
+      if (ready === 'True' && restarts === 0) continue;
+      const logs = (...extra: string[]) =>
         attempt('kubectl', [
           '--kubeconfig',
           KUBECONFIG,
@@ -213,8 +220,27 @@ function install(tag = TAG, timeout = '5m'): void {
           name,
           '--all-containers',
           '--tail=40',
-        ]),
+          ...extra,
+        ]);
+      process.stderr.write(
+        `--- ${name} (Ready=${ready || 'none'}, ${restarts} restart(s)): its last log lines\n`,
       );
+      process.stderr.write(logs());
+      if (restarts > 0) {
+        process.stderr.write(`--- ${name}: the previous container's last log lines\n`);
+        process.stderr.write(logs('--previous'));
+        process.stderr.write(
+          attempt('kubectl', [
+            '--kubeconfig',
+            KUBECONFIG,
+            '-n',
+            'cascade-system',
+            'describe',
+            'pod',
+            name,
+          ]).slice(-3000),
+        );
+      }
     }
     // last, so that a caller keeping only the tail of a long message still has it (the e2e's does)
     process.stderr.write(attempt('kubectl', ['--kubeconfig', KUBECONFIG, 'get', 'pods', '-A', '-o', 'wide']));

@@ -15,7 +15,7 @@ export const work = mkdtempSync(join(tmpdir(), 'cascade-e2e-'));
 export const helm = (...args: string[]) => sh('helm', args, { timeoutMs: 300_000 });
 /** helm install, or upgrade, with this cluster's settings (cluster.sh install: one place for them) */
 export const install = (tag: string) =>
-  sh('bash', [CLUSTER_SH, 'install', tag, '4m'], { timeoutMs: 300_000 });
+  sh('bash', [CLUSTER_SH, 'install', tag, '6m'], { timeoutMs: 420_000 });
 
 /** How many host veths carry the Cascade program at tc ingress. */
 export function attachedPrograms(): number {
