@@ -161,4 +161,68 @@ describe.skipIf(!apiServerTestsEnabled())('--require-ready: Enforced only where 
         : undefined,
     );
   }, 60_000);
+
+  it("a policy waits on, and names, only the AuthConfigs that carry its rules (not another team's)", async () => {
+    // the gateway programmed again (the test before took it back)
+    const gw = (await env.call('GET', GW)).body as { status: { conditions: Cond[] } };
+    const conditions = gw.status.conditions.map((c) =>
+      c.type === 'Programmed' ? { ...c, status: 'True', reason: 'Programmed', message: 'programmed' } : c,
+    );
+    expect(
+      (await env.call('PUT', `${GW}/status`, { ...gw, status: { ...gw.status, conditions } })).status,
+    ).toBe(200);
+    await waitReason('Enforced');
+    await createRoute(env, { namespace: 'ready', name: 'r2', rules: [{ name: 'main' }] });
+    expect(
+      (
+        await env.call('POST', AP, {
+          apiVersion: 'cascade.dev/v1alpha1',
+          kind: 'AuthPolicy',
+          metadata: { name: 'p2', namespace: 'ready' },
+          spec: {
+            targetRef: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'r2' },
+            rules: { authentication: { other: { apiKey: { selector: { matchLabels: { team: 'b' } } } } } },
+          },
+        })
+      ).status,
+    ).toBe(201);
+    // r2's AuthConfig written: Authorino reports it not ready
+    const acOf = async (route: string) =>
+      (
+        (await env.call('GET', AUTHCONFIGS)).body as {
+          items: { metadata: { name: string; annotations: Record<string, string> } }[];
+        }
+      ).items.find((a) => a.metadata.annotations['cascade.dev/route'] === `HTTPRoute/ready/${route}`);
+    const r2 = await waitFor("r2's AuthConfig", () => acOf('r2'));
+    const live = (await env.call('GET', `${AUTHCONFIGS}/${r2.metadata.name}`)).body as Record<
+      string,
+      unknown
+    >;
+    expect(
+      (
+        await env.call('PUT', `${AUTHCONFIGS}/${r2.metadata.name}/status`, {
+          ...live,
+          status: { summary: { ready: false, hostsReady: [] } },
+        })
+      ).status,
+    ).toBe(200);
+    const p2 = await waitFor('p2 held back', async () => {
+      const e = (
+        (await env.call('GET', `${AP}/p2`)).body as { status?: { conditions?: Cond[] } }
+      ).status?.conditions?.find((c) => c.type === 'Enforced');
+      return e?.reason === 'Pending' ? e : undefined;
+    });
+    expect(p2.message).toContain(`AuthConfig ready/${r2.metadata.name} (its consumer reports it not ready)`);
+    // p's rules are not in r2's AuthConfig: it stays Enforced and never names it
+    await new Promise((r) => setTimeout(r, 1500));
+    const p = await enforced();
+    expect(p?.reason).toBe('Enforced');
+    expect(p?.message).not.toContain(r2.metadata.name);
+    // the gateway's merged default is in every route's AuthConfig: it waits on r2's too
+    const late = (
+      (await env.call('GET', `${AP}/late`)).body as { status?: { conditions?: Cond[] } }
+    ).status?.conditions?.find((c) => c.type === 'Enforced');
+    expect(late?.reason).toBe('Pending');
+    expect(late?.message).toContain(r2.metadata.name);
+  }, 60_000);
 });

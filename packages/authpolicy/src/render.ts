@@ -47,6 +47,7 @@ import {
   type RenderedObject,
   type RenderPath,
   referenceAllowed,
+  SOURCES_ANNOTATION,
 } from '@cascade/core';
 import { AUTH_SERVICE, type ContributedAction, PHASE } from '@cascade/wiring';
 
@@ -340,7 +341,7 @@ function authConfigFor(ctx: RenderContext, g: Group, first: boolean, split: bool
         'cascade.dev/route': `${route.kind}/${route.namespace}/${route.name}`,
         'cascade.dev/gateway': `${ctx.gateway.namespace}/${ctx.gateway.name}`,
         'cascade.dev/route-rules': [...new Set(g.paths.map((p) => p.path.rule))].join(','),
-        'cascade.dev/sources': sources.join(','),
+        [SOURCES_ANNOTATION]: sources.join(','),
         // provenance per rule: which policy wrote it, at which level, as what (default, override...)
         'cascade.dev/rule-sources': invalid.length
           ? JSON.stringify({

@@ -144,6 +144,19 @@ describe.skipIf(!apiServerTestsEnabled())(
           : undefined;
       });
       const ours = ordersRoute.find((p) => p.controllerName === 'cascade.dev/policy-controller')!;
+      // its own policy and the gateway's that reach it, both named (as AuthPolicyAffected does below)
+      await waitFor('orders route RateLimitPolicyAffected naming both', async () => {
+        const o = await get('/apis/gateway.networking.k8s.io/v1/namespaces/team-b/httproutes/orders');
+        const c = (
+          (o?.status as { parents?: { controllerName: string; conditions: Cond[] }[] })?.parents ?? []
+        )
+          .find((p) => p.controllerName === 'cascade.dev/policy-controller')
+          ?.conditions.find((x) => x.type === 'RateLimitPolicyAffected');
+        return c?.message ===
+          'The object is affected by RateLimitPolicy team-b/orders-per-user and by infra/platform-cap, infra/platform-limits (inherited)'
+          ? c
+          : undefined;
+      });
       expect(ours.conditions.find((c) => c.type === 'RateLimitPolicyAffected')).toMatchObject({
         status: 'True',
         reason: 'Affected',

@@ -53,6 +53,7 @@ export {
   type RenderedObject,
   type RenderPath,
   referenceAllowed,
+  SOURCES_ANNOTATION,
   type SpecIssue,
 } from './kind.ts';
 // merge/: the D/O engine, its CEL (cost-bounded) and the fold

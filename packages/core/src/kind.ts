@@ -162,6 +162,14 @@ export interface RenderedResource {
  */
 export const REFUSED_POLICIES_ANNOTATION = 'cascade.dev/refused-policies';
 
+/**
+ * On a rendered object: the policies of the kind whose rules it carries (`<ns>/<name>`, comma-
+ * separated). When present, only those wait on the object's readiness and name it in their status
+ * (a tenant's policy never names another team's object); without it, every policy reaching the
+ * object's gateway does (an object shared by the whole gateway, such as a limits ConfigMap).
+ */
+export const SOURCES_ANNOTATION = 'cascade.dev/sources';
+
 export interface RenderedObject {
   apiVersion: string;
   kind: string;

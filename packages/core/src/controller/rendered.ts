@@ -11,6 +11,7 @@ import {
   REFUSED_POLICIES_ANNOTATION,
   type ReferenceGrant,
   type RenderedObject,
+  SOURCES_ANNOTATION,
 } from '../kind.ts';
 import type { KubeClient, KubeObject } from '../kube/client.ts';
 import { Informer } from '../kube/informer.ts';
@@ -156,6 +157,22 @@ export class RenderedPublisher {
     return [...ids];
   }
 
+  /** The policies a rendered object says it carries (SOURCES_ANNOTATION), sorted; undefined: it does not say. */
+  private carriedByObject(key: string): string[] | undefined {
+    const text = this.renderedByKey.get(key)?.metadata.annotations?.[SOURCES_ANNOTATION];
+    if (text === undefined) return undefined;
+    return text
+      .split(',')
+      .filter(Boolean)
+      .map((s) => `${this.deps.kind.kind}:${s}`)
+      .sort();
+  }
+
+  private gatewayCarried(key: string): string[] {
+    const gw = this.gatewayOf(key);
+    return gw ? this.carriedByGateway(gw) : [];
+  }
+
   /**
    * Re-renders `gateways` (all when undefined) through the kind's render hook and makes the live
    * objects match: apply what differs, delete what is no longer rendered. Resources that are not
@@ -216,10 +233,7 @@ export class RenderedPublisher {
     const c = this.deps.client;
     const what = (key: string) => ({
       object: RenderedPublisher.parseKey(key).object,
-      policies: () => {
-        const gw = this.gatewayOf(key);
-        return gw ? this.carriedByGateway(gw) : [];
-      },
+      policies: () => this.carriedByObject(key) ?? this.gatewayCarried(key),
     });
     const failed = await this.deps.ledger.each(check, this.deps.writeConcurrency, what, async (key) => {
       const { res, ns, name } = RenderedPublisher.parseKey(key);
@@ -285,7 +299,7 @@ export class RenderedPublisher {
         // the policies it carries are taken again each time: a policy that joins a gateway whose
         // object is already waiting (the same why) waits too, not Enforced past a missing CRD
         const gw = this.gatewayOf(key);
-        const policies = gw ? carriedBy(gw) : [];
+        const policies = this.carriedByObject(key) ?? (gw ? carriedBy(gw) : []);
         if (was && was.why === now.why && was.missing === now.missing && isEqual(was.policies, policies))
           continue;
         this.waiting.set(key, { object, ...now, policies });

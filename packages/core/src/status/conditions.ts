@@ -264,17 +264,30 @@ export function affectedCondition(
         `The object is affected by ${engine.kind.kind} ${list(by.values())}, which ${by.size > 1 ? 'are' : 'is'} invalid: ${engine.kind.failClosed.effect}`,
       );
   }
-  const enforcedIds = (key: string) =>
-    engine
-      .attachedAt(key)
-      .filter((id) => policyConditions(engine, id).some((c) => c.type === 'Enforced' && c.status === 'True'));
+  const isEnforced = (id: string) =>
+    policyConditions(engine, id).some((c) => c.type === 'Enforced' && c.status === 'True');
+  const enforcedIds = (key: string) => engine.attachedAt(key).filter(isEnforced);
+  const name = (id: string) => id.split(':')[1]!;
+  // a route is also affected by every policy whose rules reach its paths (a gateway default or
+  // override), named beside the ones attached to it: both Affected conditions name every policy
+  // that applies, whichever kind
+  const inherited = (exclude: readonly string[]) => {
+    if (!/^(HTTPRoute|GRPCRoute):/.test(objectKey)) return [];
+    const ids = new Set<string>();
+    for (const pk of engine.topology.routePathKeys(objectKey))
+      for (const r of engine.result(pk)?.rules.values() ?? [])
+        ids.add(`${r.source.kind}:${r.source.namespace}/${r.source.name}`);
+    return [...ids].filter((id) => !exclude.includes(id) && isEnforced(id)).sort();
+  };
+  const andInherited = (ids: readonly string[]) =>
+    ids.length ? ` and by ${list(ids.map(name))} (inherited)` : '';
   const whole = enforcedIds(objectKey);
   if (whole.length > 0) {
     return cond(
       type,
       'True',
       'Affected',
-      `The object is affected by ${engine.kind.kind} ${list(whole.map((i) => i.split(':')[1]!))}`,
+      `The object is affected by ${engine.kind.kind} ${list(whole.map(name))}${andInherited(inherited(whole))}`,
     );
   }
   const bySection = new Map<string, string[]>();
@@ -283,30 +296,22 @@ export function affectedCondition(
     if (ids.length) bySection.set(s, ids);
   }
   if (bySection.size > 0) {
-    const who = new Set([...bySection.values()].flat().map((i) => i.split(':')[1]!));
+    const attached = [...new Set([...bySection.values()].flat())];
     return cond(
       type,
       'True',
       'PartiallyAffected',
-      `The following sections of the object are affected by ${engine.kind.kind} ${list(who)}: ${list(bySection.keys(), 20)}`,
+      `The following sections of the object are affected by ${engine.kind.kind} ${list(attached.map(name))}: ${list(bySection.keys(), 20)}${andInherited(inherited(attached)).replace(' and by', '; the object is also affected by')}`,
     );
   }
-  // Inherited: a route is affected by every policy whose rules reach its paths (a gateway default).
-  if (/^(HTTPRoute|GRPCRoute):/.test(objectKey)) {
-    const inherited = new Set<string>();
-    for (const pk of engine.topology.routePathKeys(objectKey))
-      for (const r of engine.result(pk)?.rules.values() ?? [])
-        inherited.add(`${r.source.kind}:${r.source.namespace}/${r.source.name}`);
-    const enforced = [...inherited].filter((id) =>
-      policyConditions(engine, id).some((c) => c.type === 'Enforced' && c.status === 'True'),
+  // Inherited only: a route is affected by every policy whose rules reach its paths (a gateway default).
+  const only = inherited([]);
+  if (only.length > 0)
+    return cond(
+      type,
+      'True',
+      'Affected',
+      `The object is affected by ${engine.kind.kind} ${list(only.map(name))} (inherited)`,
     );
-    if (enforced.length > 0)
-      return cond(
-        type,
-        'True',
-        'Affected',
-        `The object is affected by ${engine.kind.kind} ${list(enforced.map((i) => i.split(':')[1]!))} (inherited)`,
-      );
-  }
   return cond(type, 'False', 'Unaffected', `The object is not affected by any ${engine.kind.kind}`);
 }
