@@ -43,7 +43,7 @@ const STEPS: Step[] = [
     args: checkoutRequest('examples/gateway'),
   },
   {
-    say: 'Status as the controllers write it. team-d tried to unset a platform override: the policy is only partially enforced, and the message says why.',
+    say: 'Status as cascadectl computes it from the files (the controllers add what only a cluster shows: wiring, gateway programming, Authorino and Limitador answering; with --kubeconfig it shows theirs). team-d tried to unset a platform override: the policy is only partially enforced, and the message says why.',
     args: ['status', 'examples/gateway', '-n', 'team-d'],
   },
   {

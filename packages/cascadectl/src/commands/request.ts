@@ -19,6 +19,7 @@ import { parse as parseYaml } from 'yaml';
 import { type Command, oneOf, out, UsageError } from '../cli.ts';
 import { loadGatewayWorld } from './gateway-common.ts';
 import { renderedObjects } from './render.ts';
+import { outcomeLines, type RequestOutcome, requestOutcome } from './request-outcome.ts';
 import { gatewayWirings } from './wiring.ts';
 
 function headersOf(v: unknown): Record<string, string> {
@@ -58,7 +59,7 @@ export const requestCommand: Command = {
   name: 'request',
   summary: "why a request gets its auth and rate-limit treatment at a gateway (wasm-shim's decision)",
   usage:
-    'cascadectl request FILES... --host HOST [--gateway NS/NAME] [-X METHOD] [--path /p?q=v] [-H "Name: value"]... [--identity JSON] [--source ADDR] [--port LISTENER-PORT] [-o text|json]',
+    'cascadectl request FILES... --host HOST [--gateway NS/NAME] [-X METHOD] [--path /p?q=v] [-H "Name: value"]... [--identity JSON] [--source ADDR] [--port LISTENER-PORT] [--hits N] [-o text|json]\n  (--identity: the identity authentication yields, as if the caller were authenticated; --hits: requests already counted in the window)',
   options: {
     host: { type: 'string' },
     gateway: { type: 'string' },
@@ -68,6 +69,7 @@ export const requestCommand: Command = {
     identity: { type: 'string' },
     source: { type: 'string' },
     port: { type: 'string' },
+    hits: { type: 'string' },
     output: { type: 'string', short: 'o' },
   },
   run(values, files) {
@@ -90,6 +92,11 @@ export const requestCommand: Command = {
     )
       throw new UsageError(
         `--port "${String(values.port).slice(0, 20)}": expected a listener port (1-65535)`,
+      );
+    const hits = values.hits === undefined ? 0 : Number(values.hits);
+    if (!Number.isInteger(hits) || hits < 0 || hits > 1e12)
+      throw new UsageError(
+        `--hits "${String(values.hits).slice(0, 20)}": a whole number of requests already counted`,
       );
     const { world, problems } = loadGatewayWorld(files, undefined);
     const wirings = gatewayWirings(world).filter((w) => !values.gateway || w.gateway === values.gateway);
@@ -156,6 +163,25 @@ export const requestCommand: Command = {
           }
         : {}),
     }));
+    const authMethods = (ref: string) => {
+      const ac = rendered.find(
+        (o) => o.kind === 'AuthConfig' && `${o.metadata.namespace}/${o.metadata.name}` === ref,
+      );
+      const authn = ((ac?.spec as { authentication?: Record<string, Record<string, unknown>> } | undefined)
+        ?.authentication ?? {}) as Record<string, Record<string, unknown>>;
+      return Object.values(authn).flatMap((e) => Object.keys(e).filter((k) => AUTH_METHODS.has(k)));
+    };
+    const response = requestOutcome({
+      routed: proxy !== undefined,
+      matched: trace.matched !== undefined,
+      actions,
+      failureModes: Object.fromEntries(
+        Object.entries(w.wiring.config.services).map(([name, s]) => [name, s.failureMode]),
+      ),
+      identity: req.identity !== undefined,
+      authMethods,
+      hits,
+    });
     const report = {
       gateway: w.gateway,
       provider: w.provider ?? null,
@@ -164,9 +190,10 @@ export const requestCommand: Command = {
       ...(origin ? { origin } : {}),
       proxy: proxy ?? null,
       actions,
+      response,
     };
     if (format === 'json') out(JSON.stringify(report, null, 2));
-    else out(formatText(report, trace));
+    else out([formatText(report, trace), ...outcomeLines(response)].join('\n'));
     return problems > 0 ? 2 : 0;
   },
 };
@@ -189,12 +216,24 @@ function findResult(
   return undefined;
 }
 
+/** Authorino's authentication methods (an evaluator's one key among its common fields). */
+const AUTH_METHODS = new Set([
+  'jwt',
+  'apiKey',
+  'anonymous',
+  'oauth2Introspection',
+  'x509',
+  'plain',
+  'kubernetesTokenReview',
+]);
+
 function formatText(
   report: {
     gateway: string;
     provider: string | null;
     proxy: ProxyChoice | null;
     origin?: { route: string; rule: string };
+    response: RequestOutcome;
     actions: (RequestTrace['actions'][number] & { auth?: AuthView; counted?: LimitView[] })[];
   },
   trace: RequestTrace,
@@ -226,10 +265,15 @@ function formatText(
     return lines.join('\n');
   }
   lines.push('actions, in the order wasm-shim runs them:');
+  const decided = report.response.decidedAt;
   report.actions.forEach((a, i) => {
     const head = `  ${i + 1}. ${a.service} (${a.type}), scope ${a.scope}`;
     if (!a.run) {
       lines.push(`${head}: skipped (${a.why})`);
+      return;
+    }
+    if (decided !== undefined && i > decided) {
+      lines.push(`${head}: not reached (action ${decided + 1} answered the request)`);
       return;
     }
     lines.push(`${head}${a.sources.length ? `, from ${a.sources.join(', ')}` : ''}`);
