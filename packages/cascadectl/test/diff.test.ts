@@ -129,7 +129,7 @@ describe('cascadectl diff', () => {
     expect(r.stdout).toMatch(
       /Network policy: 2 of \d+ probe\(s\) change verdict \(every pod pair on every port in use\)/,
     );
-    expect(r.stdout).toMatch(/monitoring\/prometheus +payments\/ledger +TCP\/9090 +allow/);
+    expect(r.stdout).toMatch(/monitoring\/prometheus +payments\/ledger +TCP\/9090 +ALLOW/);
   });
 
   it('a pod that exists only after is reported as n/a before', async () => {

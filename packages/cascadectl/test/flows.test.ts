@@ -2,6 +2,7 @@
 // NDJSON; the real agent's endpoint is tested in @cascade/netpolicy's agent integration test).
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decidedBy } from '../src/commands/flows.ts';
 import { run } from './run.ts';
 
 const flow = (i: number, verdict: string) => ({
@@ -40,9 +41,9 @@ describe('cascadectl flows', () => {
   it('prints time, node, from, to, protocol/port, verdict and the deciding rule; filters go to the agent', async () => {
     const r = await run('flows', '--agent', url, '--verdict', 'deny', '-n', 'db');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/TIME\s+NODE\s+FROM\s+TO\s+PROTO\/PORT\s+VERDICT\s+RULE/);
+    expect(r.stdout).toMatch(/TIME\s+NODE\s+DIRECTION\s+FROM\s+TO\s+PROTO\/PORT\s+VERDICT\s+DECIDED BY/);
     expect(r.stdout).toMatch(
-      /n1\s+app\/client\s+db\/server\s+TCP\/5432\s+DENY\s+AdminNetworkPolicy\/db-lockdown#ingress\[0\]/,
+      /n1\s+ingress\s+app\/client\s+db\/server\s+TCP\/5432\s+DENY\s+AdminNetworkPolicy\/db-lockdown#ingress\[0\]/,
     );
     expect(seen.at(-1)).toBe('/flows?verdict=deny&namespace=db');
   });
@@ -55,6 +56,18 @@ describe('cascadectl flows', () => {
       '2026-11-23T10:00:01.000Z',
       '2026-11-23T10:00:02.000Z',
     ]);
+  });
+
+  it('a denial with no rule says why: isolation (default deny), fail closed, or rejudged; with its direction', () => {
+    const base = { verdict: 'deny', direction: 'egress' };
+    expect(decidedBy({ ...base, reason: 'policy' })).toBe(
+      'no rule allows it: the pod is isolated for egress (default deny)',
+    );
+    expect(decidedBy({ ...base, reason: 'fail-closed' })).toMatch(/^fail closed/);
+    expect(decidedBy({ ...base, reason: 'rejudged' })).toBe('rejudged after a policy change');
+    expect(decidedBy({ ...base, rule: 'NetworkPolicy/shop/x#egress[0]' })).toBe(
+      'NetworkPolicy/shop/x#egress[0]',
+    );
   });
 
   it('without --agent or --node it says what to give', async () => {

@@ -1,7 +1,7 @@
 import { EP_FLAGS } from '@cascade/bpf-datapath';
 import { datapathState, NetpolEngine } from '@cascade/netpolicy';
 import { describe, expect, it } from 'vitest';
-import { hostAddress, type LiveState, mapsDrift } from '../src/commands/netpol-drift.ts';
+import { hostAddress, type LiveState, mapsDrift, modelHostCount } from '../src/commands/netpol-drift.ts';
 
 const model = {
   ipcache: [
@@ -99,6 +99,8 @@ describe('netpol maps --node: drift between the model and the kernel', () => {
     expect(
       mapsDrift({ ...m, endpoints: [], services: [] }, { ...kernel, hosts: kernel.hosts.slice(1) }),
     ).toEqual(['host 10.244.0.5: the model knows it, the kernel does not']);
+    // the summary counts them too (it said "model 0 host addresses" beside the kernel's 3: issue 41)
+    expect(modelHostCount(m)).toBe(kernel.hosts.length);
     expect(hostAddress('10.0.0.0/8')).toBeUndefined();
     expect(hostAddress('fd00::1/128')).toBe('fd00::1');
   });

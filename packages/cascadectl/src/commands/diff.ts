@@ -148,7 +148,7 @@ function decidedText(r: ProbeChange['before']): string {
       ([dir, d]) =>
         `${dir} ${d.decidedBy.tier}${d.decidedBy.policy ? ` ${d.decidedBy.policy}` : ''}${d.decidedBy.rule ? ` ${d.decidedBy.rule}` : ''}`,
     );
-  return `${r.verdict} (${by.join('; ') || 'not judged'})`;
+  return `${r.verdict.toUpperCase()} (${by.join('; ') || 'not judged'})`;
 }
 
 export const diffCommand: Command = {

@@ -19,18 +19,31 @@ interface Flow {
   protocol: string;
   port: number;
   rule?: string;
+  reason?: string;
+}
+
+/** What decided a flow when the kernel names no rule: why, from the event's reason. */
+export function decidedBy(f: Pick<Flow, 'rule' | 'reason' | 'verdict' | 'direction'>): string {
+  if (f.rule) return f.rule;
+  if (f.reason === 'fail-closed')
+    return 'fail closed (its rule set was refused, or the endpoint is not known yet)';
+  if (f.reason === 'rejudged') return 'rejudged after a policy change';
+  return f.verdict.toLowerCase() === 'deny'
+    ? `no rule allows it: the pod is isolated for ${f.direction} (default deny)`
+    : 'no rule denies it (default allow)';
 }
 
 const row = (f: Flow) => [
   f.time.replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
   f.node,
+  f.direction,
   f.from,
   f.to,
   `${f.protocol}/${f.port}`,
   f.verdict.toUpperCase(),
-  f.rule ?? '-',
+  decidedBy(f),
 ];
-const HEADER = ['TIME', 'NODE', 'FROM', 'TO', 'PROTO/PORT', 'VERDICT', 'RULE'];
+const HEADER = ['TIME', 'NODE', 'DIRECTION', 'FROM', 'TO', 'PROTO/PORT', 'VERDICT', 'DECIDED BY'];
 
 export const flowsCommand: Command = {
   name: 'flows',

@@ -25,6 +25,14 @@ export function hostAddress(prefix: string): string | undefined {
   if (len === undefined) return a;
   return len === (a!.includes(':') ? '128' : '32') ? a : undefined;
 }
+/** Host addresses the model gives the kernel's exact host table (what `maps --node` counts beside the kernel's). */
+export const modelHostCount = (model: Pick<DesiredState, 'ipcache'>): number =>
+  new Set(
+    model.ipcache.flatMap((i) => {
+      const a = hostAddress(i.prefix);
+      return a === undefined ? [] : [norm(a)];
+    }),
+  ).size;
 const hostPort = (addr: string, port: number) => `${addr.includes(':') ? `[${addr}]` : addr}:${port}`;
 const flagsText = (f: number) =>
   [

@@ -28,7 +28,7 @@ import { onAgent } from '../agent-exec.ts';
 import { type Command, oneOf, out, UsageError } from '../cli.ts';
 import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
 import { loadNetpol } from './netpol.ts';
-import { type LiveState, mapsDrift } from './netpol-drift.ts';
+import { type LiveState, mapsDrift, modelHostCount } from './netpol-drift.ts';
 
 /** A policy map entry decoded from its bytes. */
 function describeBpfEntry(
@@ -218,7 +218,7 @@ async function liveMaps(node: string, files: string[], format: 'table' | 'json')
     },
     model: {
       endpoints: model.endpoints.length,
-      hosts: model.ipcache.filter((i) => !i.prefix.includes('/')).length,
+      hosts: modelHostCount(model),
       services: model.services?.length ?? 0,
     },
   };

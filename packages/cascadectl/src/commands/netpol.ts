@@ -338,7 +338,7 @@ export const simulateCommand: Command = {
       } else {
         const by = (d: ProbeResult['egress']) =>
           d
-            ? `${d.verdict} (${d.decidedBy.tier}${d.decidedBy.policy ? ` ${d.decidedBy.policy}` : ''}${d.decidedBy.rule ? ` ${d.decidedBy.rule}` : ''})`
+            ? `${d.verdict.toUpperCase()} (${d.decidedBy.tier}${d.decidedBy.policy ? ` ${d.decidedBy.policy}` : ''}${d.decidedBy.rule ? ` ${d.decidedBy.rule}` : ''})`
             : '-';
         const rows: string[][] = [];
         probes.forEach((p) => {

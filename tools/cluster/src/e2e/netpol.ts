@@ -291,9 +291,9 @@ export async function flowsOfRefusedConnection(): Promise<void> {
   });
   expect(snapshot.every((f) => f.verdict === 'deny')).toBe(true);
   const table = await shAsync(NODE, flows());
-  expect(table).toMatch(/TIME\s+NODE\s+FROM\s+TO\s+PROTO\/PORT\s+VERDICT\s+RULE/);
+  expect(table).toMatch(/TIME\s+NODE\s+DIRECTION\s+FROM\s+TO\s+PROTO\/PORT\s+VERDICT\s+DECIDED BY/);
   expect(table).toMatch(
-    /sandbox\/toy\s+shop\/cart\s+TCP\/9000\s+DENY\s+AdminNetworkPolicy\/dev-never-reaches-prod#ingress\[0\]/,
+    /ingress\s+sandbox\/toy\s+shop\/cart\s+TCP\/9000\s+DENY\s+AdminNetworkPolicy\/dev-never-reaches-prod#ingress\[0\]/,
   );
   // the agent's metrics are scrapable on the node's address; its flows are not (loopback only)
   const metrics = await fetch(`http://${net.nodeIp}:9090/metrics`);
