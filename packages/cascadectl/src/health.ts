@@ -4,7 +4,10 @@
 
 import { ApiError, type KubeClient } from '@cascade/core/kube';
 import { CONTROLLERS, GATEWAY_POLICY_KINDS } from '@cascade/distribution';
-import { DECISION_POINTS, serviceOf, WIRING_COLLECTIONS } from '@cascade/wiring';
+import { DECISION_POINTS, PROVIDER_TITLES, serviceOf, WIRING_COLLECTIONS } from '@cascade/wiring';
+
+/** The gateway providers Cascade wires, by their titles (wiring names them; this file does not). */
+const PROVIDERS = Object.values(PROVIDER_TITLES).join(' or ');
 
 export type Severity = 'ok' | 'warn' | 'fail';
 export interface Check {
@@ -102,7 +105,7 @@ function wantedCrds(): Wanted[] {
       name,
       why: "the gateway provider's object carrying the wasm-shim configuration",
       missing: 'warn' as const,
-      fix: 'install the provider (Istio or Envoy Gateway) whose GatewayClass runs your gateways',
+      fix: `install the provider (${PROVIDERS}) whose GatewayClass runs your gateways`,
     }));
   const seen = new Set<string>();
   return [...cascade, ...gateway, ...netpol, ...rendered, ...providers].filter(
@@ -285,7 +288,7 @@ function gatewayChecks(s: HealthSnapshot): Check[] {
         name: 'GatewayClasses',
         status: 'warn',
         detail: 'none: no gateway controller has been installed',
-        fix: 'install Istio or Envoy Gateway (the providers Cascade wires)',
+        fix: `install ${PROVIDERS} (the providers Cascade wires)`,
       },
     ];
   return s.gatewayClasses.map((gc) => {
