@@ -5,6 +5,7 @@
 import { onAgent } from '../agent-exec.ts';
 import { type Command, oneOf, out, UsageError } from '../cli.ts';
 import { loadNetpol } from './netpol.ts';
+import { identityName } from './netpol-maps.ts';
 
 const DEBUG = ['/usr/local/bin/node', '/app/packages/netpolicy/src/agent/debug.ts', 'trace'];
 
@@ -16,6 +17,7 @@ interface Hop {
   decided: string;
   entry?: string;
   rule?: string;
+  remoteIdentity?: number;
 }
 
 export const traceCommand: Command = {
@@ -94,6 +96,37 @@ export const traceCommand: Command = {
       };
     }
     const agent = { where };
+    // the entry's identity is the node's own number (each agent numbers its label sets itself; the
+    // model's numbers in explain and maps differ): named here by the peer's label set, as elsewhere
+    const peerOf = (h: Hop) => (h.direction === 'egress' ? String(values.to) : String(values.from));
+    const named = (h: Hop): Hop => {
+      const m = h.entry ? /identity (\d+)/.exec(h.entry) : null;
+      if (!m || !h.entry) return h;
+      const id = Number(m[1]);
+      // only the fixed identities (any, all-pods, host, world) mean the same in every numbering
+      const fixed = identityName(engine, id);
+      const p = engine.pods.get(peerOf(h));
+      const labels = p
+        ? Object.entries(p.labels)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(',')
+        : '';
+      const name = ['any', 'all-pods', 'host', 'world'].includes(fixed)
+        ? fixed
+        : id === h.remoteIdentity
+          ? p
+            ? `${p.namespace}/{${labels}}`
+            : `that of ${peerOf(h)}`
+          : undefined;
+      return {
+        ...h,
+        entry: h.entry.replace(
+          m[0],
+          name ? `identity ${name} (#${id} on this node)` : `identity #${id} on this node`,
+        ),
+      };
+    };
+    r = { ...r, hops: r.hops.map(named) };
     if (format === 'json') out(JSON.stringify({ node, nodes, agent: agent.where, ...r }, null, 2));
     else
       out(

@@ -52,6 +52,8 @@ export interface TraceHop {
   decided: RefDecision['reason'];
   entry?: string;
   rule?: string;
+  /** The peer's identity in this node's maps (the agent's own numbering). */
+  remoteIdentity?: number;
 }
 
 /** The agent's names of rule numbers, from its loopback (undefined: no agent answering). */
@@ -121,6 +123,7 @@ export async function trace(live: LiveMaps, t: TraceArgs, env: NodeJS.ProcessEnv
       kernel: r.retval === 0 ? 'allow' : 'deny',
       reference: d.verdict,
       decided: d.reason,
+      ...(d.remoteIdentity !== undefined ? { remoteIdentity: d.remoteIdentity } : {}),
       ...(e
         ? {
             entry: `table ${e.table}, identity ${e.identity}, ${e.proto ? `proto ${e.proto} port ${e.port}/${e.plen}` : 'any proto'}: ${e.verdict}, precedence 0x${e.precedence.toString(16)}`,

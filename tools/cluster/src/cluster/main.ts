@@ -423,6 +423,12 @@ function hostNodeDown(): void {
       attempt('umount', [join('/run/netns', f)]);
       rmSync(join('/run/netns', f), { force: true });
     }
+  // the bridge's ports first: a pod torn down while `down` ran (its CNI DEL cut short) can leave its
+  // host-side veth behind, its peer's namespace still held
+  for (const line of attempt('ip', ['-o', 'link', 'show', 'master', BRIDGE]).split('\n')) {
+    const port = /^\d+: ([^@:]+)/.exec(line)?.[1];
+    if (port) attempt('ip', ['link', 'del', port]);
+  }
   attempt('ip', ['link', 'del', BRIDGE]);
   let proxy = binsMemo?.cluster;
   if (!proxy) {

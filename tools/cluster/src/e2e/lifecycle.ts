@@ -394,7 +394,8 @@ export async function uninstall(): Promise<void> {
   await until('nothing Cascade wrote is left', 60, () =>
     Object.values(written()).every((n) => n === 0) ? true : undefined,
   ).catch(() => expect(written()).toEqual({}));
-  kubectl('delete', 'namespace', AFTER, '--wait=false');
+  // gone before `down`: a pod torn down while the cluster stops can leave its veth behind
+  sh('kubectl', ['delete', 'namespace', AFTER, '--wait=true', '--timeout=120s'], { timeoutMs: 150_000 });
   net.nodeServer?.kill();
 }
 

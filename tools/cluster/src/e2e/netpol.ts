@@ -163,10 +163,13 @@ export async function tracesAgree(probes: ReturnType<typeof probesFor>, want: st
     ]).catch((e: unknown) => String((e as { stdout?: string }).stdout ?? ''));
     const t = JSON.parse(text) as {
       verdict: string;
-      hops: { kernel: string; reference: string; rule?: string }[];
+      hops: { kernel: string; reference: string; rule?: string; entry?: string }[];
     };
     expect(t.verdict.toUpperCase(), `${p.from} -> ${p.to}:${p.port}`).toBe(verdict);
     for (const h of t.hops) expect(h.kernel).toBe(h.reference);
+    // the entry's identity: the node's own number, named by a label set or a fixed name, never bare
+    for (const h of t.hops.filter((x) => x.entry))
+      expect(h.entry).toMatch(/identity (.+ \()?#\d+ on this node/);
     if (verdict === 'DENY') expect(t.hops.some((h) => h.rule)).toBe(true);
   }
 }
