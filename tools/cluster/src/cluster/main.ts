@@ -147,7 +147,7 @@ function addons(): void {
 function install(tag = TAG, timeout = '5m'): void {
   const l = recorded() ?? fail('no cluster runs: npm run cluster -- up');
   const paths = chartPaths(l);
-  log(`helm upgrade --install cascade (images ${tag})`);
+  log(`helm install or upgrade cascade (images ${tag})`);
   const t0 = Date.now();
   try {
     // the CRDs first, as the README's upgrade says: Helm installs crds/ once and never upgrades them
@@ -155,26 +155,43 @@ function install(tag = TAG, timeout = '5m'): void {
       env: env(),
       timeoutMs: 120_000,
     });
+    // a release already there is upgraded as the README says: the chart's new defaults, then the
+    // values it was installed with (--reset-then-reuse-values), then the new tag; a first install
+    // gives this cluster's paths
+    let upgrade = false;
+    try {
+      upgrade = run('helm', ['status', 'cascade', '-n', 'cascade-system'], { env: env() }) !== '';
+    } catch {} // no release: helm status exits 1
     run(
       'helm',
       [
-        'upgrade',
-        '--install',
-        'cascade',
-        join(ROOT, 'charts/cascade'),
-        '-n',
-        'cascade-system',
-        '--create-namespace',
+        ...(upgrade
+          ? [
+              'upgrade',
+              'cascade',
+              join(ROOT, 'charts/cascade'),
+              '-n',
+              'cascade-system',
+              '--reset-then-reuse-values',
+            ]
+          : [
+              'install',
+              'cascade',
+              join(ROOT, 'charts/cascade'),
+              '-n',
+              'cascade-system',
+              '--create-namespace',
+              '--set',
+              'image.pullPolicy=Never',
+              '--set',
+              `agent.pinDir=${paths.pinDir}`,
+              '--set',
+              `agent.cni.binDir=${paths.cniBinDir}`,
+              '--set',
+              `agent.cni.confDir=${paths.cniConfDir}`,
+            ]),
         '--set',
         `image.tag=${tag}`,
-        '--set',
-        'image.pullPolicy=Never',
-        '--set',
-        `agent.pinDir=${paths.pinDir}`,
-        '--set',
-        `agent.cni.binDir=${paths.cniBinDir}`,
-        '--set',
-        `agent.cni.confDir=${paths.cniConfDir}`,
         '--wait',
         '--timeout',
         timeout,
