@@ -61,6 +61,10 @@ describe.skipIf(!apiServerTestsEnabled())('Enforced requires the data-plane wiri
     expect(c.message).toMatch(
       /gateway infra\/main is not wired to its data plane: neither Istio's WasmPlugin nor Envoy Gateway's EnvoyExtensionPolicy is served/,
     );
+    // the CRDs named, with their versions: not "install the provider's CRDs" and a search (issue 41)
+    expect(c.message).toMatch(
+      /install the provider's CRDs: istio: wasmplugins\.extensions\.istio\.io v1alpha1, envoyfilters\.networking\.istio\.io v1alpha3; envoy-gateway: envoyextensionpolicies\.gateway\.envoyproxy\.io v1alpha1/,
+    );
     await waitFor('the Event', async () => {
       const r = await env.call('GET', '/api/v1/namespaces/infra/events');
       return (r.body as { items: { reason: string; involvedObject: { name: string } }[] }).items.some(

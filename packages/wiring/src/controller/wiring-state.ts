@@ -11,6 +11,11 @@ import { PROVIDER_RESOURCES, wiringListPath } from '../providers/providers.ts';
 import { DecisionPoint, type DecisionPointName } from './decision-point.ts';
 import { WIRING_CARRIERS } from './rbac.ts';
 
+/** Every CRD the providers need, by name and version (what a missing-provider message names). */
+const CRD_NAMES = Object.entries(PROVIDER_RESOURCES)
+  .map(([p, rs]) => `${p}: ${rs.map((r) => `${r.plural}.${r.group} ${r.version}`).join(', ')}`)
+  .join('; ');
+
 /** On a gateway's wiring object: its configuration denies every request (nothing fitted), and why. */
 export const FAILED_CLOSED_ANNOTATION = 'cascade.dev/failed-closed';
 /**
@@ -78,7 +83,7 @@ export class WiringState implements DataPlaneGaps {
   gap(gw: string, routes?: ReadonlySet<string>): string | undefined {
     const [ns, name] = gw.split('/') as [string, string];
     if (WIRING_CARRIERS.every((_, n) => this.informers[n]!.missing))
-      return `gateway ${gw} is not wired to its data plane: neither Istio's WasmPlugin nor Envoy Gateway's EnvoyExtensionPolicy is served (install the provider's CRDs)`;
+      return `gateway ${gw} is not wired to its data plane: neither Istio's WasmPlugin nor Envoy Gateway's EnvoyExtensionPolicy is served (install the provider's CRDs: ${CRD_NAMES})`;
     let found: KubeObject | undefined;
     for (const i of this.informers.slice(0, WIRING_CARRIERS.length))
       for (const o of i.cache.values())
