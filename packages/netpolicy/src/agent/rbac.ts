@@ -46,19 +46,21 @@ export function agentClusterRole(
   };
 }
 
-/**
- * With slices: the Pods of the agent's own (release) namespace, Cascade's controllers, read directly
- * (agent options' ownNamespace): a Role and its RoleBinding there, nothing cluster-wide.
- */
-export function agentOwnPodsRole(namespace: string, name = AGENT_NAME): Record<string, unknown>[] {
+/** A Role named `<name>-<suffix>` in the release's namespace with `rules`, bound to the agent's ServiceAccount. */
+function agentRole(
+  namespace: string,
+  name: string,
+  suffix: string,
+  rules: Record<string, unknown>[],
+): Record<string, unknown>[] {
   const labels = { 'app.kubernetes.io/part-of': 'cascade' };
-  const role = `${name}-own-pods`;
+  const role = `${name}-${suffix}`;
   return [
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'Role',
       metadata: { name: role, namespace, labels },
-      rules: [{ apiGroups: [''], resources: ['pods'], verbs: READ }],
+      rules,
     },
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -71,28 +73,20 @@ export function agentOwnPodsRole(namespace: string, name = AGENT_NAME): Record<s
 }
 
 /**
+ * With slices: the Pods of the agent's own (release) namespace, Cascade's controllers, read directly
+ * (agent options' ownNamespace): a Role and its RoleBinding there, nothing cluster-wide.
+ */
+export const agentOwnPodsRole = (namespace: string, name = AGENT_NAME): Record<string, unknown>[] =>
+  agentRole(namespace, name, 'own-pods', [{ apiGroups: [''], resources: ['pods'], verbs: READ }]);
+
+/**
  * Its own DaemonSet, read by name in the release's namespace (uninstall.ts: a deleted DaemonSet is an
  * uninstall, and the agent takes Cascade off its node). A Role and its RoleBinding, nothing else.
  */
-export function agentOwnDaemonSetRole(namespace: string, name = AGENT_NAME): Record<string, unknown>[] {
-  const labels = { 'app.kubernetes.io/part-of': 'cascade' };
-  const role = `${name}-own-daemonset`;
-  return [
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: { name: role, namespace, labels },
-      rules: [{ apiGroups: ['apps'], resources: ['daemonsets'], resourceNames: [name], verbs: READ }],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: role, namespace, labels },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role },
-      subjects: [{ kind: 'ServiceAccount', name, namespace }],
-    },
-  ];
-}
+export const agentOwnDaemonSetRole = (namespace: string, name = AGENT_NAME): Record<string, unknown>[] =>
+  agentRole(namespace, name, 'own-daemonset', [
+    { apiGroups: ['apps'], resources: ['daemonsets'], resourceNames: [name], verbs: READ },
+  ]);
 
 /** The claim the API server puts in a pod-bound ServiceAccount token's user info (Kubernetes 1.30+). */
 export const NODE_NAME_CLAIM = 'authentication.kubernetes.io/node-name';
