@@ -100,7 +100,42 @@ describe.skipIf(!apiServerTestsEnabled())('cascadectl --kubeconfig (a live clust
     ]);
     // a policy no controller wrote status on: cascadectl's own, said so
     expect(report.policies.find((p) => p.name === 'orders-per-user')?.source).toBe('computed');
+    // a target: the Gateway's <Kind>Affected condition as the controller wrote it (the CRD's own
+    // Accepted and Programmed are the gateway controller's, not shown)
+    const gw = '/apis/gateway.networking.k8s.io/v1/namespaces/infra/gateways/main';
+    const live = (await env.call('GET', gw)).body as { status: { conditions: Record<string, unknown>[] } };
+    const put = await env.call('PUT', `${gw}/status`, {
+      ...(live as object),
+      status: {
+        ...live.status,
+        conditions: [
+          ...live.status.conditions,
+          { ...cond('RateLimitPolicyAffected', 'False', 'Unaffected', 'not yet'), observedGeneration: 1 },
+        ],
+      },
+    });
+    expect(put.status).toBe(200);
+    const withTarget = JSON.parse(
+      (await run('status', '--kubeconfig', env.kubeconfig, '-o', 'json')).stdout,
+    ) as {
+      targets: {
+        kind: string;
+        name: string;
+        source?: string;
+        conditions: { type: string; reason: string }[];
+      }[];
+    };
+    const main = withTarget.targets.find((t) => t.kind === 'Gateway' && t.name === 'main')!;
+    expect(main.source).toBe('cluster');
+    expect(main.conditions.map((c) => `${c.type}=${c.reason}`)).toEqual([
+      'RateLimitPolicyAffected=Unaffected',
+    ]);
+    expect(withTarget.targets.find((t) => t.kind === 'HTTPRoute')?.source).toBe('computed');
     const text = await run('status', '--kubeconfig', env.kubeconfig);
+    expect(text.stdout).toMatch(/Gateway infra\/main +- +False\/Unaffected/);
+    expect(text.stdout).toContain(
+      'Gateway infra/main RateLimitPolicyAffected: the controller wrote False/Unaffected, cascadectl computes True/Affected',
+    );
     expect(text.stdout).toMatch(
       /RateLimitPolicy infra\/platform-cap +True\/Accepted +False\/MissingDependency/,
     );

@@ -13,6 +13,7 @@ export type { DataPlaneGaps, DataPlaneSource } from './controller/data-plane.ts'
 export { checkSize, logPublishChange, type PublishFailure, PublishLedger } from './controller/publish.ts';
 export { RenderedPublisher, renderInformers } from './controller/rendered.ts';
 export { runPolicyController, type SettingFlag, watchNamespaces } from './controller/run.ts';
+export { POLICY_CONTROLLER_NAME } from './controller/target-status.ts';
 export { TOPOLOGY_RESOURCES, TopologyFeed } from './controller/topology-feed.ts';
 export { policyInformer } from './controller/watches.ts';
 // effective/: the EffectivePolicy and policy CRDs, rendering per gateway, names, RBAC

@@ -2,6 +2,7 @@ import {
   affectedCondition,
   type Condition,
   gatewayKey,
+  POLICY_CONTROLLER_NAME,
   policyConditions,
   routeKey,
   ruleName,
@@ -40,35 +41,48 @@ export function withLiveConditions(report: StatusReport, manifests: readonly Man
   const live = new Map<string, Condition[]>();
   for (const m of manifests) {
     if (!m.source.file.startsWith('cluster ')) continue;
-    const conds = (m.status as { conditions?: Condition[] } | undefined)?.conditions;
-    if (Array.isArray(conds))
-      live.set(`${m.kind}/${m.metadata.namespace ?? 'default'}/${m.metadata.name}`, conds);
+    const conds = writtenConditions(m);
+    if (conds) live.set(`${m.kind}/${m.metadata.namespace ?? 'default'}/${m.metadata.name}`, conds);
   }
   if (!live.size) return report;
   const short = (c: Condition | undefined) => (c ? `${c.status}/${c.reason}` : 'none');
-  return {
-    ...report,
-    policies: report.policies.map((p) => {
-      const written = live.get(`${p.kind}/${p.namespace}/${p.name}`);
-      if (!written) return { ...p, source: 'computed' };
-      const differs = p.conditions
-        .map((c) => ({ c, w: written.find((x) => x.type === c.type) }))
-        .filter(({ c, w }) => short(c) !== short(w))
-        .map(({ c, w }) => ({
-          type: c.type,
-          cluster: short(w),
-          computed: short(c),
-          ...(w ? { why: w.message } : {}),
-        }));
-      const conditions = written.map((w) => ({
-        type: w.type,
-        status: w.status,
-        reason: w.reason,
-        message: w.message,
-      })) as Condition[];
-      return { ...p, conditions, source: 'cluster', ...(differs.length ? { differs } : {}) };
-    }),
+  const withLive = (p: StatusEntry, onlyComputedTypes: boolean): StatusEntry => {
+    const all = live.get(`${p.kind}/${p.namespace}/${p.name}`);
+    // a target's conditions are others' too (the Gateway's Accepted): only the types cascadectl computes
+    const written = all?.filter((w) => !onlyComputedTypes || p.conditions.some((c) => c.type === w.type));
+    if (!written?.length) return { ...p, source: 'computed' };
+    const differs = p.conditions
+      .map((c) => ({ c, w: written.find((x) => x.type === c.type) }))
+      .filter(({ c, w }) => short(c) !== short(w))
+      .map(({ c, w }) => ({
+        type: c.type,
+        cluster: short(w),
+        computed: short(c),
+        ...(w ? { why: w.message } : {}),
+      }));
+    const conditions = written.map((w) => ({
+      type: w.type,
+      status: w.status,
+      reason: w.reason,
+      message: w.message,
+    })) as Condition[];
+    return { ...p, conditions, source: 'cluster', ...(differs.length ? { differs } : {}) };
   };
+  return {
+    policies: report.policies.map((p) => withLive(p, false)),
+    targets: report.targets.map((t) => withLive(t, true)),
+  };
+}
+
+/** The conditions Cascade's controllers wrote on an object read from the cluster (undefined: none). */
+function writtenConditions(m: Manifest): Condition[] | undefined {
+  const status = m.status as
+    | { conditions?: Condition[]; parents?: { controllerName?: string; conditions?: Condition[] }[] }
+    | undefined;
+  // a route's <Kind>Affected conditions are in Cascade's own entry of status.parents
+  if (m.kind === 'HTTPRoute' || m.kind === 'GRPCRoute')
+    return status?.parents?.find((p) => p.controllerName === POLICY_CONTROLLER_NAME)?.conditions;
+  return Array.isArray(status?.conditions) ? status.conditions : undefined;
 }
 
 export function statusReport(world: GatewayWorld): StatusReport {
@@ -133,7 +147,7 @@ export function formatStatus(r: StatusReport): string {
     lines.push(
       '(from the cluster: the conditions the controllers wrote; cascadectl computed those marked "computed")',
     );
-  const differ = r.policies.filter((p) => p.differs?.length);
+  const differ = [...r.policies, ...r.targets].filter((p) => p.differs?.length);
   if (differ.length) {
     lines.push('');
     lines.push(
@@ -154,10 +168,15 @@ export function formatStatus(r: StatusReport): string {
     }
   }
   lines.push('');
+  // one column per condition type (a target read from the cluster may lack one: "-")
+  const types = [...new Set(r.targets.flatMap((t) => t.conditions.map((c) => c.type)))].sort();
   lines.push(
     table([
-      ['TARGET', ...(r.targets[0]?.conditions.map((c) => c.type.toUpperCase()) ?? [])],
-      ...r.targets.map((t) => [`${t.kind} ${t.namespace}/${t.name}`, ...t.conditions.map((c) => short(c))]),
+      ['TARGET', ...types.map((t) => t.toUpperCase())],
+      ...r.targets.map((t) => [
+        `${t.kind} ${t.namespace}/${t.name}${t.source === 'computed' ? ' (computed)' : ''}`,
+        ...types.map((type) => short(ofType(t, type))),
+      ]),
     ]),
   );
   return lines.join('\n');
