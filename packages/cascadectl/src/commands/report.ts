@@ -110,7 +110,7 @@ export function buildReport(files: string[]): {
     id: 'status',
     title: 'Policy status',
     intro: fromCluster
-      ? 'The conditions the controllers wrote on each policy, read from the cluster (where cascadectl computes otherwise from the same objects, it says so: it cannot see gateway programming, wiring, or whether Authorino and Limitador answer), and the <Kind>Affected conditions on targets as cascadectl computes them.'
+      ? 'The conditions the controllers wrote on each policy and the <Kind>Affected conditions on targets, read from the cluster (where cascadectl computes otherwise from the same objects, it says so: it cannot see gateway programming, wiring, or whether Authorino and Limitador answer).'
       : 'The conditions cascadectl computes from these files for each policy (the controllers add what only a cluster shows: gateway programming, wiring, Authorino and Limitador readiness), and the <Kind>Affected conditions on targets.',
     head: ['KIND', 'OBJECT', 'CONDITIONS'],
     rows: [...status.policies, ...status.targets].map((p) => ({
