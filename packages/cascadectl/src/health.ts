@@ -4,7 +4,14 @@
 
 import { ApiError, type KubeClient } from '@cascade/core/kube';
 import { CONTROLLERS, GATEWAY_POLICY_KINDS } from '@cascade/distribution';
-import { DECISION_POINTS, PROVIDER_TITLES, serviceOf, WIRING_COLLECTIONS } from '@cascade/wiring';
+import {
+  DECISION_POINTS,
+  endpointSlicesPath,
+  PROVIDER_TITLES,
+  readyEndpoints,
+  serviceOf,
+  WIRING_COLLECTIONS,
+} from '@cascade/wiring';
 
 /** The gateway providers Cascade wires, by their titles (wiring names them; this file does not). */
 const PROVIDERS = Object.values(PROVIDER_TITLES).join(' or ');
@@ -257,11 +264,7 @@ function dependencyChecks(s: HealthSnapshot): Check[] {
         detail: `${address}: outside the cluster (not checked)`,
       };
     const slices = s.endpointSlices[`${svc.namespace}/${svc.name}`] ?? [];
-    const ready = slices
-      .flatMap(
-        (sl) => (sl as unknown as { endpoints?: { conditions?: { ready?: boolean } }[] }).endpoints ?? [],
-      )
-      .filter((e) => e.conditions?.ready !== false).length;
+    const ready = readyEndpoints(slices);
     return ready
       ? {
           area: 'dependency',
@@ -386,12 +389,7 @@ export async function gatherHealth(client: KubeClient, releaseNamespace: string)
   for (const { address } of decisionPointAddresses(deployments ?? [])) {
     const svc = serviceOf(address);
     if (!svc) continue;
-    const sel = encodeURIComponent(`kubernetes.io/service-name=${svc.name}`);
-    endpointSlices[`${svc.namespace}/${svc.name}`] =
-      (await items(
-        client,
-        `/apis/discovery.k8s.io/v1/namespaces/${svc.namespace}/endpointslices?labelSelector=${sel}`,
-      )) ?? [];
+    endpointSlices[`${svc.namespace}/${svc.name}`] = (await items(client, endpointSlicesPath(svc))) ?? [];
   }
   return {
     ...(version.gitVersion ? { serverVersion: version.gitVersion } : {}),

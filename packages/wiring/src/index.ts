@@ -6,6 +6,8 @@ export {
   type DecisionPointName,
   decisionPointFlags,
   ENDPOINT_SLICES,
+  endpointSlicesPath,
+  readyEndpoints,
   serviceOf,
 } from './controller/decision-point.ts';
 // controller/: the wiring-controller, its flags and RBAC

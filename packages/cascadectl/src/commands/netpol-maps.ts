@@ -50,6 +50,12 @@ export function describeEntry(engine: NetpolEngine, e: MapStateEntry): string {
   return `${remote} ${ports} -> ${e.verdict} [${describePrecedence(e.precedence)}, precedence 0x${e.precedence.toString(16)}] from ${e.rule}`;
 }
 
+/** A pod label set as explain, maps and trace name it: `ns/{k=v,...}`. */
+export const labelSetName = (namespace: string, labels: Readonly<Record<string, string>>): string =>
+  `${namespace}/{${Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',')}}`;
+
 export function identityName(engine: NetpolEngine, id: number): string {
   if (id === ID.WILDCARD) return 'any';
   if (id === ID.ALL_PODS) return 'all-pods';
@@ -57,10 +63,7 @@ export function identityName(engine: NetpolEngine, id: number): string {
   if (id === ID.WORLD || id === 4) return 'world';
   const info = engine.identities.get(id);
   if (!info) return `#${id}`;
-  if (info.kind === 'pod')
-    return `${info.namespace}/{${Object.entries(info.labels ?? {})
-      .map(([k, v]) => `${k}=${v}`)
-      .join(',')}}#${id}`;
+  if (info.kind === 'pod') return `${labelSetName(String(info.namespace), info.labels ?? {})}#${id}`;
   if (info.kind === 'node')
     return `node{${Object.entries(info.labels ?? {})
       .map(([k, v]) => `${k}=${v}`)

@@ -5,7 +5,7 @@
 import { onAgent } from '../agent-exec.ts';
 import { type Command, oneOf, out, UsageError } from '../cli.ts';
 import { loadNetpol } from './netpol.ts';
-import { identityName } from './netpol-maps.ts';
+import { identityName, labelSetName } from './netpol-maps.ts';
 
 const DEBUG = ['/usr/local/bin/node', '/app/packages/netpolicy/src/agent/debug.ts', 'trace'];
 
@@ -106,16 +106,11 @@ export const traceCommand: Command = {
       // only the fixed identities (any, all-pods, host, world) mean the same in every numbering
       const fixed = identityName(engine, id);
       const p = engine.pods.get(peerOf(h));
-      const labels = p
-        ? Object.entries(p.labels)
-            .map(([k, v]) => `${k}=${v}`)
-            .join(',')
-        : '';
       const name = ['any', 'all-pods', 'host', 'world'].includes(fixed)
         ? fixed
         : id === h.remoteIdentity
           ? p
-            ? `${p.namespace}/{${labels}}`
+            ? labelSetName(p.namespace, p.labels)
             : `that of ${peerOf(h)}`
           : undefined;
       return {

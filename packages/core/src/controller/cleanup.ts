@@ -86,6 +86,16 @@ const itemPath = (list: string, o: KubeObject) => {
 const named = (kind: string, o: KubeObject) =>
   `${kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
 
+/** Server-side apply of no condition as `manager`: removes that manager's conditions, and only those. */
+const dropConditions = (
+  client: KubeClient,
+  statusPath: string,
+  apiVersion: string,
+  kind: string,
+  metadata: { name: string; namespace?: string },
+  manager: string,
+) => client.apply(statusPath, { apiVersion, kind, metadata, status: { conditions: [] } }, manager);
+
 async function list(client: KubeClient, path: string): Promise<KubeObject[] | undefined> {
   try {
     return (await client.request<{ items: KubeObject[] }>('GET', path)).items;
@@ -141,14 +151,12 @@ export async function cleanupCluster(
     } of plan.kinds)
       if (types.has(`${kind}Affected`))
         await attempt(`${kind}Affected on Gateway ${g.metadata.namespace}/${g.metadata.name}`, () =>
-          client.apply(
+          dropConditions(
+            client,
             `${GW}/namespaces/${g.metadata.namespace}/gateways/${g.metadata.name}/status`,
-            {
-              apiVersion: 'gateway.networking.k8s.io/v1',
-              kind: 'Gateway',
-              metadata: { name: g.metadata.name, namespace: g.metadata.namespace },
-              status: { conditions: [] },
-            },
+            'gateway.networking.k8s.io/v1',
+            'Gateway',
+            { name: g.metadata.name, namespace: g.metadata.namespace },
             `${controller}-affected`,
           ),
         );
@@ -188,14 +196,12 @@ export async function cleanupCluster(
       );
       if (!ours) continue;
       await attempt(`conditions on ${c.what} ${o.metadata.name}`, () =>
-        client.apply(
+        dropConditions(
+          client,
           `${c.path}/${o.metadata.name}/status`,
-          {
-            apiVersion: c.apiVersion,
-            kind: c.what,
-            metadata: { name: o.metadata.name },
-            status: { conditions: [] },
-          },
+          c.apiVersion,
+          c.what,
+          { name: o.metadata.name },
           c.manager,
         ),
       );

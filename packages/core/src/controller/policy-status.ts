@@ -63,11 +63,15 @@ export class PolicyStatusWriter {
       .filter((g): g is string => g !== undefined);
   }
 
+  /** Whether the policy's rules reach any gateway. */
+  private reachesGateway(id: string): boolean {
+    this.reach ??= gatewaysByPolicy(this.deps.engine);
+    return (this.reach.get(id)?.size ?? 0) > 0;
+  }
+
   /** The data plane's service and failure mode, for a policy whose rules reach a gateway. */
   private backendFacts(id: string, dataPlane: DataPlaneGaps | undefined): Partial<EnforcedFacts> {
-    if (!dataPlane) return {};
-    this.reach ??= gatewaysByPolicy(this.deps.engine);
-    if (!this.reach.get(id)?.size) return {};
+    if (!dataPlane || !this.reachesGateway(id)) return {};
     const backendGap = dataPlane.backendGap?.();
     const failureMode = dataPlane.failureMode?.();
     return { ...(backendGap ? { backendGap } : {}), ...(failureMode ? { failureMode } : {}) };
@@ -76,9 +80,7 @@ export class PolicyStatusWriter {
   /** The aggregate object's gap, for a policy that reaches a gateway (its rules are in that object). */
   private aggregateWaiting(id: string): { object: string; missing: boolean; why: string }[] {
     const gap = this.deps.aggregateGap?.();
-    if (!gap) return [];
-    this.reach ??= gatewaysByPolicy(this.deps.engine);
-    return this.reach.get(id)?.size ? [gap] : [];
+    return gap && this.reachesGateway(id) ? [gap] : [];
   }
 
   private async one(key: string): Promise<void> {

@@ -4,7 +4,7 @@
 // hashed-and-truncated, as Kubernetes controllers do; the full reference goes into an annotation.
 import { createHash } from 'node:crypto';
 
-export const hashOf = (text: string, chars = 10): string =>
+export const hashOf = (text: string | Uint8Array, chars = 10): string =>
   createHash('sha256').update(text).digest('hex').slice(0, chars);
 
 const LABEL_VALUE = /^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;

@@ -22,6 +22,8 @@ export interface Binary {
   bindAddress(flag: string): BindAddress | undefined;
   /** --kubeconfig, else in-cluster, $KUBECONFIG, ~/.kube/config. */
   kubeConfig(flag?: string): KubeConfig;
+  /** The version of the binary's package (what --version prints). */
+  version(): string;
 }
 
 /**
@@ -52,9 +54,9 @@ export function binary(
     process.stdout.write(usage);
     process.exit(0);
   }
+  const version = () => (JSON.parse(readFileSync(packageJson, 'utf8')) as { version: string }).version;
   if (values.version) {
-    const pkg = JSON.parse(readFileSync(packageJson, 'utf8')) as { version: string };
-    process.stdout.write(`${name} ${pkg.version}\n`);
+    process.stdout.write(`${name} ${version()}\n`);
     process.exit(0);
   }
   const whole = (flag: string, what: string, max: number) => {
@@ -93,6 +95,7 @@ export function binary(
       }
       return kc;
     },
+    version,
   };
 }
 

@@ -279,8 +279,8 @@ export function affectedCondition(
         ids.add(`${r.source.kind}:${r.source.namespace}/${r.source.name}`);
     return [...ids].filter((id) => !exclude.includes(id) && isEnforced(id)).sort();
   };
-  const andInherited = (ids: readonly string[]) =>
-    ids.length ? ` and by ${list(ids.map(name))} (inherited)` : '';
+  const andInherited = (ids: readonly string[], lead = ' and by') =>
+    ids.length ? `${lead} ${list(ids.map(name))} (inherited)` : '';
   const whole = enforcedIds(objectKey);
   if (whole.length > 0) {
     return cond(
@@ -301,7 +301,7 @@ export function affectedCondition(
       type,
       'True',
       'PartiallyAffected',
-      `The following sections of the object are affected by ${engine.kind.kind} ${list(attached.map(name))}: ${list(bySection.keys(), 20)}${andInherited(inherited(attached)).replace(' and by', '; the object is also affected by')}`,
+      `The following sections of the object are affected by ${engine.kind.kind} ${list(attached.map(name))}: ${list(bySection.keys(), 20)}${andInherited(inherited(attached), '; the object is also affected by')}`,
     );
   }
   // Inherited only: a route is affected by every policy whose rules reach its paths (a gateway default).

@@ -103,6 +103,9 @@ export class NetpolAgent {
   private sourceCheckedAt = 0;
   /** The pod bridges' addresses the last source check saw (its node's report says them). */
   private bridgeAddresses: string[] = [];
+  /** cascade-cni in the node's CNI chain, as last read (identity()), and when. */
+  private cniChain: 'chained' | 'absent' = 'absent';
+  private cniCheckedAt = Number.NEGATIVE_INFINITY;
   private sourceCheckedFor = '';
   readonly attachFailures = this.metrics.counter(
     'cascade_datapath_attach_failures_total',
@@ -307,12 +310,19 @@ export class NetpolAgent {
     this.log('info', 'caches synced', { node: this.opts.node });
   }
 
-  /** What the node's report says of this agent (undefined without an identity: tests). */
+  /**
+   * What the node's report says of this agent (undefined without an identity: tests). The CNI
+   * configuration is read at most every 30 s, not at every sync.
+   */
   private identity(): NodeReportSpec['agent'] {
     const id = this.opts.identity;
     if (!id) return undefined;
     const dir = this.opts.cniConfDir;
-    return { ...id, cniChain: dir ? (cniChained(dir) ? 'chained' : 'absent') : 'unknown' };
+    if (dir && Date.now() - this.cniCheckedAt >= 30_000) {
+      this.cniChain = cniChained(dir) ? 'chained' : 'absent';
+      this.cniCheckedAt = Date.now();
+    }
+    return { ...id, cniChain: dir ? this.cniChain : 'unknown' };
   }
 
   async stop(): Promise<void> {

@@ -5,10 +5,9 @@
 // uninstalled (its DaemonSet deleted: uninstall.ts): then it takes cascade-cni out of the node's CNI
 // configuration, detaches the programs and removes the pins. Every flag's default can also come from
 // the environment variable it names, which is how the chart configures it.
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ARTIFACTS, Datapath, MAX_BACKEND_SLOTS, MAX_FRONTENDS } from '@cascade/bpf-datapath';
-import { watchNamespaces } from '@cascade/core';
+import { hashOf, watchNamespaces } from '@cascade/core';
 import { binary, jsonLogger, KubeClient } from '@cascade/core/kube';
 import { DEFAULT_SERVICE_BUDGET } from '../engine/service-budget.ts';
 import { NetpolAgent } from './agent.ts';
@@ -118,11 +117,9 @@ const daemonSet = String(values.daemonset);
 if (daemonSet && !/^[a-z0-9]([-a-z0-9]{0,251}[a-z0-9])?$/.test(daemonSet))
   fail(`--daemonset: "${daemonSet.slice(0, 60)}" is not an object name`);
 if (daemonSet && !env.POD_NAMESPACE) fail('--daemonset needs POD_NAMESPACE (the downward API)');
-const datapath = await Datapath.open({
-  bpfctl: ARTIFACTS.bpfctl,
-  object: ARTIFACTS.object,
-  pinDir: String(values['pin-dir']),
-});
+const pinDir = String(values['pin-dir']);
+const cniConfDir = String(values['cni-conf-dir']);
+const datapath = await Datapath.open({ bpfctl: ARTIFACTS.bpfctl, object: ARTIFACTS.object, pinDir });
 if (datapath.replacedMaps.length)
   log('warn', 'pinned maps with an older layout were replaced (content lost)', {
     maps: datapath.replacedMaps,
@@ -136,13 +133,8 @@ const agent = new NetpolAgent({
   log,
   ...(metricsBindAddress ? { metricsBindAddress } : {}),
   cniRecordDir: String(values['cni-record-dir']),
-  ...(values['cni-conf-dir'] ? { cniConfDir: String(values['cni-conf-dir']) } : {}),
-  identity: {
-    version: (
-      JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
-    ).version,
-    program: createHash('sha256').update(readFileSync(ARTIFACTS.object)).digest('hex').slice(0, 12),
-  },
+  ...(cniConfDir ? { cniConfDir } : {}),
+  identity: { version: b.version(), program: hashOf(readFileSync(ARTIFACTS.object), 12) },
   namespaceEntryBudget: budget,
   foreignIdentityCap: b.whole('foreign-identity-cap', 'label sets', 1_000_000),
   serviceBudget,
@@ -154,8 +146,6 @@ const agent = new NetpolAgent({
 });
 await agent.start();
 uninstall?.start();
-const pinDir = String(values['pin-dir']);
-const cniConfDir = String(values['cni-conf-dir']);
 process.on('SIGTERM', () => {
   void (async () => {
     const leaving = (await uninstall?.uninstalling()) ?? false;

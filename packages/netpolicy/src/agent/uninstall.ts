@@ -20,7 +20,8 @@ export class UninstallSignal {
   private readonly client: KubeClient;
   private readonly path: string;
   private readonly informer: Informer;
-  private seen: 'present' | 'deleted' | 'unknown' = 'unknown';
+  /** The watch saw the DaemonSet deleted, or marked for deletion. */
+  private deleted = false;
 
   constructor(client: KubeClient, namespace: string, daemonSet: string) {
     this.client = client;
@@ -30,13 +31,9 @@ export class UninstallSignal {
       client,
       `/apis/apps/v1/namespaces/${namespace}/daemonsets?fieldSelector=${selector}`,
       (type, obj) => {
-        this.seen = type === 'DELETED' || UninstallSignal.deleting(obj) ? 'deleted' : 'present';
+        this.deleted = type === 'DELETED' || Boolean(obj.metadata.deletionTimestamp);
       },
     );
-  }
-
-  private static deleting(o: KubeObject): boolean {
-    return Boolean((o.metadata as { deletionTimestamp?: string }).deletionTimestamp);
   }
 
   start(): void {
@@ -46,10 +43,10 @@ export class UninstallSignal {
   /** Whether this is an uninstall: the DaemonSet seen deleted, or gone now (404). */
   async uninstalling(): Promise<boolean> {
     this.informer.stop();
-    if (this.seen === 'deleted') return true;
+    if (this.deleted) return true;
     try {
       const ds = await this.client.request<KubeObject>('GET', this.path);
-      return UninstallSignal.deleting(ds);
+      return Boolean(ds.metadata.deletionTimestamp);
     } catch (e) {
       return e instanceof ApiError && e.status === 404;
     }

@@ -61,13 +61,21 @@ export const ENDPOINT_SLICES = { group: 'discovery.k8s.io', plural: 'endpointsli
 
 type Slice = { endpoints?: { conditions?: { ready?: boolean | null } }[] };
 
+/** A Service's EndpointSlices, in its namespace, by the kubernetes.io/service-name label. */
+export const endpointSlicesPath = (s: { namespace: string; name: string }): string =>
+  `/apis/discovery.k8s.io/v1/namespaces/${s.namespace}/endpointslices?labelSelector=${encodeURIComponent(`kubernetes.io/service-name=${s.name}`)}`;
+
+/** The ready endpoints of a Service's EndpointSlices (an endpoint without the condition counts as ready). */
+export const readyEndpoints = (slices: readonly unknown[]): number =>
+  (slices as Slice[]).flatMap((sl) => sl.endpoints ?? []).filter((e) => e.conditions?.ready !== false).length;
+
 /** One decision point's Service, read from its EndpointSlices. */
 export class DecisionPoint {
-  readonly informers: Informer[] = [];
+  readonly informers: Informer[];
   private readonly title: string;
   private readonly mode: 'allow' | 'deny';
   private readonly service: { namespace: string; name: string } | undefined;
-  private readonly address: string;
+  private readonly slices: Informer | undefined;
 
   constructor(
     client: KubeClient,
@@ -77,30 +85,19 @@ export class DecisionPoint {
   ) {
     const d = DECISION_POINTS[which];
     this.title = d.title;
-    this.address = settings[KEYS.address] || d.address;
     this.mode =
       settings[KEYS.mode] === 'deny' ? 'deny' : settings[KEYS.mode] === 'allow' ? 'allow' : d.failureMode;
-    this.service = serviceOf(this.address);
-    if (this.service) {
-      const selector = encodeURIComponent(`kubernetes.io/service-name=${this.service.name}`);
-      this.informers.push(
-        new Informer(
-          client,
-          `/apis/discovery.k8s.io/v1/namespaces/${this.service.namespace}/endpointslices?labelSelector=${selector}`,
-          () => onChange(),
-        ),
-      );
-    }
+    this.service = serviceOf(settings[KEYS.address] || d.address);
+    this.slices = this.service && new Informer(client, endpointSlicesPath(this.service), () => onChange());
+    this.informers = this.slices ? [this.slices] : [];
   }
 
   /** Why the Service cannot answer (undefined: a ready endpoint, or not a Service of this cluster). */
   gap(): string | undefined {
     const s = this.service;
-    const informer = this.informers[0];
-    if (!s || !informer) return undefined;
-    const slices = [...informer.cache.values()] as Slice[];
-    const ready = slices.some((sl) => (sl.endpoints ?? []).some((e) => e.conditions?.ready !== false));
-    if (ready) return undefined;
+    if (!s || !this.slices) return undefined;
+    const slices = [...this.slices.cache.values()];
+    if (readyEndpoints(slices)) return undefined;
     const what = `${this.title} is not answering: its Service ${s.namespace}/${s.name} has ${slices.length ? 'no ready endpoint' : 'no endpoints (is it installed, in that namespace, and does its Service select its pods?)'}`;
     return `${what}; ${this.failureMode()}`;
   }

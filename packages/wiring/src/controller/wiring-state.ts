@@ -51,6 +51,8 @@ function refusedByProvider(o: KubeObject): string | undefined {
 
 export class WiringState implements DataPlaneGaps {
   readonly informers: Informer[];
+  /** The informers of the wiring's carriers (WIRING_CARRIERS, in order). */
+  private readonly carriers: Informer[];
   private readonly decisionPoint: DecisionPoint | undefined;
   constructor(
     client: KubeClient,
@@ -58,14 +60,13 @@ export class WiringState implements DataPlaneGaps {
     watchNamespaces?: readonly string[],
     decisionPoint?: { which: DecisionPointName; settings?: Readonly<Record<string, string>> },
   ) {
-    this.informers = WIRING_CARRIERS.map(
+    this.carriers = WIRING_CARRIERS.map(
       (r) => new Informer(client, wiringListPath(r), () => onChange(), undefined, true, watchNamespaces),
     );
-    for (const i of this.informers) i.onServed = () => onChange();
-    if (decisionPoint) {
-      this.decisionPoint = new DecisionPoint(client, onChange, decisionPoint.which, decisionPoint.settings);
-      this.informers.push(...this.decisionPoint.informers);
-    }
+    for (const i of this.carriers) i.onServed = () => onChange();
+    this.decisionPoint =
+      decisionPoint && new DecisionPoint(client, onChange, decisionPoint.which, decisionPoint.settings);
+    this.informers = [...this.carriers, ...(this.decisionPoint?.informers ?? [])];
   }
 
   backendGap(): string | undefined {
@@ -82,10 +83,10 @@ export class WiringState implements DataPlaneGaps {
    */
   gap(gw: string, routes?: ReadonlySet<string>): string | undefined {
     const [ns, name] = gw.split('/') as [string, string];
-    if (WIRING_CARRIERS.every((_, n) => this.informers[n]!.missing))
+    if (this.carriers.every((i) => i.missing))
       return `gateway ${gw} is not wired to its data plane: neither Istio's WasmPlugin nor Envoy Gateway's EnvoyExtensionPolicy is served (install the provider's CRDs: ${CRD_NAMES})`;
     let found: KubeObject | undefined;
-    for (const i of this.informers.slice(0, WIRING_CARRIERS.length))
+    for (const i of this.carriers)
       for (const o of i.cache.values())
         if (
           o.metadata.namespace === ns &&
