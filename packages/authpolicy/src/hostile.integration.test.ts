@@ -34,10 +34,10 @@ const costly = (() => {
 
 // conditions that would stall the controller: nested loops (refused at admission), a list grown by
 // chained maps (refused at admission from the sizes it reaches), and one whose work only shows when it
-// runs (each of 1,000 iterations yields a 1,000-item list): stopped by the run-time meter, then Invalid
+// runs (each of 1,000 iterations compares a 1,000-item list whole): stopped by the run-time meter, then Invalid
 const grown = `[[0,1,2,3,4,5,6,7,8,9]]${'.map(x, x+x+x+x+x+x+x+x+x+x)'.repeat(6)}.all(y, y.all(z, z >= 0))`;
 const L1000 = JSON.stringify(Array.from({ length: 1000 }, (_, i) => i));
-const greedy = `[${L1000}].all(big, big.map(i, big).size() > 0)`;
+const greedy = `[${L1000}].all(big, big.map(i, big).all(l, l == big))`;
 const COSTLY = [costly, grown, greedy];
 const COSTLY_WANT = [
   /condition: estimated cost \d+ exceeds the limit/,

@@ -149,9 +149,10 @@ describe('bad input', () => {
   });
 
   it('a condition whose evaluation runs over the cost limit: the policy is Invalid naming the cost, the others work', () => {
-    // accepted by the estimate (about 3,000), but each of the 1,000 iterations yields the 1,000-item list
+    // accepted by the estimate (about 5,000), but each of the 1,000 iterations compares the 1,000-item
+    // list with itself: 2,000 units each
     const L1000 = JSON.stringify(Array.from({ length: 1000 }, (_, i) => i));
-    const condition = `[${L1000}].all(big, big.map(i, big).size() > 0)`;
+    const condition = `[${L1000}].all(big, big.map(i, big).all(l, l == big))`;
     const e = engineWith([
       policy('greedy', 'app', R1, { defaults: { strategy: 'merge', condition, limits: { g: L(5) } } }),
     ]);
@@ -162,6 +163,23 @@ describe('bad input', () => {
     );
     // the default was skipped (its condition failed); the other policy is untouched
     expect([...e.result(P)!.rules.keys()]).toEqual(['limits.ok']);
+    expect(accepted(e, 'good').reason).toBe('Accepted');
+  });
+
+  it('a condition that passes its limit inside exists(): stopped, not absorbed; Invalid naming the cost', () => {
+    // each of 500 iterations compares two fresh lists of 2^20 leaves; exists() absorbs errors, so
+    // before round three the stop was caught and every iteration ran (tens of seconds)
+    const L500 = JSON.stringify(Array.from({ length: 500 }, (_, i) => i));
+    const dag = `[0]${'.map(a, [a, a])'.repeat(20)}`;
+    const condition = `${L500}.exists(i, ${dag} == ${dag})`;
+    const t0 = performance.now();
+    const e = engineWith([
+      policy('greedy', 'app', R1, { defaults: { strategy: 'merge', condition, limits: { g: L(5) } } }),
+    ]);
+    const a = accepted(e, 'greedy');
+    expect(performance.now() - t0).toBeLessThan(5_000);
+    expect(a.reason).toBe('Invalid');
+    expect(a.message).toMatch(/spec.defaults.condition: runtime cost limit: evaluation stopped after/);
     expect(accepted(e, 'good').reason).toBe('Accepted');
   });
 });

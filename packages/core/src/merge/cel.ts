@@ -10,15 +10,16 @@
 //   - at evaluation: the input's real largest list and string are measured, and an input larger than
 //     assumed re-estimates the cost with the real sizes: over the limit, the evaluation is refused
 //     (an error, as any evaluation error) instead of run;
-//   - during evaluation: the work is metered as it is done (cel-meter.ts: iterations, and the sizes
-//     of the values built) and aborted at the limit. A condition that hit the limit once is refused
+//   - during evaluation: the work is metered as it is done (cel-meter.ts: every node, the sizes of
+//     the values built and compared) and stopped at the limit, even inside `all`, `exists`, `&&` and
+//     `||`, which absorb errors. A condition that hit the limit once is refused
 //     from then on without running (`exceeded`), and its policy is Invalid naming the cost;
 //   - `matches()` uses RE2 semantics (re2js: linear time, no backtracking) instead of JavaScript
 //     regular expressions, whose backtracking is exponential on patterns such as '^(a+)+$'.
 import { Environment } from '@marcbachmann/cel-js';
 import { RE2JS } from 're2js';
 import { CostEstimator, isNode, measure, type Sizes } from './cel-cost.ts';
-import { CostExceeded, charge, instrument, METER_FN, metered, spent } from './cel-meter.ts';
+import { CostExceeded, chargeUnits, metered, meterTree, spent } from './cel-meter.ts';
 
 /** Cost units an expression may use, estimated (Kubernetes' per-expression limit is the same). */
 export const COST_LIMIT = 1_000_000;
@@ -48,6 +49,8 @@ export function re2Problem(pattern: string): string | undefined {
 }
 
 const re2Matches = (s: string, p: string) => {
+  // RE2 is linear in the text, times the automaton (the pattern's length)
+  chargeUnits(s.length * Math.max(1, p.length));
   let r: RE2JS;
   try {
     r = re2(p);
@@ -82,8 +85,7 @@ export function queryMap(query: string): Map<string, string> {
 const env = new Environment({ unlistedVariablesAreDyn: true })
   .registerFunction('queryMap(string): map', queryMap)
   .registerFunction('string.re2Matches(string): bool', re2Matches)
-  .registerFunction('re2Matches(string, string): bool', re2Matches)
-  .registerFunction(`${METER_FN}(dyn): dyn`, charge);
+  .registerFunction('re2Matches(string, string): bool', re2Matches);
 
 const registered = new Set<string>();
 /**
@@ -168,14 +170,10 @@ function compileUncached(source: string, limit = COST_LIMIT): CompiledCondition 
     return {
       error: `estimated cost ${cost > 1e15 ? 'over 10^15' : Math.round(cost)} exceeds the limit of ${limit} (lists assumed to hold up to ${MAX_LIST} items, strings ${MAX_STRING} characters; nested comprehensions multiply)`,
     };
-  // the program that runs: the same expression with the run-time meter in it
+  // the program that runs: the same tree with the run-time meter in every node
   const ast = program.ast;
-  try {
-    program = env.parse(instrument(source, ast)) as unknown as Program;
-  } catch (e) {
-    return { error: `cannot be metered: ${firstLine(e)}` };
-  }
-  useRe2(program.ast);
+  useRe2(ast);
+  meterTree(ast);
   /** An input larger than assumed at admission, estimated again with its real sizes: why it is refused (undefined: within the limit). */
   const overBudget = (sizes: Sizes): string | undefined => {
     if (sizes.list <= MAX_LIST && sizes.string <= MAX_STRING) return undefined;
