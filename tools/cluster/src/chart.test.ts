@@ -102,11 +102,11 @@ describe('charts/cascade', () => {
       // metrics on the node's addresses for Prometheus (the agent serves /flows to loopback only)
       const envOf = (d: Doc) =>
         Object.fromEntries(d.spec.template.spec.containers[0].env.map((e: Doc) => [e.name, e.value]));
-      expect(envOf(ds).CASCADE_METRICS_BIND_ADDRESS).toBe(':9090');
+      // on the node's loopback by default (round three): a pod reaches the node's addresses
+      expect(envOf(ds).CASCADE_METRICS_BIND_ADDRESS).toBe('127.0.0.1:9090');
       expect(
-        envOf(render('agent.metricsHost=127.0.0.1').find((d) => d.kind === 'DaemonSet')!)
-          .CASCADE_METRICS_BIND_ADDRESS,
-      ).toBe('127.0.0.1:9090');
+        envOf(render('agent.metricsHost=').find((d) => d.kind === 'DaemonSet')!).CASCADE_METRICS_BIND_ADDRESS,
+      ).toBe(':9090');
       // cascade-cni copied onto the node by an init container, which holds no capability
       expect(spec.initContainers[0].command).toContain('/app/packages/bpf-datapath/src/install-cni.ts');
       expect(spec.initContainers[0].securityContext.capabilities).toEqual({ drop: ['ALL'] });

@@ -1,6 +1,7 @@
 // The node agent end to end: a real kube-apiserver (namespaces, a node, pods with addresses and named
 // ports, a NetworkPolicy, an AdminNetworkPolicy) and the real BPF program. Verdicts are the kernel's
 // (BPF_PROG_TEST_RUN on the agent's datapath) as objects change in the API server.
+import { networkInterfaces } from 'node:os';
 import { addr16, buildPacket, FixedInterface, TCP_FLAGS, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
 import { freshDatapath, kernelTestsEnabled, kernelVerdict } from '@cascade/bpf-datapath/testing';
 import { createNamespace } from '@cascade/core/testing';
@@ -74,7 +75,9 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       agent = await startAgent(env, dp.dp, {
         interfaces: new FixedInterface(TEST_RUN_IFINDEX),
         manageAttachments: false,
-        metricsPort: 0,
+        // every address of the host, as `agent.metricsHost: ""` would: /metrics answers other peers
+        // without the series that name tenants' policies
+        metricsBindAddress: { host: '0.0.0.0', port: 0 },
       });
     }, 120_000);
 
@@ -132,6 +135,18 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
           rule: expect.stringMatching(/^AdminNetworkPolicy\/db-lockdown#ingress\[0\]/),
         }),
       );
+      // the deciding policy's count: in /metrics for a loopback peer only (round three: node addresses
+      // are reachable by pods, so the policy names stay off them like /flows)
+      const series = /cascade_datapath_policy_flows_total\{policy="AdminNetworkPolicy\/db-lockdown"/;
+      expect(await (await fetch(`http://127.0.0.1:${agent.port}/metrics`)).text()).toMatch(series);
+      const away = Object.values(networkInterfaces())
+        .flat()
+        .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+      expect(away, 'a non-loopback IPv4 address of this host').toBeTruthy();
+      const remote = await (await fetch(`http://${away}:${agent.port}/metrics`)).text();
+      expect(remote).toContain('cascade_datapath_syncs_total');
+      expect(remote).not.toContain('cascade_datapath_policy_flows_total');
+      expect(remote).not.toContain('db-lockdown');
       expect((await env.call('DELETE', `${ANP}/db-lockdown`)).status).toBe(200);
       await becomes('ANP deleted', 80, 'allow');
     });

@@ -35,7 +35,7 @@ import { DEFAULT_NAMESPACE_ENTRY_BUDGET, enforceNamespaceBudget, type Refusal } 
 import { NetpolEngine } from '../engine/engine.ts';
 import { ServiceCatalog } from '../engine/services.ts';
 import { datapathState } from './datapath.ts';
-import { FlowLog, MAX_POLICY_SERIES, serveRules } from './flows.ts';
+import { FlowLog, MAX_POLICY_SERIES, serveRules, serveTenantMetrics } from './flows.ts';
 import { preferNodeSource } from './host-source.ts';
 import type { AgentOptions } from './options.ts';
 import { PodLinks } from './pod-links.ts';
@@ -44,6 +44,11 @@ import { finding, NodeReporter } from './report.ts';
 export class NetpolAgent {
   readonly engine: NetpolEngine;
   readonly metrics = new Metrics();
+  /**
+   * Series that name tenants' policies: served on /metrics to loopback peers only (a pod reaches the
+   * node's address, never its loopback), like /flows and /rules.
+   */
+  readonly tenantMetrics = new Metrics();
   readonly syncs = this.metrics.counter('cascade_datapath_syncs_total', 'Datapath syncs');
   readonly entriesWritten = this.metrics.counter(
     'cascade_datapath_entries_written_total',
@@ -261,7 +266,7 @@ export class NetpolAgent {
         help,
         () => this.packets[name] ?? 0,
       );
-    this.metrics.counterFamily(
+    this.tenantMetrics.counterFamily(
       'cascade_datapath_policy_flows_total',
       `Flows the kernel reported with their deciding policy (denied flows, and allowed ones of audited endpoints), by direction and verdict; flows over an endpoint's event budget are not seen (events_suppressed counts them); ${MAX_POLICY_SERIES} policies at most, the rest as policy="other"`,
       ['policy', 'direction', 'verdict'],
@@ -284,7 +289,10 @@ export class NetpolAgent {
         bind,
         () => this.ready,
         'all',
-        (req, res) => this.flows.handle(req, res) || serveRules(req, res, this.lastRules),
+        (req, res) =>
+          serveTenantMetrics(req, res, this.metrics, this.tenantMetrics) ||
+          this.flows.handle(req, res) ||
+          serveRules(req, res, this.lastRules),
       );
     this.flowTimer = setInterval(() => void this.drainFlows(), 1000);
     this.flowTimer.unref();

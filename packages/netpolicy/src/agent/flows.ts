@@ -4,6 +4,7 @@
 // streams), which `cascadectl flows` reads like `hubble observe`.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FlowEvent } from '@cascade/bpf-datapath';
+import type { Metrics } from '@cascade/core/kube';
 import { PROTO_NAMES } from '../engine/ports.ts';
 
 export interface FlowRecord {
@@ -165,6 +166,31 @@ export class FlowLog {
  * JSON `{N: "policy#rule"}`, at most 64; loopback only, as the flows (they name every tenant's
  * policies). The agent image's trace reads them. Returns false for other paths.
  */
+/**
+ * `GET /metrics` for a loopback peer: the node's metrics and the series that name tenants' policies
+ * (`tenant`), which other peers never get (they fall through to the node's metrics alone). Returns
+ * false for other paths and other peers.
+ */
+export function serveTenantMetrics(
+  req: IncomingMessage,
+  res: ServerResponse,
+  node: Metrics,
+  tenant: Metrics,
+): boolean {
+  if ((req.url ?? '').split('?')[0] !== '/metrics' || !isLoopback(req.socket.remoteAddress)) return false;
+  Promise.all([node.render(), tenant.render()]).then(
+    ([a, b]) => {
+      res.writeHead(200, { 'content-type': node.registry.contentType });
+      res.end(a + b);
+    },
+    (e: unknown) => {
+      res.writeHead(500);
+      res.end(String(e));
+    },
+  );
+  return true;
+}
+
 export function serveRules(
   req: IncomingMessage,
   res: ServerResponse,
