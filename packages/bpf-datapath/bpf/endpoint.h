@@ -77,13 +77,15 @@ static __always_inline int unbound(int dir, const __u8 *local)
 
 /* From a pod, neighbour discovery speaks only for the pod: its source is its own or a link-local
  * address (or the unspecified one, where `unspecified` allows it: duplicate address detection), and
- * a neighbour advertisement claims only its own or a link-local address. The address that is not
- * the pod's, or NULL when it speaks for itself. */
+ * a neighbour advertisement claims only its own address, or the link-local address it sends from
+ * (the agent does not know pods' link-local addresses: one pod must not claim another's). The
+ * address that is not the pod's, or NULL when it speaks for itself. */
 static __always_inline const __u8 *ndp_foreign(struct flow *f, __u32 ifindex, int unspecified)
 {
 	if (!is_link_local6(f->src) && !(unspecified && is_zero(f->src)) && !endpoint_on(f->src, ifindex))
 		return f->src;
-	if (f->icmp_type == 136 && !is_link_local6(f->claimed) && !endpoint_on(f->claimed, ifindex))
+	if (f->icmp_type == 136 && !endpoint_on(f->claimed, ifindex) &&
+	    !(is_link_local6(f->claimed) && same_addr(f->claimed, f->src)))
 		return f->claimed;
 	return NULL;
 }

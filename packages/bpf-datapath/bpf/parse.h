@@ -114,12 +114,71 @@ static __always_inline void parse_embedded(struct flow *f, void *inner, void *en
 }
 
 /* Parses Ethernet + IPv4/IPv6 (the extension-header chain walked) + the L4 header. */
-/* NDP messages: a 24-byte header (RA 16) and a few 8-byte options (link-layer address, nonce, MTU,
- * a prefix or two); MLD: queries and reports with their source lists, bounded well below an MTU. */
+/* Router advertisements and redirects (only the node sends them: a pod's are dropped, endpoint.h):
+ * a 16-byte header (redirect 40) and a few options, bounded. */
 #define NDP_MAX 256
 /* NS/NA: 24 bytes, a link-layer address option (8) and a nonce (8) */
 #define NDP_UNICAST_MAX 48
-#define MLD_MAX 1024
+/* MLDv2 report records a pod's report may hold (one per group it listens to: its solicited-node
+ * groups, mDNS...); a report with more, or with sources, is judged by policy */
+#define MLD_RECORDS 8
+
+/* An NDP option at o: its type, and one 8-byte unit (an Ethernet link-layer address, a nonce). */
+static __always_inline int ndp_opt(const __u8 *o, const void *end, __u8 type)
+{
+	if ((void *)(o + 2) > end)
+		return 0;
+	return o[0] == type && o[1] == 1;
+}
+
+/* Neighbour discovery in the form RFC 4861 (and RFC 7527's nonce) gives it, nothing more: a pod
+ * cannot carry data in options. `len` is the ICMPv6 message's length. */
+static __always_inline int ndp_form(__u8 type, const __u8 *icmp, const void *end, __u32 len)
+{
+	switch (type) {
+	case 133: /* RS: 8 bytes, at most a source link-layer address */
+		return len == 8 || (len == 16 && ndp_opt(icmp + 8, end, 1));
+	case 135: /* NS: 24 bytes, at most a source link-layer address and a nonce, once each */
+		if (len == 24)
+			return 1;
+		if (len == 32)
+			return ndp_opt(icmp + 24, end, 1) || ndp_opt(icmp + 24, end, 14);
+		if (len == 40)
+			return (ndp_opt(icmp + 24, end, 1) && ndp_opt(icmp + 32, end, 14)) ||
+			       (ndp_opt(icmp + 24, end, 14) && ndp_opt(icmp + 32, end, 1));
+		return 0;
+	case 136: /* NA: 24 bytes, at most a target link-layer address */
+		return len == 24 || (len == 32 && ndp_opt(icmp + 24, end, 2));
+	default: /* RA, redirect */
+		return len <= NDP_MAX;
+	}
+}
+
+/* MLD in the form RFC 2710 and RFC 3810 give it, without sources: an MLDv1 message (24 bytes), an
+ * MLDv2 query without sources (28), or an MLDv2 report of 1 to MLD_RECORDS records, each a record
+ * type (1-6), no auxiliary data, no sources and a multicast group. */
+static __always_inline int mld_form(__u8 type, const __u8 *icmp, const void *end, __u32 len)
+{
+	if (type != 143) {
+		if (len == 24)
+			return 1;
+		return type == 130 && len == 28 && (void *)(icmp + 28) <= end && icmp[26] == 0 && icmp[27] == 0;
+	}
+	if ((void *)(icmp + 8) > end)
+		return 0;
+	__u32 n = ((__u32)icmp[6] << 8) | icmp[7];
+	if (n == 0 || n > MLD_RECORDS || len != 8 + 20 * n)
+		return 0;
+	/* a bounded loop (the verifier walks at most MLD_RECORDS rounds) */
+	for (__u32 i = 0; i < MLD_RECORDS && i < n; i++) {
+		const __u8 *r = icmp + 8 + 20 * i;
+		if ((void *)(r + 20) > end)
+			return 0;
+		if (r[0] < 1 || r[0] > 6 || r[1] || r[2] || r[3] || r[4] != 0xff)
+			return 0;
+	}
+	return 1;
+}
 
 /* a destination NDP sends to: link-local unicast, ff02::1 (all nodes), ff02::2 (all routers),
  * ff02::1:ffXX:XXXX (solicited node) */
@@ -256,15 +315,16 @@ static __always_inline int parse(struct __sk_buff *skb, struct flow *f)
 				parse_embedded(f, icmp + 8, end, 1);
 			/* Neighbour discovery and MLD pass without policy only as the protocols send them (a
 			 * pod must not use their types as a free channel): NDP (RS, RA, NS, NA, redirect) with
-			 * hop limit 255 (never routed), at most NDP_MAX bytes, to a link-local, solicited-node,
-			 * all-nodes or all-routers address; NS/NA to a unicast address (neighbour unreachability
-			 * detection) at most NDP_UNICAST_MAX bytes, and only between on-link neighbours (the node
-			 * and its pods: endpoint.h); MLD
-			 * from a link-local (or, for a report, the unspecified) source, hop limit 1, to a
-			 * multicast address, at most MLD_MAX bytes. Anything else of these types is judged by
-			 * policy as any ICMPv6 packet. */
+			 * hop limit 255 (never routed), in its RFC form (ndp_form: the header and the options
+			 * it has, once each), to a link-local, solicited-node, all-nodes or all-routers
+			 * address; NS/NA to a unicast address (neighbour unreachability detection) at most
+			 * NDP_UNICAST_MAX bytes, and only between on-link neighbours (the node and its pods:
+			 * endpoint.h); MLD from a link-local (or, for a report, the unspecified) source, hop
+			 * limit 1, to a multicast address, in its RFC form without sources (mld_form).
+			 * Anything else of these types is judged by policy as any ICMPv6 packet. */
 			__u32 len = skb->len > off ? skb->len - off : 0;
-			if (type >= 133 && type <= 137 && f->hop_limit == 255 && len <= NDP_MAX) {
+			if (type >= 133 && type <= 137 && f->hop_limit == 255 && len <= NDP_MAX &&
+			    ndp_form(type, icmp, end, len)) {
 				if ((void *)(icmp + 24) <= end)
 					__builtin_memcpy(f->claimed, icmp + 8, 16);
 				if (ndp_dst(f->dst))
@@ -272,8 +332,9 @@ static __always_inline int parse(struct __sk_buff *skb, struct flow *f)
 				if ((type == 135 || type == 136) && f->dst[0] != 0xff && len <= NDP_UNICAST_MAX)
 					return P_NDP_UNICAST;
 			} else if ((type >= 130 && type <= 132) || type == 143) {
-				if (f->hop_limit == 1 && len <= MLD_MAX && f->dst[0] == 0xff &&
-				    (is_link_local6(f->src) || (type == 143 && is_zero(f->src))))
+				if (f->hop_limit == 1 && f->dst[0] == 0xff &&
+				    (is_link_local6(f->src) || (type == 143 && is_zero(f->src))) &&
+				    mld_form(type, icmp, end, len))
 					return P_NDP;
 			}
 		} else if (!v6 && f->proto == IPPROTO_ICMP) {

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COUNTERS, EP_FLAGS, ID, TEST_RUN_IFINDEX } from './codecs.ts';
 import type { Datapath } from './loader.ts';
-import { buildArp, buildNdp, buildPacket, type PacketSpec, TCP_FLAGS } from './packet.ts';
+import { buildArp, buildMldReport, buildNdp, buildPacket, type PacketSpec, TCP_FLAGS } from './packet.ts';
 import type { DesiredState } from './state.ts';
 import { entry, freshDatapath, kernelTestsEnabled, TABLES_OF, TC_ACT_SHOT } from './testing.ts';
 
@@ -495,9 +495,17 @@ describe.skipIf(!kernelTestsEnabled())('the datapath against hostile packets', (
       expect(judged).toBe(0);
       // the protocols as they are sent still pass: MLD from link-local, hop limit 1, to multicast
       const passed = await counted('ndp', async () => {
-        expect(await verdict('to_endpoint', icmp6('fe80::1', 'ff02::1', 130, 1, 20))).toBe('allow');
-        expect(await verdict('from_endpoint', icmp6('fe80::a', 'ff02::16', 143, 1, 40))).toBe('allow');
-        expect(await verdict('from_endpoint', icmp6('::', 'ff02::16', 143, 1, 40))).toBe('allow');
+        const query = buildPacket({
+          src: 'fe80::1',
+          dst: 'ff02::1',
+          proto: 58,
+          hopLimit: 1,
+          icmp: { type: 130, body: Buffer.alloc(20) },
+        });
+        expect(await verdict('to_endpoint', query)).toBe('allow'); // MLDv2, no sources
+        const joins = ['ff02::1:ff00:a', 'ff02::1:ff00:b'];
+        expect(await verdict('from_endpoint', buildMldReport('fe80::a', joins))).toBe('allow');
+        expect(await verdict('from_endpoint', buildMldReport('::', joins))).toBe('allow');
       });
       expect(passed).toBe(3);
       // from A: unicast NS/NA to an address off the link (the world, a pod of another node) is dropped
@@ -508,6 +516,108 @@ describe.skipIf(!kernelTestsEnabled())('the datapath against hostile packets', (
       expect(refused).toBe(2);
       // MLD from a global source is no MLD: judged (A's egress allows it), not counted as NDP
       expect(await counted('ndp', () => verdict('from_endpoint', icmp6(A6, 'ff02::16', 143, 1, 40)))).toBe(0);
+    });
+
+    it('NDP and MLD carry no data past policy (round three): only their RFC forms pass unjudged', async () => {
+      const icmp6 = (src: string, dst: string, type: number, hopLimit: number, bytes: number) =>
+        buildPacket({ src, dst, proto: 58, hopLimit, icmp: { type, body: Buffer.alloc(bytes) } });
+      const mac = Buffer.from('020000000a0a', 'hex');
+      const nonce = Buffer.from('0102030405a6', 'hex');
+      const data = (n: number) => Buffer.alloc(n, 0x44);
+      // as Linux sends them, both ways: NS with a source link-layer address, DAD with a nonce, NA with
+      // a target link-layer address, RS, MLDv1 and MLDv2 reports of joins without sources
+      const forms = await counted('ndp', async () => {
+        expect(await verdict('from_endpoint', buildNdp(A6, 'ff02::1:ff00:b', 135, B6, [[1, mac]]))).toBe(
+          'allow',
+        );
+        expect(await verdict('from_endpoint', buildNdp('::', 'ff02::1:ff00:a', 135, A6, [[14, nonce]]))).toBe(
+          'allow',
+        );
+        expect(
+          await verdict(
+            'from_endpoint',
+            buildNdp(A6, 'ff02::1:ff00:b', 135, B6, [
+              [1, mac],
+              [14, nonce],
+            ]),
+          ),
+        ).toBe('allow');
+        expect(await verdict('from_endpoint', buildNdp(A6, 'fe80::1', 136, A6, [[2, mac]]))).toBe('allow');
+        expect(await verdict('from_endpoint', buildNdp(A6, 'ff02::1', 136, A6, [[2, mac]]))).toBe('allow');
+        expect(await verdict('from_endpoint', buildNdp('fe80::a', 'ff02::2', 133, '::', [[1, mac]]))).toBe(
+          'allow',
+        );
+        expect(await verdict('to_endpoint', buildNdp('fe80::1', A6, 136, 'fe80::1', [[2, mac]]))).toBe(
+          'allow',
+        );
+        expect(await verdict('from_endpoint', icmp6('fe80::a', 'ff02::2', 131, 1, 16))).toBe('allow'); // MLDv1
+        expect(await verdict('to_endpoint', buildMldReport('fe80::1', ['ff02::1:ff00:1', 'ff02::fb']))).toBe(
+          'allow',
+        );
+      });
+      expect(forms).toBe(9);
+      // what a tenant used as a channel to a deny-all pod on the same bridge: a neighbour
+      // advertisement to ff02::1 from its own address with data in its options (192 bytes), and an
+      // MLD report from its link-local address (924 bytes). Now judged by policy: A's isolation drops
+      // them towards A
+      const W6 = 'fd00::1:1'; // a sender A's policy does not admit
+      const na = (opts: [number, Buffer][]) => buildNdp(W6, 'ff02::1', 136, W6, opts);
+      const mld = (src: string, groups: string[], type?: number, sources?: string[]) =>
+        buildMldReport(src, groups, type, sources);
+      const channels = await counted('ndp', async () => {
+        expect(
+          await verdict(
+            'to_endpoint',
+            na([
+              [2, mac],
+              [25, data(174)],
+            ]),
+          ),
+        ).toBe('deny'); // 192 bytes
+        expect(
+          await verdict(
+            'to_endpoint',
+            na([
+              [2, mac],
+              [2, mac],
+            ]),
+          ),
+        ).toBe('deny'); // twice
+        expect(await verdict('to_endpoint', na([[1, mac]]))).toBe('deny'); // not an NA's option
+        expect(await verdict('to_endpoint', na([[2, data(14)]]))).toBe('deny'); // two units
+        expect(
+          await verdict(
+            'to_endpoint',
+            buildNdp(W6, 'ff02::1:ff00:a', 135, A6, [
+              [14, nonce],
+              [14, nonce],
+            ]),
+          ),
+        ).toBe('deny');
+        expect(await verdict('to_endpoint', buildNdp('fe80::b', 'ff02::2', 133, '::', [[1, data(14)]]))).toBe(
+          'deny',
+        );
+        // MLD: 924 bytes of records with sources (data in the source addresses), too many records,
+        // a record with auxiliary data, a group that is not multicast, a count that lies
+        const hosts = Array.from({ length: 56 }, (_, i) => `2001:db8::${i + 1}`);
+        expect(await verdict('to_endpoint', mld('fe80::b', ['ff02::1:ff00:a'], 1, hosts))).toBe('deny');
+        const many = Array.from({ length: 9 }, (_, i) => `ff02::1:ff00:${i + 1}`);
+        expect(await verdict('to_endpoint', mld('fe80::b', many))).toBe('deny');
+        const aux = mld('fe80::b', ['ff02::1:ff00:a']);
+        aux[14 + 40 + 8 + 1] = 1;
+        expect(await verdict('to_endpoint', aux)).toBe('deny');
+        expect(await verdict('to_endpoint', mld('fe80::b', ['2001:db8::7']))).toBe('deny');
+        const lies = mld('fe80::b', ['ff02::1:ff00:a', 'ff02::1:ff00:b']);
+        lies.writeUInt16BE(1, 14 + 40 + 6);
+        expect(await verdict('to_endpoint', lies)).toBe('deny');
+        expect(await verdict('to_endpoint', icmp6('fe80::b', 'ff02::1', 130, 1, 36))).toBe('deny'); // sources
+      });
+      expect(channels).toBe(0);
+      // from a pod, an advertisement for another pod's link-local address is not its own claim
+      const spoof = await counted('unboundSource', () =>
+        verdict('from_endpoint', buildNdp('fe80::a', 'ff02::1', 136, 'fe80::b', [[2, mac]])),
+      );
+      expect(spoof).toBe(1);
     });
 
     it('neighbour solicitations and advertisements reach an isolated pod; its own pass out', async () => {

@@ -137,11 +137,59 @@ export function buildArp(senderIp: string, targetIp: string, op: 1 | 2 = 1): Buf
   return Buffer.concat([ethernet(0x0806), arp]);
 }
 
-/** IPv6 neighbour discovery (NS 135, NA 136, RS 133, RA 134) about `target`, hop limit 255. */
-export function buildNdp(src: string, dst: string, type: number, target = '::'): Buffer {
-  const body = Buffer.alloc(16);
-  addr16(target).copy(body);
-  return buildPacket({ src, dst, proto: 58, hopLimit: 255, icmp: { type, body } });
+/**
+ * IPv6 neighbour discovery (NS 135, NA 136) about `target`, hop limit 255, with NDP options
+ * (`[type, bytes]`: each padded to 8 bytes, e.g. `[1, mac]` a source link-layer address, `[14,
+ * nonce]`); RS 133 carries no target.
+ */
+export function buildNdp(
+  src: string,
+  dst: string,
+  type: number,
+  target = '::',
+  options: [number, Buffer][] = [],
+): Buffer {
+  const head = Buffer.alloc(type === 133 ? 0 : 16);
+  if (type !== 133) addr16(target).copy(head);
+  const opts = options.map(([t, data]) => {
+    const o = Buffer.alloc(Math.ceil((data.length + 2) / 8) * 8);
+    o[0] = t;
+    o[1] = o.length / 8;
+    data.copy(o, 2);
+    return o;
+  });
+  return buildPacket({
+    src,
+    dst,
+    proto: 58,
+    hopLimit: 255,
+    icmp: { type, body: Buffer.concat([head, ...opts]) },
+  });
+}
+
+/**
+ * An MLDv2 report (143) to ff02::16, hop limit 1: one record per group (`recordType` 4, change to
+ * exclude: a join), with `sources` source addresses each.
+ */
+export function buildMldReport(
+  src: string,
+  groups: string[],
+  recordType = 4,
+  sources: string[] = [],
+): Buffer {
+  const records = groups.map((g) => {
+    const r = Buffer.alloc(20 + 16 * sources.length);
+    r[0] = recordType;
+    r.writeUInt16BE(sources.length, 2);
+    addr16(g).copy(r, 4);
+    sources.forEach((s, i) => addr16(s).copy(r, 20 + 16 * i));
+    return r;
+  });
+  // the 4 bytes after the checksum: reserved (2) and the number of records (2)
+  const body = Buffer.concat(records);
+  const frame = buildPacket({ src, dst: 'ff02::16', proto: 58, hopLimit: 1, icmp: { type: 143, body } });
+  frame.writeUInt16BE(groups.length, 14 + 40 + 6);
+  return frame;
 }
 
 function onesSum(b: Buffer, sum = 0): number {

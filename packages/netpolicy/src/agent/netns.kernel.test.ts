@@ -16,6 +16,7 @@ const NS = { client: 'cascade-t-client', server: 'cascade-t-server' };
 const HOST_IF = { client: 'cascade-tc0', server: 'cascade-ts0' };
 // (10.253.0.0/24: not the one-machine cluster's node link, 10.250.0.0/24, so this runs beside a live cluster)
 const IP = { client: '10.253.0.1', server: '10.253.0.2' };
+const IP6 = { client: 'fd00:253::1', server: 'fd00:253::2' };
 const BRIDGE = 'cascade-tbr';
 
 const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
@@ -53,10 +54,10 @@ function inNs(ns: string, script: string, timeoutMs = 5000): Promise<string> {
 }
 
 /** "open" when a TCP connection to the server's port completes within 1.5 s, else "blocked". */
-const connect = (port: number) =>
+const connect = (port: number, host = IP.server) =>
   inNs(
     NS.client,
-    `const s=require('net').connect({host:'${IP.server}',port:${port}});s.setTimeout(1500);` +
+    `const s=require('net').connect({host:'${host}',port:${port}});s.setTimeout(1500);` +
       `s.on('connect',()=>{s.write('hi');});s.on('data',d=>{console.log(String(d));s.destroy();});` +
       `s.on('timeout',()=>{console.log('blocked');s.destroy();});s.on('error',e=>console.log('error '+e.code));`,
   );
@@ -80,6 +81,8 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
       ip('link', 'set', HOST_IF[who], 'master', BRIDGE);
       ip('link', 'set', HOST_IF[who], 'up');
       ip('-n', NS[who], 'addr', 'add', `${IP[who]}/24`, 'dev', peer);
+      // IPv6 too, without duplicate address detection (no 1-2 s wait); neighbours resolve by NDP
+      ip('-n', NS[who], 'addr', 'add', `${IP6[who]}/64`, 'dev', peer, 'nodad');
       ip('-n', NS[who], 'link', 'set', peer, 'up');
       ip('-n', NS[who], 'link', 'set', 'lo', 'up');
     }
@@ -92,7 +95,7 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
         NS.server,
         process.execPath,
         '-e',
-        "for (const p of [80,81]) require('net').createServer(c=>c.on('data',d=>{c.end('pong '+p)})).listen(p,'0.0.0.0');",
+        "for (const p of [80,81]) require('net').createServer(c=>c.on('data',d=>{c.end('pong '+p)})).listen(p,'::');",
       ],
       { stdio: 'ignore' },
     );
@@ -114,12 +117,18 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
     ],
     nodes: [],
     pods: [
-      { namespace: 'app', name: 'client', labels: { app: 'client' }, ips: [IP.client], ports: [] },
+      {
+        namespace: 'app',
+        name: 'client',
+        labels: { app: 'client' },
+        ips: [IP.client, IP6.client],
+        ports: [],
+      },
       {
         namespace: 'db',
         name: 'server',
         labels: { app: 'server' },
-        ips: [IP.server],
+        ips: [IP.server, IP6.server],
         ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
       },
     ],
@@ -154,6 +163,9 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
     const byName = (n: string) => Number(ip('-j', 'link', 'show', n).match(/"ifindex":(\d+)/)?.[1]);
     expect(ifindexes.get(IP.client)).toBe(byName(HOST_IF.client));
     expect(ifindexes.get(IP.server)).toBe(byName(HOST_IF.server));
+    // each pod's IPv6 address is on the same veth
+    ifindexes.set(IP6.client, ifindexes.get(IP.client)!);
+    ifindexes.set(IP6.server, ifindexes.get(IP.server)!);
   });
 
   it('the CNI chaining plugin attaches at ADD: a new pod passes nothing until the agent loads its endpoint', async () => {
@@ -190,7 +202,7 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
     expect((await dp.dp.attachments()).get(client)).toEqual({ ingress: true, egress: true });
     // ... and its record names that veth and the pod's address, read inside the pod's namespace
     expect(readFileSync(join(recordDir, 'c0ffee'), 'utf8')).toBe(
-      `ifindex ${client}\nifname ${HOST_IF.client}\naddr ${IP.client}\n`,
+      `ifindex ${client}\nifname ${HOST_IF.client}\naddr ${IP.client}\naddr ${IP6.client}\n`,
     );
     // the agent binds the pod from the record alone, with no neighbour entry (the pod's ARP is
     // dropped until it is bound); a forged record naming another veth's index is not believed
@@ -202,7 +214,7 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
     const fromRecords = await new KernelInterfaces({ recordDir }).records(
       await new KernelInterfaces().links(),
     );
-    expect(fromRecords.map((r) => [r.ifindex, r.addresses])).toEqual([[client, [IP.client]]]);
+    expect(fromRecords.map((r) => [r.ifindex, r.addresses])).toEqual([[client, [IP.client, IP6.client]]]);
     expect((await new KernelInterfaces({ recordDir }).resolve([IP.client])).get(IP.client)).toBe(client);
     // the window: the agent has not loaded the client's endpoint yet, so none of its traffic flows
     expect(await connect(80)).toBe('blocked');
@@ -324,6 +336,28 @@ describe.skipIf(!kernelTestsEnabled())('the program attached at tc on real veths
     // The kernel counted the dropped SYNs (retransmitted while the client waited).
     expect(await dp.dp.counter(COUNTERS.deny)).toBeGreaterThan(0);
     expect(await dp.dp.counter(COUNTERS.allow)).toBeGreaterThan(0);
+  });
+
+  it('IPv6 (round three): neighbours resolve both ways and listeners report through the strict NDP/MLD forms', async () => {
+    // attached by the test before; fresh neighbour caches, so every resolution goes through the program
+    for (const who of ['client', 'server'] as const) ip('-n', NS[who], '-6', 'neigh', 'flush', 'all');
+    const ndp = await dp.dp.counter(COUNTERS.ndp);
+    expect(await connect(80, IP6.server)).toBe('pong 80');
+    expect(await connect(81, IP6.server)).toBe('blocked');
+    // both caches learned the other pod (the client solicited, the server answered and solicited back
+    // or learned it from the solicitation)
+    const learned = (who: 'client' | 'server', other: string) =>
+      ip('-n', NS[who], '-6', 'neigh', 'show', other).match(/lladdr \S+ (\w+)/)?.[1];
+    expect(learned('client', IP6.server)).toMatch(/REACHABLE|STALE|DELAY|PROBE/);
+    expect(learned('server', IP6.client)).toMatch(/REACHABLE|STALE|DELAY|PROBE/);
+    // a listener joins a group: its MLD report leaves the pod through the program, as NDP-class
+    const peer = `${HOST_IF.client}p`;
+    await inNs(
+      NS.client,
+      `const s=require('dgram').createSocket({type:'udp6',reuseAddr:true});` +
+        `s.bind(5353,()=>{s.addMembership('ff02::fb','::%${peer}');setTimeout(()=>{s.close();console.log('ok')},1500)});`,
+    );
+    expect(await dp.dp.counter(COUNTERS.ndp)).toBeGreaterThan(ndp);
   });
 
   it('a policy change reaches live traffic; detaching restores it', async () => {
