@@ -50,6 +50,8 @@ function foreignIdentityCap(): { foreignIdentityCap?: number } {
 export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
   const engine = new NetpolEngine(foreignIdentityCap());
   const services = new ServiceCatalog();
+  // the agents' default tenant label: Service budgets shared per tenant, as on a node
+  services.setTenants((ns) => engine.tenantOf(ns));
   const problems: string[] = [];
   const sources = new Map<string, string>();
   const bridges = new Map<string, readonly string[]>();

@@ -120,13 +120,16 @@ export class NetpolAgent {
   private started = false;
   private stopped = false;
   private lastProblems = '';
+  private tenancySeen = 0;
 
   constructor(opts: AgentOptions) {
     this.opts = opts;
-    this.engine = new NetpolEngine(
-      opts.foreignIdentityCap !== undefined ? { foreignIdentityCap: opts.foreignIdentityCap } : {},
-    );
+    this.engine = new NetpolEngine({
+      ...(opts.foreignIdentityCap !== undefined ? { foreignIdentityCap: opts.foreignIdentityCap } : {}),
+      ...(opts.tenantLabel !== undefined ? { tenantLabel: opts.tenantLabel } : {}),
+    });
     this.services = new ServiceCatalog(opts.serviceBudget);
+    this.services.setTenants((ns) => this.engine.tenantOf(ns));
     this.slices = new SliceIndex();
     if (opts.podSource === 'slices')
       this.podSource = {
@@ -378,11 +381,16 @@ export class NetpolAgent {
     if (!this.started) return;
     const t0 = process.hrtime.bigint();
     this.engine.flush();
+    // a namespace changed tenant: the Service budgets are shared anew
+    if (this.tenancySeen !== this.engine.tenancyRevision) {
+      this.tenancySeen = this.engine.tenancyRevision;
+      this.services.setTenants((ns) => this.engine.tenantOf(ns));
+    }
     const budget = this.opts.namespaceEntryBudget ?? DEFAULT_NAMESPACE_ENTRY_BUDGET;
     for (const r of enforceNamespaceBudget(this.engine, budget, this.opts.node)) {
       this.refusedPolicies.set(r.policy, r);
       this.budgetRefusals.inc();
-      this.log('error', 'NetworkPolicy refused: namespace over its policy map budget', {
+      this.log('error', 'NetworkPolicy refused: its tenant is over its policy map budget', {
         policy: r.policy,
         namespace: r.namespace,
         entries: r.entries,

@@ -10,6 +10,7 @@ import { ARTIFACTS, Datapath, MAX_BACKEND_SLOTS, MAX_FRONTENDS } from '@cascade/
 import { hashOf, watchNamespaces } from '@cascade/core';
 import { binary, jsonLogger, KubeClient } from '@cascade/core/kube';
 import { DEFAULT_SERVICE_BUDGET } from '../engine/service-budget.ts';
+import { DEFAULT_TENANT_LABEL, validTenantLabel } from '../engine/tenants.ts';
 import { NetpolAgent } from './agent.ts';
 import { agentMetricsBindAddress } from './flows-read.ts';
 import { leaveNode, UninstallSignal } from './uninstall.ts';
@@ -29,15 +30,19 @@ Flags (defaults from the environment variable named, then the value shown):
                                     ($CASCADE_CNI_CONF_DIR; "": left alone)
   --daemonset NAME                  the agent's DaemonSet in $POD_NAMESPACE: deleted, it means an uninstall
                                     and SIGTERM leaves the node ($CASCADE_DAEMONSET; "": never leaves)
-  --namespace-entry-budget N        policy map entries one namespace's NetworkPolicies may use on this
-                                    node ($CASCADE_NAMESPACE_ENTRY_BUDGET, 100000)
-  --foreign-identity-cap N          label sets per namespace that other namespaces' NetworkPolicies
+  --tenant-label KEY                the namespace label naming a namespace's tenant: namespaces that share
+                                    its value share the budgets and the identity cap below; one without it
+                                    is a tenant of its own ($CASCADE_TENANT_LABEL, cascade.dev/tenant; "":
+                                    every namespace its own; the controller's must match)
+  --namespace-entry-budget N        policy map entries one tenant's NetworkPolicies may use on this
+                                    node for peers it controls ($CASCADE_NAMESPACE_ENTRY_BUDGET, 100000)
+  --foreign-identity-cap N          label sets per tenant that other namespaces' NetworkPolicies
                                     select one by one; newer ones are left out of those peers
                                     ($CASCADE_FOREIGN_IDENTITY_CAP, 512; the controller's must match)
-  --service-namespace-frontends N   Service frontends one namespace may take in this node's maps
-                                    ($CASCADE_SERVICE_NAMESPACE_FRONTENDS, 2048)
-  --service-namespace-backends N    backend slots one namespace may take ($CASCADE_SERVICE_NAMESPACE_BACKENDS,
-                                    16384); a Service over its namespace's budget is refused alone
+  --service-namespace-frontends N   Service frontends one tenant may take in this node's maps
+                                    ($CASCADE_SERVICE_NAMESPACE_FRONTENDS, 2048; the oldest Services first)
+  --service-namespace-backends N    backend slots one tenant may take ($CASCADE_SERVICE_NAMESPACE_BACKENDS,
+                                    16384); a Service over its tenant's budget is refused alone
                                     (untranslated; new flows to its ClusterIPs dropped)
   --service-reserved-namespaces NS  namespaces served first, without a budget ($CASCADE_SERVICE_RESERVED_NAMESPACES,
                                     "kube-system"; comma-separated)
@@ -71,6 +76,7 @@ const b = binary(
     daemonset: { type: 'string', default: env.CASCADE_DAEMONSET ?? '' },
     'namespace-entry-budget': { type: 'string', default: env.CASCADE_NAMESPACE_ENTRY_BUDGET ?? '100000' },
     'foreign-identity-cap': { type: 'string', default: env.CASCADE_FOREIGN_IDENTITY_CAP ?? '512' },
+    'tenant-label': { type: 'string', default: env.CASCADE_TENANT_LABEL ?? DEFAULT_TENANT_LABEL },
     'pod-source': { type: 'string', default: env.CASCADE_POD_SOURCE ?? 'pods' },
     'service-namespace-frontends': {
       type: 'string',
@@ -99,6 +105,8 @@ if (podSourceText !== 'pods' && podSourceText !== 'slices')
   fail(`--pod-source: "${podSourceText.slice(0, 40)}" is not one of pods, slices`);
 const podSource = podSourceText as 'pods' | 'slices';
 const budget = b.whole('namespace-entry-budget', 'entries', 1_048_576);
+const tenantLabel = String(values['tenant-label']);
+if (!validTenantLabel(tenantLabel)) fail(`--tenant-label: "${tenantLabel.slice(0, 80)}" is not a label key`);
 const reserved = watchNamespaces(String(values['service-reserved-namespaces']));
 if (typeof reserved === 'string') fail(`--service-reserved-namespaces: ${reserved}`);
 const serviceBudget = {
@@ -137,6 +145,7 @@ const agent = new NetpolAgent({
   identity: { version: b.version(), program: hashOf(readFileSync(ARTIFACTS.object), 12) },
   namespaceEntryBudget: budget,
   foreignIdentityCap: b.whole('foreign-identity-cap', 'label sets', 1_000_000),
+  tenantLabel,
   serviceBudget,
   podSource,
   ...(Array.isArray(audited) ? { auditNamespaces: audited } : {}),

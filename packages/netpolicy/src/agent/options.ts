@@ -44,6 +44,8 @@ export interface AgentOptions {
    * DEFAULT_FOREIGN_IDENTITY_CAP, 512; engine/identity-cap.ts). Must equal the controller's.
    */
   foreignIdentityCap?: number;
+  /** The namespace label naming tenants (engine/tenants.ts); '' for none. */
+  tenantLabel?: string;
   /**
    * Service frontends and backend slots one namespace may take in this node's maps, and the namespaces
    * served first without a budget (default DEFAULT_SERVICE_BUDGET: 2048, 16,384, kube-system). A

@@ -66,6 +66,8 @@ export interface NetpolControllerOptions {
   entryBudget?: number;
   /** The agents' --foreign-identity-cap (engine/identity-cap.ts): published rules must be theirs. */
   foreignIdentityCap?: number;
+  /** The agents' --tenant-label (engine/tenants.ts): budgets and caps must be theirs. */
+  tenantLabel?: string;
   /**
    * Pod changes wait this long (ms) to be written to PodAddressSlices with the changes that follow
    * (kube-controller-manager's --endpointslice-updates-batch-period): fewer slice writes, and watch
@@ -131,9 +133,10 @@ export class NetpolController {
 
   constructor(opts: NetpolControllerOptions) {
     this.opts = opts;
-    this.engine = new NetpolEngine(
-      opts.foreignIdentityCap !== undefined ? { foreignIdentityCap: opts.foreignIdentityCap } : {},
-    );
+    this.engine = new NetpolEngine({
+      ...(opts.foreignIdentityCap !== undefined ? { foreignIdentityCap: opts.foreignIdentityCap } : {}),
+      ...(opts.tenantLabel !== undefined ? { tenantLabel: opts.tenantLabel } : {}),
+    });
     this.name = opts.name ?? 'netpolicy-controller';
     this.client = opts.client;
     this.log = opts.log ?? jsonLogger(this.name);

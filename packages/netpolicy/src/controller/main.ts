@@ -10,6 +10,7 @@ import {
   KubeClient,
   runUntilSigterm,
 } from '@cascade/core/kube';
+import { DEFAULT_TENANT_LABEL, validTenantLabel } from '../engine/tenants.ts';
 import { NetpolController } from './controller.ts';
 import { CONTROLLER_NAME } from './rbac.ts';
 
@@ -26,6 +27,7 @@ ${CONTROLLER_USAGE}  --rules-analysis-interval S        on pod churn, the exact 
                                      (default 100000)
   --foreign-identity-cap N           the agents' --foreign-identity-cap (default 512): published
                                      rules and simulations must be theirs
+  --tenant-label KEY                 the agents' --tenant-label (default cascade.dev/tenant)
   --slice-updates-batch-period D     pod changes wait D (e.g. 500ms, 1s; at most 10s) to be written
                                      to PodAddressSlices with those that follow: fewer writes and
                                      agent watch events in rollouts, new addresses that much later
@@ -33,6 +35,11 @@ ${CONTROLLER_USAGE}  --rules-analysis-interval S        on pod churn, the exact 
   --version                          the version
   -h, --help                         this text
 `;
+
+/** The --tenant-label value, checked. */
+function tenantLabelFlag(v: string): string {
+  return validTenantLabel(v) ? v : b.fail(`--tenant-label: "${v.slice(0, 80)}" is not a label key`);
+}
 
 /** `0`, `500ms`, `1s`, `1.5s` (at most 10 s) in milliseconds; anything else is a usage error. */
 function batchPeriod(v: string): number {
@@ -51,6 +58,7 @@ const b = binary(
     'rules-analysis-interval': { type: 'string', default: '30' },
     'namespace-entry-budget': { type: 'string', default: '100000' },
     'foreign-identity-cap': { type: 'string', default: '512' },
+    'tenant-label': { type: 'string', default: DEFAULT_TENANT_LABEL },
     'slice-updates-batch-period': { type: 'string', default: '0' },
   },
   new URL('../../package.json', import.meta.url),
@@ -61,6 +69,7 @@ const own = {
   analysisIntervalSeconds: b.seconds('rules-analysis-interval'),
   entryBudget: b.whole('namespace-entry-budget', 'entries', 1_048_576),
   foreignIdentityCap: b.whole('foreign-identity-cap', 'label sets', 1_000_000),
+  tenantLabel: tenantLabelFlag(String(b.values['tenant-label'])),
   sliceBatchMillis: batchPeriod(String(b.values['slice-updates-batch-period'])),
 };
 const controller = new NetpolController({

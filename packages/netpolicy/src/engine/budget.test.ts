@@ -88,7 +88,7 @@ describe('per-namespace policy map budget', () => {
     const refused = enforceNamespaceBudget(e, 500, 'n1');
     expect(refused.map((r) => r.policy)).toEqual(['NetworkPolicy/tenant/flood']);
     expect(refused[0]!.reason).toMatch(
-      /namespace tenant needs \d+ policy map entries on node n1, over its budget of 500/,
+      /namespace tenant needs \d+ policy map entries on node n1 for peers it controls \(its own pods, addresses, nodes\), over its budget of 500/,
     );
     // fail closed: what only the refused policy allowed is denied; web is still isolated
     expect(mapConnection(e, '172.16.1.9', '10.0.0.1', 6, 443).verdict).toBe('deny');

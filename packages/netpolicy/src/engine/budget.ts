@@ -1,49 +1,71 @@
 // Policy map capacity per tenant. One node's policy map is shared by every namespace on it: without a
 // bound, one tenant's NetworkPolicies (a 159 KB policy lowers to 171,020 entries) fill it and every
 // later rule set, admin Deny rules included, is refused. Two bounds:
-//   - a per-namespace budget: the entries the NetworkPolicies of one namespace add to the rule sets of
-//     one node's endpoints. Over it, the namespace's largest NetworkPolicy is refused alone: it is
-//     replaced by its isolation (its pods stay isolated in its directions: fail closed) and reported;
+//   - a per-tenant budget (tenants.ts: the namespaces sharing the admin's tenant label, or one
+//     namespace): the entries the NetworkPolicies of one tenant add to the rule sets of one node's
+//     endpoints. Over it, the tenant's newest NetworkPolicy is refused (what was admitted before is
+//     never pushed out by what comes later; by size when the policies' ages are unknown), then the
+//     next newest, until it fits: each is replaced by its isolation (its pods stay isolated in its
+//     directions: fail closed) and reported;
 //   - a reserve for the admin tier in the loader (bpf-datapath: namespaced rule sets cannot take it).
-// Plain functions of the engine's lowered state, so `cascadectl netpol lint` predicts the same offline.
+// A tenant is charged only for what it controls: entries for its own pods' identities, addresses,
+// nodes and the all-pods classes. Entries for another tenant's pods (a `namespaceSelector` peer
+// selecting them) are not charged to it: how many there are is the other tenant's doing, bounded by
+// that tenant's identity cap (identity-cap.ts), and charging them let seven namespaces at the cap
+// refuse a victim's policy, and let a tenant learn from its refusal whether a guessed label selects
+// pods elsewhere (round three). So a refusal, and its message, depend only on what the tenant may
+// read. Plain functions of the engine's lowered state, so `cascadectl netpol lint` predicts the same
+// offline.
 import type { NetpolEngine } from './engine.ts';
 import type { MapState } from './mapstate.ts';
 import type { NetPolicyObject } from './model.ts';
+import { describeTenant, type TenantId } from './tenants.ts';
 
 export const DEFAULT_NAMESPACE_ENTRY_BUDGET = 100_000;
 
 export interface PolicyCost {
   policy: string;
   namespace: string;
-  /** Entries its rules add to the distinct rule sets of the node's endpoints. */
+  /** the tenant charged (tenants.ts) */
+  tenant: TenantId;
+  /** Entries its rules add to the distinct rule sets of the node's endpoints, charged to its tenant. */
   entries: number;
+  /** its creationTimestamp ('' when unknown) */
+  created: string;
 }
 
 export interface BudgetOverrun {
-  namespace: string;
+  /** the tenant over budget (a namespace's name when it is its own tenant) */
+  namespace: TenantId;
   entries: number;
   budget: number;
-  /** The namespace's largest NetworkPolicy: the one refused. */
+  /** The tenant's newest NetworkPolicy (the largest when ages are unknown): the one refused. */
   refuse: PolicyCost;
 }
 
-/** Entries per NetworkPolicy in one rule set, counted once per MapState version (steady state: free). */
-const perTable = new WeakMap<MapState, { version: number; counts: Map<string, number> }>();
-function tableCosts(state: MapState): Map<string, number> {
+/** Charged entries per NetworkPolicy in one rule set, counted once per MapState version and tenancy. */
+const perTable = new WeakMap<MapState, { version: string; counts: Map<string, number> }>();
+function tableCosts(engine: NetpolEngine, state: MapState): Map<string, number> {
+  const version = `${state.version}/${engine.tenancyRevision}`;
   const known = perTable.get(state);
-  if (known?.version === state.version) return known.counts;
+  if (known?.version === version) return known.counts;
   const counts = new Map<string, number>();
   for (const e of state.entries()) {
     const hash = e.rule.indexOf('#');
     if (hash < 0 || !e.rule.startsWith('NetworkPolicy/')) continue; // isolation, baseline, admin
     const policy = e.rule.slice(0, hash);
+    const peer = engine.identities.get(e.identity);
+    if (peer?.kind === 'pod' && peer.namespace !== undefined) {
+      const ns = policy.slice('NetworkPolicy/'.length, policy.indexOf('/', 'NetworkPolicy/'.length));
+      if (engine.tenantOf(peer.namespace) !== engine.tenantOf(ns)) continue; // another tenant's pods
+    }
     counts.set(policy, (counts.get(policy) ?? 0) + 1);
   }
-  perTable.set(state, { version: state.version, counts });
+  perTable.set(state, { version, counts });
   return counts;
 }
 
-/** Entries per NetworkPolicy in the rule sets of `node`'s endpoints (every pod's when undefined). */
+/** Charged entries per NetworkPolicy in the rule sets of `node`'s endpoints (every pod's when undefined). */
 export function networkPolicyCosts(engine: NetpolEngine, node?: string): PolicyCost[] {
   const tableIds = new Set<string>();
   for (const [key, pod] of engine.pods) {
@@ -57,23 +79,40 @@ export function networkPolicyCosts(engine: NetpolEngine, node?: string): PolicyC
   for (const id of tableIds) {
     const t = engine.tables.get(id);
     if (!t) continue;
-    for (const [policy, n] of tableCosts(t.state)) counts.set(policy, (counts.get(policy) ?? 0) + n);
+    for (const [policy, n] of tableCosts(engine, t.state)) counts.set(policy, (counts.get(policy) ?? 0) + n);
   }
-  return [...counts].map(([policy, entries]) => ({ policy, namespace: policy.split('/')[1]!, entries }));
+  return [...counts].map(([policy, entries]) => {
+    const namespace = policy.split('/')[1]!;
+    const created = engine.policies.get(policy)?.obj.creationTimestamp ?? '';
+    return { policy, namespace, tenant: engine.tenantOf(namespace), entries, created };
+  });
 }
 
-/** Namespaces over budget, each with the NetworkPolicy to refuse (the largest; ties by name). */
+/** Newest first (what came last is refused first), then the largest, then by name. */
+const refusalOrder = (a: PolicyCost, b: PolicyCost) =>
+  a.created !== b.created
+    ? a.created < b.created
+      ? 1
+      : -1
+    : b.entries - a.entries || a.policy.localeCompare(b.policy);
+
+/** Tenants over budget, each with the NetworkPolicy to refuse (its newest; the largest when unknown). */
 export function budgetOverruns(costs: readonly PolicyCost[], budget: number): BudgetOverrun[] {
-  const byNs = new Map<string, PolicyCost[]>();
-  for (const c of costs) byNs.set(c.namespace, [...(byNs.get(c.namespace) ?? []), c]);
+  const byTenant = new Map<string, PolicyCost[]>();
+  for (const c of costs) byTenant.set(c.tenant, [...(byTenant.get(c.tenant) ?? []), c]);
   const out: BudgetOverrun[] = [];
-  for (const [namespace, list] of byNs) {
+  for (const [tenant, list] of byTenant) {
     const entries = list.reduce((s, c) => s + c.entries, 0);
     if (entries <= budget) continue;
-    const refuse = [...list].sort((a, b) => b.entries - a.entries || a.policy.localeCompare(b.policy))[0]!;
-    out.push({ namespace, entries, budget, refuse });
+    const refuse = [...list].filter((c) => c.entries > 0).sort(refusalOrder)[0]!;
+    out.push({ namespace: tenant, entries, budget, refuse });
   }
   return out.sort((a, b) => a.namespace.localeCompare(b.namespace));
+}
+
+/** What a refusal says: the tenant's own figures only (the entries its budget is charged). */
+export function overrunMessage(o: BudgetOverrun, node?: string): string {
+  return `${describeTenant(o.namespace)} needs ${o.entries} policy map entries${node ? ` on node ${node}` : ''} for peers it controls (its own pods, addresses, nodes), over its budget of ${o.budget}`;
 }
 
 /**
@@ -113,9 +152,9 @@ export function enforceNamespaceBudget(engine: NetpolEngine, budget: number, nod
       refused.push({
         original: p.obj,
         policy: o.refuse.policy,
-        namespace: o.namespace,
+        namespace: o.refuse.namespace,
         entries: o.refuse.entries,
-        reason: `namespace ${o.namespace} needs ${o.entries} policy map entries${node ? ` on node ${node}` : ''}, over its budget of ${o.budget}; ${o.refuse.policy} (${o.refuse.entries} entries, the largest) is refused: its pods stay isolated, none of its rules allow`,
+        reason: `${overrunMessage(o, node)}; ${o.refuse.policy} (${o.refuse.entries} entries, ${o.refuse.created ? 'its newest' : 'the largest'}) is refused: its pods stay isolated, none of its rules allow`,
       });
     }
     engine.flush();

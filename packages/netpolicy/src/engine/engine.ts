@@ -20,6 +20,7 @@ import {
 import { IdentityIndex } from './selection.ts';
 import { SelectionCache } from './selection-cache.ts';
 import { layerRules, TableIds } from './table-ids.ts';
+import { DEFAULT_TENANT_LABEL, type TenantId, tenantOf } from './tenants.ts';
 import type { TieredRules } from './tiers.ts';
 
 export const DIRECTIONS: readonly Direction[] = ['ingress', 'egress'];
@@ -59,8 +60,10 @@ export interface FlushDiff {
 }
 
 export interface EngineOptions {
-  /** Label sets per namespace that other namespaces' NetworkPolicies select one by one (identity-cap.ts). */
+  /** Label sets per tenant that other tenants' NetworkPolicies select one by one (identity-cap.ts). */
   foreignIdentityCap?: number;
+  /** The namespace label whose value names a namespace's tenant (tenants.ts); '' for none. */
+  tenantLabel?: string;
 }
 
 const podKey = (p: { namespace: string; name: string }) => `${p.namespace}/${p.name}`;
@@ -96,8 +99,17 @@ export class NetpolEngine {
   private revision = 0;
   private podsRevision = 0;
 
+  readonly tenantLabel: string;
+
   constructor(opts: EngineOptions = {}) {
     if (opts.foreignIdentityCap !== undefined) this.book.cap = new IdentityCap(opts.foreignIdentityCap);
+    this.tenantLabel = opts.tenantLabel ?? DEFAULT_TENANT_LABEL;
+    this.book.tenantOf = (ns) => this.tenantOf(ns);
+  }
+
+  /** The tenant a namespace belongs to (tenants.ts). */
+  tenantOf(ns: string): TenantId {
+    return tenantOf(ns, this.namespaces.get(ns)?.labels, this.tenantLabel);
   }
 
   /** Namespaces with more label sets than the identity cap (identity-cap.ts). */
@@ -127,9 +139,13 @@ export class NetpolEngine {
     return this.podsRevision;
   }
 
+  /** Bumped when a namespace's tenant changes (tenants.ts): what per-tenant charges read. */
+  tenancyRevision = 0;
+
   upsertNamespace(ns: Namespace): void {
     this.podsRevision++;
     this.clearAddressMemos();
+    if (tenantOf(ns.name, ns.labels, this.tenantLabel) !== this.tenantOf(ns.name)) this.tenancyRevision++;
     this.namespaces.set(ns.name, ns);
     for (const [k, p] of this.pods) if (p.namespace === ns.name) this.dirtyPods.add(k);
   }

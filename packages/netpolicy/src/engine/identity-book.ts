@@ -28,6 +28,8 @@ export class IdentityBook {
   private readonly nsLabels: (ns: string) => Record<string, string>;
   /** Which label sets other namespaces' NetworkPolicies leave out (identity-cap.ts). */
   cap: IdentityCap;
+  /** The tenant of a namespace: the cap's group (tenants.ts). */
+  tenantOf: (ns: string) => string = (ns) => ns;
   /** Pods placed since the last sync, with what their identity is made of (computed once). */
   private readonly pending = new Map<string, PodParts>();
 
@@ -47,7 +49,7 @@ export class IdentityBook {
     }
     const parts = this.parts(pod);
     this.pending.set(key, parts);
-    this.cap.place(key, pod.namespace, parts.base, pod.created);
+    this.cap.place(key, this.tenantOf(pod.namespace), parts.base, pod.created, pod.namespace);
   }
 
   /** Pods whose label set went in or out of their namespace's cap since the last call. */
@@ -156,7 +158,7 @@ export class IdentityBook {
   }
 
   private podInfo(p: Pod, parts: PodParts): IdentityInfo {
-    const capped = this.cap.isCapped(p.namespace, parts.base);
+    const capped = this.cap.isCapped(this.tenantOf(p.namespace), parts.base);
     const key = capped ? `${parts.base}+capped` : parts.base;
     return {
       id: this.allocator.allocate('pod', key),

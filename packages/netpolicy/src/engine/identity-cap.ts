@@ -9,12 +9,17 @@
 // peers that admit every pod with one wildcard entry (`namespaceSelector: {}` alone, an ipBlock holding
 // every pod) still admit them. Their own namespace's policies and every admin rule see them as usual:
 // an admin Deny never loses a pod. Age ranking means a newcomer cannot push an older label set out.
+// The cap is per tenant (tenants.ts: the namespaces sharing an admin-set label, or one namespace):
+// one owner's many namespaces share one cap, so seven namespaces at the cap no longer cost another
+// tenant's `namespaceSelector: {}` peer seven times 512 identities (round three).
 export const DEFAULT_FOREIGN_IDENTITY_CAP = 512;
 
 interface LabelSet {
   /** Member pod key -> its creationTimestamp ('' when unknown). */
   members: Map<string, string>;
   oldest: string;
+  /** the namespace of its pods (a label set's key holds its namespace) */
+  namespace: string;
 }
 
 export interface CappedNamespace {
@@ -25,11 +30,11 @@ export interface CappedNamespace {
 
 export class IdentityCap {
   readonly cap: number;
-  /** namespace -> base identity key -> its pods. */
+  /** group (a tenant) -> base identity key -> its pods. */
   private readonly sets = new Map<string, Map<string, LabelSet>>();
-  /** namespace -> the capped base keys. */
+  /** group -> the capped base keys. */
   private readonly capped = new Map<string, Set<string>>();
-  /** pod key -> where it is placed. */
+  /** pod key -> where it is placed (`ns`: its group). */
   private readonly placed = new Map<string, { ns: string; base: string }>();
   private readonly dirty = new Set<string>();
 
@@ -38,8 +43,17 @@ export class IdentityCap {
     this.cap = cap;
   }
 
-  /** Records a pod's label set (`base` undefined: the pod is gone). */
-  place(pod: string, ns: string | undefined, base: string | undefined, created = ''): void {
+  /**
+   * Records a pod's label set in its group, the tenant of its namespace (`base` undefined: the pod is
+   * gone).
+   */
+  place(
+    pod: string,
+    ns: string | undefined,
+    base: string | undefined,
+    created = '',
+    namespace = ns ?? '',
+  ): void {
     const was = this.placed.get(pod);
     if (was && was.ns === ns && was.base === base) return;
     if (was) {
@@ -57,7 +71,7 @@ export class IdentityCap {
     let byKey = this.sets.get(ns);
     if (!byKey) this.sets.set(ns, (byKey = new Map()));
     let set = byKey.get(base);
-    if (!set) byKey.set(base, (set = { members: new Map(), oldest: created }));
+    if (!set) byKey.set(base, (set = { members: new Map(), oldest: created, namespace }));
     set.members.set(pod, created);
     if (created < set.oldest) set.oldest = created;
     this.placed.set(pod, { ns, base });
@@ -93,14 +107,25 @@ export class IdentityCap {
     return this.capped.get(ns)?.has(base) ?? false;
   }
 
-  /** Namespaces over the cap, with their label-set counts (what Events and metrics report). */
+  /**
+   * Namespaces with capped label sets, with their own label-set counts (what Events and metrics
+   * report: a namespace's Event names its own label sets only, never another namespace's).
+   */
   over(): CappedNamespace[] {
-    return [...this.capped]
-      .map(([namespace, c]) => ({
-        namespace,
-        labelSets: this.sets.get(namespace)?.size ?? 0,
-        capped: c.size,
-      }))
+    const byNs = new Map<string, CappedNamespace>();
+    for (const [group, keys] of this.capped) {
+      for (const set of this.sets.get(group)?.values() ?? []) {
+        const c = byNs.get(set.namespace) ?? { namespace: set.namespace, labelSets: 0, capped: 0 };
+        c.labelSets++;
+        byNs.set(set.namespace, c);
+      }
+      for (const k of keys) {
+        const ns = this.sets.get(group)?.get(k)?.namespace;
+        if (ns !== undefined) byNs.get(ns)!.capped++;
+      }
+    }
+    return [...byNs.values()]
+      .filter((c) => c.capped > 0)
       .sort((a, b) => (a.namespace < b.namespace ? -1 : 1));
   }
 }

@@ -3,12 +3,18 @@
 // with the same peers and ports always decides first, and NetworkPolicy rules that admin rules make
 // dead in the cluster as it is; and policies that do nothing (feedback.ts).
 
-import { budgetOverruns, DEFAULT_NAMESPACE_ENTRY_BUDGET, networkPolicyCosts } from './budget.ts';
+import {
+  budgetOverruns,
+  DEFAULT_NAMESPACE_ENTRY_BUDGET,
+  networkPolicyCosts,
+  overrunMessage,
+} from './budget.ts';
 import { DEAD_RULE_BUDGET, deadNetworkPolicyRules } from './dead-rules.ts';
 import type { NetpolEngine } from './engine.ts';
 import { lintTenantFeedback } from './feedback.ts';
 import type { Rule } from './rules.ts';
 import { subjectSelects } from './selection.ts';
+import { describeTenant } from './tenants.ts';
 
 export interface LintFinding {
   severity: 'warning';
@@ -118,13 +124,14 @@ export function lintEntryBudget(
   const seen = new Set<string>();
   for (const node of [...nodes].sort()) {
     for (const o of budgetOverruns(networkPolicyCosts(engine, node), budget)) {
-      if (seen.has(o.refuse.policy) || (namespaces && !namespaces.has(o.namespace))) continue;
+      if (seen.has(o.refuse.policy) || (namespaces && !namespaces.has(o.refuse.namespace))) continue;
       seen.add(o.refuse.policy);
+      const which = o.refuse.created ? 'its newest' : 'the largest';
       out.push({
         severity: 'warning',
         policy: o.refuse.policy,
-        message: `namespace ${o.namespace} needs ${o.entries} policy map entries${node ? ` on node ${node}` : ''}, over its budget of ${o.budget}: the agent refuses ${o.refuse.policy} (${o.refuse.entries} entries, the largest) and keeps its pods isolated`,
-        summary: `namespace ${o.namespace} needs more policy map entries than its budget of ${o.budget}${node ? ` on a node` : ''}: the agent refuses ${o.refuse.policy} (the largest) and keeps its pods isolated`,
+        message: `${overrunMessage(o, node)}: the agent refuses ${o.refuse.policy} (${o.refuse.entries} entries, ${which}) and keeps its pods isolated`,
+        summary: `${describeTenant(o.namespace)} needs more policy map entries than its budget of ${o.budget}${node ? ` on a node` : ''}: the agent refuses ${o.refuse.policy} (${which}) and keeps its pods isolated`,
       });
     }
   }

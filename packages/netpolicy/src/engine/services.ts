@@ -36,6 +36,8 @@ export interface Service {
   ports: ServicePort[];
   /** internalTrafficPolicy Local: ClusterIP flows go to the node's own endpoints only */
   localOnly: boolean;
+  /** metadata.creationTimestamp: a node's Service maps admit the oldest first (service-budget.ts) */
+  created?: string;
 }
 export interface SliceEndpoint {
   addresses: string[];
@@ -54,7 +56,10 @@ export interface EndpointSlice {
   endpoints: SliceEndpoint[];
 }
 
-type Raw = { metadata?: { name?: unknown; namespace?: unknown; labels?: unknown }; spec?: unknown };
+type Raw = {
+  metadata?: { name?: unknown; namespace?: unknown; labels?: unknown; creationTimestamp?: unknown };
+  spec?: unknown;
+};
 const isObj = (x: unknown): x is Record<string, unknown> =>
   typeof x === 'object' && x !== null && !Array.isArray(x);
 const str = (x: unknown) => (typeof x === 'string' ? x : undefined);
@@ -106,7 +111,15 @@ export function serviceFromObject(o: Raw): Service | undefined | { error: string
       ...(np && withNodePort ? { nodePort: np } : {}),
     });
   }
-  return { namespace, name, clusterIPs, ports, localOnly: spec.internalTrafficPolicy === 'Local' };
+  const created = str(o.metadata?.creationTimestamp);
+  return {
+    namespace,
+    name,
+    clusterIPs,
+    ports,
+    localOnly: spec.internalTrafficPolicy === 'Local',
+    ...(created ? { created } : {}),
+  };
 }
 
 /** discovery.k8s.io/v1 EndpointSlice -> EndpointSlice (its Service from kubernetes.io/service-name). */
@@ -193,6 +206,8 @@ export class ServiceCatalog {
   private byClusterIP?: Map<string, Service>;
   private readonly budget: ServiceBudget;
   private readonly capacity?: ServiceCapacity;
+  /** A namespace's tenant (tenants.ts): the unit the budget is shared by; the namespace by default. */
+  private tenantOf: (namespace: string) => string = (ns) => ns;
 
   constructor(budget: ServiceBudget = DEFAULT_SERVICE_BUDGET, capacity?: ServiceCapacity) {
     this.budget = budget;
@@ -216,6 +231,12 @@ export class ServiceCatalog {
   private changed(): void {
     this.cache.clear();
     this.byClusterIP = undefined;
+  }
+
+  /** Sets how namespaces group into tenants (call again when a namespace's tenant changes). */
+  setTenants(tenantOf: (namespace: string) => string): void {
+    this.tenantOf = tenantOf;
+    this.changed();
   }
 
   get size(): number {
@@ -243,7 +264,13 @@ export class ServiceCatalog {
     let c = this.cache.get(k);
     if (!c) {
       const frontends = this.build(node);
-      c = { frontends, ...applyServiceBudget(frontends, this.budget, this.capacity) };
+      c = {
+        frontends,
+        ...applyServiceBudget(frontends, this.budget, this.capacity, {
+          tenantOf: this.tenantOf,
+          createdOf: (key) => this.services.get(key)?.created ?? '',
+        }),
+      };
       this.cache.set(k, c);
     }
     return c;
