@@ -245,10 +245,16 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 			count(CNT_FLOW_BUDGET);
 			return TC_ACT_SHOT;
 		}
+		/* and within its quota of conntrack entries: the table is shared, an LRU evicts */
+		if (!take_ct_place(ck.local)) {
+			count(CNT_CT_QUOTA);
+			return TC_ACT_SHOT;
+		}
 #else
 		/* bench build: every repeat is a new flow of one endpoint; the budget is timed, never refused */
 		if (!take_token(&ep->flow_tokens, &ep->flow_second, clock, FLOWS_PER_SEC, FLOWS_BURST))
 			ep->flow_tokens = FLOWS_BURST;
+		(void)take_ct_place(ck.local); /* timed, never refused */
 #endif
 #ifndef CASCADE_BENCH_NO_TRACK /* bench build only: the stage removed, to time it */
 		track(&ck, dir, &f, ep->revision, generation, clock, ifindex, translated ? &front : NULL,

@@ -142,6 +142,11 @@ struct nat_value {
 #define EVENTS_BURST 640
 #define FLOWS_PER_SEC 4096
 #define FLOWS_BURST 40960
+/* conntrack entries one endpoint address may hold: an eighth of cascade_ct, so one pod opening
+ * allowed flows as fast as its budget lets it can never fill the table and evict another pod's
+ * live connections (round three: it did within 63 s). Counted in cascade_ct_counts by the program
+ * at each new entry and set to the true count by the collector (bpfctl ctgc) every 10 s. */
+#define CT_ENDPOINT_QUOTA 32768
 
 #define CT_IDLE_TCP 21600
 #define CT_IDLE_OTHER 60
@@ -232,6 +237,7 @@ struct frag_value {
 #define CNT_ICMP_TRIMMED 19   /* related ICMP errors cut to the headers a stack reads (conntrack.h) */
 #define CNT_UNBOUND_SOURCE 20 /* from a pod: a source nobody holds yet (a new pod before the agent binds it, or a made-up address) */
 #define CNT_FLOW_CACHE_FILL 21 /* flow cache slots (re)filled by a conntrack hit (flowcache.h): churn, not traffic */
-#define CNT_MAX 22
+#define CNT_CT_QUOTA 22       /* new flows dropped: their endpoint held CT_ENDPOINT_QUOTA conntrack entries */
+#define CNT_MAX 23
 
 #endif

@@ -6,6 +6,24 @@
 #ifndef CASCADE_CONNTRACK_H
 #define CASCADE_CONNTRACK_H
 
+/* Takes one of the endpoint address's conntrack places (CT_ENDPOINT_QUOTA): 1, or 0 when it holds
+ * its quota already. One hash lookup per new allowed flow; established packets never come here. */
+static __always_inline int take_ct_place(const __u8 *local)
+{
+	struct endpoint_key k;
+	__builtin_memcpy(k.addr, local, 16);
+	__u32 *n = bpf_map_lookup_elem(&cascade_ct_counts, &k);
+	if (!n) {
+		__u32 one = 1;
+		bpf_map_update_elem(&cascade_ct_counts, &k, &one, BPF_NOEXIST);
+		return 1;
+	}
+	if (*n >= CT_ENDPOINT_QUOTA)
+		return 0;
+	__sync_fetch_and_add(n, 1);
+	return 1;
+}
+
 /* A new flow's entry, once it is allowed (a denied new flow leaves no state: the verdict cache answers
  * its next packets), and for a translated flow its NAT entries: the backend for its original tuple and
  * the frontend its replies get back. `front`/`to`: NULL unless translated. */

@@ -44,6 +44,15 @@ struct {
 	__uint(max_entries, 262144);
 } cascade_ct SEC(".maps");
 
+/* conntrack entries per local endpoint address (CT_ENDPOINT_QUOTA): the program adds one per new
+ * entry, the collector (bpfctl ctgc) writes the true count after each collection */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct endpoint_key);
+	__type(value, __u32);
+	__uint(max_entries, 65536);
+} cascade_ct_counts SEC(".maps");
+
 /* first fragments' protocol and ports, for their later fragments */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

@@ -10,7 +10,8 @@
 //   writeb MAP N           then N binary records key+value (batch update; answer ok N | err at i)
 //   eraseb MAP N           then N binary keys (batch delete; keys already gone are fine)
 //   ctgc NOW [TCP OTHER CLOSING]  delete conntrack entries idle longer than their limit (seconds of
-//                          the config clock; defaults CT_IDLE_*): ok SCANNED DELETED
+//                          the config clock; defaults CT_IDLE_*), then write each endpoint
+//                          address's true count into cascade_ct_counts: ok SCANNED DELETED
 //   dump MAP               ok N, then N lines "KEYHEX VALHEX"
 //   sum MAP KEYHEX         sum of a per-CPU u64 slot
 //   run PROG PKTHEX [REPEAT [IFINDEX]]  BPF_PROG_TEST_RUN (on IFINDEX, default loopback):
@@ -40,7 +41,7 @@
 #include <netinet/in.h>
 #include "../bpf/cascade.h"
 
-#define MAX_MAPS 16
+#define MAX_MAPS 24
 #define MAX_PROGS 8
 static struct { char name[64]; int fd; __u32 key_size, value_size; int type; } maps[MAX_MAPS];
 static int nmaps;
@@ -92,6 +93,45 @@ static int map_index(const char *name) {
 	for (int i = 0; i < nmaps; i++) if (!strcmp(maps[i].name, name)) return i;
 	return -1;
 }
+
+/* ctgc's count of the entries it kept, per local endpoint address (open addressing; the endpoints
+ * map holds at most 65,536 addresses, so 2^17 slots never fill) */
+enum { SURVIVOR_SLOTS = 1 << 17 };
+static struct { __u8 addr[16]; __u32 n; } survivors[SURVIVOR_SLOTS];
+static void survivors_reset(void) { memset(survivors, 0, sizeof(survivors)); }
+static __u32 *survivor_slot(const __u8 *addr, int add) {
+	__u32 h = 2166136261u;
+	for (int i = 0; i < 16; i++) h = (h ^ addr[i]) * 16777619u;
+	for (__u32 probe = 0; probe < SURVIVOR_SLOTS; probe++) {
+		__u32 i = (h + probe) & (SURVIVOR_SLOTS - 1);
+		if (survivors[i].n && !memcmp(survivors[i].addr, addr, 16)) return &survivors[i].n;
+		if (!survivors[i].n) {
+			if (!add) return NULL;
+			memcpy(survivors[i].addr, addr, 16);
+			return &survivors[i].n;
+		}
+	}
+	return NULL;
+}
+static void survivor(const __u8 *addr) {
+	__u32 *n = survivor_slot(addr, 1);
+	if (n) (*n)++;
+}
+/* cascade_ct_counts set to what the collection kept: addresses with entries get their count, the
+ * others are removed (the program counts up from there until the next collection) */
+static void write_ct_counts(void) {
+	int ci = map_index("cascade_ct_counts");
+	if (ci < 0) return;
+	for (__u32 i = 0; i < SURVIVOR_SLOTS; i++)
+		if (survivors[i].n) bpf_map_update_elem(maps[ci].fd, survivors[i].addr, &survivors[i].n, BPF_ANY);
+	__u8 key[16], next[16];
+	int more = !bpf_map_get_next_key(maps[ci].fd, NULL, next);
+	while (more) {
+		memcpy(key, next, 16);
+		more = !bpf_map_get_next_key(maps[ci].fd, key, next);
+		if (!survivor_slot(key, 0)) bpf_map_delete_elem(maps[ci].fd, key);
+	}
+}
 static int prog_fd(const char *name) {
 	for (int i = 0; i < nprogs; i++) if (!strcmp(progs[i].name, name)) return progs[i].fd;
 	return -1;
@@ -109,7 +149,7 @@ static void add_map(const char *name, int fd) {
 }
 
 static int do_open(const char *dir) {
-	static const char *map_names[] = {"cascade_ipcache", "cascade_hosts", "cascade_verdicts", "cascade_config", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_frags", "cascade_counters", "cascade_events", "cascade_services", "cascade_backends", "cascade_nat", "cascade_revnat"};
+	static const char *map_names[] = {"cascade_ipcache", "cascade_hosts", "cascade_verdicts", "cascade_config", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_ct_counts", "cascade_frags", "cascade_counters", "cascade_events", "cascade_services", "cascade_backends", "cascade_nat", "cascade_revnat"};
 	static const char *prog_names[] = {"from_endpoint", "to_endpoint", "bench_baseline"};
 	char path[512];
 	nmaps = nprogs = 0;
@@ -293,6 +333,7 @@ int main(void) {
 			enum { CHUNK = 4096 };
 			static struct ct_key keys[CHUNK];
 			static struct ct_value vals[CHUNK];
+			survivors_reset();
 			size_t scanned = 0, n = 0, cap = 4096;
 			struct ct_key *dead = malloc(cap * sizeof(*dead));
 			__u64 token = 0;
@@ -308,7 +349,10 @@ int main(void) {
 					scanned++;
 					__u32 idle = vals[i].seen > now ? 0 : now - vals[i].seen;
 					__u32 limit = vals[i].closing ? lim_closing : keys[i].proto == IPPROTO_TCP ? lim_tcp : lim_other;
-					if (idle <= limit) continue;
+					if (idle <= limit) {
+						survivor(keys[i].local);
+						continue;
+					}
 					if (n == cap) {
 						struct ct_key *grown = realloc(dead, 2 * cap * sizeof(*dead));
 						if (!grown) { more = 0; break; }
@@ -328,6 +372,7 @@ int main(void) {
 				if (r) done++; /* gone already (evicted meanwhile): skip it */
 			}
 			free(dead);
+			if (!failed) write_ct_counts();
 			if (failed) printf("err ctgc: %s (after %zu scanned, %zu deleted)\n", strerror(failed), scanned, deleted);
 			else printf("ok %zu %zu\n", scanned, deleted);
 		} else if (!strcmp(cmd, "dump")) {

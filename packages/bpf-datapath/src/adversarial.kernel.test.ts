@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COUNTERS, EP_FLAGS, ID, TEST_RUN_IFINDEX } from './codecs.ts';
+import { monotonicSeconds } from './kernel.ts';
 import type { Datapath } from './loader.ts';
 import { buildArp, buildMldReport, buildNdp, buildPacket, type PacketSpec, TCP_FLAGS } from './packet.ts';
 import type { DesiredState } from './state.ts';
@@ -319,36 +320,62 @@ describe.skipIf(!kernelTestsEnabled())('the datapath against hostile packets', (
   });
 
   describe('a pod flooding new flows', () => {
-    it('is held to its budget of new tracked flows; another pod keeps its live connection (round two)', async () => {
+    it('is held to its budget of new tracked flows and its conntrack quota; another pod keeps its live connection (rounds two and three)', async () => {
       await dp.clearConntrack();
+      const t0 = monotonicSeconds();
+      await dp.tick(t0);
       // D (another pod, its own interface) has a live connection to B
       const live = { src: D, dst: B, proto: 6, sport: 45000, dport: 443 };
       expect(await egress({ ...live, tcpFlags: TCP_FLAGS.SYN }, dummy)).toBe('allow');
       // A opens 45,000 allowed flows as fast as it can: its budget (bursts of 40,960, 4,096 a second of
-      // the agent's clock, which does not move here) tracks the first ones and drops the rest
+      // the agent's clock, which does not move here) and its quota of conntrack entries (32,768, an
+      // eighth of the table) track the first ones and drop the rest
       const budget = await dp.counter(COUNTERS.flowBudget);
-      let dropped = 0;
-      for (let i = 0; i < 45000; i++)
-        if (
-          (await egress({
-            src: A,
-            dst: B,
-            proto: 6,
-            sport: 10000 + i,
-            dport: 8443,
-            tcpFlags: TCP_FLAGS.SYN,
-          })) === 'deny'
-        )
-          dropped++;
-      expect((await dp.counter(COUNTERS.flowBudget)) - budget).toBe(dropped);
+      const quota = await dp.counter(COUNTERS.ctQuota);
+      const open = async (from: number, n: number, proto = 6) => {
+        let dropped = 0;
+        for (let i = from; i < from + n; i++)
+          if (
+            (await egress({
+              src: A,
+              dst: B,
+              proto,
+              sport: 10000 + (i % 50000),
+              dport: 8443 + Math.floor(i / 50000),
+              ...(proto === 6 ? { tcpFlags: TCP_FLAGS.SYN } : {}),
+            })) === 'deny'
+          )
+            dropped++;
+        return dropped;
+      };
+      const dropped = await open(0, 45000);
+      const byQuota = (await dp.counter(COUNTERS.ctQuota)) - quota;
+      expect((await dp.counter(COUNTERS.flowBudget)) - budget + byQuota).toBe(dropped);
+      expect(byQuota).toBe(45000 - 32768 - ((await dp.counter(COUNTERS.flowBudget)) - budget));
       const tracked = (await dp.collectConntrack()).scanned - 1; // D's flow is the other one
-      expect(tracked).toBe(45000 - dropped);
-      expect(tracked).toBeLessThanOrEqual(40960);
-      expect(dropped).toBeGreaterThanOrEqual(45000 - 40960);
+      expect(tracked).toBe(32768);
       // D's connection is still there: its next packet is a conntrack hit
       const hits = await dp.counter(COUNTERS.ctHit);
       expect(await egress({ ...live, tcpFlags: TCP_FLAGS.ACK }, dummy)).toBe('allow');
       expect(await dp.counter(COUNTERS.ctHit)).toBe(hits + 1);
+      // round three: allowed flows at the budget rate churned the shared LRU table and evicted D's
+      // idle connection within 63 s of agent clock. A holds at most its quota whatever the time:
+      // a minute on (UDP idle 60 s), the collector takes its expired entries and its count, and A
+      // may open flows again, still at most 32,768; D's idle TCP entry (6 h) stays.
+      expect(await dp.collectConntrack({ now: t0 + 61 })).toMatchObject({ deleted: 0 }); // TCP: 6 h
+      await dp.tick(t0 + 7 * 3600);
+      const gc = await dp.collectConntrack({ now: t0 + 7 * 3600 });
+      expect(gc.deleted).toBe(32768 + 1); // A's SYNs and D's connection, idle for 7 hours
+      expect(await dp.conntrackCounts()).toEqual(new Map());
+      expect(await egress({ ...live, tcpFlags: TCP_FLAGS.SYN }, dummy)).toBe('allow');
+      await dp.tick(t0 + 7 * 3600 + 20); // a refilled budget
+      expect(await open(100000, 1000, 17)).toBe(0);
+      expect(await dp.conntrackCounts()).toEqual(
+        new Map([
+          [A, 1000],
+          [D, 1],
+        ]),
+      ); // counted by the program
       await dp.clearConntrack();
     });
   });

@@ -61,9 +61,12 @@ export const COUNTERS = {
   icmpTrimmed: 19,
   unboundSource: 20,
   flowCacheFill: 21,
+  ctQuota: 22,
 } as const;
 /** The interface BPF_PROG_TEST_RUN runs packets on (loopback): offline states bind endpoints to it. */
 export const TEST_RUN_IFINDEX = 1;
+/** Conntrack entries one endpoint address may hold (cascade.h CT_ENDPOINT_QUOTA). */
+export const CT_ENDPOINT_QUOTA = 32768;
 export const DIR = { ingress: 0, egress: 1 } as const;
 
 /** An address as 16 bytes: IPv6 as is, IPv4 mapped (::ffff:a.b.c.d). */

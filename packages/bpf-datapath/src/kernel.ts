@@ -9,6 +9,7 @@ import {
   decodeFlowEvent,
   encodeConfig,
   type FlowEvent,
+  formatAddr16,
   TEST_RUN_IFINDEX,
 } from './codecs.ts';
 
@@ -149,9 +150,24 @@ export class KernelMaps {
     return lines.slice(0, -1).map((l) => decodeFlowEvent(Buffer.from(l, 'hex')));
   }
 
+  /**
+   * Conntrack entries each endpoint address holds (cascade_ct_counts: counted by the program, set to
+   * the truth by every collection), against CT_ENDPOINT_QUOTA.
+   */
+  async conntrackCounts(): Promise<Map<string, number>> {
+    return new Map(
+      (await this.dump('cascade_ct_counts')).map(([k, v]) => [formatAddr16(k), v.readUInt32LE(0)]),
+    );
+  }
+
   async clearConntrack(): Promise<void> {
     const keys = (await this.dump('cascade_ct')).map(([k]) => hex(k));
     await this.deletes('cascade_ct', keys);
+    // and what each endpoint address holds of its conntrack quota
+    await this.deletes(
+      'cascade_ct_counts',
+      (await this.dump('cascade_ct_counts')).map(([k]) => hex(k)),
+    );
     // the flow cache answers only in the generation its slots were filled in (flowcache.h)
     await this.recheckConntrack();
   }

@@ -258,6 +258,7 @@ export class NetpolAgent {
       ],
       ['eventsSuppressed', "Flow events an endpoint's budget refused (64/s, burst 640 per endpoint)"],
       ['flowBudget', 'New flows dropped: their endpoint was over its budget of new flows'],
+      ['ctQuota', 'New flows dropped: their endpoint address held its quota of conntrack entries (32,768)'],
       [
         'flowCacheFill',
         "Flow cache slots filled by a conntrack hit (churn of the per-CPU cache that answers established flows' packets)",
