@@ -47,6 +47,11 @@ describe('cascade-netpol-agent flags', () => {
     ],
     [[], { NODE_NAME: 'n1', CASCADE_LOG_LEVEL: 'loud' }, /--zap-log-level: "loud"/],
     [['--node-name', 'n1', '--pod-source', 'all'], {}, /--pod-source: "all" is not one of pods, slices/],
+    [
+      ['--node-name', 'n1', '--tenant-label', 'team name'],
+      {},
+      /--tenant-label: "team name" is not a label key/,
+    ],
     [[], { NODE_NAME: 'n1', CASCADE_POD_SOURCE: 'x' }, /--pod-source: "x"/],
     [
       ['--node-name', 'n1', '--service-reserved-namespaces', 'kube-system,Bad_NS'],

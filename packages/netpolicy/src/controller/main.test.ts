@@ -35,6 +35,7 @@ describe('netpolicy-controller flags', () => {
     [['--rules-analysis-interval', '0'], /--rules-analysis-interval: "0" is not a whole number of seconds/],
     [['--namespace-entry-budget=-5'], /--namespace-entry-budget: "-5" is not a whole number of entries/],
     [['--slice-updates-batch-period=5'], /--slice-updates-batch-period: "5" is not a duration from 0 to 10s/],
+    [['--tenant-label=example.com/'], /--tenant-label: "example.com\/" is not a label key/],
     [['--slice-updates-batch-period=1m'], /--slice-updates-batch-period: "1m" is not a duration/],
   ] as const)('%j exits 2 with one clear line', async (args, msg) => {
     const r = await runCtl([...args]);

@@ -10,7 +10,7 @@ import {
 import { NetpolEngine } from './engine.ts';
 import { DEFAULT_FOREIGN_IDENTITY_CAP } from './identity-cap.ts';
 import type { Cluster, NetPolicyObject, Pod } from './model.ts';
-import { DEFAULT_TENANT_LABEL } from './tenants.ts';
+import { DEFAULT_TENANT_LABEL, tenantOf, validTenantLabel } from './tenants.ts';
 import { mapConnection } from './verdict.ts';
 
 const ts = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString();
@@ -190,5 +190,21 @@ describe('the policy-map budget across namespaces (round three)', () => {
     expect(refused.map((r) => r.policy)).toEqual(['NetworkPolicy/t/new']);
     expect(refused[0]!.reason).toMatch(/\(200 entries, its newest\) is refused/);
     expect(mapConnection(e, '10.0.0.1', '10.0.0.1', 6, 2000).verdict).toBe('allow');
+  });
+});
+
+describe('tenants (tenants.ts)', () => {
+  it('a namespace is its own tenant unless the admin label names one; the label key is checked', () => {
+    expect(tenantOf('shop', {})).toBe('shop');
+    expect(tenantOf('shop', { [DEFAULT_TENANT_LABEL]: 'acme' })).toBe('cascade.dev/tenant=acme');
+    expect(tenantOf('shop', { 'capsule.clastix.io/tenant': 'acme' }, 'capsule.clastix.io/tenant')).toBe(
+      'capsule.clastix.io/tenant=acme',
+    );
+    // no label configured: every namespace its own, whatever it carries
+    expect(tenantOf('shop', { [DEFAULT_TENANT_LABEL]: 'acme' }, '')).toBe('shop');
+    for (const ok of ['', 'team', 'capsule.clastix.io/tenant', 'field.cattle.io/projectId'])
+      expect(validTenantLabel(ok), ok).toBe(true);
+    for (const bad of ['team name', '/x', 'example.com/', 'a/b/c', 'Example.com/x', `${'a'.repeat(64)}`])
+      expect(validTenantLabel(bad), bad).toBe(false);
   });
 });
