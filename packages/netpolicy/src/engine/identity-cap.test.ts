@@ -4,20 +4,13 @@ import { budgetOverruns, DEFAULT_NAMESPACE_ENTRY_BUDGET, networkPolicyCosts } fr
 import { NetpolEngine } from './engine.ts';
 import { DEFAULT_FOREIGN_IDENTITY_CAP } from './identity-cap.ts';
 import type { NetPolicyObject } from './model.ts';
-import { identityFloodCluster as cluster, floodIp as ip } from './testing.ts';
+import { identityFloodCluster as cluster, floodIp as ip, ruleEntries } from './testing.ts';
 import { mapConnection, oracleConnection } from './verdict.ts';
 
 const ts = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString();
 
 /** The victim policy's entries in the victim's rule sets on n1: what the map holds. */
-const victimEntries = (e: NetpolEngine) => {
-  let n = 0;
-  const refs = e.endpointTables.get(e.podIdentity.get('victim/api')!)!;
-  for (const d of ['ingress', 'egress'] as const)
-    for (const x of e.tables.get(refs[d].lower)!.state.entries())
-      if (x.rule.startsWith('NetworkPolicy/victim/') && x.rule.includes('#')) n++;
-  return n;
-};
+const victimEntries = (e: NetpolEngine) => ruleEntries(e, 'victim/api', 'NetworkPolicy/victim/');
 /** What the victim's tenant is charged for them. */
 const victimCharged = (e: NetpolEngine) =>
   networkPolicyCosts(e, 'n1')

@@ -11,10 +11,10 @@ import { NetpolEngine } from './engine.ts';
 import { DEFAULT_FOREIGN_IDENTITY_CAP } from './identity-cap.ts';
 import type { Cluster, NetPolicyObject, Pod } from './model.ts';
 import { DEFAULT_TENANT_LABEL, tenantOf, validTenantLabel } from './tenants.ts';
+import { floodVictimPolicy, ruleEntries } from './testing.ts';
 import { mapConnection } from './verdict.ts';
 
 const ts = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString();
-const PORTS = Array.from({ length: 32 }, (_, i) => ({ port: 8000 + 2 * i }));
 const ip = (ns: number, i: number) => `10.${100 + ns}.${i >> 8}.${i & 255}`;
 
 /** `namespaces` attacker namespaces, each at the cap: 512 label sets app=web + a distinct label. */
@@ -33,17 +33,6 @@ function sevenAtTheCap(namespaces: number, tenantLabel?: string): Cluster {
         ports: [],
         created: ts(1000 + n * 1000 + i),
       });
-  const victim: NetPolicyObject = {
-    kind: 'NetworkPolicy',
-    namespace: 'victim',
-    name: 'web-from-anywhere',
-    spec: {
-      podSelector: { matchLabels: { app: 'api' } },
-      ingress: [
-        { from: [{ namespaceSelector: {}, podSelector: { matchLabels: { app: 'web' } } }], ports: PORTS },
-      ],
-    },
-  };
   return {
     namespaces: [
       { name: 'victim', labels: {} },
@@ -57,17 +46,11 @@ function sevenAtTheCap(namespaces: number, tenantLabel?: string): Cluster {
       { name: 'n2', labels: {}, ips: ['192.168.0.2'] },
     ],
     pods,
-    policies: [victim],
+    policies: [floodVictimPolicy],
   };
 }
 
-const victimMapEntries = (e: NetpolEngine) => {
-  const refs = e.endpointTables.get(e.podIdentity.get('victim/api')!)!;
-  let n = 0;
-  for (const x of e.tables.get(refs.ingress.lower)!.state.entries())
-    if (x.rule.startsWith('NetworkPolicy/victim/') && x.rule.includes('#')) n++;
-  return n;
-};
+const victimMapEntries = (e: NetpolEngine) => ruleEntries(e, 'victim/api', 'NetworkPolicy/victim/');
 
 describe('the policy-map budget across namespaces (round three)', () => {
   it('seven namespaces at the cap do not get a victim refused: it is charged only for peers it controls', () => {

@@ -311,7 +311,7 @@ export const shopCluster = (policies: NetPolicyObject[], pods: Pod[]): Cluster =
 const FLOOD_PORTS = Array.from({ length: 32 }, (_, i) => ({ port: 8000 + 2 * i }));
 
 /** The victim admits `app=web` from every namespace on 32 ports: 32 entries per selected identity. */
-const victimPolicy: NetPolicyObject = {
+export const floodVictimPolicy: NetPolicyObject = {
   kind: 'NetworkPolicy',
   namespace: 'victim',
   name: 'web-from-anywhere',
@@ -322,6 +322,16 @@ const victimPolicy: NetPolicyObject = {
     ],
   },
 };
+
+/** The entries rules of `prefix` (e.g. `NetworkPolicy/victim/`) hold in a pod's rule sets. */
+export function ruleEntries(e: NetpolEngine, pod: string, prefix: string): number {
+  const refs = e.endpointTables.get(e.podIdentity.get(pod)!)!;
+  let n = 0;
+  for (const d of ['ingress', 'egress'] as const)
+    for (const x of e.tables.get(refs[d].lower)!.state.entries())
+      if (x.rule.startsWith(prefix) && x.rule.includes('#')) n++;
+  return n;
+}
 
 export const floodIp = (i: number) => `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`;
 const ts = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString();
@@ -362,6 +372,6 @@ export function identityFloodCluster(n: number, extra: NetPolicyObject[] = []): 
       },
       ...attackers(n),
     ],
-    policies: [victimPolicy, ...extra],
+    policies: [floodVictimPolicy, ...extra],
   };
 }
