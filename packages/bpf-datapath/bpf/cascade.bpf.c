@@ -254,7 +254,9 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 		/* bench build: every repeat is a new flow of one endpoint; the budget is timed, never refused */
 		if (!take_token(&ep->flow_tokens, &ep->flow_second, clock, FLOWS_PER_SEC, FLOWS_BURST))
 			ep->flow_tokens = FLOWS_BURST;
+#ifndef CASCADE_BENCH_NO_CT_QUOTA /* bench build only: the stage removed, to time it */
 		(void)take_ct_place(ck.local); /* timed, never refused */
+#endif
 #endif
 #ifndef CASCADE_BENCH_NO_TRACK /* bench build only: the stage removed, to time it */
 		track(&ck, dir, &f, ep->revision, generation, clock, ifindex, translated ? &front : NULL,

@@ -43,6 +43,12 @@ const BUILDS: [
     'first',
   ],
   [
+    'first packet: without the conntrack quota',
+    ['CASCADE_BENCH_NEW_FLOWS', 'CASCADE_BENCH_NO_CT_QUOTA'],
+    'to_endpoint',
+    'first',
+  ],
+  [
     'first packet: without the conntrack lookup and insert',
     ['CASCADE_BENCH_NEW_FLOWS', 'CASCADE_BENCH_NO_TRACK', 'CASCADE_BENCH_NO_CT_LOOKUP'],
     'to_endpoint',
@@ -143,6 +149,11 @@ export async function stageFigures(
     cost('generation/clock check (config lookup)', est, 'established: without the generation/clock check');
     const first = 'first packet (verdict cached): full program';
     cost('conntrack insert of a new flow', first, 'first packet: without the conntrack insert');
+    cost(
+      'conntrack quota of a new flow (one hash lookup)',
+      first,
+      'first packet: without the conntrack quota',
+    );
     cost(
       'conntrack lookup (miss)',
       'first packet: without the conntrack insert',
