@@ -35,7 +35,8 @@ import { DEFAULT_NAMESPACE_ENTRY_BUDGET, enforceNamespaceBudget, type Refusal } 
 import { NetpolEngine } from '../engine/engine.ts';
 import { ServiceCatalog } from '../engine/services.ts';
 import { datapathState } from './datapath.ts';
-import { FlowLog, MAX_POLICY_SERIES, serveRules, serveTenantMetrics } from './flows.ts';
+import { datapathMetrics } from './datapath-metrics.ts';
+import { FlowLog, serveRules, serveTenantMetrics } from './flows.ts';
 import { preferNodeSource } from './host-source.ts';
 import type { AgentOptions } from './options.ts';
 import { PodLinks } from './pod-links.ts';
@@ -228,59 +229,11 @@ export class NetpolAgent {
   }
 
   async start(): Promise<void> {
-    for (const [name, help] of [
-      ['allow', 'Flows allowed (first packets, and re-judged ones)'],
-      ['deny', 'Packets denied'],
-      ['ctHit', 'Packets of known flows (answered by conntrack or the flow cache in front of it)'],
-      ['ctRejudged', 'Flows judged again after a policy change'],
-      ['malformed', 'Frames dropped as too short for their headers'],
-      ['notEndpoint', 'Packets of addresses that are not a local endpoint'],
-      ['verdictCached', 'First packets answered by the verdict cache'],
-      [
-        'spoofed',
-        "Packets from a pod using another's address (an endpoint elsewhere, a known pod or node) as source or ARP/NDP claim",
-      ],
-      [
-        'unboundSource',
-        'Packets from a pod with a source nobody holds yet: a new pod before the agent binds it, or a made-up address',
-      ],
-      ['badL2', 'VLAN-tagged frames and ethertypes other than IPv4, IPv6, ARP'],
-      ['fragUntracked', 'Later fragments whose first fragment was not seen'],
-      ['fragBad', 'Tiny first fragments and overlapping fragments'],
-      ['extHeaders', 'IPv6 packets with more extension headers than the program walks'],
-      ['icmpRelated', 'ICMP errors passed with the allowed flow they report on'],
-      ['ndp', 'IPv6 neighbour discovery and MLD packets passed'],
-      ['svcNew', 'New flows to a Service frontend sent to a backend'],
-      ['svcNat', 'Packets translated to a backend, or back to the frontend'],
-      [
-        'ndpRefused',
-        'Unicast neighbour solicitations and advertisements refused (an address not on the link)',
-      ],
-      ['eventsSuppressed', "Flow events an endpoint's budget refused (64/s, burst 640 per endpoint)"],
-      ['flowBudget', 'New flows dropped: their endpoint was over its budget of new flows'],
-      ['ctQuota', 'New flows dropped: their endpoint address held its quota of conntrack entries (32,768)'],
-      [
-        'flowCacheFill',
-        "Flow cache slots filled by a conntrack hit (churn of the per-CPU cache that answers established flows' packets)",
-      ],
-      ['icmpTrimmed', 'Related ICMP errors cut to the headers a stack reads'],
-    ] as const)
-      this.metrics.counterFrom(
-        `cascade_datapath_packets_${name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_total`,
-        help,
-        () => this.packets[name] ?? 0,
-      );
-    this.tenantMetrics.counterFamily(
-      'cascade_datapath_policy_flows_total',
-      `Flows the kernel reported with their deciding policy (denied flows, and allowed ones of audited endpoints), by direction and verdict; flows over an endpoint's event budget are not seen (events_suppressed counts them); ${MAX_POLICY_SERIES} policies at most, the rest as policy="other"`,
-      ['policy', 'direction', 'verdict'],
-      () => this.flows.policySamples(),
-    );
-    this.metrics.gauge(
-      'cascade_datapath_conntrack_entries',
-      'Conntrack entries at the last collection',
-      () => this.conntrackEntries,
-    );
+    datapathMetrics(this.metrics, this.tenantMetrics, {
+      packets: (name) => this.packets[name] ?? 0,
+      policySamples: () => this.flows.policySamples(),
+      conntrackEntries: () => this.conntrackEntries,
+    });
     await this.housekeeping();
     this.housekeepingTimer = setInterval(() => void this.housekeeping(), 10_000);
     this.housekeepingTimer.unref();

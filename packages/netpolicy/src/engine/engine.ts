@@ -1,6 +1,7 @@
-import { AddressOwners, type IpcacheEntry, IpcacheIndex } from './addresses.ts';
-import { hostPrefix, parseCidr, WORLD4, WORLD6 } from './cidr.ts';
-import { ID, type IdentityInfo, isPodIdentity } from './identities.ts';
+import { AddressReads } from './address-reads.ts';
+import type { IpcacheEntry } from './addresses.ts';
+import { parseCidr } from './cidr.ts';
+import { type IdentityInfo, isPodIdentity } from './identities.ts';
 import { IdentityBook } from './identity-book.ts';
 import { type CappedNamespace, IdentityCap } from './identity-cap.ts';
 import { type Layer, lowerLayer } from './lower.ts';
@@ -457,64 +458,31 @@ export class NetpolEngine {
 
   // ---- reads ------------------------------------------------------------------------------------
 
-  /** ipcache per node, built once per state: identityOf runs per probe, the CLI's truth table per pod pair. */
-  private readonly ipcacheMemo = new Map<string, IpcacheEntry[]>();
-  private readonly ipcacheIndexMemo = new Map<string, IpcacheIndex>();
-  private ownersMemo: AddressOwners | undefined;
+  /** Address reads (pod, node, identity of an address), memoised per state (address-reads.ts). */
+  private readonly addressReads = new AddressReads(this);
 
   private clearAddressMemos(): void {
-    this.ipcacheMemo.clear();
-    this.ipcacheIndexMemo.clear();
-    this.ownersMemo = undefined;
+    this.addressReads.clear();
   }
 
   /** The pod that holds an address (the first in iteration order), in one map lookup. */
   podAt(ip: string): Pod | undefined {
-    this.ownersMemo ??= new AddressOwners(this.pods.values(), this.nodes.values());
-    return this.ownersMemo.pod(ip);
+    return this.addressReads.podAt(ip);
   }
 
   /** The node that holds an address (the first in iteration order). */
   nodeAt(ip: string): Node | undefined {
-    this.ownersMemo ??= new AddressOwners(this.pods.values(), this.nodes.values());
-    return this.ownersMemo.node(ip);
+    return this.addressReads.nodeAt(ip);
   }
 
   /** The ipcache as a node agent on `node` sees it: own addresses map to HOST. */
   ipcache(node?: string): IpcacheEntry[] {
-    const memo = this.ipcacheMemo.get(node ?? '');
-    if (memo) return memo;
-    const out: IpcacheEntry[] = [
-      { prefix: WORLD4, identity: ID.WORLD },
-      { prefix: WORLD6, identity: ID.WORLD6 },
-    ];
-    for (const info of this.identities.values())
-      if (info.kind === 'cidr') out.push({ prefix: info.prefix!, identity: info.id });
-    for (const [name, n] of this.nodes) {
-      const id = name === node ? ID.HOST : this.nodeIdentity.get(name);
-      for (const ip of n.ips) {
-        const h = hostPrefix(ip);
-        if (h && id !== undefined) out.push({ prefix: h, identity: id });
-      }
-    }
-    for (const [k, p] of this.pods) {
-      const id = this.podIdentity.get(k);
-      for (const ip of p.ips) {
-        const h = hostPrefix(ip);
-        if (h && id !== undefined) out.push({ prefix: h, identity: id });
-      }
-    }
-    this.ipcacheMemo.set(node ?? '', out);
-    return out;
+    return this.addressReads.ipcache(node);
   }
 
   /** Identity of an address: the most specific ipcache prefix holding it. */
   identityOf(ip: string, node?: string): number {
-    const h = hostPrefix(ip);
-    if (!h) return ID.WORLD;
-    let index = this.ipcacheIndexMemo.get(node ?? '');
-    if (!index) this.ipcacheIndexMemo.set(node ?? '', (index = new IpcacheIndex(this.ipcache(node))));
-    return index.lookup(h) ?? (h.family === 6 ? ID.WORLD6 : ID.WORLD);
+    return this.addressReads.identityOf(ip, node);
   }
 
   /** Loads a whole cluster (plain data) and flushes. */

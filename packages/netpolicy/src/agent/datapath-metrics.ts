@@ -1,0 +1,70 @@
+// The agent's families read from the kernel and its flow log: one counter per kernel verdict counter
+// (cascade_datapath_packets_<name>_total), the conntrack entries at the last collection, and the
+// per-policy flow counts, which name tenants' policies and so go to the tenant registry (served to
+// loopback peers only: flows.ts serveTenantMetrics).
+import type { COUNTERS } from '@cascade/bpf-datapath';
+import type { Metrics } from '@cascade/core/kube';
+import { MAX_POLICY_SERIES } from './flows.ts';
+
+/** Each kernel counter the agent exports, with its help text. */
+export const KERNEL_COUNTERS: readonly (readonly [keyof typeof COUNTERS, string])[] = [
+  ['allow', 'Flows allowed (first packets, and re-judged ones)'],
+  ['deny', 'Packets denied'],
+  ['ctHit', 'Packets of known flows (answered by conntrack or the flow cache in front of it)'],
+  ['ctRejudged', 'Flows judged again after a policy change'],
+  ['malformed', 'Frames dropped as too short for their headers'],
+  ['notEndpoint', 'Packets of addresses that are not a local endpoint'],
+  ['verdictCached', 'First packets answered by the verdict cache'],
+  [
+    'spoofed',
+    "Packets from a pod using another's address (an endpoint elsewhere, a known pod or node) as source or ARP/NDP claim",
+  ],
+  [
+    'unboundSource',
+    'Packets from a pod with a source nobody holds yet: a new pod before the agent binds it, or a made-up address',
+  ],
+  ['badL2', 'VLAN-tagged frames and ethertypes other than IPv4, IPv6, ARP'],
+  ['fragUntracked', 'Later fragments whose first fragment was not seen'],
+  ['fragBad', 'Tiny first fragments and overlapping fragments'],
+  ['extHeaders', 'IPv6 packets with more extension headers than the program walks'],
+  ['icmpRelated', 'ICMP errors passed with the allowed flow they report on'],
+  ['ndp', 'IPv6 neighbour discovery and MLD packets passed'],
+  ['svcNew', 'New flows to a Service frontend sent to a backend'],
+  ['svcNat', 'Packets translated to a backend, or back to the frontend'],
+  ['ndpRefused', 'Unicast neighbour solicitations and advertisements refused (an address not on the link)'],
+  ['eventsSuppressed', "Flow events an endpoint's budget refused (64/s, burst 640 per endpoint)"],
+  ['flowBudget', 'New flows dropped: their endpoint was over its budget of new flows'],
+  ['ctQuota', 'New flows dropped: their endpoint address held its quota of conntrack entries (32,768)'],
+  [
+    'flowCacheFill',
+    "Flow cache slots filled by a conntrack hit (churn of the per-CPU cache that answers established flows' packets)",
+  ],
+  ['icmpTrimmed', 'Related ICMP errors cut to the headers a stack reads'],
+];
+
+/** Registers the families on the agent's registries; `read` gives their values at each scrape. */
+export function datapathMetrics(
+  node: Metrics,
+  tenant: Metrics,
+  read: {
+    packets(name: keyof typeof COUNTERS): number;
+    policySamples(): [{ policy: string; direction: string; verdict: string }, number][];
+    conntrackEntries(): number;
+  },
+): void {
+  for (const [name, help] of KERNEL_COUNTERS)
+    node.counterFrom(
+      `cascade_datapath_packets_${name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_total`,
+      help,
+      () => read.packets(name),
+    );
+  tenant.counterFamily(
+    'cascade_datapath_policy_flows_total',
+    `Flows the kernel reported with their deciding policy (denied flows, and allowed ones of audited endpoints), by direction and verdict; flows over an endpoint's event budget are not seen (events_suppressed counts them); ${MAX_POLICY_SERIES} policies at most, the rest as policy="other"`,
+    ['policy', 'direction', 'verdict'],
+    () => read.policySamples(),
+  );
+  node.gauge('cascade_datapath_conntrack_entries', 'Conntrack entries at the last collection', () =>
+    read.conntrackEntries(),
+  );
+}

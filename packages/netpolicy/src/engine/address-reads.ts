@@ -1,0 +1,79 @@
+// What an address is, as the engine's state says: the pod or node holding it, and its identity in a
+// node's ipcache (its own addresses are HOST there). Each read is memoised until the state changes
+// (the engine clears it on every input): identityOf runs per probe, the CLI's truth table per pod pair.
+import { AddressOwners, type IpcacheEntry, IpcacheIndex } from './addresses.ts';
+import { hostPrefix, WORLD4, WORLD6 } from './cidr.ts';
+import { ID, type IdentityInfo } from './identities.ts';
+import type { Node, Pod } from './model.ts';
+
+/** The part of the engine's state the reads need. */
+export interface AddressState {
+  readonly pods: ReadonlyMap<string, Pod>;
+  readonly nodes: ReadonlyMap<string, Node>;
+  readonly identities: ReadonlyMap<number, IdentityInfo>;
+  readonly podIdentity: ReadonlyMap<string, number>;
+  readonly nodeIdentity: ReadonlyMap<string, number>;
+}
+
+export class AddressReads {
+  private readonly ipcacheMemo = new Map<string, IpcacheEntry[]>();
+  private readonly indexMemo = new Map<string, IpcacheIndex>();
+  private owners: AddressOwners | undefined;
+
+  private readonly state: AddressState;
+
+  constructor(state: AddressState) {
+    this.state = state;
+  }
+
+  clear(): void {
+    this.ipcacheMemo.clear();
+    this.indexMemo.clear();
+    this.owners = undefined;
+  }
+
+  podAt(ip: string): Pod | undefined {
+    this.owners ??= new AddressOwners(this.state.pods.values(), this.state.nodes.values());
+    return this.owners.pod(ip);
+  }
+
+  nodeAt(ip: string): Node | undefined {
+    this.owners ??= new AddressOwners(this.state.pods.values(), this.state.nodes.values());
+    return this.owners.node(ip);
+  }
+
+  ipcache(node?: string): IpcacheEntry[] {
+    const memo = this.ipcacheMemo.get(node ?? '');
+    if (memo) return memo;
+    const out: IpcacheEntry[] = [
+      { prefix: WORLD4, identity: ID.WORLD },
+      { prefix: WORLD6, identity: ID.WORLD6 },
+    ];
+    for (const info of this.state.identities.values())
+      if (info.kind === 'cidr') out.push({ prefix: info.prefix!, identity: info.id });
+    for (const [name, n] of this.state.nodes) {
+      const id = name === node ? ID.HOST : this.state.nodeIdentity.get(name);
+      for (const ip of n.ips) {
+        const h = hostPrefix(ip);
+        if (h && id !== undefined) out.push({ prefix: h, identity: id });
+      }
+    }
+    for (const [k, p] of this.state.pods) {
+      const id = this.state.podIdentity.get(k);
+      for (const ip of p.ips) {
+        const h = hostPrefix(ip);
+        if (h && id !== undefined) out.push({ prefix: h, identity: id });
+      }
+    }
+    this.ipcacheMemo.set(node ?? '', out);
+    return out;
+  }
+
+  identityOf(ip: string, node?: string): number {
+    const h = hostPrefix(ip);
+    if (!h) return ID.WORLD;
+    let index = this.indexMemo.get(node ?? '');
+    if (!index) this.indexMemo.set(node ?? '', (index = new IpcacheIndex(this.ipcache(node))));
+    return index.lookup(h) ?? (h.family === 6 ? ID.WORLD6 : ID.WORLD);
+  }
+}
