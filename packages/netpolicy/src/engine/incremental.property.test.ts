@@ -125,4 +125,41 @@ describe('incremental == full', () => {
       { numRuns: 400 },
     );
   });
+
+  it('an ipBlock that holds every pod once the only pod outside it is gone and another comes', () => {
+    // found by the property (seed 35598118): the cached selection of a networks peer did not flip
+    // to "every pod" when pods were added to a population that had none inside it
+    const c: Cluster = {
+      namespaces: [{ name: 'alpha', labels: { 'kubernetes.io/metadata.name': 'alpha' } }],
+      nodes: [{ name: 'n1', labels: {}, ips: ['192.168.0.1'] }],
+      pods: [
+        { namespace: 'alpha', name: 'p0', labels: { app: 'web' }, ips: ['10.0.0.1'], node: 'n1', ports: [] },
+      ],
+      policies: [
+        {
+          kind: 'NetworkPolicy',
+          namespace: 'alpha',
+          name: 'np0',
+          spec: {
+            podSelector: {},
+            egress: [{ to: [{ ipBlock: { cidr: '10.0.0.0/8', except: ['10.0.0.0/24'] } }] }],
+          },
+        },
+      ],
+    };
+    const e = NetpolEngine.fromCluster(c);
+    e.removePod('alpha', 'p0');
+    e.flush();
+    const p1 = {
+      namespace: 'alpha',
+      name: 'p1',
+      labels: { app: 'web' },
+      ips: ['10.1.0.1'],
+      node: 'n1',
+      ports: [],
+    };
+    e.upsertPod(p1);
+    e.flush();
+    expect(canonical(e)).toEqual(canonical(NetpolEngine.fromCluster({ ...c, pods: [p1] })));
+  });
 });

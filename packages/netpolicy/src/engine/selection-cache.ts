@@ -99,6 +99,7 @@ export class SelectionCache {
     const selecting = new Set<Rule>();
     let allPodsBroken = false;
     const podRemoved = [...removed].some(isPodIdentity);
+    const podAdded = added.some((i) => i.kind === 'pod');
     if (removed.size)
       for (const { s } of this.entries.values())
         if (s.kind === 'set') {
@@ -123,12 +124,13 @@ export class SelectionCache {
         const peer = rule.peers[index]!;
         if (peer.kind === 'cidr' && peer.pods) {
           // Whether a networks peer covers every pod can flip either way: an added pod outside it
-          // breaks "all"; only a removed pod can make an uncovered peer cover all (then count).
+          // breaks "all"; a removed pod can make an uncovered peer cover all, and so can pods added
+          // to a population that had none (then count).
           let all = Boolean(s.allPods);
           if (all) {
             for (const info of added)
               if (info.kind === 'pod' && !IdentityIndex.podInside(info, peer)) all = false;
-          } else if (podRemoved) all = this.index().coversAllPods(peer);
+          } else if (podRemoved || podAdded) all = this.index().coversAllPods(peer);
           if (all !== Boolean(s.allPods)) {
             allPodsBroken = true;
             continue;
