@@ -206,11 +206,13 @@ describe.skipIf(!apiServerTestsEnabled())('--require-ready: Enforced only where 
         })
       ).status,
     ).toBe(200);
-    const p2 = await waitFor('p2 held back', async () => {
+    // (Pending first says the consumer has reported nothing yet, until the controller sees the
+    // status written above: wait for the report, not for the first Pending)
+    const p2 = await waitFor('p2 held back by the report', async () => {
       const e = (
         (await env.call('GET', `${AP}/p2`)).body as { status?: { conditions?: Cond[] } }
       ).status?.conditions?.find((c) => c.type === 'Enforced');
-      return e?.reason === 'Pending' ? e : undefined;
+      return e?.reason === 'Pending' && e.message.includes('reports it not ready') ? e : undefined;
     });
     expect(p2.message).toContain(`AuthConfig ready/${r2.metadata.name} (its consumer reports it not ready)`);
     // p's rules are not in r2's AuthConfig: it stays Enforced and never names it
