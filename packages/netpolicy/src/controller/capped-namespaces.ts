@@ -7,6 +7,7 @@
 
 import type { InvolvedObject, Logger, Metrics } from '@cascade/core/kube';
 import type { CappedNamespace } from '../engine/index.ts';
+import { describeTenant } from '../engine/tenants.ts';
 
 export interface CappedReportDeps {
   metrics: Metrics;
@@ -42,7 +43,10 @@ export class CappedNamespaceReport {
       const last = this.reported.get(c.namespace);
       if (last !== undefined && c.capped < 2 * last) continue;
       this.reported.set(c.namespace, c.capped);
-      const message = `${c.labelSets} distinct pod label sets, over the identity cap of ${cap}: the ${c.capped} newest are left out of other namespaces' NetworkPolicy peers that select pods by label, which do not admit their pods; this namespace's own NetworkPolicies and every admin policy still apply to them`;
+      const over = c.tenant
+        ? `${c.labelSets} distinct pod label sets, with the other namespaces of ${describeTenant(c.tenant)} over its identity cap of ${cap}`
+        : `${c.labelSets} distinct pod label sets, over the identity cap of ${cap}`;
+      const message = `${over}: the ${c.capped} newest are left out of other namespaces' NetworkPolicy peers that select pods by label, which do not admit their pods; this namespace's own NetworkPolicies and every admin policy still apply to them`;
       this.deps.log('warn', 'namespace over the identity cap', { ...c, cap });
       await this.deps
         .post(

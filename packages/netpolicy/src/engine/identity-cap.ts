@@ -24,8 +24,12 @@ interface LabelSet {
 
 export interface CappedNamespace {
   namespace: string;
+  /** its own label sets */
   labelSets: number;
+  /** of them, past the cap */
   capped: number;
+  /** the tenant whose namespaces share the cap, when it is not the namespace alone */
+  tenant?: string;
 }
 
 export class IdentityCap {
@@ -115,7 +119,12 @@ export class IdentityCap {
     const byNs = new Map<string, CappedNamespace>();
     for (const [group, keys] of this.capped) {
       for (const set of this.sets.get(group)?.values() ?? []) {
-        const c = byNs.get(set.namespace) ?? { namespace: set.namespace, labelSets: 0, capped: 0 };
+        const c = byNs.get(set.namespace) ?? {
+          namespace: set.namespace,
+          labelSets: 0,
+          capped: 0,
+          ...(group !== set.namespace ? { tenant: group } : {}),
+        };
         c.labelSets++;
         byNs.set(set.namespace, c);
       }

@@ -19,5 +19,6 @@ export * from './rules.ts';
 export * from './selection.ts';
 export * from './service-budget.ts';
 export * from './services.ts';
+export * from './tenants.ts';
 export * from './tiers.ts';
 export * from './verdict.ts';

@@ -71,9 +71,10 @@ describe('the policy-map budget across namespaces (round three)', () => {
     expect(mapConnection(e, ip(0, 511), '10.0.0.1', 6, 8000).verdict).toBe('allow');
     expect(mapConnection(e, ip(1, 0), '10.0.0.1', 6, 8000).verdict).toBe('deny'); // capped: its owner's loss
     // each namespace's report names its own label sets only
+    const tenant = 'cascade.dev/tenant=mallory';
     expect(e.cappedNamespaces().slice(0, 2)).toEqual([
-      { namespace: 'att1', labelSets: 512, capped: 512 },
-      { namespace: 'att2', labelSets: 512, capped: 512 },
+      { namespace: 'att1', labelSets: 512, capped: 512, tenant },
+      { namespace: 'att2', labelSets: 512, capped: 512, tenant },
     ]);
     // the label comes off: each namespace is its own tenant again, under its own cap
     for (let n = 0; n < 7; n++) e.upsertNamespace({ name: `att${n}`, labels: {} });
