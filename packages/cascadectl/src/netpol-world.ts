@@ -7,6 +7,7 @@ import {
   nodeReportFromObject,
   podFromObject,
   ServiceCatalog,
+  validTenantLabel,
 } from '@cascade/netpolicy';
 import { UsageError } from './cli.ts';
 import { type Manifest, where } from './load.ts';
@@ -47,10 +48,22 @@ function foreignIdentityCap(): { foreignIdentityCap?: number } {
   return { foreignIdentityCap: n };
 }
 
+/**
+ * The tenant label the agents run with (engine/tenants.ts): $CASCADE_TENANT_LABEL, the agent's own
+ * variable, or the default. A value that is not a label key is a usage error.
+ */
+function tenantLabel(): { tenantLabel?: string } {
+  const v = process.env.CASCADE_TENANT_LABEL;
+  if (v === undefined) return {};
+  if (!validTenantLabel(v))
+    throw new UsageError(`CASCADE_TENANT_LABEL: "${v.slice(0, 80)}" is not a label key`);
+  return { tenantLabel: v };
+}
+
 export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
-  const engine = new NetpolEngine(foreignIdentityCap());
+  const engine = new NetpolEngine({ ...foreignIdentityCap(), ...tenantLabel() });
   const services = new ServiceCatalog();
-  // the agents' default tenant label: Service budgets shared per tenant, as on a node
+  // Service budgets shared per tenant, as on a node
   services.setTenants((ns) => engine.tenantOf(ns));
   const problems: string[] = [];
   const sources = new Map<string, string>();

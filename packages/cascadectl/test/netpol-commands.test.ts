@@ -165,10 +165,20 @@ describe('cascadectl netpol explain and maps', () => {
         "note: monitoring/prometheus's label set is past namespace monitoring's identity cap (1 label set, the oldest first)",
       );
       expect(r.stdout).toContain('=> DENY');
+      // the agents' tenant label (CASCADE_TENANT_LABEL): the cap is shared by the namespaces that
+      // share its value; with none configured each namespace has its own
+      process.env.CASCADE_TENANT_LABEL = '';
+      expect((await explain()).stdout).toContain('=> DENY');
+      process.env.CASCADE_TENANT_LABEL = 'team name';
+      const bad = await explain();
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('CASCADE_TENANT_LABEL: "team name" is not a label key');
+      delete process.env.CASCADE_TENANT_LABEL;
       process.env.CASCADE_FOREIGN_IDENTITY_CAP = 'many';
       expect((await explain()).code).toBe(2);
     } finally {
       delete process.env.CASCADE_FOREIGN_IDENTITY_CAP;
+      delete process.env.CASCADE_TENANT_LABEL;
       rmSync(dir, { recursive: true, force: true });
     }
   });

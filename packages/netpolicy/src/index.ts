@@ -51,4 +51,5 @@ export { formatPortPrefix, PROTO, PROTO_NAMES } from './engine/ports.ts';
 export { describePrecedence } from './engine/precedence.ts';
 export type { Direction } from './engine/rules.ts';
 export { ServiceCatalog } from './engine/services.ts';
+export { DEFAULT_TENANT_LABEL, validTenantLabel } from './engine/tenants.ts';
 export { mapConnection, oracleConnection, remoteOf, ruleSetOf } from './engine/verdict.ts';
