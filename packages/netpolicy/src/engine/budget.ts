@@ -50,14 +50,21 @@ function tableCosts(engine: NetpolEngine, state: MapState): Map<string, number> 
   const known = perTable.get(state);
   if (known?.version === version) return known.counts;
   const counts = new Map<string, number>();
+  // a namespace's tenant, once per namespace of this table (entries run to the hundred thousand)
+  const tenants = new Map<string, string>();
+  const tenant = (ns: string) => {
+    let t = tenants.get(ns);
+    if (t === undefined) tenants.set(ns, (t = engine.tenantOf(ns)));
+    return t;
+  };
   for (const e of state.entries()) {
     const hash = e.rule.indexOf('#');
     if (hash < 0 || !e.rule.startsWith('NetworkPolicy/')) continue; // isolation, baseline, admin
     const policy = e.rule.slice(0, hash);
     const peer = engine.identities.get(e.identity);
     if (peer?.kind === 'pod' && peer.namespace !== undefined) {
-      const ns = policy.slice('NetworkPolicy/'.length, policy.indexOf('/', 'NetworkPolicy/'.length));
-      if (engine.tenantOf(peer.namespace) !== engine.tenantOf(ns)) continue; // another tenant's pods
+      const ns = policy.split('/')[1]!;
+      if (tenant(peer.namespace) !== tenant(ns)) continue; // another tenant's pods
     }
     counts.set(policy, (counts.get(policy) ?? 0) + 1);
   }
