@@ -100,10 +100,14 @@ describe.skipIf(!apiServerTestsEnabled())(
       expect(c.message).toBe(
         'Policy is not enforced: Limitador is not answering: its Service kuadrant-system/limitador-limitador has no endpoints (is it installed, in that namespace, and does its Service select its pods?); when Limitador cannot answer, requests are allowed unchecked (failure mode allow)',
       );
-      // the AuthPolicies wait for Authorino, whose failure mode is deny
-      const auth = await waitFor('AuthPolicies held back', async () => {
+      // the AuthPolicies wait for Authorino, whose failure mode is deny (their gateway's auth wiring
+      // may land after the rate limits', so first they may say it is not wired: also MissingDependency)
+      const auth = await waitFor('AuthPolicies held back by Authorino', async () => {
         const cs = await authEnforced();
-        return cs.length && cs.every((x) => x?.reason === 'MissingDependency') ? cs : undefined;
+        return cs.length &&
+          cs.every((x) => x?.reason === 'MissingDependency' && x.message.includes('Authorino'))
+          ? cs
+          : undefined;
       });
       for (const a of auth) expect(a!.message).toMatch(/Authorino is not answering: .* requests are denied/);
     }, 60_000);
