@@ -97,8 +97,9 @@ export class CostEstimator {
         return { cost: e.cost + 1, items: a.length, chars: 0, ...(a.length ? { elem: e } : {}) };
       }
       case 'map': {
+        // args: the entries, each [key, value]
         const e = this.all(a, scope);
-        return { cost: e.cost + 1, items: (a[0] as unknown[]).length, chars: 0, elem: e };
+        return { cost: e.cost + 1, items: a.length, chars: 0, elem: e };
       }
       case '+': {
         const l = this.est(a[0], scope);

@@ -31,6 +31,18 @@ describe('CEL cost bounds (tenant conditions cannot stall the controller)', () =
     }
   });
 
+  it('an empty map literal is estimated, not a crash; a map counts its entries', () => {
+    // the estimator read the first entry's pair length as the map's size and threw on `{}`
+    for (const s of ['{} == {}', 'size({}) == 0', '{"a": 1, "b": 2, "c": 3}.size() == 3']) {
+      const c = compileCondition(s);
+      expect(isCompiled(c), s).toBe(true);
+      expect((c as { evaluateWith(v: object): { ok: boolean; value?: unknown } }).evaluateWith({})).toEqual({
+        ok: true,
+        value: true,
+      });
+    }
+  });
+
   it('matches() is RE2: linear on a pattern that backtracks exponentially in JavaScript', () => {
     const c = compileCondition("self.name.matches('^(a+)+$')");
     if (!isCompiled(c)) throw new Error(c.error);
