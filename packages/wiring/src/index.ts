@@ -26,6 +26,7 @@ export {
   providerObjects,
   providerOf,
   proxyPort,
+  WASM_SHIM_IMAGES,
 } from './providers/providers.ts';
 // routes/: the route the gateway's proxy picks
 export { type ProxyChoice, proxyRoute } from './routes/proxy.ts';
@@ -38,6 +39,15 @@ export {
   requestAttributes,
   traceRequest,
 } from './shim/request.ts';
+// shim/: the typed configuration (wasm-shim v0.14+) and a request through it
+export {
+  type ConfigForm,
+  HITS_ADDEND,
+  publishedConfig,
+  type TypedAction,
+  type TypedWasmConfig,
+  toTypedConfig,
+} from './shim/typed.ts';
 // shim/: the wasm-shim configuration (its shape, names and phases; the action sets of a gateway)
 export {
   type ActionSet,
@@ -48,9 +58,12 @@ export {
   hasActions,
   isHostCaseGuard,
   PHASE,
+  RATELIMIT_CHECK_SERVICE,
+  RATELIMIT_REPORT_SERVICE,
   RATELIMIT_SERVICE,
   type WasmAction,
   type WasmConfig,
   type WiringPath,
   type WiringResult,
 } from './shim/wasm.ts';
+export { messageAsMap, traceTypedRequest } from './shim/typed-request.ts';

@@ -1,6 +1,11 @@
 // The wiring-controller's own flags: what wasm-shim is told about its services and where the provider
 // objects point. Each bad value is one line naming the flag (exit 2 through Binary.fail).
-import { DEFAULT_PROVIDERS, type Endpoint, type ProviderSettings } from '../providers/providers.ts';
+import {
+  DEFAULT_PROVIDERS,
+  type Endpoint,
+  type ProviderSettings,
+  WASM_SHIM_IMAGES,
+} from '../providers/providers.ts';
 import { DEFAULT_WIRING, type WiringSettings } from '../shim/wasm.ts';
 
 export const WIRING_FLAGS = {
@@ -10,7 +15,8 @@ export const WIRING_FLAGS = {
   'ratelimit-timeout': { type: 'string', default: DEFAULT_WIRING.rateLimitTimeout },
   'max-config-bytes': { type: 'string', default: String(DEFAULT_WIRING.maxConfigBytes) },
   'max-sets-per-namespace': { type: 'string', default: String(DEFAULT_WIRING.maxSetsPerNamespace) },
-  'wasm-shim-image': { type: 'string', default: DEFAULT_PROVIDERS.wasmShimImage },
+  'config-form': { type: 'string', default: 'legacy' },
+  'wasm-shim-image': { type: 'string', default: '' },
   'authorino-address': {
     type: 'string',
     default: `${DEFAULT_PROVIDERS.authorino.host}:${DEFAULT_PROVIDERS.authorino.port}`,
@@ -34,7 +40,12 @@ export const WIRING_USAGE = `  --auth-failure-mode deny|allow     when Authorino
                                      routes are refused and denied, shared fairly between
                                      namespaces (default 1000000)
   --max-sets-per-namespace N         action sets one namespace may have on one gateway (default 4096)
-  --wasm-shim-image REF              the wasm-shim OCI image, without scheme
+  --config-form legacy|typed         the wasm-shim configuration written: legacy (services +
+                                     actionSets, wasm-shim v0.12+) or typed (grpc actions with
+                                     CEL message builders, wasm-shim v0.14+, as kuadrant-operator
+                                     main writes it) (default "legacy")
+  --wasm-shim-image REF              the wasm-shim OCI image, without scheme (default: the one
+                                     the form needs, ${WASM_SHIM_IMAGES.legacy} or ${WASM_SHIM_IMAGES.typed})
   --authorino-address HOST:PORT      Authorino's authorization Service (gRPC)
   --limitador-address HOST:PORT      Limitador's gRPC (rate-limit) Service
   --istio-controllers LIST           GatewayClass controllerNames run by Istio (comma-separated)
@@ -84,7 +95,10 @@ export function wiringFlags(
   const eg = list('envoy-gateway-controllers');
   const max = Number(v['max-config-bytes']);
   const setCap = Number(v['max-sets-per-namespace']);
-  const image = String(v['wasm-shim-image']);
+  const form = String(v['config-form']);
+  if (form !== 'legacy' && form !== 'typed')
+    return { error: `--config-form: "${form.slice(0, 40)}" is not legacy or typed` };
+  const image = String(v['wasm-shim-image'] || WASM_SHIM_IMAGES[form]);
   for (const x of [authMode, rlMode, authTimeout, rlTimeout, istio, eg])
     if (typeof x === 'string' && x.startsWith('--')) return { error: x };
   for (const x of [authorino, limitador]) if (typeof x === 'string') return { error: x };
@@ -106,6 +120,7 @@ export function wiringFlags(
       rateLimitTimeout: rlTimeout,
       maxConfigBytes: max,
       maxSetsPerNamespace: setCap,
+      configForm: form,
     },
     providers: {
       istioControllers: istio as string[],

@@ -43,6 +43,7 @@ import {
   providerOf,
   WIRING_LABEL,
 } from '../providers/providers.ts';
+import { publishedConfig } from '../shim/typed.ts';
 import { DEFAULT_WIRING, hasActions, type WiringProblem, type WiringSettings } from '../shim/wasm.ts';
 import { gatewayWiring } from './gateway.ts';
 import {
@@ -298,7 +299,7 @@ export class WiringController extends ControllerProcess {
     for (const o of providerObjects(
       provider,
       { gateway: { namespace: ns, name, ...(uid ? { uid } : {}) }, controller: this.opts.name },
-      w.config,
+      publishedConfig(w.config, this.opts.wiring ?? DEFAULT_WIRING),
       providers,
     )) {
       // nothing fitted: the configuration denies everything, and the kinds' controllers read this

@@ -13,6 +13,7 @@
 import type { RenderedObject } from '@cascade/core';
 import { labelValue, objectName } from '@cascade/core';
 import type { Precedence } from '../routes/matches.ts';
+import type { TypedWasmConfig } from '../shim/typed.ts';
 import { AUTH_CLUSTER, RATELIMIT_CLUSTER, type WasmConfig } from '../shim/wasm.ts';
 
 /** The label on every object the wiring writes (its value: the provider); how every reader finds them. */
@@ -43,10 +44,16 @@ export interface ProviderSettings {
   limitador: Endpoint;
 }
 
+/** The wasm-shim image each configuration form needs (the typed form: v0.14 and later). */
+export const WASM_SHIM_IMAGES = {
+  legacy: 'quay.io/kuadrant/wasm-shim:v0.12.4',
+  typed: 'quay.io/kuadrant/wasm-shim:v0.14.1',
+} as const;
+
 export const DEFAULT_PROVIDERS: ProviderSettings = {
   istioControllers: ['istio.io/gateway-controller', 'openshift.io/gateway-controller/v1'],
   envoyGatewayControllers: ['gateway.envoyproxy.io/gatewayclass-controller'],
-  wasmShimImage: 'quay.io/kuadrant/wasm-shim:v0.12.4',
+  wasmShimImage: WASM_SHIM_IMAGES.legacy,
   authorino: { host: 'authorino-authorino-authorization.kuadrant-system.svc.cluster.local', port: 50051 },
   limitador: { host: 'limitador-limitador.kuadrant-system.svc.cluster.local', port: 8081 },
 };
@@ -127,7 +134,8 @@ export interface ProviderTarget {
 export function providerObjects(
   provider: Provider,
   t: ProviderTarget,
-  config: WasmConfig,
+  /** In the form published (typed.ts publishedConfig). */
+  config: WasmConfig | TypedWasmConfig,
   s: ProviderSettings,
 ): RenderedObject[] {
   const gw = t.gateway;

@@ -5,7 +5,8 @@ import type { PathRef, RouteObject } from '@cascade/core';
 import type { Precedence } from '../routes/matches.ts';
 
 export interface WasmService {
-  type: 'auth' | 'ratelimit';
+  /** `ratelimit-check`/`ratelimit-report`: Limitador's CheckRateLimit and Report (token limits). */
+  type: 'auth' | 'ratelimit' | 'ratelimit-check' | 'ratelimit-report';
   endpoint: string;
   failureMode: 'allow' | 'deny';
   timeout: string;
@@ -51,6 +52,9 @@ export interface WasmConfig {
 
 export const AUTH_SERVICE = 'auth-service';
 export const RATELIMIT_SERVICE = 'ratelimit-service';
+/** Token limits: checked before the request (hits 0), reported after the response (hits = tokens). */
+export const RATELIMIT_CHECK_SERVICE = 'ratelimit-check-service';
+export const RATELIMIT_REPORT_SERVICE = 'ratelimit-report-service';
 /** The Envoy clusters the services call (defined by the provider objects). */
 export const AUTH_CLUSTER = 'kuadrant-auth-service';
 export const RATELIMIT_CLUSTER = 'kuadrant-ratelimit-service';
@@ -76,6 +80,13 @@ export interface WiringSettings {
    * not, a host not in lower case is denied rather than let past its policies.
    */
   hostLookupFoldsCase?: boolean;
+  /**
+   * Which configuration the provider objects carry: `legacy` (services + actionSets with
+   * conditionalData, any wasm-shim since v0.12) or `typed` (grpc actions with CEL message builders,
+   * wasm-shim v0.14 and later, what kuadrant-operator main writes: typed.ts). Sizes are measured in
+   * the form published. Default legacy.
+   */
+  configForm?: 'legacy' | 'typed';
 }
 
 export const DEFAULT_WIRING: WiringSettings = {

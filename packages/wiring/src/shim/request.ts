@@ -12,6 +12,8 @@
 // descriptor sent; an entry whose expression errors is left out (so a limit counting it does not
 // count). An action's own predicates skip it whole.
 import { compileCondition, isCompiled } from '@cascade/core';
+import { type BodyFields, bodyFields } from './body.ts';
+import { HITS_ADDEND } from './typed.ts';
 import type { ActionSet, WasmAction, WasmConfig } from './wasm.ts';
 
 export interface HttpRequest {
@@ -26,6 +28,8 @@ export interface HttpRequest {
   identity?: Record<string, unknown>;
   /** The port the proxy received the request on (`destination.port`; default 8080). */
   port?: number;
+  /** The upstream's response, for actions that run on it (token limits' reports). */
+  response?: { body: string; contentType?: string };
 }
 
 export type SetOutcome =
@@ -44,7 +48,15 @@ export interface BlockTrace {
 
 export interface ActionTrace {
   service: string;
-  type: 'auth' | 'ratelimit' | 'unknown';
+  type: 'auth' | 'ratelimit' | 'ratelimit-check' | 'ratelimit-report' | 'unknown';
+  /** When it runs: before the request goes upstream, or on the response (a report). */
+  phase: 'request' | 'response';
+  /** Rate-limit calls: the hits the call adds (1; a check 0; a report what the response says). */
+  hits?: number;
+  /** A report: what was read from the response body. */
+  body?: BodyFields;
+  /** Typed form: the message builder failed (the call is not made; the service's failure mode applies). */
+  builderError?: string;
   scope: string;
   sources: string[];
   run: boolean;
@@ -121,7 +133,7 @@ export function evaluatePredicate(
   return r.value;
 }
 
-function allHold(
+export function allHold(
   predicates: string[] | undefined,
   vars: Record<string, unknown>,
 ): { holds: boolean; why?: string; error?: string; predicate?: string } {
@@ -134,30 +146,76 @@ function allHold(
   return { holds: true };
 }
 
-function stringOf(v: unknown): string {
+export function stringOf(v: unknown): string {
   if (typeof v === 'string') return v;
   if (typeof v === 'bigint' || typeof v === 'number' || typeof v === 'boolean') return String(v);
   return JSON.stringify(v);
 }
 
-function traceAction(a: WasmAction, config: WasmConfig, vars: Record<string, unknown>): ActionTrace {
+export const BODY_CALL = /responseBodyJSON\(\s*(?:"([^"]*)"|'([^']*)')\s*\)/g;
+/** `responseBodyJSON("/p")` read from the body fields (an unset field errors, as in wasm-shim). */
+export const BODY_VAR = '__cascade_response_body';
+const withBodyReads = (expr: string) =>
+  expr.replace(
+    BODY_CALL,
+    (_, a: string | undefined, b: string | undefined) => `${BODY_VAR}[${JSON.stringify(a ?? b ?? '')}]`,
+  );
+
+export function evaluate(
+  expr: string,
+  vars: Record<string, unknown>,
+): { ok: true; value: unknown } | { ok: false; error: string } {
+  const c = compileCondition(withBodyReads(expr));
+  return isCompiled(c) ? c.evaluateWith(vars) : { ok: false, error: c.error };
+}
+
+/** The hits a rate-limit call adds: 1, or its `ratelimit.hits_addend` item's value (a whole number). */
+export function hitsOf(v: unknown): number | string {
+  // a CEL uint is an object whose valueOf() is a bigint
+  if (v && typeof v === 'object' && typeof (v as { valueOf(): unknown }).valueOf() === 'bigint')
+    v = (v as { valueOf(): bigint }).valueOf();
+  const n = typeof v === 'bigint' ? Number(v) : typeof v === 'string' && /^[0-9]+$/.test(v) ? Number(v) : v;
+  if (typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= Number.MAX_SAFE_INTEGER) return n;
+  return `${JSON.stringify(typeof v === 'bigint' ? String(v) : v)} is not a whole number of hits (uint() fails)`;
+}
+
+function traceAction(
+  a: WasmAction,
+  config: WasmConfig,
+  vars: Record<string, unknown>,
+  response: HttpRequest['response'],
+): ActionTrace {
   const type = config.services[a.service]?.type ?? 'unknown';
-  const base = { service: a.service, type, scope: a.scope, sources: a.sources ?? [] } as const;
+  const phase = type === 'ratelimit-report' ? 'response' : 'request';
+  const base = { service: a.service, type, phase, scope: a.scope, sources: a.sources ?? [] } as const;
+  if (phase === 'response' && !response)
+    return { ...base, run: false, why: 'runs on the response: no response given (--response-body)' };
+  let body: BodyFields | undefined;
+  if (phase === 'response') {
+    const pointers = new Set<string>();
+    for (const b of a.conditionalData ?? [])
+      for (const d of b.data)
+        for (const m of d.expression.value.matchAll(BODY_CALL)) pointers.add(m[1] ?? m[2] ?? '');
+    body = bodyFields(response!.body, response!.contentType, [...pointers]);
+    vars = { ...vars, [BODY_VAR]: body.values };
+  }
   const gate = allHold(a.predicates, vars);
   if (!gate.holds) return { ...base, run: false, ...(gate.why ? { why: gate.why } : {}) };
-  if (type !== 'ratelimit') return { ...base, run: true };
+  if (type === 'auth' || type === 'unknown') return { ...base, run: true };
   const blocks: BlockTrace[] = [];
   const descriptor: Record<string, string> = {};
   let any = false;
+  let hits: number | string = 1;
   for (const b of a.conditionalData ?? []) {
     const h = allHold(b.predicates, vars);
     const entries: BlockTrace['entries'] = [];
     if (h.holds) {
       any = true;
       for (const d of b.data) {
-        const c = compileCondition(d.expression.value);
-        const r = isCompiled(c) ? c.evaluateWith(vars) : { ok: false as const, error: c.error };
-        if (r.ok) {
+        const r = evaluate(d.expression.value, vars);
+        if (d.expression.key === HITS_ADDEND)
+          hits = r.ok ? hitsOf(r.value) : `${d.expression.value}: ${r.error}`;
+        else if (r.ok) {
           const value = stringOf(r.value);
           entries.push({ key: d.expression.key, value });
           descriptor[d.expression.key] = value;
@@ -171,26 +229,31 @@ function traceAction(a: WasmAction, config: WasmConfig, vars: Record<string, unk
       entries,
     });
   }
+  const withBody = body ? { body } : {};
+  if (typeof hits === 'string')
+    // the message cannot be built: wasm-shim does not make the call (a report: nothing is counted)
+    return { ...base, run: false, why: `the hits cannot be computed: ${hits}`, blocks, ...withBody };
   return {
     ...base,
     run: any,
     ...(any ? {} : { why: 'no conditionalData block holds: nothing is sent' }),
     blocks,
-    ...(any ? { descriptor } : {}),
+    ...(any ? { descriptor, hits } : {}),
+    ...withBody,
   };
 }
 
-/** What wasm-shim does with one request (see the header). */
-export function traceRequest(config: WasmConfig, req: HttpRequest): RequestTrace {
+/** Which set of a configuration (either form) a request meets, and why the earlier ones do not take it. */
+export function selectSet<S extends Pick<ActionSet, 'name' | 'routeRuleConditions'>>(
+  sets: readonly S[],
+  req: HttpRequest,
+  vars: Record<string, unknown>,
+): { trace: RequestTrace; matched?: S } {
   const host = req.host.split(':')[0]!; // wasm-shim cuts at the first colon
-  const vars = requestAttributes(req);
-  const hostname = longestHostname(
-    new Set(config.actionSets.flatMap((s) => s.routeRuleConditions.hostnames)),
-    host,
-  );
+  const hostname = longestHostname(new Set(sets.flatMap((s) => s.routeRuleConditions.hostnames)), host);
   const trace: RequestTrace = { host, ...(hostname ? { hostname } : {}), sets: [], actions: [] };
-  let matched: ActionSet | undefined;
-  for (const s of config.actionSets) {
+  let matched: S | undefined;
+  for (const s of sets) {
     const h = s.routeRuleConditions.hostnames.includes(hostname ?? '\u0000') ? hostname! : undefined;
     if (!h) {
       if (!matched && s.routeRuleConditions.hostnames.some((x) => hostMatches(x, host)))
@@ -219,9 +282,15 @@ export function traceRequest(config: WasmConfig, req: HttpRequest): RequestTrace
         result: { outcome: 'predicate-false', predicate: r.predicate! },
       });
   }
-  if (!matched) return trace;
-  trace.matched = matched.name;
-  trace.actions = matched.actions.map((a) => traceAction(a, config, vars));
+  if (matched) trace.matched = matched.name;
+  return { trace, ...(matched ? { matched } : {}) };
+}
+
+/** What wasm-shim does with one request (see the header). */
+export function traceRequest(config: WasmConfig, req: HttpRequest): RequestTrace {
+  const vars = requestAttributes(req);
+  const { trace, matched } = selectSet(config.actionSets, req, vars);
+  if (matched) trace.actions = matched.actions.map((a) => traceAction(a, config, vars, req.response));
   return trace;
 }
 

@@ -14,11 +14,23 @@ import {
   type WiringResult,
   type WiringSettings,
 } from './config.ts';
+import { publishedConfig, typedSet } from './typed.ts';
 
 /** Longest disjunction of path predicates one deny set carries (bytes). */
 const MAX_DENY_PREDICATE = 1024;
 /** What one deny set may take at most, besides its hostname (name, action, predicate, JSON). */
 export const DENY_SET_BYTES = MAX_DENY_PREDICATE + 400;
+/** What a deny set's auth action adds in the typed form (its message builder and replies). */
+let denyExtra: number | undefined;
+function typedDenyExtra(): number {
+  const set = {
+    name: '',
+    routeRuleConditions: { hostnames: [] },
+    actions: [{ service: AUTH_SERVICE, scope: DENY_SCOPE }],
+  };
+  denyExtra ??= JSON.stringify(typedSet(set)).length - JSON.stringify(set).length;
+  return denyExtra;
+}
 /** Rounds of refusing more when the real size is still over the limit. */
 const MAX_ROUNDS = 6;
 
@@ -142,7 +154,7 @@ export function fitSize(
         sets: 0,
         hostnames: [],
       };
-      r.bytes += setBytes(b.set);
+      r.bytes += setBytes(b.set, settings.configForm);
       r.sets++;
       if (!r.hostnames.includes(b.candidate.hostname)) r.hostnames.push(b.candidate.hostname);
       by.set(b.route, r);
@@ -168,7 +180,8 @@ export function fitSize(
   const plan = planRefusals([...sized.values()], {
     bytes: settings.maxConfigBytes - fixed,
     setsPerNamespace: setCap,
-    denyBytes: (hostname) => DENY_SET_BYTES + hostname.length,
+    denyBytes: (hostname) =>
+      DENY_SET_BYTES + (settings.configForm === 'typed' ? typedDenyExtra() : 0) + hostname.length,
   });
   for (const [route, why] of plan) refuse(route, why);
   laid = layout(compose());
@@ -202,5 +215,6 @@ export function fitSize(
       },
     ],
   };
-  return { config, origins: {}, bytes: Buffer.byteLength(JSON.stringify(config)), problems, failedClosed };
+  const bytes = Buffer.byteLength(JSON.stringify(publishedConfig(config, settings)));
+  return { config, origins: {}, bytes, problems, failedClosed };
 }

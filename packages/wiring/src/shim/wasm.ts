@@ -50,6 +50,7 @@ import {
 } from './config.ts';
 import { isHostCaseGuard, perPort, withGuards } from './layout.ts';
 import { fitSize } from './size.ts';
+import { publishedConfig } from './typed.ts';
 
 export * from './config.ts';
 export { isHostCaseGuard } from './layout.ts';
@@ -183,12 +184,17 @@ function assemble(
     if (a.refused !== b.refused) return a.refused ? 1 : -1;
     return compareCandidates(a.candidate, b.candidate, precedence);
   });
-  const config: WasmConfig = { services: services(settings), actionSets: order.map((b) => b.set) };
+  const sets = order.map((b) => b.set);
+  const config: WasmConfig = { services: services(settings, sets), actionSets: sets };
   const origins: WiringResult['origins'] = {};
   for (const b of order) if (!b.guard) origins[b.set.name] = b.origin;
-  // the serialized size without serializing it: the envelope with no set, plus each set and its comma
-  const envelope = Buffer.byteLength(JSON.stringify({ ...config, actionSets: [] }));
-  const bytes = envelope + order.reduce((n, b) => n + setBytes(b.set), 0) - (order.length ? 1 : 0);
+  // the serialized size (in the form published) without serializing it: the envelope with no set,
+  // plus each set and its comma
+  const form = settings.configForm ?? 'legacy';
+  const envelope = Buffer.byteLength(
+    JSON.stringify({ ...publishedConfig(config, settings), actionSets: [] }),
+  );
+  const bytes = envelope + order.reduce((n, b) => n + setBytes(b.set, form), 0) - (order.length ? 1 : 0);
   return { config, bytes, origins };
 }
 
