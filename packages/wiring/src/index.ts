@@ -48,6 +48,7 @@ export {
   type TypedWasmConfig,
   toTypedConfig,
 } from './shim/typed.ts';
+export { messageAsMap, traceTypedRequest } from './shim/typed-request.ts';
 // shim/: the wasm-shim configuration (its shape, names and phases; the action sets of a gateway)
 export {
   type ActionSet,
@@ -66,4 +67,3 @@ export {
   type WiringPath,
   type WiringResult,
 } from './shim/wasm.ts';
-export { messageAsMap, traceTypedRequest } from './shim/typed-request.ts';
