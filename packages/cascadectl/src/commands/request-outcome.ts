@@ -9,6 +9,14 @@
 //     Error with failure mode deny, the action skipped with allow; otherwise the limits it counts
 //     against: 429 once a counter reaches its limit in the window (--hits: the requests already
 //     counted), else the next action;
+//   - token check (TokenRateLimitPolicy, before the request): Limitador's CheckRateLimit with 0 hits
+//     answers over limit once a counter holds more tokens than its limit (--tokens: the tokens already
+//     counted), so one response may take a counter past its limit and the next request gets 429;
+//   - token report (on the response): the tokens the response reports (usage.total_tokens) are
+//     added; it never changes this response. A body without usage, not JSON, or a stream cut short
+//     counts nothing (wasm-shim cannot build the report);
+//   - a typed message that cannot be built: the call is not made and the service's failure mode
+//     applies (deny: 500, allow: skipped);
 //   - all passed: the backend's answer (200 here).
 // The same order and codes are in the README's `cascadectl request` section.
 
@@ -29,6 +37,9 @@ interface ActionView {
   type: string;
   service: string;
   run: boolean;
+  why?: string;
+  hits?: number;
+  builderError?: string;
   blocks?: { holds: boolean; entries: { key: string; error?: string }[] }[];
   auth?: { authConfig?: string; evaluators: { name: string }[] };
   counted?: { name?: string; max_value: number; seconds: number; namespace: string }[];
@@ -43,6 +54,8 @@ export function requestOutcome(opts: {
   /** The AuthConfig's authentication methods, by evaluator name (`jwt`, `apiKey`, `anonymous`...). */
   authMethods: (authConfig: string) => string[];
   hits: number;
+  /** Tokens already counted in the window (token limits). */
+  tokens?: number;
 }): RequestOutcome {
   if (!opts.routed) return { status: 404, why: 'the proxy has no route for it', steps: [] };
   if (!opts.matched)
@@ -52,8 +65,52 @@ export function requestOutcome(opts: {
     };
   const steps: string[] = [];
   const assumed: string[] = [];
+  const tokens = opts.tokens ?? 0;
   for (const [decidedAt, a] of opts.actions.entries()) {
+    if (a.builderError && a.type !== 'ratelimit-report') {
+      const mode = opts.failureModes[a.service] ?? 'deny';
+      const what = `${a.service}: its message cannot be built (${a.builderError})`;
+      if (mode === 'deny')
+        return {
+          status: 500,
+          why: `${what}: failure mode deny answers 500 Internal Server Error`,
+          steps,
+          decidedAt,
+          ...(assumed.length ? { assumes: assumed.join('; ') } : {}),
+        };
+      steps.push(`${what}: failure mode allow skips it (not limited)`);
+      continue;
+    }
+    if (a.type === 'ratelimit-report') {
+      const counted = a.counted ?? [];
+      steps.push(
+        !a.run
+          ? `token report: nothing counted (${a.why})`
+          : counted.length
+            ? `token report: the response's ${a.hits} tokens are added to ${counted.map((c) => `${c.name ?? 'a limit'} (${c.max_value} per ${c.seconds} s)`).join(', ')}: with ${tokens} already counted the counter holds ${tokens + (a.hits ?? 0)}, so the next request gets ${counted.some((c) => tokens + (a.hits ?? 0) > c.max_value) ? '429' : 'through'}`
+            : 'token report: no limit counts it',
+      );
+      continue;
+    }
     if (!a.run) continue;
+    if (a.type === 'ratelimit-check') {
+      const counted = a.counted ?? [];
+      const over = counted.filter((c) => tokens > c.max_value);
+      if (over.length)
+        return {
+          status: 429,
+          why: `${a.service}: ${over.map((c) => `${c.name ?? 'a limit'} (${c.max_value} tokens per ${c.seconds} s in ${c.namespace})`).join(', ')} already counted ${tokens} tokens in the window: Limitador's check answers over limit`,
+          steps: [...steps, 'token check: 429 Too Many Requests'],
+          decidedAt,
+          ...(assumed.length ? { assumes: assumed.join('; ') } : {}),
+        };
+      steps.push(
+        counted.length
+          ? `token check: ${counted.map((c) => `${c.name ?? 'a limit'} (${c.max_value} per ${c.seconds} s)`).join(', ')} hold ${tokens} tokens, not over: passes`
+          : 'token check: no limit counts it',
+      );
+      continue;
+    }
     if (a.type === 'auth') {
       const ac = a.auth?.authConfig;
       if (!ac)

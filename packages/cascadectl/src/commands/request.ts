@@ -3,17 +3,21 @@
 // which AuthConfig is called (its evaluators and the policies that wrote them), which Limitador limits
 // count it with which counter values and namespace: in wasm-shim's order, evaluated from the same
 // configuration the gateway-wiring writer publishes, with the project's bounded CEL.
+import { readFileSync } from 'node:fs';
 import { toPathResult } from '@cascade/core';
 import {
   type CountedLimitSpec,
   countedLimits,
+  DEFAULT_WIRING,
   type HttpRequest,
   type ProxyChoice,
   precedenceOf,
   proxyPort,
   proxyRoute,
   type RequestTrace,
+  toTypedConfig,
   traceRequest,
+  traceTypedRequest,
 } from '@cascade/wiring';
 import { parse as parseYaml } from 'yaml';
 import { type Command, oneOf, out, UsageError } from '../cli.ts';
@@ -42,6 +46,27 @@ function identityOf(v: unknown): Record<string, unknown> | undefined {
   throw new UsageError('--identity: expected a JSON object, e.g. \'{"sub":"alice"}\'');
 }
 
+/** The upstream's response from a file; its content type given, or SSE when it reads as a stream. */
+function responseOf(file: unknown, type: unknown): HttpRequest['response'] {
+  if (file === undefined) {
+    if (type !== undefined) throw new UsageError('--response-content-type needs --response-body');
+    return undefined;
+  }
+  let body: string;
+  try {
+    body = readFileSync(String(file), 'utf8');
+  } catch (e) {
+    throw new UsageError(`--response-body ${String(file).slice(0, 200)}: ${(e as Error).message}`);
+  }
+  const contentType =
+    type !== undefined
+      ? String(type)
+      : /^\s*(data|event|id|retry):/.test(body)
+        ? 'text/event-stream'
+        : 'application/json';
+  return { body, contentType };
+}
+
 interface AuthView {
   authConfig?: string;
   evaluators: { name: string; source?: string }[];
@@ -59,7 +84,7 @@ export const requestCommand: Command = {
   name: 'request',
   summary: "why a request gets its auth and rate-limit treatment at a gateway (wasm-shim's decision)",
   usage:
-    'cascadectl request FILES... --host HOST [--gateway NS/NAME] [-X METHOD] [--path /p?q=v] [-H "Name: value"]... [--identity JSON] [--source ADDR] [--port LISTENER-PORT] [--hits N] [-o text|json]\n  (--identity: the identity authentication yields, as if the caller were authenticated; --hits: requests already counted in the window)',
+    'cascadectl request FILES... --host HOST [--gateway NS/NAME] [-X METHOD] [--path /p?q=v] [-H "Name: value"]... [--identity JSON] [--source ADDR] [--port LISTENER-PORT] [--hits N] [--response-body FILE [--response-content-type TYPE]] [--tokens N] [--config-form legacy|typed] [-o text|json]\n  (--identity: the identity authentication yields, as if the caller were authenticated; --hits: requests already counted in the window; --response-body: the upstream\'s response, whose usage.total_tokens token limits count; --tokens: tokens already counted in the window; --config-form: evaluate the typed wasm-shim configuration instead of the legacy one)',
   options: {
     host: { type: 'string' },
     gateway: { type: 'string' },
@@ -70,6 +95,10 @@ export const requestCommand: Command = {
     source: { type: 'string' },
     port: { type: 'string' },
     hits: { type: 'string' },
+    'response-body': { type: 'string' },
+    'response-content-type': { type: 'string' },
+    tokens: { type: 'string' },
+    'config-form': { type: 'string' },
     output: { type: 'string', short: 'o' },
   },
   run(values, files) {
@@ -77,6 +106,8 @@ export const requestCommand: Command = {
     if (!values.host) throw new UsageError("--host is required (the request's Host)");
     const path = String(values.path ?? '/');
     if (!path.startsWith('/')) throw new UsageError(`--path "${path.slice(0, 80)}": must start with /`);
+    const form = oneOf('config-form', values['config-form'], ['legacy', 'typed'], 'legacy');
+    const upstream = responseOf(values['response-body'], values['response-content-type']);
     const req: HttpRequest = {
       host: String(values.host),
       method: String(values.method ?? 'GET'),
@@ -84,7 +115,13 @@ export const requestCommand: Command = {
       headers: headersOf(values.header),
       ...(values.source ? { source: { address: String(values.source) } } : {}),
       ...(values.identity ? { identity: identityOf(values.identity)! } : {}),
+      ...(upstream ? { response: upstream } : {}),
     };
+    const tokens = values.tokens === undefined ? 0 : Number(values.tokens);
+    if (!Number.isInteger(tokens) || tokens < 0 || tokens > 1e15)
+      throw new UsageError(
+        `--tokens "${String(values.tokens).slice(0, 20)}": a whole number of tokens already counted`,
+      );
     const listenerPort = values.port === undefined ? undefined : Number(values.port);
     if (
       listenerPort !== undefined &&
@@ -103,8 +140,12 @@ export const requestCommand: Command = {
     // the port the proxy receives it on (destination.port), from the listener port the client dialled
     const onPort = (provider: Parameters<typeof proxyPort>[0]): HttpRequest =>
       listenerPort === undefined ? req : { ...req, port: proxyPort(provider, listenerPort) };
+    const trace1 = (w: (typeof wirings)[number]) =>
+      form === 'typed'
+        ? traceTypedRequest(toTypedConfig(w.wiring.config, DEFAULT_WIRING), onPort(w.provider))
+        : traceRequest(w.wiring.config, onPort(w.provider));
     const traces = wirings
-      .map((w) => ({ w, trace: traceRequest(w.wiring.config, onPort(w.provider)) }))
+      .map((w) => ({ w, trace: trace1(w) }))
       .filter((t) => values.gateway || t.trace.hostname !== undefined);
     if (traces.length === 0) {
       out(
@@ -149,7 +190,7 @@ export const requestCommand: Command = {
     const actions = trace.actions.map((a) => ({
       ...a,
       ...(a.type === 'auth' && a.run ? { auth: authOf(a.scope) } : {}),
-      ...(a.type === 'ratelimit' && a.descriptor
+      ...(a.type !== 'auth' && a.type !== 'unknown' && a.descriptor
         ? {
             counted: countedLimits(limits, a.scope, a.descriptor).map(
               (c): LimitView => ({
@@ -181,6 +222,7 @@ export const requestCommand: Command = {
       identity: req.identity !== undefined,
       authMethods,
       hits,
+      tokens,
     });
     const report = {
       gateway: w.gateway,
@@ -290,6 +332,10 @@ function formatText(
           `     block [${when}]: sends ${b.entries.map((e) => (e.error ? `${e.key}=<error: ${e.error}>` : `${e.key}=${e.value}`)).join(', ')}`,
         );
     }
+    if (a.type === 'ratelimit-check' || a.type === 'ratelimit-report')
+      lines.push(
+        `     hits: ${a.hits}${a.body ? ` (usage read from ${a.body.strategy === 'sse' ? `the stream's ${a.body.source}` : a.body.source})` : ''}`,
+      );
     if (a.counted)
       lines.push(
         ...(a.counted.length

@@ -232,7 +232,13 @@ function traceAction(
   const withBody = body ? { body } : {};
   if (typeof hits === 'string')
     // the message cannot be built: wasm-shim does not make the call (a report: nothing is counted)
-    return { ...base, run: false, why: `the hits cannot be computed: ${hits}`, blocks, ...withBody };
+    return {
+      ...base,
+      run: false,
+      why: `the hits cannot be computed: ${hits}${body && Object.keys(body.missing).length ? ` (${Object.values(body.missing).join('; ')})` : ''}`,
+      blocks,
+      ...withBody,
+    };
   return {
     ...base,
     run: any,

@@ -155,10 +155,11 @@ export function traceTypedRequest(config: TypedWasmConfig, req: HttpRequest): Re
     const built = evaluate(builderAsMap(a.messageBuilder), vars);
     const withBody = phase === 'response' && body ? { body } : {};
     if (!built.ok) {
+      const unread = phase === 'response' && body ? Object.values(body.missing) : [];
       trace.actions.push({
         ...base,
         run: false,
-        why: `the message cannot be built: ${built.error}; the call is not made (failure mode ${service?.failureMode ?? 'deny'})`,
+        why: `the message cannot be built: ${built.error}${unread.length ? ` (${unread.join('; ')})` : ''}; the call is not made (failure mode ${service?.failureMode ?? 'deny'})`,
         builderError: built.error,
         ...withBody,
       });
