@@ -15,6 +15,10 @@ import { type Manifest, where } from './load.ts';
 export const POLICY_KINDS: readonly PolicyKind[] = GATEWAY_POLICY_KINDS;
 /** Kuadrant manifests work after changing only apiVersion; offline we also take them as they are. */
 const POLICY_API_VERSIONS = ['cascade.dev/v1alpha1', 'kuadrant.io/v1'];
+/** Kinds Kuadrant still serves at another version (TokenRateLimitPolicy: kuadrant.io/v1alpha1). */
+const KUADRANT_VERSIONS: Record<string, string> = { TokenRateLimitPolicy: 'kuadrant.io/v1alpha1' };
+const apiVersionsOf = (kind: string) =>
+  KUADRANT_VERSIONS[kind] ? ['cascade.dev/v1alpha1', KUADRANT_VERSIONS[kind]] : POLICY_API_VERSIONS;
 
 export interface GatewayWorld {
   engines: Map<string, PolicyEngine>;
@@ -69,9 +73,9 @@ export function buildGatewayWorld(manifests: Manifest[], onlyKind?: string): Gat
     }
     const policyKind = POLICY_KINDS.find((k) => k.kind === m.kind);
     if (policyKind) {
-      if (!POLICY_API_VERSIONS.includes(m.apiVersion)) {
+      if (!apiVersionsOf(m.kind).includes(m.apiVersion)) {
         world.problems.push(
-          `${where(m.source)} (${m.kind} ${m.metadata.name}): apiVersion: "${m.apiVersion}" is not one of ${POLICY_API_VERSIONS.join(', ')}`,
+          `${where(m.source)} (${m.kind} ${m.metadata.name}): apiVersion: "${m.apiVersion}" is not one of ${apiVersionsOf(m.kind).join(', ')}`,
         );
         continue;
       }

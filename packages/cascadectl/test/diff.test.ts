@@ -67,7 +67,7 @@ describe('cascadectl diff', () => {
     expect(c.after.as).toBe('intent');
   });
 
-  it('deleting a route removes its paths for both kinds', async () => {
+  it('deleting a route removes its paths for every kind', async () => {
     const after = edited('route', 'gateway/20-team-routes.yaml', (t) =>
       t
         .split('\n---\n')
@@ -84,7 +84,7 @@ describe('cascadectl diff', () => {
       new Set(['team-c/status']),
     );
     expect(new Set(removed.map((p: { policyKind: string }) => p.policyKind))).toEqual(
-      new Set(['AuthPolicy', 'RateLimitPolicy']),
+      new Set(['AuthPolicy', 'RateLimitPolicy', 'TokenRateLimitPolicy']),
     );
   });
 

@@ -5,6 +5,7 @@ import { effectivePolicyCrd, policyCrd } from '@cascade/core';
 import { apiServerTestsEnabled, Envtest } from '@cascade/envtest';
 import { netpolNodeReportCrd, podAddressSliceCrd } from '@cascade/netpolicy';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
+import { tokenRateLimitPolicyKind } from '@cascade/tokenratelimitpolicy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatDoctor } from '../src/commands/doctor.ts';
 import { diagnose, type HealthSnapshot } from '../src/health.ts';
@@ -18,6 +19,7 @@ const ALL_CRDS = [
   'effectivepolicies.cascade.dev',
   'authpolicies.cascade.dev',
   'ratelimitpolicies.cascade.dev',
+  'tokenratelimitpolicies.cascade.dev',
   'podaddressslices.cascade.dev',
   'netpolnodereports.cascade.dev',
   'gatewayclasses.gateway.networking.k8s.io',
@@ -48,6 +50,7 @@ const healthy = (): HealthSnapshot => ({
   deployments: [
     'authpolicy-controller',
     'ratelimitpolicy-controller',
+    'tokenratelimitpolicy-controller',
     'wiring-controller',
     'netpolicy-controller',
   ].map((n) => deploy(n, 2)),
@@ -170,6 +173,7 @@ describe.skipIf(!apiServerTestsEnabled())('cascadectl doctor on a real API serve
         effectivePolicyCrd,
         policyCrd(authPolicyKind),
         policyCrd(rateLimitPolicyKind),
+        policyCrd(tokenRateLimitPolicyKind),
         podAddressSliceCrd,
         netpolNodeReportCrd,
       ],
@@ -187,6 +191,7 @@ describe.skipIf(!apiServerTestsEnabled())('cascadectl doctor on a real API serve
     expect(checks.find((c) => c.name === 'effectivepolicies.cascade.dev')).toMatchObject({ status: 'ok' });
     expect(checks.find((c) => c.name === 'gateways.gateway.networking.k8s.io')?.detail).toMatch(/served v1/);
     expect(checks.filter((c) => c.area === 'component').map((c) => c.status)).toEqual([
+      'warn',
       'warn',
       'warn',
       'warn',

@@ -22,9 +22,9 @@ describe('cascadectl effective -o json on examples/gateway', async () => {
   const at = (kind: string, route: string, rule: string) =>
     results.find((x) => x.policyKind === kind && x.path.route === route && x.path.rule === rule)!;
 
-  it('exits 0 and prints one result per (kind, path): 5 paths x 2 kinds', () => {
+  it('exits 0 and prints one result per (kind, path): 5 paths x 3 kinds', () => {
     expect(r.code).toBe(0);
-    expect(results).toHaveLength(10);
+    expect(results).toHaveLength(15);
     expect(at(RLP, 'team-a/catalog', 'browse').path).toEqual({
       gatewayClass: 'cascade',
       gateway: 'infra/main',
@@ -139,9 +139,15 @@ describe('cascadectl status on examples/gateway', async () => {
     const t = (name: string) =>
       report.targets.find((x) => x.name === name)!.conditions.map((c) => `${c.type}=${c.reason}`);
     // a route is affected by what it inherits from its gateway too (the platform's gateway defaults)
-    expect(t('main')).toEqual(['AuthPolicyAffected=Affected', 'RateLimitPolicyAffected=Affected']);
-    expect(t('catalog')).toEqual(['AuthPolicyAffected=Affected', 'RateLimitPolicyAffected=Affected']);
-    expect(t('status')).toEqual(['AuthPolicyAffected=Affected', 'RateLimitPolicyAffected=Affected']);
+    // no TokenRateLimitPolicy in these examples: every target is unaffected by that kind
+    const both = [
+      'AuthPolicyAffected=Affected',
+      'RateLimitPolicyAffected=Affected',
+      'TokenRateLimitPolicyAffected=Unaffected',
+    ];
+    expect(t('main')).toEqual(both);
+    expect(t('catalog')).toEqual(both);
+    expect(t('status')).toEqual(both);
   });
 });
 

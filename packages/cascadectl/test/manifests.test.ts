@@ -24,6 +24,7 @@ describe('cascadectl manifests', () => {
       'CustomResourceDefinition/netpolnodereports.cascade.dev',
       'CustomResourceDefinition/authpolicies.cascade.dev',
       'CustomResourceDefinition/ratelimitpolicies.cascade.dev',
+      'CustomResourceDefinition/tokenratelimitpolicies.cascade.dev',
       'ClusterRole/cascade-view',
       'ClusterRole/cascade-edit',
       'ServiceAccount/cascade-system/authpolicy-controller',
@@ -39,6 +40,13 @@ describe('cascadectl manifests', () => {
       'RoleBinding/cascade-system/ratelimitpolicy-controller',
       'Role/kuadrant-system/ratelimitpolicy-controller',
       'RoleBinding/kuadrant-system/ratelimitpolicy-controller',
+      'ServiceAccount/cascade-system/tokenratelimitpolicy-controller',
+      'ClusterRole/tokenratelimitpolicy-controller',
+      'ClusterRoleBinding/tokenratelimitpolicy-controller',
+      'Role/cascade-system/tokenratelimitpolicy-controller',
+      'RoleBinding/cascade-system/tokenratelimitpolicy-controller',
+      'Role/kuadrant-system/tokenratelimitpolicy-controller',
+      'RoleBinding/kuadrant-system/tokenratelimitpolicy-controller',
     ]);
     // kubectl short names (`kubectl get rlp`), none that a built-in resource has (`ep` is Endpoints')
     const shortNames = Object.fromEntries(

@@ -5,10 +5,15 @@ import { authPolicyKind } from '@cascade/authpolicy';
 import { type CleanupPlan, EFFECTIVE_GROUP, type PolicyKind } from '@cascade/core';
 import { conditionsWritten, NODE_REPORT_VERSION, SLICE_VERSION } from '@cascade/netpolicy';
 import { rateLimitPolicyKind } from '@cascade/ratelimitpolicy';
+import { tokenRateLimitPolicyKind } from '@cascade/tokenratelimitpolicy';
 import { WIRING_COLLECTIONS } from '@cascade/wiring';
 
 /** The gateway policy kinds whose actions are wired (each contributes through PolicyKind.actions). */
-export const GATEWAY_POLICY_KINDS: readonly PolicyKind[] = [authPolicyKind, rateLimitPolicyKind];
+export const GATEWAY_POLICY_KINDS: readonly PolicyKind[] = [
+  authPolicyKind,
+  rateLimitPolicyKind,
+  tokenRateLimitPolicyKind,
+];
 
 /** A kind as people name it (kubectl's rules: the kind, its plural, its short names, any case). */
 export interface KindNames {
@@ -83,6 +88,7 @@ export const CONTROLLERS: readonly string[] = CONTROLLER_BINARIES.map((c) => c.n
  */
 export const CONTROLLER_SETTINGS: Record<string, Record<string, string>> = {
   RateLimitPolicy: { limitadorNamespace: 'kuadrant-system' },
+  TokenRateLimitPolicy: { limitadorNamespace: 'kuadrant-system' },
 };
 
 /** What `cascadectl cleanup` removes after `helm uninstall` (core's cleanupCluster). */

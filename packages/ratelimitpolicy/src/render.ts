@@ -26,7 +26,16 @@ import {
   type RenderPath,
   toYaml,
 } from '@cascade/core';
-import { type ContributedAction, PHASE, RATELIMIT_SERVICE, type WasmAction } from '@cascade/wiring';
+import {
+  type ConditionalData,
+  type ContributedAction,
+  HITS_ADDEND,
+  PHASE,
+  RATELIMIT_CHECK_SERVICE,
+  RATELIMIT_REPORT_SERVICE,
+  RATELIMIT_SERVICE,
+  type WasmAction,
+} from '@cascade/wiring';
 import type { Limit } from './kind.ts';
 import { windowSeconds } from './rates.ts';
 
@@ -73,8 +82,11 @@ const sourceId = (r: EffectiveRule) => `${r.source.kind}:${r.source.namespace}/$
 /** Keys by rule object: paths with the same chain share their EffectiveRule objects. */
 const keys = new WeakMap<EffectiveRule, Map<string, string>>();
 
-/** The limit key (`limit.<name>__<hash>`, Kuadrant's form): the descriptor entry that selects the limit. */
-function limitKey(r: EffectiveRule, namespace: string): string {
+/**
+ * The limit key (`limit.<name>__<hash>`, Kuadrant's form; `tokenlimit.` for token limits): the
+ * descriptor entry that selects the limit.
+ */
+function limitKey(r: EffectiveRule, namespace: string, prefix: string): string {
   let byNs = keys.get(r);
   if (!byNs) keys.set(r, (byNs = new Map()));
   let k = byNs.get(namespace);
@@ -83,10 +95,52 @@ function limitKey(r: EffectiveRule, namespace: string): string {
       .update(JSON.stringify([r.key, r.source, r.as, r.value, r.context ?? null, namespace]))
       .digest('hex')
       .slice(0, 8);
-    byNs.set(namespace, (k = `limit.${r.name.replace(/[^A-Za-z0-9_]/g, '_').slice(0, 40)}__${h}`));
+    byNs.set(namespace, (k = `${prefix}${r.name.replace(/[^A-Za-z0-9_]/g, '_').slice(0, 40)}__${h}`));
   }
   return k;
 }
+
+/**
+ * What a kind's limits count and how wasm-shim calls Limitador for them: requests (RateLimitPolicy:
+ * one ShouldRateLimit call per counter namespace, 1 hit) or tokens (TokenRateLimitPolicy: a
+ * CheckRateLimit call before the request with 0 hits, 429 when a counter is already over its limit,
+ * and a Report call on the response adding the tokens it reports, as kuadrant-operator main does).
+ */
+export interface LimitFlavour {
+  /** The kind whose policies these are (labels, messages). */
+  kind: string;
+  keyPrefix: string;
+  configMapPrefix: string;
+  /** The actions of one counter namespace from its blocks. */
+  actions(namespace: string, blocks: ConditionalData[]): WasmAction[];
+  /** The phase: before auth, or after it when a limit reads `auth.*`. */
+  phase(readsAuth: boolean): number;
+}
+
+/** Where the tokens a response used are read (OpenAI-style `usage`, also in a stream's last chunk). */
+export const TOKENS_READ = 'responseBodyJSON("/usage/total_tokens")';
+
+export const REQUEST_LIMITS: LimitFlavour = {
+  kind: 'RateLimitPolicy',
+  keyPrefix: 'limit.',
+  configMapPrefix: 'limitador-limits-',
+  actions: (namespace, blocks) => [{ service: RATELIMIT_SERVICE, scope: namespace, conditionalData: blocks }],
+  phase: (auth) => (auth ? PHASE.rateLimitAfterAuth : PHASE.rateLimit),
+};
+
+const withHits = (blocks: ConditionalData[], hits: string): ConditionalData[] =>
+  blocks.map((b) => ({ ...b, data: [...b.data, { expression: { key: HITS_ADDEND, value: hits } }] }));
+
+export const TOKEN_LIMITS: LimitFlavour = {
+  kind: 'TokenRateLimitPolicy',
+  keyPrefix: 'tokenlimit.',
+  configMapPrefix: 'limitador-token-limits-',
+  actions: (namespace, blocks) => [
+    { service: RATELIMIT_CHECK_SERVICE, scope: namespace, conditionalData: withHits(blocks, '0') },
+    { service: RATELIMIT_REPORT_SERVICE, scope: namespace, conditionalData: withHits(blocks, TOKENS_READ) },
+  ],
+  phase: (auth) => (auth ? PHASE.tokenLimitAfterAuth : PHASE.tokenLimit),
+};
 
 const predicatesOf = (when: unknown): string[] =>
   Array.isArray(when)
@@ -96,20 +150,23 @@ const predicatesOf = (when: unknown): string[] =>
 const readsAuth = (texts: string[]) => texts.some((t) => /(^|[^A-Za-z0-9_.])auth\./.test(t));
 
 /** The limits and the wasm-shim actions of one gateway. */
-export function limitadorConfig(ctx: RenderContext): {
+export function limitadorConfig(
+  ctx: RenderContext,
+  flavour: LimitFlavour = REQUEST_LIMITS,
+): {
   limits: LimitadorLimit[];
   actions: Map<string, ContributedAction[]>;
 } {
   const limits = new Map<string, LimitadorLimit[]>();
   const actions = new Map<string, ContributedAction[]>();
   for (const p of ctx.paths) {
-    const byNs = new Map<string, { action: WasmAction; sources: Set<string> }>();
+    const byNs = new Map<string, { blocks: ConditionalData[]; sources: Set<string> }>();
     let auth = false;
     for (const r of p.result.rules.values()) {
       if (r.section !== 'limits') continue;
       const v = r.value as Limit;
       const namespace = counterNamespace(scopeOf(r), p, ctx.gateway);
-      const key = limitKey(r, namespace);
+      const key = limitKey(r, namespace, flavour.keyPrefix);
       const counters = (v.counters ?? []).map((c) => c.expression);
       const id = `${namespace}\u0000${key}`;
       if (!limits.has(id))
@@ -127,16 +184,9 @@ export function limitadorConfig(ctx: RenderContext): {
       const predicates = [...predicatesOf(r.context?.when), ...predicatesOf(v.when)];
       auth ||= readsAuth([...predicates, ...counters]);
       let a = byNs.get(namespace);
-      if (!a)
-        byNs.set(
-          namespace,
-          (a = {
-            action: { service: RATELIMIT_SERVICE, scope: namespace, conditionalData: [] },
-            sources: new Set(),
-          }),
-        );
+      if (!a) byNs.set(namespace, (a = { blocks: [], sources: new Set() }));
       a.sources.add(sourceId(r));
-      a.action.conditionalData!.push({
+      a.blocks.push({
         ...(predicates.length ? { predicates } : {}),
         data: [
           { expression: { key, value: '1' } },
@@ -147,10 +197,12 @@ export function limitadorConfig(ctx: RenderContext): {
     if (byNs.size === 0) continue;
     actions.set(
       pathKey(p.path),
-      [...byNs.values()].map((a) => ({
-        phase: auth ? PHASE.rateLimitAfterAuth : PHASE.rateLimit,
-        action: { ...a.action, sources: [...a.sources].sort() },
-      })),
+      [...byNs.entries()].flatMap(([namespace, a]) =>
+        flavour.actions(namespace, a.blocks).map((action) => ({
+          phase: flavour.phase(auth),
+          action: { ...action, sources: [...a.sources].sort() },
+        })),
+      ),
     );
   }
   const all = [...limits.values()]
@@ -169,7 +221,7 @@ export function limitadorConfig(ctx: RenderContext): {
   return { limits: all, actions };
 }
 
-export const LIMITS_CONFIGMAP_PREFIX = 'limitador-limits-';
+export const LIMITS_CONFIGMAP_PREFIX = REQUEST_LIMITS.configMapPrefix;
 
 /** What a ConfigMap's data may take: under the 1 MiB the API server stores, with room for metadata. */
 export const MAX_LIMITS_BYTES = 900_000;
@@ -177,13 +229,13 @@ export const MAX_LIMITS_BYTES = 900_000;
 const policyIdOf = sourceId;
 
 /** The limits that fit, the policies left out, and the wasm-shim actions of what is published. */
-function limitsPlan(ctx: RenderContext) {
+function limitsPlan(ctx: RenderContext, flavour: LimitFlavour) {
   // Over the size the API server stores, the largest contributor's limits are left out (and said in
   // an annotation, so that policy alone is told), until the rest fits: one tenant's huge policy never
   // keeps the others' limits from being published.
   const refused: { policy: string; reason: string }[] = [];
   let view = ctx;
-  let built = limitadorConfig(view);
+  let built = limitadorConfig(view, flavour);
   let data = { 'limits.yaml': toYaml(built.limits) };
   for (let guard = 0; guard < 64; guard++) {
     const size = Buffer.byteLength(data['limits.yaml']);
@@ -209,15 +261,15 @@ function limitsPlan(ctx: RenderContext) {
         },
       })),
     };
-    built = limitadorConfig(view);
+    built = limitadorConfig(view, flavour);
     data = { 'limits.yaml': toYaml(built.limits) };
   }
   return { built, data, refused };
 }
 
 /** aggregate hook: the limits of one gateway as published (what Limitador.spec.limits gathers). */
-export function publishedLimits(ctx: RenderContext): LimitadorLimit[] {
-  return limitsPlan(ctx).built.limits;
+export function publishedLimits(ctx: RenderContext, flavour = REQUEST_LIMITS): LimitadorLimit[] {
+  return limitsPlan(ctx, flavour).built.limits;
 }
 
 /** Every gateway's limits in one list (a limit two gateways share appears once), in a stable order. */
@@ -228,13 +280,16 @@ export function combineLimits(parts: unknown[][]): { spec: { limits: LimitadorLi
 }
 
 /** actions hook: the rate-limit actions of every path, for the limits that are published. */
-export function rateLimitActions(ctx: RenderContext): Map<string, ContributedAction[]> {
-  return limitsPlan(ctx).built.actions;
+export function rateLimitActions(
+  ctx: RenderContext,
+  flavour = REQUEST_LIMITS,
+): Map<string, ContributedAction[]> {
+  return limitsPlan(ctx, flavour).built.actions;
 }
 
 /** render hook: one ConfigMap per gateway that has any effective limit. */
-export function renderLimitador(ctx: RenderContext): RenderedObject[] {
-  const { built, data, refused } = limitsPlan(ctx);
+export function renderLimitador(ctx: RenderContext, flavour = REQUEST_LIMITS): RenderedObject[] {
+  const { built, data, refused } = limitsPlan(ctx, flavour);
   if (built.limits.length === 0 && refused.length === 0) return [];
   // Limitador's namespace when configured (every gateway's limits there: the name carries the
   // gateway's namespace too), else beside the gateway. Names are valid for any gateway name (253
@@ -242,8 +297,8 @@ export function renderLimitador(ctx: RenderContext): RenderedObject[] {
   const namespace = ctx.settings.limitadorNamespace || ctx.gateway.namespace;
   const beside = namespace === ctx.gateway.namespace;
   const name = beside
-    ? objectName(`${LIMITS_CONFIGMAP_PREFIX}${ctx.gateway.name}`)
-    : objectName(`${LIMITS_CONFIGMAP_PREFIX}${ctx.gateway.namespace}-${ctx.gateway.name}`, {
+    ? objectName(`${flavour.configMapPrefix}${ctx.gateway.name}`)
+    : objectName(`${flavour.configMapPrefix}${ctx.gateway.namespace}-${ctx.gateway.name}`, {
         key: `${ctx.gateway.namespace}/${ctx.gateway.name}`,
       });
   return [
@@ -255,7 +310,7 @@ export function renderLimitador(ctx: RenderContext): RenderedObject[] {
         namespace,
         labels: {
           'cascade.dev/managed-by': ctx.controller,
-          'cascade.dev/policy-kind': 'RateLimitPolicy',
+          'cascade.dev/policy-kind': flavour.kind,
           'cascade.dev/gateway': labelValue(ctx.gateway.name),
         },
         annotations: {

@@ -54,6 +54,7 @@ export {
   type ActionSet,
   AUTH_SERVICE,
   buildWasmConfig,
+  type ConditionalData,
   type ContributedAction,
   DEFAULT_WIRING,
   hasActions,

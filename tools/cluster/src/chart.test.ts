@@ -126,6 +126,7 @@ describe('charts/cascade', () => {
       const none = render(
         'authpolicy.enabled=false',
         'ratelimitpolicy.enabled=false',
+        'tokenratelimitpolicy.enabled=false',
         'netpolicy.enabled=false',
         'wiring.enabled=false',
         'agent.enabled=false',
@@ -171,7 +172,12 @@ describe('charts/cascade', () => {
       const args = (docs: Doc[], name: string) =>
         docs.find((d) => d.kind === 'Deployment' && d.metadata.name === name)?.spec.template.spec
           .containers[0].args as string[];
-      for (const name of ['authpolicy-controller', 'ratelimitpolicy-controller', 'wiring-controller']) {
+      for (const name of [
+        'authpolicy-controller',
+        'ratelimitpolicy-controller',
+        'tokenratelimitpolicy-controller',
+        'wiring-controller',
+      ]) {
         expect(args(watched, name)).toContain('--watch-namespace=team-a,infra');
         expect(args(cluster, name).some((a) => a.startsWith('--watch-namespace'))).toBe(false);
         // cluster-wide: the ClusterRole bound cluster-wide; watched: RoleBindings to it in each namespace

@@ -36,8 +36,17 @@ export interface ContributedAction {
   phase: number;
 }
 
-/** Phases: rate limiting runs before auth, unless it reads `auth.*` (then after). */
-export const PHASE = { rateLimit: 100, auth: 200, rateLimitAfterAuth: 300 } as const;
+/**
+ * Phases: rate limiting runs before auth, unless it reads `auth.*` (then after); token limits run
+ * before request limits, and after them when they read `auth.*` (kuadrant-operator main's order).
+ */
+export const PHASE = {
+  tokenLimit: 90,
+  rateLimit: 100,
+  auth: 200,
+  rateLimitAfterAuth: 300,
+  tokenLimitAfterAuth: 310,
+} as const;
 
 export interface ActionSet {
   name: string;

@@ -56,6 +56,8 @@ export function installUntilReady(): void {
     'netpolicy-controller',
     'ratelimitpolicy-controller',
     'ratelimitpolicy-controller',
+    'tokenratelimitpolicy-controller',
+    'tokenratelimitpolicy-controller',
     'wiring-controller',
     'wiring-controller',
   ]);
@@ -101,6 +103,7 @@ export async function doctorOnTheCluster(): Promise<void> {
 const COMPONENT_IMAGES = [
   'authpolicy-controller',
   'ratelimitpolicy-controller',
+  'tokenratelimitpolicy-controller',
   'wiring-controller',
   'netpolicy-controller',
   'netpolicy-agent',
