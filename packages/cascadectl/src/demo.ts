@@ -72,6 +72,22 @@ export async function demo(): Promise<number> {
     }
   }
   await run("What the gateway does with team-b's checkout POST", checkoutRequest(gw));
+  await run('Token limits: a streamed completion on the AI gateway, counted in tokens', [
+    'request',
+    join(examples, 'ai-gateway'),
+    '--host',
+    'chat.ai.example.com',
+    '-X',
+    'POST',
+    '--path',
+    '/v1/chat/completions',
+    '--identity',
+    '{"userid":"alice","plan":"free"}',
+    '--response-body',
+    join(examples, 'llm-responses', 'stream.sse'),
+    '--tokens',
+    '9500',
+  ]);
   await run('Lint warnings', ['lint', gw, np]);
   await run('Network policy: the example flows', ['netpol', 'simulate', np, '--probes', probesFile]);
 

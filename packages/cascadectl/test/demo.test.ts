@@ -33,6 +33,9 @@ describe('npm run demo', () => {
       'AuthConfig  infra/orders-main-',
       "name: 'per-user[1] from RateLimitPolicy infra/platform-cap (override), scope route'",
       '5 endpoints,',
+      '== Token limits: a streamed completion on the AI gateway, counted in tokens',
+      "hits: 814 (usage read from the stream's event 3 of 4)",
+      'with 9500 already counted the counter holds 10314, so the next request gets 429',
     ]) {
       expect(r.stdout).toContain(line);
     }
