@@ -142,7 +142,11 @@ export async function run(): Promise<Figure[]> {
           provider: 'istio',
         })!.problems.map((p) => p.route),
       ).size;
-    fig(`token limits: ${form} configuration, routes refused for size at the default budget`, refused, 'routes');
+    fig(
+      `token limits: ${form} configuration, routes refused for size at the default budget`,
+      refused,
+      'routes',
+    );
   }
   return figures;
 }
