@@ -26,7 +26,8 @@ const TEST_FIXTURES = ['@cascade/envtest', '@cascade/core/testing', '@cascade/wi
 /** Providers, enforcement components and the gateway policy kinds: what core must not know of. */
 /** The data-plane providers: named only by packages/wiring (and the harness that runs them). */
 const PROVIDER_NAMES = /istio|envoy/i;
-const GATEWAY_NAMES = /istio|envoy|authorino|limitador|wasmplugin|\bAuthPolicy|\bRateLimitPolicy|AuthConfig/i;
+const GATEWAY_NAMES =
+  /istio|envoy|authorino|limitador|wasmplugin|\bAuthPolicy|\bRateLimitPolicy|TokenRateLimitPolicy|AuthConfig/i;
 
 const WALLS: Record<string, Wall> = {
   'packages/core': { imports: [], testImports: ['@cascade/envtest'], names: GATEWAY_NAMES },
@@ -37,6 +38,10 @@ const WALLS: Record<string, Wall> = {
   },
   'packages/ratelimitpolicy': {
     imports: ['@cascade/core', '@cascade/core/kube', '@cascade/wiring'],
+    testImports: TEST_FIXTURES,
+  },
+  'packages/tokenratelimitpolicy': {
+    imports: ['@cascade/core', '@cascade/core/kube', '@cascade/wiring', '@cascade/ratelimitpolicy'],
     testImports: TEST_FIXTURES,
   },
   'packages/netpolicy:engine': {
@@ -51,6 +56,7 @@ const WALLS: Record<string, Wall> = {
       '@cascade/wiring',
       '@cascade/authpolicy',
       '@cascade/ratelimitpolicy',
+      '@cascade/tokenratelimitpolicy',
       '@cascade/netpolicy',
       '@cascade/bpf-datapath',
       '@cascade/distribution',

@@ -116,6 +116,51 @@ describe('TokenRateLimitPolicy', () => {
     ]);
   });
 
+  it('a gateway constraint compares tokens per hour whatever the windows, and caps what is over', () => {
+    const e = standardEngine(
+      [
+        policy(
+          'cap',
+          'infra',
+          { kind: 'Gateway', name: 'gw' },
+          {
+            overrides: {
+              strategy: 'merge',
+              condition: "rule.value.rates.exists(r, ratePer(r, '1h') > 50000.0)",
+              limits: { '*': { rates: [{ limit: 50000, window: '1h' }] } },
+            },
+          },
+          TRLP,
+        ),
+        policy(
+          'chat',
+          'app',
+          { kind: 'HTTPRoute', name: 'r1' },
+          {
+            limits: {
+              // 2,000 a minute is 120,000 an hour: over the cap, which adds its 50,000 an hour beside it
+              burst: { rates: [{ limit: 2000, window: '1m' }] },
+              // 1,000,000 a day is 41,667 an hour: within the cap, kept
+              daily: { rates: [{ limit: 1000000, window: '24h' }] },
+            },
+          },
+          TRLP,
+        ),
+      ],
+      tokenRateLimitPolicyKind,
+    );
+    const ctx = renderContext(e, 'infra', 'gw', 'tokenratelimitpolicy-controller')!;
+    const p = ctx.paths.find((x) => x.path.route.name === 'r1')!;
+    const rates = (name: string) =>
+      (p.result.rules.get(`limits.${name}`)!.value as { rates: unknown[] }).rates;
+    expect(rates('daily')).toEqual([{ limit: 1000000, window: '24h' }]);
+    // the minute's rate stays (no window gets looser), the hour is capped
+    expect(rates('burst')).toEqual([
+      { limit: 2000, window: '1m' },
+      { limit: 50000, window: '1h' },
+    ]);
+  });
+
   it('through wasm-shim: a gold user is checked on both limits and the response tokens reported to both', () => {
     const e = standardEngine(
       [
