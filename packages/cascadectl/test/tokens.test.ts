@@ -65,12 +65,11 @@ describe('token limits in cascadectl', () => {
     expect(report(stream).hits).toBe(814);
     expect(stream.response.status).toBe(200);
     expect(stream.response.steps.join('\n')).toMatch(/holds 10314, so the next request gets 429/);
-    // the window already over the free plan's 10,000: the check answers 429 before the request
-    const over = await ask(undefined, '--tokens', '10001');
+    // the window at the free plan's 10,000: Limitador's check counts one hit, so 429 before the request
+    const over = await ask(undefined, '--tokens', '10000');
     expect(over.response.status).toBe(429);
-    expect(over.response.why).toMatch(/already counted 10001 tokens in the window/);
-    // exactly at the limit is not over (Limitador's check with 0 hits)
-    expect((await ask(undefined, '--tokens', '10000')).response.status).toBe(200);
+    expect(over.response.why).toMatch(/already counted 10000 tokens in the window/);
+    expect((await ask(undefined, '--tokens', '9999')).response.status).toBe(200);
   });
 
   it('bad responses count nothing, and say why; the response itself is unchanged', async () => {

@@ -103,7 +103,7 @@ function limitKey(r: EffectiveRule, namespace: string, prefix: string): string {
 /**
  * What a kind's limits count and how wasm-shim calls Limitador for them: requests (RateLimitPolicy:
  * one ShouldRateLimit call per counter namespace, 1 hit) or tokens (TokenRateLimitPolicy: a
- * CheckRateLimit call before the request with 0 hits, 429 when a counter is already over its limit,
+ * CheckRateLimit call before the request with 0 hits (Limitador checks one: 429 once a counter holds its limit),
  * and a Report call on the response adding the tokens it reports, as kuadrant-operator main does).
  */
 export interface LimitFlavour {

@@ -9,9 +9,10 @@
 //     Error with failure mode deny, the action skipped with allow; otherwise the limits it counts
 //     against: 429 once a counter reaches its limit in the window (--hits: the requests already
 //     counted), else the next action;
-//   - token check (TokenRateLimitPolicy, before the request): Limitador's CheckRateLimit with 0 hits
-//     answers over limit once a counter holds more tokens than its limit (--tokens: the tokens already
-//     counted), so one response may take a counter past its limit and the next request gets 429;
+//   - token check (TokenRateLimitPolicy, before the request): Limitador's CheckRateLimit checks one
+//     hit whatever hits_addend says (limitador-server's kuadrant_service.rs), so it answers over limit
+//     once a counter holds its limit or more (--tokens: the tokens already counted); one response may
+//     take a counter past its limit and the next request gets 429;
 //   - token report (on the response): the tokens the response reports (usage.total_tokens) are
 //     added; it never changes this response. A body without usage, not JSON, or a stream cut short
 //     counts nothing (wasm-shim cannot build the report);
@@ -87,7 +88,7 @@ export function requestOutcome(opts: {
         !a.run
           ? `token report: nothing counted (${a.why})`
           : counted.length
-            ? `token report: the response's ${a.hits} tokens are added to ${counted.map((c) => `${c.name ?? 'a limit'} (${c.max_value} per ${c.seconds} s)`).join(', ')}: with ${tokens} already counted the counter holds ${tokens + (a.hits ?? 0)}, so the next request gets ${counted.some((c) => tokens + (a.hits ?? 0) > c.max_value) ? '429' : 'through'}`
+            ? `token report: the response's ${a.hits} tokens are added to ${counted.map((c) => `${c.name ?? 'a limit'} (${c.max_value} per ${c.seconds} s)`).join(', ')}: with ${tokens} already counted the counter holds ${tokens + (a.hits ?? 0)}, so the next request gets ${counted.some((c) => tokens + (a.hits ?? 0) >= c.max_value) ? '429' : 'through'}`
             : 'token report: no limit counts it',
       );
       continue;
@@ -95,7 +96,7 @@ export function requestOutcome(opts: {
     if (!a.run) continue;
     if (a.type === 'ratelimit-check') {
       const counted = a.counted ?? [];
-      const over = counted.filter((c) => tokens > c.max_value);
+      const over = counted.filter((c) => tokens >= c.max_value);
       if (over.length)
         return {
           status: 429,
@@ -106,7 +107,7 @@ export function requestOutcome(opts: {
         };
       steps.push(
         counted.length
-          ? `token check: ${counted.map((c) => `${c.name ?? 'a limit'} (${c.max_value} per ${c.seconds} s)`).join(', ')} hold ${tokens} tokens, not over: passes`
+          ? `token check: ${counted.map((c) => `${c.name ?? 'a limit'} (${c.max_value} per ${c.seconds} s)`).join(', ')} hold ${tokens} tokens, under their limits: passes`
           : 'token check: no limit counts it',
       );
       continue;

@@ -12,8 +12,8 @@
 //     `domain` = the scope, `hits_addend` 1 and one descriptor whose entries are the blocks' data:
 //     a block with predicates contributes `((p) ? [entries] : [])`; the action's predicate is its own
 //     predicates and (any block's predicates); replies: 429 when over the limit;
-//   - token limits: `ratelimit-check-service` (CheckRateLimit, a guard: hits 0, 429 when the counter
-//     is already over) and `ratelimit-report-service` (Report, not a guard: it runs on the response
+//   - token limits: `ratelimit-check-service` (CheckRateLimit, a guard: hits 0 as Kuadrant writes
+//     it, though Limitador checks one hit: 429 once the counter holds its limit) and `ratelimit-report-service` (Report, not a guard: it runs on the response
 //     with `hits_addend` = the tokens the response reports). A data item `ratelimit.hits_addend`
 //     gives the hits; `responseBodyJSON("/ptr")` reads are gathered in one `store` action per set
 //     (`kuadrant.internal.response.body.<field>`), as kuadrant-operator does.
