@@ -84,7 +84,7 @@ describe('cascadectl diff', () => {
       new Set(['team-c/status']),
     );
     expect(new Set(removed.map((p: { policyKind: string }) => p.policyKind))).toEqual(
-      new Set(['AuthPolicy', 'RateLimitPolicy', 'TokenRateLimitPolicy']),
+      new Set(['AuthPolicy', 'RateLimitPolicy']),
     );
   });
 

@@ -4,10 +4,16 @@ import { type Command, compact, oneOf, out, table } from '../cli.ts';
 import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
 import { kindOption, loadGatewayWorld } from './gateway-common.ts';
 
+/**
+ * Every path's effective policy, for the kinds the input has policies of (as the controllers publish
+ * EffectivePolicies only where a policy reaches: a kind with none in the files adds nothing).
+ */
 export function pathResults(world: ReturnType<typeof loadGatewayWorld>['world']): PathResult[] {
   const all: PathResult[] = [];
-  for (const [kind, engine] of world.engines)
+  for (const [kind, engine] of world.engines) {
+    if (engine.policyIds().next().done) continue;
     for (const [path, r] of engine.results()) all.push(toPathResult(kind, path, r, engine.kind));
+  }
   return all.sort((a, b) =>
     a.policyKind < b.policyKind ? -1 : a.policyKind > b.policyKind ? 1 : comparePathResults(a, b),
   );
@@ -37,7 +43,7 @@ export const effectiveCommand: Command = {
   name: 'effective',
   summary: 'the effective policy of every path',
   usage:
-    'cascadectl effective FILES... [--kind ap|rlp] [-n NS] [--route NS/NAME] [--gateway NS/NAME] [-l SELECTOR] [-o table|wide|yaml|json|name]   (-o wide: values uncut; -l: routes by label)',
+    'cascadectl effective FILES... [--kind ap|rlp|trlp] [-n NS] [--route NS/NAME] [--gateway NS/NAME] [-l SELECTOR] [-o table|wide|yaml|json|name]   (-o wide: values uncut; -l: routes by label)',
   options: {
     ...kindOption,
     output: { type: 'string', short: 'o' },
