@@ -14,11 +14,18 @@
  * endpoint changed or left; the agent's restart) and the clock tick (every 10 s), so conntrack's
  * `seen` is refreshed once per tick and flow, and an entry the collector removed stops answering
  * within a tick. Per CPU, so a slot is never read while another CPU writes it. A colliding flow only
- * evicts a slot (its packets take handle()'s path). */
+ * evicts a slot (its packets take handle()'s path).
+ *
+ * Its size is chosen at load time (bpfctl `load ... FLOW_SLOTS`, from the agent's memory budget and
+ * the node's CPU count): the loader sets the map's max_entries and flow_slot_bits below, its own
+ * read-only section, so the verifier sees the shift as a constant. FLOW_SLOT_BITS is the default. */
 #ifndef CASCADE_FLOWCACHE_H
 #define CASCADE_FLOWCACHE_H
 
 #define FLOW_SLOT_BITS 14
+
+/* log2 of cascade_flows' slots per CPU, written by the loader before load (8 to 16) */
+const volatile __u32 flow_slot_bits SEC(".rodata.flowcache") = FLOW_SLOT_BITS;
 
 struct flow_slot {
 	__u64 local[2];
@@ -41,7 +48,7 @@ struct {
 static __always_inline __u32 flow_slot_of(__u64 l1, __u64 r1, __u64 r0, __u32 ports, __u32 proto)
 {
 	__u64 x = (l1 ^ (r1 * 0x9e3779b97f4a7c15ULL) ^ r0 ^ ((__u64)ports << 8) ^ proto) * 0xff51afd7ed558ccdULL;
-	return (__u32)(x >> (64 - FLOW_SLOT_BITS));
+	return (__u32)(x >> (64 - flow_slot_bits));
 }
 
 /* TC_ACT_OK when the flow cache answers the packet, -1 when handle() must judge it. */

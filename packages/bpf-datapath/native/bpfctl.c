@@ -1,7 +1,8 @@
 // cascade-bpfctl: the loader's kernel interface, a thin line-protocol front end to libbpf.
 // One command per line on stdin, one answer line on stdout ("ok ..." or "err ...").
-//   load OBJ PINDIR [MAX]  load the object, adopting maps already pinned in PINDIR/maps
-//                          (MAX: policy map capacity, for tests of a full map); answers
+//   load OBJ PINDIR [MAX [SLOTS]]  load the object, adopting maps already pinned in PINDIR/maps
+//                          (MAX: policy map capacity, 0 the default; SLOTS: the flow cache's slots
+//                          per CPU, a power of two from 256 to 65536, 0 the default); answers
 //                          "ok [replaced MAP...]" naming pinned maps whose layout was incompatible
 //   open PINDIR            use maps and programs pinned in PINDIR
 //   update MAP KEYHEX VALHEX | delete MAP KEYHEX | lookup MAP KEYHEX
@@ -149,7 +150,7 @@ static void add_map(const char *name, int fd) {
 }
 
 static int do_open(const char *dir) {
-	static const char *map_names[] = {"cascade_ipcache", "cascade_hosts", "cascade_verdicts", "cascade_config", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_ct_counts", "cascade_frags", "cascade_counters", "cascade_events", "cascade_services", "cascade_backends", "cascade_nat", "cascade_revnat"};
+	static const char *map_names[] = {"cascade_ipcache", "cascade_hosts", "cascade_verdicts", "cascade_config", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_ct_counts", "cascade_frags", "cascade_counters", "cascade_events", "cascade_services", "cascade_backends", "cascade_nat", "cascade_revnat", "cascade_flows"};
 	static const char *prog_names[] = {"from_endpoint", "to_endpoint", "bench_baseline"};
 	char path[512];
 	nmaps = nprogs = 0;
@@ -172,14 +173,33 @@ static int do_open(const char *dir) {
 /* maps replaced on the last load because their pinned layout was incompatible */
 static char replaced[1024];
 
-static int do_load(const char *obj_path, const char *dir, const char *policy_max) {
+/* The flow cache's slots per CPU (a power of two, 2^8 to 2^16): the map's size and the shift its
+ * slot index uses, in the object's own read-only section (.rodata.flowcache). */
+static int set_flow_slots(struct bpf_object *obj, const char *flow_slots) {
+	long n = flow_slots ? atol(flow_slots) : 0;
+	if (n == 0) return 0;
+	__u32 bits = 0;
+	while ((1L << bits) < n) bits++;
+	if ((1L << bits) != n || bits < 8 || bits > 16) { printf("err flow slots %ld: a power of two from 256 to 65536\n", n); return -1; }
+	struct bpf_map *fm = bpf_object__find_map_by_name(obj, "cascade_flows");
+	struct bpf_map *m, *ro = NULL;
+	bpf_object__for_each_map(m, obj)
+		if (bpf_map__is_internal(m) && strstr(bpf_map__name(m), "flowcache")) ro = m;
+	size_t size = 0;
+	if (!fm || !ro || !bpf_map__initial_value(ro, &size) || size != sizeof(bits)) { printf("err flow slots: no flow cache in the object\n"); return -1; }
+	if (bpf_map__set_max_entries(fm, (__u32)n) || bpf_map__set_initial_value(ro, &bits, sizeof(bits))) { printf("err flow slots: %s\n", strerror(errno)); return -1; }
+	return 0;
+}
+
+static int do_load(const char *obj_path, const char *dir, const char *policy_max, const char *flow_slots) {
 	char path[512];
 	struct bpf_object *obj = bpf_object__open_file(obj_path, NULL);
 	if (!obj) { printf("err open %s: %s\n", obj_path, strerror(errno)); return -1; }
-	if (policy_max) {
+	if (policy_max && atol(policy_max) > 0) {
 		struct bpf_map *pm = bpf_object__find_map_by_name(obj, "cascade_policy");
 		if (pm) bpf_map__set_max_entries(pm, (__u32)atoi(policy_max));
 	}
+	if (set_flow_slots(obj, flow_slots)) { bpf_object__close(obj); return -1; }
 	snprintf(path, sizeof(path), "%s/maps", dir);
 	mkdir(dir, 0700);
 	mkdir(path, 0700);
@@ -188,6 +208,8 @@ static int do_load(const char *obj_path, const char *dir, const char *policy_max
 	 * map whose layout differs from this object's (an upgrade changed it) is replaced by a new one. */
 	replaced[0] = 0;
 	bpf_object__for_each_map(m, obj) {
+		/* the object's own data sections (the flow cache's shift) are never adopted: they are this load's */
+		if (bpf_map__is_internal(m)) continue;
 		snprintf(path, sizeof(path), "%s/maps/%s", dir, bpf_map__name(m));
 		int fd = bpf_obj_get(path);
 		if (fd < 0) continue;
@@ -206,6 +228,7 @@ static int do_load(const char *obj_path, const char *dir, const char *policy_max
 	}
 	if (bpf_object__load(obj)) { printf("err load: %s\n", strerror(errno)); return -1; }
 	bpf_object__for_each_map(m, obj) {
+		if (bpf_map__is_internal(m)) continue;
 		snprintf(path, sizeof(path), "%s/maps/%s", dir, bpf_map__name(m));
 		if (access(path, F_OK) && bpf_map__pin(m, path)) { printf("err pin %s\n", path); return -1; }
 	}
@@ -240,7 +263,7 @@ int main(void) {
 		if (!cmd) continue;
 		char *a = strtok(NULL, " "), *b = strtok(NULL, " "), *c = strtok(NULL, " ");
 		if (!strcmp(cmd, "quit")) break;
-		if (!strcmp(cmd, "load")) { if (!do_load(a, b, c)) printf("ok%s%s\n", replaced[0] ? " replaced" : "", replaced); }
+		if (!strcmp(cmd, "load")) { char *d = strtok(NULL, " "); if (!do_load(a, b, c, d)) printf("ok%s%s\n", replaced[0] ? " replaced" : "", replaced); }
 		else if (!strcmp(cmd, "open")) { if (!do_open(a)) printf("ok\n"); }
 		else if (!strcmp(cmd, "update") || !strcmp(cmd, "delete") || !strcmp(cmd, "lookup") || !strcmp(cmd, "sum")) {
 			int mi = a ? map_index(a) : -1;

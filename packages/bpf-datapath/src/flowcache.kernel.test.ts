@@ -3,10 +3,12 @@
 // removing the flow's conntrack entry first (as `netpol trace` does): a packet that still passes was
 // answered by its slot; one that is judged again was not.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ARTIFACTS } from './artifacts.ts';
 import { COUNTERS, EP_FLAGS, encodeCtKey, ID, TEST_RUN_IFINDEX } from './codecs.ts';
-import type { Datapath } from './loader.ts';
+import { possibleCpus } from './flowcache.ts';
+import { Datapath } from './loader.ts';
 import { buildPacket, type PacketSpec, TCP_FLAGS } from './packet.ts';
 import type { DesiredState } from './state.ts';
 import { entry as e, freshDatapath, kernelTestsEnabled, kernelVerdict, TABLES_OF } from './testing.ts';
@@ -192,5 +194,50 @@ describe.skipIf(!kernelTestsEnabled())('flow cache (per-CPU slots in front of co
     for (const p of [frag, opts, svc, ext6, ping] as PacketSpec[])
       for (let i = 0; i < 3; i++) expect(await kernelVerdict(dp, 'egress', p)).toBe('allow');
     expect(await fills()).toBe(before);
+  });
+});
+
+describe.skipIf(!kernelTestsEnabled())('the flow cache sized at load time', () => {
+  it('256 slots per CPU: every flow lands in the smaller table; another size replaces the cache only', async () => {
+    const pinDir = mkdtempSync('/sys/fs/bpf/cascade-test-');
+    const open = (flowSlots: number) =>
+      Datapath.open({ bpfctl: ARTIFACTS.bpfctl, object: ARTIFACTS.object, pinDir, flowSlots });
+    let dp = await open(256);
+    try {
+      expect(dp.flowSlots).toBe(256);
+      expect(dp.flowCacheBytes).toBe(256 * 56 * possibleCpus());
+      execFileSync('taskset', ['-p', '-c', '0', String(dp.ctl.pid)], { stdio: 'ignore' });
+      await dp.sync(state());
+      await dp.tick(5_000_000);
+      // each flow is answered from its slot after conntrack forgot it: the slot index stayed within
+      // the 256 slots (with the default shift, 255 of 256 flows would index past the table)
+      for (let i = 0; i < 6; i++) {
+        const out = {
+          src: A,
+          dst: B,
+          proto: 6,
+          sport: 20000 + i * 7919,
+          dport: 443,
+          tcpFlags: TCP_FLAGS.ACK,
+        };
+        expect(await kernelVerdict(dp, 'egress', out)).toBe('allow');
+        expect(await kernelVerdict(dp, 'egress', out)).toBe('allow');
+        const key = { local: out.src, remote: out.dst, lport: out.sport, rport: out.dport, proto: 6 };
+        await dp.ctl.send(`delete cascade_ct ${encodeCtKey(key).toString('hex')}`);
+        expect(await kernelVerdict(dp, 'ingress', reply(out)), `flow ${i}`).toBe('allow');
+      }
+      await dp.close();
+      // the same pins with another size: only the cache is replaced, policy and conntrack are adopted
+      dp = await open(1024);
+      expect(dp.replacedMaps).toEqual(['cascade_flows']);
+      expect(dp.flowSlots).toBe(1024);
+      await dp.close();
+      await expect(open(300)).rejects.toThrow(/a power of two from 256 to 65536/);
+      dp = await open(0);
+      expect(dp.flowSlots).toBe(16_384);
+    } finally {
+      await dp.close().catch(() => {});
+      rmSync(pinDir, { recursive: true, force: true });
+    }
   });
 });

@@ -26,6 +26,15 @@ export {
 } from './codecs.ts';
 // a helper process run with bounded arguments and output
 export { type Run, runCommand } from './command.ts';
+// the flow cache's size, chosen at load time from a memory budget
+export {
+  DEFAULT_FLOW_CACHE_BYTES,
+  FLOW_SLOT_BYTES,
+  flowCacheBytes,
+  flowCacheSlots,
+  possibleCpus,
+  quantityBytes,
+} from './flowcache.ts';
 // pods' interfaces, found from the kernel
 export { FixedInterface, type InterfaceResolver, KernelInterfaces } from './interfaces.ts';
 // a node's live maps, opened read-only

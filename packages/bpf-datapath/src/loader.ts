@@ -14,6 +14,7 @@
 // Revisions come from one counter for all endpoints: a reused address never matches old entries.
 // A rule set that does not fit is refused whole: the endpoint keeps its last good tables, or fails
 // closed if it never had any, and the report says how many entries did not fit.
+
 import { Bpfctl } from './bpfctl.ts';
 import {
   addr16,
@@ -27,6 +28,7 @@ import {
   encodeIpcacheValue,
   POD_FIRST,
 } from './codecs.ts';
+import { flowCacheBytes, possibleCpus } from './flowcache.ts';
 import { KernelMaps, monotonicSeconds } from './kernel.ts';
 import { ServiceState } from './services.ts';
 import {
@@ -117,6 +119,9 @@ export class Datapath extends KernelMaps {
   replacedMaps: string[] = [];
   /** Policy map capacity, and the part of it only admin-tier tables may use. */
   capacity = 0;
+  /** The flow cache's slots per CPU, as loaded, and its memory on this node (every possible CPU). */
+  flowSlots = 0;
+  flowCacheBytes = 0;
   adminReserve = 0;
 
   private constructor(ctl: Bpfctl) {
@@ -134,14 +139,26 @@ export class Datapath extends KernelMaps {
     policyMaxEntries?: number;
     /** Policy map entries only admin-tier tables may use (default: 1/8 of the capacity). */
     adminReserve?: number;
+    /** The flow cache's slots per CPU (flowCacheSlots(); default: the object's 16,384). */
+    flowSlots?: number;
   }): Promise<Datapath> {
     const dp = new Datapath(new Bpfctl(opts.bpfctl));
-    const [answer] = await dp.ctl.send(
-      `load ${opts.object} ${opts.pinDir}${opts.policyMaxEntries ? ` ${opts.policyMaxEntries}` : ''}`,
-    );
+    let answer: string | undefined;
+    try {
+      [answer] = await dp.ctl.send(
+        `load ${opts.object} ${opts.pinDir} ${opts.policyMaxEntries ?? 0} ${opts.flowSlots ?? 0}`,
+      );
+    } catch (e) {
+      // nothing was loaded: the helper process goes with the error
+      await dp.ctl.close().catch(() => {});
+      throw e;
+    }
     dp.replacedMaps = answer?.startsWith('ok replaced ') ? answer.slice(12).trim().split(' ') : [];
     const [cap] = await dp.ctl.send('maxentries cascade_policy');
     dp.capacity = Number(cap!.split(' ')[1]);
+    const [slots] = await dp.ctl.send('maxentries cascade_flows');
+    dp.flowSlots = Number(slots!.split(' ')[1]);
+    dp.flowCacheBytes = flowCacheBytes(dp.flowSlots, possibleCpus());
     dp.adminReserve = Math.min(dp.capacity, opts.adminReserve ?? Math.floor(dp.capacity / 8));
     await dp.readBack();
     // Adopted maps may hold cached verdicts of table ids this process will reuse; the clock starts now.

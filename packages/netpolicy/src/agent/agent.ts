@@ -233,6 +233,7 @@ export class NetpolAgent {
       packets: (name) => this.packets[name] ?? 0,
       policySamples: () => this.flows.policySamples(),
       conntrackEntries: () => this.conntrackEntries,
+      flowCache: () => ({ slots: this.opts.datapath.flowSlots, bytes: this.opts.datapath.flowCacheBytes }),
     });
     await this.housekeeping();
     this.housekeepingTimer = setInterval(() => void this.housekeeping(), 10_000);

@@ -50,6 +50,8 @@ export function datapathMetrics(
     packets(name: keyof typeof COUNTERS): number;
     policySamples(): [{ policy: string; direction: string; verdict: string }, number][];
     conntrackEntries(): number;
+    /** The flow cache as loaded: slots per CPU and bytes on this node. */
+    flowCache(): { slots: number; bytes: number };
   },
 ): void {
   for (const [name, help] of KERNEL_COUNTERS)
@@ -66,5 +68,15 @@ export function datapathMetrics(
   );
   node.gauge('cascade_datapath_conntrack_entries', 'Conntrack entries at the last collection', () =>
     read.conntrackEntries(),
+  );
+  node.gauge(
+    'cascade_datapath_flow_cache_slots',
+    'Flow cache slots per CPU, as loaded (--flow-cache-memory and the possible CPUs)',
+    () => read.flowCache().slots,
+  );
+  node.gauge(
+    'cascade_datapath_flow_cache_bytes',
+    'Flow cache memory on this node: slots x 56 bytes x possible CPUs',
+    () => read.flowCache().bytes,
   );
 }

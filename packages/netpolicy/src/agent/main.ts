@@ -6,7 +6,15 @@
 // configuration, detaches the programs and removes the pins. Every flag's default can also come from
 // the environment variable it names, which is how the chart configures it.
 import { readFileSync } from 'node:fs';
-import { ARTIFACTS, Datapath, MAX_BACKEND_SLOTS, MAX_FRONTENDS } from '@cascade/bpf-datapath';
+import {
+  ARTIFACTS,
+  Datapath,
+  flowCacheSlots,
+  MAX_BACKEND_SLOTS,
+  MAX_FRONTENDS,
+  possibleCpus,
+  quantityBytes,
+} from '@cascade/bpf-datapath';
 import { hashOf, watchNamespaces } from '@cascade/core';
 import { binary, jsonLogger, KubeClient } from '@cascade/core/kube';
 import { DEFAULT_SERVICE_BUDGET } from '../engine/service-budget.ts';
@@ -55,6 +63,9 @@ Flags (defaults from the environment variable named, then the value shown):
   --pod-source pods|slices          where other nodes' pods are learnt: every Pod of the cluster, or this
                                     node's Pods and the netpolicy-controller's PodAddressSlices
                                     ($CASCADE_POD_SOURCE, pods)
+  --flow-cache-memory BYTES         the flow cache's memory on this node, e.g. 16Mi: slots per CPU are the
+                                    largest power of two (256 to 16,384) that fits over the possible CPUs
+                                    ($CASCADE_FLOW_CACHE_MEMORY, 16Mi)
   --zap-log-level LEVEL             debug|info|warn|error ($CASCADE_LOG_LEVEL, info)
   --kubeconfig PATH                 kubeconfig (default: in-cluster, then $KUBECONFIG, ~/.kube/config)
   --version                         the version
@@ -92,6 +103,7 @@ const b = binary(
     },
     'audit-namespaces': { type: 'string', default: env.CASCADE_AUDIT_NAMESPACES ?? '' },
     'prefer-node-source': { type: 'string', default: env.CASCADE_PREFER_NODE_SOURCE ?? 'true' },
+    'flow-cache-memory': { type: 'string', default: env.CASCADE_FLOW_CACHE_MEMORY ?? '16Mi' },
     'zap-log-level': { type: 'string', default: env.CASCADE_LOG_LEVEL ?? 'info' },
     kubeconfig: { type: 'string' },
   },
@@ -127,7 +139,23 @@ if (daemonSet && !/^[a-z0-9]([-a-z0-9]{0,251}[a-z0-9])?$/.test(daemonSet))
 if (daemonSet && !env.POD_NAMESPACE) fail('--daemonset needs POD_NAMESPACE (the downward API)');
 const pinDir = String(values['pin-dir']);
 const cniConfDir = String(values['cni-conf-dir']);
-const datapath = await Datapath.open({ bpfctl: ARTIFACTS.bpfctl, object: ARTIFACTS.object, pinDir });
+const flowCacheMemory = quantityBytes(String(values['flow-cache-memory']));
+if (flowCacheMemory === undefined || flowCacheMemory < 1 << 20 || flowCacheMemory > 16 * 2 ** 30)
+  fail(
+    `--flow-cache-memory: "${String(values['flow-cache-memory']).slice(0, 40)}" is not a size from 1Mi to 16Gi (bytes, or Ki, Mi, Gi)`,
+  );
+const cpus = possibleCpus();
+const datapath = await Datapath.open({
+  bpfctl: ARTIFACTS.bpfctl,
+  object: ARTIFACTS.object,
+  pinDir,
+  flowSlots: flowCacheSlots(flowCacheMemory!, cpus),
+});
+log('info', 'flow cache sized', {
+  slotsPerCpu: datapath.flowSlots,
+  cpus,
+  bytes: datapath.flowCacheBytes,
+});
 if (datapath.replacedMaps.length)
   log('warn', 'pinned maps with an older layout were replaced (content lost)', {
     maps: datapath.replacedMaps,

@@ -305,6 +305,9 @@ export async function flowsOfRefusedConnection(): Promise<void> {
   expect(metrics.status).toBe(200);
   const text = await metrics.text();
   expect(text).toContain('cascade_datapath_syncs_total');
+  // the flow cache sized at load from the chart's 16Mi over this node's CPUs (a few: 16,384 slots)
+  expect(text).toMatch(/^cascade_datapath_flow_cache_slots 16384$/m);
+  expect(text).toMatch(/^cascade_datapath_flow_cache_bytes [1-9][0-9]*$/m);
   expect(text).toMatch(
     /cascade_datapath_policy_flows_total\{policy="AdminNetworkPolicy\/dev-never-reaches-prod"/,
   );
