@@ -9,7 +9,7 @@ import { renderedObjects } from './commands/render.ts';
 import { gatewayWirings } from './commands/wiring.ts';
 import { kernelProbes } from './kernel-demo.ts';
 import { main } from './main.ts';
-import { checkoutRequest } from './walkthrough.ts';
+import { checkoutRequest, tokenRequest } from './walkthrough.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const examples = join(root, 'examples');
@@ -72,22 +72,10 @@ export async function demo(): Promise<number> {
     }
   }
   await run("What the gateway does with team-b's checkout POST", checkoutRequest(gw));
-  await run('Token limits: a streamed completion on the AI gateway, counted in tokens', [
-    'request',
-    join(examples, 'ai-gateway'),
-    '--host',
-    'chat.ai.example.com',
-    '-X',
-    'POST',
-    '--path',
-    '/v1/chat/completions',
-    '--identity',
-    '{"userid":"alice","plan":"free"}',
-    '--response-body',
-    join(examples, 'llm-responses', 'stream.sse'),
-    '--tokens',
-    '9500',
-  ]);
+  await run(
+    'Token limits: a streamed completion on the AI gateway, counted in tokens',
+    tokenRequest(join(examples, 'ai-gateway'), join(examples, 'llm-responses', 'stream.sse')),
+  );
   await run('Lint warnings', ['lint', gw, np]);
   await run('Network policy: the example flows', ['netpol', 'simulate', np, '--probes', probesFile]);
 

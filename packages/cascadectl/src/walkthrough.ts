@@ -29,6 +29,24 @@ export const checkoutRequest = (gateway: string): string[] => [
   '{"userid":"alice"}',
 ];
 
+/** A free-plan user's streamed completion on the AI gateway, 9,500 tokens already counted (both show it). */
+export const tokenRequest = (gateway: string, response: string): string[] => [
+  'request',
+  gateway,
+  '--host',
+  'chat.ai.example.com',
+  '-X',
+  'POST',
+  '--path',
+  '/v1/chat/completions',
+  '--identity',
+  '{"userid":"alice","plan":"free"}',
+  '--response-body',
+  response,
+  '--tokens',
+  '9500',
+];
+
 const STEPS: Step[] = [
   {
     say: "What applies to team-b's `orders` route? One block per path (gateway, listener, route, rule) and kind: each rule, the policy it comes from, and how it won.",
@@ -44,22 +62,7 @@ const STEPS: Step[] = [
   },
   {
     say: "Token limits for an AI gateway (examples/ai-gateway): a TokenRateLimitPolicy counts the tokens the model reports. With the streamed response of examples/llm-responses, `request` shows the check before the request, the tokens wasm-shim reads from the stream's last chunk, the limits they are added to, and whether the next request gets 429 (`--tokens`: what the window already holds).",
-    args: [
-      'request',
-      'examples/ai-gateway',
-      '--host',
-      'chat.ai.example.com',
-      '-X',
-      'POST',
-      '--path',
-      '/v1/chat/completions',
-      '--identity',
-      '{"userid":"alice","plan":"free"}',
-      '--response-body',
-      'examples/llm-responses/stream.sse',
-      '--tokens',
-      '9500',
-    ],
+    args: tokenRequest('examples/ai-gateway', 'examples/llm-responses/stream.sse'),
   },
   {
     say: 'Status as cascadectl computes it from the files (the controllers add what only a cluster shows: wiring, gateway programming, Authorino and Limitador answering; with --kubeconfig it shows theirs). team-d tried to unset a platform override: the policy is only partially enforced, and the message says why.',

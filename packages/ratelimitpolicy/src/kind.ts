@@ -1,6 +1,6 @@
 // RateLimitPolicy (cascade.dev/v1alpha1): field-compatible with Kuadrant's v1 RateLimitPolicy, plus
 // the D/O extensions core provides (targetRefs, unset, condition) and an explicit counter scope.
-import { definePolicyKind, predicateIssues, predicateListSchema } from '@cascade/core';
+import { definePolicyKind, type EffectiveRule, predicateIssues, predicateListSchema } from '@cascade/core';
 import { z } from 'zod';
 import { clipLimit, ratePer } from './rates.ts';
 import {
@@ -41,12 +41,11 @@ export const limitSchema = z.strictObject({
 });
 export type Limit = z.infer<typeof limitSchema>;
 
-export const rateLimitPolicyKind = definePolicyKind({
-  group: 'cascade.dev',
-  version: 'v1alpha1',
-  kind: 'RateLimitPolicy',
-  plural: 'ratelimitpolicies',
-  shortNames: ['rlp'],
+/**
+ * What every kind of limits shares (RateLimitPolicy, TokenRateLimitPolicy): targets, the rule set
+ * (`limits` and a top-level `when`), constraints on normalized rates, and the predicates' checks.
+ */
+export const LIMIT_KIND_PARTS = {
   targetKinds: ['Gateway', 'HTTPRoute', 'GRPCRoute'],
   ruleSet: {
     limits: z.record(z.string().min(1).max(63), limitSchema).optional(),
@@ -56,7 +55,17 @@ export const rateLimitPolicyKind = definePolicyKind({
   sections: [{ name: 'limits', path: ['limits'], clip: clipLimit }],
   conditionFunctions: [{ signature: 'ratePer(map, string): double', impl: ratePer }],
   contextFields: ['when'],
-  validate: (spec) => predicateIssues(spec),
+  validate: (spec: unknown) => predicateIssues(spec),
+  effectiveValue: (rule: EffectiveRule) => effectiveLimit(rule),
+} as const;
+
+export const rateLimitPolicyKind = definePolicyKind({
+  group: 'cascade.dev',
+  version: 'v1alpha1',
+  kind: 'RateLimitPolicy',
+  plural: 'ratelimitpolicies',
+  shortNames: ['rlp'],
+  ...LIMIT_KIND_PARTS,
   render: (ctx) => renderLimitador(ctx),
   actions: (ctx) => rateLimitActions(ctx),
   // Limitador reads its limits in its own namespace (as in Kuadrant): with the setting, every
@@ -91,7 +100,6 @@ export const rateLimitPolicyKind = definePolicyKind({
       return c ? c.status === 'True' : undefined;
     },
   },
-  effectiveValue: (rule) => effectiveLimit(rule),
 });
 
 export { windowSeconds } from './rates.ts';

@@ -4,17 +4,8 @@
 // RateLimitPolicy. Resolved by core's engine like every kind; rendered for Limitador and wasm-shim by
 // ratelimitpolicy's renderer with the token flavour (TOKEN_LIMITS: a check before the request with
 // 0 hits, a report on the response with `usage.total_tokens`).
-import { definePolicyKind, predicateIssues, predicateListSchema } from '@cascade/core';
-import {
-  clipLimit,
-  effectiveLimit,
-  limitSchema,
-  rateLimitActions,
-  ratePer,
-  renderLimitador,
-  TOKEN_LIMITS,
-} from '@cascade/ratelimitpolicy';
-import { z } from 'zod';
+import { definePolicyKind } from '@cascade/core';
+import { LIMIT_KIND_PARTS, rateLimitActions, renderLimitador, TOKEN_LIMITS } from '@cascade/ratelimitpolicy';
 
 export const tokenRateLimitPolicyKind = definePolicyKind({
   group: 'cascade.dev',
@@ -22,16 +13,8 @@ export const tokenRateLimitPolicyKind = definePolicyKind({
   kind: 'TokenRateLimitPolicy',
   plural: 'tokenratelimitpolicies',
   shortNames: ['trlp'],
-  targetKinds: ['Gateway', 'HTTPRoute', 'GRPCRoute'],
-  ruleSet: {
-    limits: z.record(z.string().min(1).max(63), limitSchema).optional(),
-    when: predicateListSchema.optional(),
-  },
-  // a constraint compares rates (tokens) per second, never raw numbers across windows
-  sections: [{ name: 'limits', path: ['limits'], clip: clipLimit }],
-  conditionFunctions: [{ signature: 'ratePer(map, string): double', impl: ratePer }],
-  contextFields: ['when'],
-  validate: (spec) => predicateIssues(spec),
+  // RateLimitPolicy's schema, constraints (tokens per second, whatever the windows) and checks
+  ...LIMIT_KIND_PARTS,
   render: (ctx) => renderLimitador(ctx, TOKEN_LIMITS),
   actions: (ctx) => rateLimitActions(ctx, TOKEN_LIMITS),
   renders: [
@@ -43,5 +26,4 @@ export const tokenRateLimitPolicyKind = definePolicyKind({
       namespaceSetting: 'limitadorNamespace',
     },
   ],
-  effectiveValue: (rule) => effectiveLimit(rule),
 });
