@@ -213,8 +213,13 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       await waitFor('p0 bound to its veth', async () =>
         (await endpointIfindex(IPS[0]!)) === p0 ? true : undefined,
       );
-      await dp.dp.clearConntrack();
-      expect(await probe('172.16.1.9', 443)).toBe('allow'); // no policy selects p0 yet
+      // no policy selects p0 yet: open, once the agent has written p0's endpoint back (the previous
+      // test gave its address to another pod and back; its ifindex alone does not say the sync is done)
+      await agent.idle();
+      await waitFor('p0 open', async () => {
+        await dp.dp.clearConntrack();
+        return (await probe('172.16.1.9', 443)) === 'allow' ? true : undefined;
+      });
       const np = (name: string, from: object[]) => ({
         apiVersion: 'networking.k8s.io/v1',
         kind: 'NetworkPolicy',
