@@ -378,16 +378,31 @@ function typedActions(actions: readonly WasmAction[]): TypedAction[] {
   return [...stores, ...swapped.map((a, i) => typedAction(a, authAt > i))];
 }
 
-/** The typed form of one set (same name, same conditions). */
-export const typedSet = (s: ActionSet): TypedActionSet => ({
-  name: s.name,
-  routeRuleConditions: s.routeRuleConditions,
-  actions: typedActions(s.actions),
-});
+const typedSets = new WeakMap<ActionSet, TypedActionSet>();
+/**
+ * The typed form of one set (same name, same conditions), built once per set object: the size
+ * budget measures it (built.ts setBytes) and the provider object carries it (publishedConfig).
+ */
+export function typedSet(s: ActionSet): TypedActionSet {
+  let t = typedSets.get(s);
+  if (!t) {
+    t = { name: s.name, routeRuleConditions: s.routeRuleConditions, actions: typedActions(s.actions) };
+    typedSets.set(s, t);
+  }
+  return t;
+}
 
 /** The typed form of a configuration built by wasm.ts (same sets, same order, same names). */
 export function toTypedConfig(config: WasmConfig, settings: WiringSettings): TypedWasmConfig {
   return { services: typedServices(settings), actionSets: config.actionSets.map(typedSet) };
+}
+
+/** The configuration's envelope (its services, no set) in the form the settings choose: for sizes. */
+export function publishedEnvelope(config: WasmConfig, settings: WiringSettings): object {
+  return {
+    services: settings.configForm === 'typed' ? typedServices(settings) : config.services,
+    actionSets: [],
+  };
 }
 
 /** The configuration as the provider objects carry it, in the form the settings choose. */

@@ -50,7 +50,7 @@ import {
 } from './config.ts';
 import { isHostCaseGuard, perPort, withGuards } from './layout.ts';
 import { fitSize } from './size.ts';
-import { publishedConfig } from './typed.ts';
+import { publishedEnvelope } from './typed.ts';
 
 export * from './config.ts';
 export { isHostCaseGuard } from './layout.ts';
@@ -191,9 +191,7 @@ function assemble(
   // the serialized size (in the form published) without serializing it: the envelope with no set,
   // plus each set and its comma
   const form = settings.configForm ?? 'legacy';
-  const envelope = Buffer.byteLength(
-    JSON.stringify({ ...publishedConfig(config, settings), actionSets: [] }),
-  );
+  const envelope = Buffer.byteLength(JSON.stringify(publishedEnvelope(config, settings)));
   const bytes = envelope + order.reduce((n, b) => n + setBytes(b.set, form), 0) - (order.length ? 1 : 0);
   return { config, bytes, origins };
 }
