@@ -43,7 +43,8 @@ export type Limit = z.infer<typeof limitSchema>;
 
 /**
  * What every kind of limits shares (RateLimitPolicy, TokenRateLimitPolicy): targets, the rule set
- * (`limits` and a top-level `when`), constraints on normalized rates, and the predicates' checks.
+ * (`limits` and a top-level `when`), constraints on normalized rates, the predicates' checks, and
+ * the Limitador ConfigMaps they render.
  */
 export const LIMIT_KIND_PARTS = {
   targetKinds: ['Gateway', 'HTTPRoute', 'GRPCRoute'],
@@ -57,17 +58,6 @@ export const LIMIT_KIND_PARTS = {
   contextFields: ['when'],
   validate: (spec: unknown) => predicateIssues(spec),
   effectiveValue: (rule: EffectiveRule) => effectiveLimit(rule),
-} as const;
-
-export const rateLimitPolicyKind = definePolicyKind({
-  group: 'cascade.dev',
-  version: 'v1alpha1',
-  kind: 'RateLimitPolicy',
-  plural: 'ratelimitpolicies',
-  shortNames: ['rlp'],
-  ...LIMIT_KIND_PARTS,
-  render: (ctx) => renderLimitador(ctx),
-  actions: (ctx) => rateLimitActions(ctx),
   // Limitador reads its limits in its own namespace (as in Kuadrant): with the setting, every
   // ConfigMap goes there and the controller may write ConfigMaps there only
   renders: [
@@ -79,6 +69,17 @@ export const rateLimitPolicyKind = definePolicyKind({
       namespaceSetting: 'limitadorNamespace',
     },
   ],
+} as const;
+
+export const rateLimitPolicyKind = definePolicyKind({
+  group: 'cascade.dev',
+  version: 'v1alpha1',
+  kind: 'RateLimitPolicy',
+  plural: 'ratelimitpolicies',
+  shortNames: ['rlp'],
+  ...LIMIT_KIND_PARTS,
+  render: (ctx) => renderLimitador(ctx),
+  actions: (ctx) => rateLimitActions(ctx),
   // limitador-operator's Limitador CR (--limitador-cr NAME, in Limitador's namespace): its spec.limits
   // gets every gateway's limits, beside the ConfigMaps
   aggregate: {

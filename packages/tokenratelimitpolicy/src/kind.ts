@@ -13,17 +13,9 @@ export const tokenRateLimitPolicyKind = definePolicyKind({
   kind: 'TokenRateLimitPolicy',
   plural: 'tokenratelimitpolicies',
   shortNames: ['trlp'],
-  // RateLimitPolicy's schema, constraints (tokens per second, whatever the windows) and checks
+  // RateLimitPolicy's schema, constraints (tokens per second, whatever the windows), checks and
+  // ConfigMaps in Limitador's namespace
   ...LIMIT_KIND_PARTS,
   render: (ctx) => renderLimitador(ctx, TOKEN_LIMITS),
   actions: (ctx) => rateLimitActions(ctx, TOKEN_LIMITS),
-  renders: [
-    {
-      group: '',
-      version: 'v1',
-      kind: 'ConfigMap',
-      plural: 'configmaps',
-      namespaceSetting: 'limitadorNamespace',
-    },
-  ],
 });
