@@ -72,7 +72,7 @@ export type { ChainLink } from './merge/order.ts';
 export { mergePatch } from './merge/patch.ts';
 export { type NormalizedPolicy, type PolicyObject, policyName } from './merge/policy.ts';
 // Kuadrant's request predicates (CEL), validated at admission
-export { predicateIssues, predicateListSchema, predicateSchema } from './predicates.ts';
+export { celFieldIssues, predicateIssues, predicateListSchema, predicateSchema } from './predicates.ts';
 // status/: the fold's conditions, and the Enforced ladder (the one place Enforced is decided)
 export { affectedCondition, type Condition, policyConditions } from './status/conditions.ts';
 export { ENFORCED_LADDER, type EnforcedFacts, withEnforcement } from './status/enforced.ts';

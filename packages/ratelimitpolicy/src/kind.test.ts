@@ -49,6 +49,25 @@ describe('RateLimitPolicy schema', () => {
       'spec.limits.x.when[0].predicate: CEL does not parse',
     ],
     [
+      // a counter is a whole CEL expression: one that closes what the typed message builder opened
+      // around it (to add or hide other policies' descriptor entries) does not parse alone
+      {
+        targetRef: route,
+        limits: {
+          x: {
+            rates: [{ limit: 1, window: '1m' }],
+            counters: [
+              {
+                expression:
+                  'request.path) }] : []) + ((true) ? [envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry { key: "limit.other", value: string(1',
+              },
+            ],
+          },
+        },
+      },
+      'spec.limits.x.counters[0].expression: CEL does not parse',
+    ],
+    [
       { targetRef: { ...route, kind: 'Service' }, limits: {} },
       'spec.targetRef.kind: RateLimitPolicy cannot target Service',
     ],

@@ -1,6 +1,6 @@
 // RateLimitPolicy (cascade.dev/v1alpha1): field-compatible with Kuadrant's v1 RateLimitPolicy, plus
 // the D/O extensions core provides (targetRefs, unset, condition) and an explicit counter scope.
-import { definePolicyKind, type EffectiveRule, predicateIssues, predicateListSchema } from '@cascade/core';
+import { celFieldIssues, definePolicyKind, type EffectiveRule, predicateListSchema } from '@cascade/core';
 import { z } from 'zod';
 import { clipLimit, ratePer } from './rates.ts';
 import {
@@ -56,7 +56,9 @@ export const LIMIT_KIND_PARTS = {
   sections: [{ name: 'limits', path: ['limits'], clip: clipLimit }],
   conditionFunctions: [{ signature: 'ratePer(map, string): double', impl: ratePer }],
   contextFields: ['when'],
-  validate: (spec: unknown) => predicateIssues(spec),
+  // predicates and counters are CEL: each must be a whole expression (wasm-shim's typed form places
+  // counters inside its message builders, beside other policies' entries)
+  validate: (spec: unknown) => celFieldIssues(spec, ['predicate', 'expression']),
   effectiveValue: (rule: EffectiveRule) => effectiveLimit(rule),
   // Limitador reads its limits in its own namespace (as in Kuadrant): with the setting, every
   // ConfigMap goes there and the controller may write ConfigMaps there only
