@@ -11,7 +11,9 @@ const here = dirname(fileURLToPath(import.meta.url));
 export default {
   input: join(here, 'src', 'main.ts'),
   platform: 'node',
-  treeshake: { moduleSideEffects: (id) => !id.includes('/node_modules/') },
+  // Node's built-in modules are taken as free of side effects too: an import kept only for its side
+  // effects (of a module the CLI does not call, such as the health server's node:http) costs 50 ms
+  treeshake: { moduleSideEffects: (id, external) => !external && !id.includes('/node_modules/') },
   output: {
     dir: join(here, 'dist'),
     format: 'esm',

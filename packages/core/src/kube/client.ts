@@ -1,7 +1,6 @@
 // A thin REST client: configuration and authentication come from @kubernetes/client-node's KubeConfig
 // (kubeconfig, in-cluster service account, tokens, client certificates); requests, watches and
 // server-side apply are plain HTTPS here so that the runtime controls retries and streaming.
-import { request } from 'node:https';
 import { createInterface } from 'node:readline';
 import type { KubeConfig } from '@kubernetes/client-node';
 
@@ -95,6 +94,7 @@ export class KubeClient {
       path,
       data ? { 'content-type': contentType, 'content-length': String(data.length) } : {},
     );
+    const { request } = await import('node:https'); // loaded on first use: a CLI run without a cluster never pays for it
     return new Promise<T>((resolve, reject) => {
       const req = request(opts as never, (res) => {
         const chunks: Buffer[] = [];
@@ -129,6 +129,7 @@ export class KubeClient {
   ): Promise<void> {
     this.requests.set('WATCH', (this.requests.get('WATCH') ?? 0) + 1);
     const opts = await this.options('GET', path, {});
+    const { request } = await import('node:https');
     return new Promise<void>((resolve, reject) => {
       let answered = false;
       let idle: WatchIdle | undefined;
