@@ -1,5 +1,6 @@
-// The probes file of `netpol simulate --probes` (and `diff --probes`): every form is read as a
-// stream, item by item, so that memory is the file's text and not a list of parsed probes:
+// The probes file of `netpol simulate --probes` (and `diff --probes`): every form is read item by
+// item, once, into compact columns (ProbeColumns), so that memory is the file's text while it is read
+// and 16 bytes a probe after, never a list of parsed objects:
 //   - a YAML list, one flow-style item per line: `- {from: a, to: b, protocol: TCP, port: 80}`
 //   - a YAML list in block style: `- from: a` and its keys on the indented lines that follow
 //   - a JSON array of objects: `[{"from": "a", ...}, ...]` (any layout)
@@ -38,61 +39,106 @@ const YAML_SPECIAL =
   /^(?:true|false|yes|no|on|off|null|~|\.inf|\.nan|0x.*|0o.*|[-+]?\d*\.\d*(?:e[-+]?\d+)?|\d+e[-+]?\d+)$/i;
 const PROBE_KEYS = new Set(['from', 'to', 'protocol', 'port']);
 
+/** What plainValue answers for a value YAML must read. */
+const NOT_PLAIN = Symbol('not plain');
+/** Values already checked: probes files repeat the same pod names, protocols and ports. */
+const plainValues = new Map<string, string | number | typeof NOT_PLAIN>();
+
+/**
+ * A value read as YAML would read it when it is a plain name or number (what generators write):
+ * numbers become numbers; NOT_PLAIN for anything YAML must read (quotes, scalars YAML reads as
+ * booleans or floats, a colon at the end: `a:b` is a scalar, `a: b` a pair).
+ */
+function plainValue(v: string): string | number | typeof NOT_PLAIN {
+  let r = plainValues.get(v);
+  if (r === undefined) {
+    r =
+      !PLAIN.test(v) || YAML_SPECIAL.test(v) || v.endsWith(':')
+        ? NOT_PLAIN
+        : /^\d+$/.test(v) && v.length < 16
+          ? Number(v)
+          : v;
+    if (plainValues.size >= 100_000) plainValues.clear();
+    plainValues.set(v, r);
+  }
+  return r;
+}
+
 /**
  * One `{from: a, to: b, protocol: TCP, port: 80}` line read without the YAML library when every
- * value is a plain name or number (what generators write); undefined for anything else (quotes,
- * nesting, other keys, scalars YAML would read as booleans or floats), which the YAML library reads.
+ * value is a plain name or number; undefined for anything else (quotes, nesting, other keys), which
+ * the YAML library reads.
  */
 function fastProbe(flow: string): Record<string, unknown> | undefined {
   // what generators write, keys in this order: one match (then the values are checked as below)
   const m = CANONICAL.exec(flow);
-  if (m) {
-    const [, from, to, protocol, port] = m as unknown as [string, string, string, string, string];
-    if (!to.endsWith(':') && [from, to, protocol, port].every((v) => PLAIN.test(v) && !YAML_SPECIAL.test(v)))
-      return { from, to, protocol, port: /^\d+$/.test(port) && port.length < 16 ? Number(port) : port };
+  if (m && !m[2]!.endsWith(':')) {
+    const [from, to, protocol, port] = [
+      plainValue(m[1]!),
+      plainValue(m[2]!),
+      plainValue(m[3]!),
+      plainValue(m[4]!),
+    ];
+    if (from !== NOT_PLAIN && to !== NOT_PLAIN && protocol !== NOT_PLAIN && port !== NOT_PLAIN)
+      return { from, to, protocol, port };
   }
   return plainPairs(flow.slice(1, -1).split(','));
 }
 const CANONICAL = /^\{ ?from: ([^\s,:{}]+), to: ([^\s,{}]+), protocol: ([^\s,:{}]+), port: ([^\s,:{}]+) ?\}$/;
 
-/** `key: value` parts whose values are all plain (see fastProbe), as an object; else undefined. */
+/** `key: value` parts whose values are all plain (see plainValue), as an object; else undefined. */
 function plainPairs(parts: string[]): Record<string, unknown> | undefined {
   const o: Record<string, unknown> = {};
-  for (const part of parts) {
-    const i = part.indexOf(':');
-    if (i < 0) return undefined;
-    const k = part.slice(0, i).trim();
-    const v = part.slice(i + 1).trim();
-    if (!PROBE_KEYS.has(k) || k in o || !PLAIN.test(v) || YAML_SPECIAL.test(v)) return undefined;
-    // a colon inside a value is YAML's business (`a:b` is a scalar, `a: b` a pair)
-    if (v.includes(': ') || v.endsWith(':')) return undefined;
-    o[k] = /^\d+$/.test(v) && v.length < 16 ? Number(v) : v;
-  }
+  for (const part of parts) if (!plainPair(o, part)) return undefined;
   return o;
 }
 
-/** The lines of `text`, each without its line break (lazily, no array of lines). */
-function* lines(text: string): Generator<string> {
-  for (let at = 0; at < text.length; ) {
-    let end = text.indexOf('\n', at);
-    if (end < 0) end = text.length;
-    yield text.slice(at, end);
-    at = end + 1;
-  }
+/** Adds one plain `key: value` to `o`; false when it is not one (YAML must read the item). */
+function plainPair(o: Record<string, unknown>, part: string): boolean {
+  const i = part.indexOf(':');
+  if (i < 0) return false;
+  const k = part.slice(0, i).trim();
+  if (!PROBE_KEYS.has(k) || k in o) return false;
+  const v = plainValue(part.slice(i + 1).trim());
+  if (v === NOT_PLAIN) return false;
+  o[k] = v;
+  return true;
 }
 
-const blank = (l: string) => {
-  const t = l.trim();
-  return t === '' || t.startsWith('#');
+/** Where the line starting at `at` ends (its line break, or the text's end). */
+const lineEnd = (text: string, at: number) => {
+  const end = text.indexOf('\n', at);
+  return end < 0 ? text.length : end;
 };
+
+/** Whether text[at, end) is blank or a comment, without cutting it out. */
+function blankAt(text: string, at: number, end: number): boolean {
+  while (at < end && (text[at] === ' ' || text[at] === '\t' || text[at] === '\r')) at++;
+  return at === end || text[at] === '#';
+}
 
 /** JSON lines: every line that is not blank is one object. */
 function jsonLines(text: string): Iterable<unknown> | undefined {
-  for (const l of lines(text)) if (l.trim() !== '' && !l.trimStart().startsWith('{')) return undefined;
-  if (text.trim() === '') return undefined;
+  let any = false;
+  for (let at = 0; at < text.length; ) {
+    const end = lineEnd(text, at);
+    let a = at;
+    while (a < end && (text[a] === ' ' || text[a] === '\t' || text[a] === '\r')) a++;
+    if (a < end) {
+      if (text[a] !== '{') return undefined;
+      any = true;
+    }
+    at = end + 1;
+  }
+  if (!any) return undefined;
   return {
     *[Symbol.iterator]() {
-      for (const l of lines(text)) if (l.trim() !== '') yield JSON.parse(l);
+      for (let at = 0; at < text.length; ) {
+        const end = lineEnd(text, at);
+        const l = text.slice(at, end);
+        if (l.trim() !== '') yield JSON.parse(l);
+        at = end + 1;
+      }
     },
   };
 }
@@ -135,33 +181,53 @@ function jsonArray(text: string): Iterable<unknown> | undefined {
   }
 }
 
+/** An item line: `- ` at column 0, or a lone `-`. */
+const itemAt = (text: string, at: number, end: number) =>
+  text[at] === '-' && (at + 1 === end || text[at + 1] === ' ' || (text[at + 1] === '\r' && at + 2 === end));
+
 /** A YAML list in block style: an item is its `- ` line at column 0 and the indented lines after it. */
 function blockItems(text: string): Iterable<unknown> | undefined {
   let items = 0;
-  for (const l of lines(text)) {
-    if (blank(l)) continue;
-    if (l.startsWith('- ') || l === '-') items++;
-    else if (!(l.startsWith(' ') && items > 0)) return undefined;
+  for (let at = 0; at < text.length; ) {
+    const end = lineEnd(text, at);
+    if (!blankAt(text, at, end)) {
+      if (itemAt(text, at, end)) items++;
+      else if (!(text[at] === ' ' && items > 0)) return undefined;
+    }
+    at = end + 1;
   }
   if (items === 0) return undefined;
-  const parse = (chunk: string[]) => {
-    const pairs = [chunk[0]!.slice(2), ...chunk.slice(1)].filter((l) => !blank(l));
-    const indent = chunk.length > 1 ? chunk.slice(1).every((l) => blank(l) || /^ {2}[^ ]/.test(l)) : true;
-    return (
-      (indent && pairs.every((p) => !p.trim().startsWith('- ')) ? plainPairs(pairs) : undefined) ??
-      (parseYaml(chunk.join('\n')) as unknown[])[0]
-    );
+  /** The item text[start, stop): plain pairs read here, anything else by the YAML library. */
+  const parse = (start: number, stop: number) => {
+    const o: Record<string, unknown> = {};
+    let plain = true;
+    for (let at = start, first = true; plain && at < stop; first = false) {
+      const end = Math.min(lineEnd(text, at), stop);
+      if (first) plain = blankAt(text, at + 1, end) || plainPair(o, text.slice(at + 2, end));
+      // the keys of the item's mapping: indented by exactly two spaces, no nested list
+      else if (!blankAt(text, at, end))
+        plain =
+          text[at] === ' ' &&
+          text[at + 1] === ' ' &&
+          text[at + 2] !== ' ' &&
+          text[at + 2] !== '-' &&
+          plainPair(o, text.slice(at, end));
+      at = end + 1;
+    }
+    return plain ? o : (parseYaml(text.slice(start, stop)) as unknown[])[0];
   };
   return {
     *[Symbol.iterator]() {
-      let chunk: string[] = [];
-      for (const l of lines(text)) {
-        if (l.startsWith('- ') || l === '-') {
-          if (chunk.length) yield parse(chunk);
-          chunk = [l];
-        } else if (chunk.length) chunk.push(l);
+      let start = -1;
+      for (let at = 0; at < text.length; ) {
+        const end = lineEnd(text, at);
+        if (itemAt(text, at, end)) {
+          if (start >= 0) yield parse(start, at);
+          start = at;
+        }
+        at = end + 1;
       }
-      if (chunk.length) yield parse(chunk);
+      if (start >= 0) yield parse(start, text.length);
     },
   };
 }
@@ -242,16 +308,64 @@ function probeItems(path: string): Iterable<unknown> {
 }
 
 /**
- * Calls `f` for each probe, streamed: every item is checked first (so nothing is written before a
- * bad item is reported), then read again as it is simulated. Memory is the file's text, not a list
- * of probes; plain `- {from: a, to: b, protocol: TCP, port: 80}` lines skip the YAML library.
+ * Probes read once and kept compact: names interned, four 32-bit columns (16 bytes a probe, about a
+ * quarter of the text they came from), so that every item is checked before anything is written
+ * without reading the file twice.
+ */
+class ProbeColumns {
+  private readonly names: string[] = [];
+  private readonly ids = new Map<string, number>();
+  private cols = [new Int32Array(1024), new Int32Array(1024), new Int32Array(1024), new Int32Array(1024)];
+  length = 0;
+
+  private id(name: string): number {
+    let i = this.ids.get(name);
+    if (i === undefined) {
+      i = this.names.length;
+      this.names.push(name);
+      this.ids.set(name, i);
+    }
+    return i;
+  }
+
+  push(p: Probe): void {
+    if (this.length === this.cols[0]!.length)
+      this.cols = this.cols.map((c) => {
+        const bigger = new Int32Array(c.length * 2);
+        bigger.set(c);
+        return bigger;
+      });
+    const [from, to, proto, port] = this.cols as [Int32Array, Int32Array, Int32Array, Int32Array];
+    from[this.length] = this.id(p.from);
+    to[this.length] = this.id(p.to);
+    proto[this.length] = p.proto;
+    // a port name is kept as its name's index, negative
+    port[this.length] = typeof p.port === 'number' ? p.port : -1 - this.id(p.port);
+    this.length++;
+  }
+
+  at(i: number): Probe {
+    const [from, to, proto, port] = this.cols as [Int32Array, Int32Array, Int32Array, Int32Array];
+    const n = port[i]!;
+    return {
+      from: this.names[from[i]!]!,
+      to: this.names[to[i]!]!,
+      proto: proto[i]!,
+      port: n >= 0 ? n : this.names[-1 - n]!,
+    };
+  }
+}
+
+/**
+ * Calls `f` for each probe: every item is read and checked first (so nothing is written before a bad
+ * item is reported), then simulated from the compact columns. Memory is the file's text while it is
+ * read, then 16 bytes a probe; plain items of every streamed form skip the YAML library.
  */
 export function forEachProbe(path: string, f: (p: Probe) => void): void {
-  const items = probeItems(path);
+  const probes = new ProbeColumns();
   let i = 0;
-  for (const p of items) toProbe(p, i++);
-  i = 0;
-  for (const p of items) f(toProbe(p, i++));
+  for (const p of probeItems(path)) probes.push(toProbe(p, i++));
+  for (let j = 0; j < probes.length; j++) f(probes.at(j));
 }
 
 export function readProbes(path: string): Probe[] {
