@@ -44,10 +44,11 @@ export function loadNetpol(
 }
 
 export function resolveAddr(engine: NetpolEngine, x: string): string {
-  if (/^[0-9.:a-fA-F]+$/.test(x) && (x.includes('.') || x.includes(':'))) return x;
+  // a pod's key has a slash, an address none: the common case first
   const pod = engine.pods.get(x);
-  if (!pod) throw new UsageError(`"${x}" is neither an address nor a known pod (namespace/name)`);
-  return pod.ips[0]!;
+  if (pod) return pod.ips[0]!;
+  if (/^[0-9.:a-fA-F]+$/.test(x) && (x.includes('.') || x.includes(':'))) return x;
+  throw new UsageError(`"${x}" is neither an address nor a known pod (namespace/name)`);
 }
 
 export const nameOf = (engine: NetpolEngine, ip: string) => {
@@ -98,7 +99,10 @@ export interface ProbeResult {
  */
 export class ProbeMemo {
   static readonly MAX = 200_000;
-  private readonly m = new Map<string, { decided: Omit<ProbeResult, 'from' | 'to'>; tail: string }>();
+  private readonly m = new Map<number, { decided: Omit<ProbeResult, 'from' | 'to'>; tail: string }>();
+  /** small numbers for the identities and protocols met, so that a key is one number (52 bits) */
+  private readonly idIndex = new Map<number, number>();
+  private readonly protoIndex = new Map<number, number>();
   /** address -> its pod and identity when probes from or to it may be remembered, else null */
   private readonly addrs = new Map<string, { pod: object; id: number } | null>();
   hits = 0;
@@ -116,20 +120,32 @@ export class ProbeMemo {
     return a;
   }
 
-  keyOf(engine: NetpolEngine, src: string, dst: string, proto: number, port: number): string | undefined {
+  /** `v`'s small number in `index`, given in order met; undefined once `max` are taken. */
+  private static small(index: Map<number, number>, v: number, max: number): number | undefined {
+    let i = index.get(v);
+    if (i === undefined && index.size < max) index.set(v, (i = index.size));
+    return i;
+  }
+
+  /** The decision's key: 16 bits per identity, the same-pod bit, 3 for the protocol, 16 for the port. */
+  keyOf(engine: NetpolEngine, src: string, dst: string, proto: number, port: number): number | undefined {
     const a = this.addr(engine, src);
     const b = a && this.addr(engine, dst);
     if (!a || !b) return undefined;
-    return `${a.id}|${b.id}|${a.pod === b.pod ? 1 : 0}|${proto}|${port}`;
+    const ia = ProbeMemo.small(this.idIndex, a.id, 1 << 16);
+    const ib = ProbeMemo.small(this.idIndex, b.id, 1 << 16);
+    const ip = ProbeMemo.small(this.protoIndex, proto, 8);
+    if (ia === undefined || ib === undefined || ip === undefined) return undefined;
+    return (((ia * 65536 + ib) * 2 + (a.pod === b.pod ? 1 : 0)) * 8 + ip) * 65536 + port;
   }
 
-  get(key: string): { decided: Omit<ProbeResult, 'from' | 'to'>; tail: string } | undefined {
+  get(key: number): { decided: Omit<ProbeResult, 'from' | 'to'>; tail: string } | undefined {
     const r = this.m.get(key);
     if (r) this.hits++;
     return r;
   }
 
-  set(key: string, decided: Omit<ProbeResult, 'from' | 'to'>): string {
+  set(key: number, decided: Omit<ProbeResult, 'from' | 'to'>): string {
     if (this.m.size >= ProbeMemo.MAX) this.m.clear();
     const tail = JSON.stringify(decided).slice(1);
     this.m.set(key, { decided, tail });

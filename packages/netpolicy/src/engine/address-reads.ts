@@ -18,6 +18,8 @@ export interface AddressState {
 export class AddressReads {
   private readonly ipcacheMemo = new Map<string, IpcacheEntry[]>();
   private readonly indexMemo = new Map<string, IpcacheIndex>();
+  /** identityOf's answers by node, then address (the same addresses are judged again and again) */
+  private readonly idMemo = new Map<string, Map<string, number>>();
   private owners: AddressOwners | undefined;
 
   private readonly state: AddressState;
@@ -29,6 +31,7 @@ export class AddressReads {
   clear(): void {
     this.ipcacheMemo.clear();
     this.indexMemo.clear();
+    this.idMemo.clear();
     this.owners = undefined;
   }
 
@@ -70,10 +73,19 @@ export class AddressReads {
   }
 
   identityOf(ip: string, node?: string): number {
+    let known = this.idMemo.get(node ?? '');
+    if (!known) this.idMemo.set(node ?? '', (known = new Map()));
+    let id = known.get(ip);
+    if (id !== undefined) return id;
     const h = hostPrefix(ip);
-    if (!h) return ID.WORLD;
-    let index = this.indexMemo.get(node ?? '');
-    if (!index) this.indexMemo.set(node ?? '', (index = new IpcacheIndex(this.ipcache(node))));
-    return index.lookup(h) ?? (h.family === 6 ? ID.WORLD6 : ID.WORLD);
+    if (!h) id = ID.WORLD;
+    else {
+      let index = this.indexMemo.get(node ?? '');
+      if (!index) this.indexMemo.set(node ?? '', (index = new IpcacheIndex(this.ipcache(node))));
+      id = index.lookup(h) ?? (h.family === 6 ? ID.WORLD6 : ID.WORLD);
+    }
+    if (known.size >= 100_000) known.clear();
+    known.set(ip, id);
+    return id;
   }
 }

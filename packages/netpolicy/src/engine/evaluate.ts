@@ -38,6 +38,11 @@ export interface RuleSet {
   coversAllPods?(peer: Extract<Peer, { kind: 'cidr' }>): boolean;
   /** The set as `local` meets it in `direction` (rulesAt), when the caller keeps it per pod. */
   forLocal?(local: Pod, direction: Direction): RuleSet;
+  /**
+   * Set by rulesAt: every rule here selects the pod (and every pod of its namespace and labels) in
+   * this direction and every isolation holds it, so judging that pod skips those checks.
+   */
+  subjectsChecked?: Direction;
 }
 
 /**
@@ -123,6 +128,7 @@ export function rulesAt(rs: RuleSet, local: Pod, direction: Direction): RuleSet 
     baseline: rs.baseline.filter(mine),
     isolation: rs.isolation.filter((i) => isolates(i, local, direction)),
     forLocal: undefined,
+    subjectsChecked: direction,
   };
 }
 
@@ -136,7 +142,7 @@ export function ruleMatches(
   port: number,
   rs: RuleSet,
 ): boolean {
-  if (!subjectMatches(r, local, direction, rs)) return false;
+  if (rs.subjectsChecked !== direction && !subjectMatches(r, local, direction, rs)) return false;
   const capped =
     r.tier === 'np' &&
     remote.kind === 'pod' &&
@@ -180,7 +186,10 @@ export function evaluateDirection(
     return { verdict: r.action, tier: 'admin', ...describe(r) };
   }
   const extra = passedBy.length ? { passedBy } : {};
-  const isolating = rs.isolation.filter((i) => isolates(i, local, direction));
+  const isolating =
+    rs.subjectsChecked === direction
+      ? rs.isolation
+      : rs.isolation.filter((i) => isolates(i, local, direction));
   if (isolating.length > 0) {
     if (ownNode) return { verdict: 'allow', tier: 'node', ...extra };
     const allow = rs.np.find((r) => ruleMatches(r, local, remote, direction, proto, port, rs));

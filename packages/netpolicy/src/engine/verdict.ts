@@ -121,15 +121,22 @@ export function probeRuleSet(engine: NetpolEngine): RuleSet {
   if (known && known.revision === engine.populationRevision) return known.rs;
   const base = ruleSetOf(engine);
   const byLocal = new Map<string, RuleSet>();
+  /** each pod's two sets, found again without building their keys */
+  const byPod = new Map<object, Partial<Record<Direction, RuleSet>>>();
   const rs: RuleSet = {
     ...base,
     forLocal: (pod, d) => {
+      let mine = byPod.get(pod);
+      if (!mine) byPod.set(pod, (mine = {}));
+      const known = mine[d];
+      if (known) return known;
       // a capped identity stands for several label sets: those pods are kept one by one
       const id = engine.podIdentity.get(`${pod.namespace}/${pod.name}`);
       const shared = id !== undefined && !engine.identities.get(id)?.capped;
       const k = `${d}|${shared ? id : `pod:${pod.namespace}/${pod.name}`}`;
       let at = byLocal.get(k);
       if (!at) byLocal.set(k, (at = rulesAt(base, pod, d)));
+      mine[d] = at;
       return at;
     },
   };
