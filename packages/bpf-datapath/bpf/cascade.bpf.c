@@ -48,7 +48,7 @@ char LICENSE[] SEC("license") = "GPL";
 #include "policy.h"
 #include "events.h"
 
-#ifdef CASCADE_BENCH_UNIQUE
+#if defined(CASCADE_BENCH_UNIQUE) || defined(CASCADE_BENCH_FLOOD)
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
@@ -108,6 +108,20 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	};
 	__builtin_memcpy(ck.local, local, 16);
 	__builtin_memcpy(ck.remote, remote, 16);
+#ifdef CASCADE_BENCH_FLOOD
+	/* bench build only: every repeat is a new flow of the same endpoint (its conntrack key's remote
+	 * port and address marked), through the real budget and quota: a pod flooding new flows */
+	{
+		__u32 zero = 0;
+		__u32 *n = bpf_map_lookup_elem(&bench_seq, &zero);
+		if (n) {
+			*n += 1;
+			ck.rport ^= (__u16)*n;
+			ck.remote[14] ^= (__u8)(*n >> 16);
+			ck.remote[15] ^= (__u8)(*n >> 24);
+		}
+	}
+#endif
 #ifndef CASCADE_BENCH_NO_CT_LOOKUP /* bench build only: the stage removed, to time it */
 	struct ct_value *ct = bpf_map_lookup_elem(&cascade_ct, &ck);
 #else

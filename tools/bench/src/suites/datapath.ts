@@ -22,6 +22,7 @@ import {
   NetpolEngine,
   networkPolicyCosts,
 } from '@cascade/netpolicy';
+import { floodFigures } from '../datapath-flood.ts';
 import { stageFigures } from '../datapath-stages.ts';
 import { generateNetpolCluster, ISSUE_SCALE } from '../netpol-cluster.ts';
 import { type Figure, ms } from '../report.ts';
@@ -285,6 +286,7 @@ export async function run(): Promise<Figure[]> {
         }
       await serviceFigures(fig);
       await stageFigures(fig, stateWith(10), A, B, A6, B6);
+      await floodFigures(fig);
       const at = (n: number) => memlock(loaded[COUNTS.indexOf(n)]!.pinDir, 'cascade_policy');
       fig(
         'policy map memory per entry',
