@@ -55,6 +55,22 @@ struct {
 	__type(value, __u32);
 	__uint(max_entries, 1);
 } bench_seq SEC(".maps");
+
+/* bench builds only: the key of this repeat marked as a flow of its own (its remote port and three
+ * bytes of its remote address: this CPU's count of repeats and the CPU, so a run that moves to
+ * another CPU does not meet its own keys again; the packet is not touched) */
+static __always_inline void bench_new_flow(struct ct_key *ck)
+{
+	__u32 zero = 0;
+	__u32 *n = bpf_map_lookup_elem(&bench_seq, &zero);
+	if (n) {
+		*n += 1;
+		ck->rport ^= (__u16)*n;
+		ck->remote[0] ^= (__u8)(*n >> 16);
+		ck->remote[1] ^= (__u8)(*n >> 24);
+		ck->remote[2] ^= (__u8)bpf_get_smp_processor_id();
+	}
+}
 #endif
 
 static __always_inline int handle(struct __sk_buff *skb, int dir)
@@ -109,18 +125,9 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	__builtin_memcpy(ck.local, local, 16);
 	__builtin_memcpy(ck.remote, remote, 16);
 #ifdef CASCADE_BENCH_FLOOD
-	/* bench build only: every repeat is a new flow of the same endpoint (its conntrack key's remote
-	 * port and address marked), through the real budget and quota: a pod flooding new flows */
-	{
-		__u32 zero = 0;
-		__u32 *n = bpf_map_lookup_elem(&bench_seq, &zero);
-		if (n) {
-			*n += 1;
-			ck.rport ^= (__u16)*n;
-			ck.remote[14] ^= (__u8)(*n >> 16);
-			ck.remote[15] ^= (__u8)(*n >> 24);
-		}
-	}
+	/* bench build only: every repeat is a new flow of the same endpoint, through the real budget
+	 * and quota: a pod flooding new flows */
+	bench_new_flow(&ck);
 #endif
 #ifndef CASCADE_BENCH_NO_CT_LOOKUP /* bench build only: the stage removed, to time it */
 	struct ct_value *ct = bpf_map_lookup_elem(&cascade_ct, &ck);
@@ -167,17 +174,8 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	ct = NULL; /* bench build only: every repeat is the first packet of a flow */
 #ifdef CASCADE_BENCH_UNIQUE
 	/* bench build only: and of a flow of its own (the conntrack insert is an insert, not a rewrite of
-	 * the previous repeat's entry); the key's copy of the remote address is marked, not the packet */
-	{
-		__u32 zero = 0;
-		__u32 *n = bpf_map_lookup_elem(&bench_seq, &zero);
-		if (n) {
-			*n += 1;
-			ck.rport ^= (__u16)*n;
-			ck.remote[0] ^= (__u8)(*n >> 16);
-			ck.remote[1] ^= (__u8)(*n >> 24);
-		}
-	}
+	 * the previous repeat's entry) */
+	bench_new_flow(&ck);
 #endif
 #endif
 	/* an entry denied by a re-judgement drops packets of its own direction only: the other direction

@@ -5,7 +5,6 @@
 // victim's per-packet cost quiet, during and after the flood (rounds interleaved with the flood's
 // run, ratios to the quiet rounds), the flood's own per-packet cost, and what the flood got (flows
 // tracked, flows refused by budget and quota) against what the victim kept (its entry, its verdict).
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +17,7 @@ import {
   TEST_RUN_IFINDEX,
 } from '@cascade/bpf-datapath';
 import { freshDatapath } from '@cascade/bpf-datapath/testing';
+import { compileBenchBuild } from './datapath-stages.ts';
 
 type Fig = (name: string, value: number, unit: string, input: string) => void;
 
@@ -55,24 +55,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 export async function floodFigures(fig: Fig): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'cascade-flood-'));
-  const inc = `/usr/include/${execFileSync('gcc', ['-dumpmachine'], { encoding: 'utf8' }).trim()}`;
-  const object = join(dir, 'flood.o');
-  execFileSync(
-    'clang',
-    [
-      '-O2',
-      '-g',
-      '-target',
-      'bpf',
-      `-I${inc}`,
-      '-DCASCADE_BENCH_FLOOD',
-      '-c',
-      ARTIFACTS.source,
-      '-o',
-      object,
-    ],
-    { stdio: 'pipe' },
-  );
+  const object = compileBenchBuild(join(dir, 'flood.o'), ['CASCADE_BENCH_FLOOD']);
   const { dp, pinDir, cleanup } = await freshDatapath();
   let flood: Datapath | undefined;
   try {

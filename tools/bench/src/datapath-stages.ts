@@ -11,6 +11,28 @@ import { freshDatapath } from '@cascade/bpf-datapath/testing';
 
 type Fig = (name: string, value: number, unit: string, input: string) => void;
 
+/** The program's source compiled to `obj` with the CASCADE_BENCH_* switches `defs`; returns `obj`. */
+export function compileBenchBuild(obj: string, defs: string[]): string {
+  const inc = `/usr/include/${execFileSync('gcc', ['-dumpmachine'], { encoding: 'utf8' }).trim()}`;
+  execFileSync(
+    'clang',
+    [
+      '-O2',
+      '-g',
+      '-target',
+      'bpf',
+      `-I${inc}`,
+      ...defs.map((d) => `-D${d}`),
+      '-c',
+      ARTIFACTS.source,
+      '-o',
+      obj,
+    ],
+    { stdio: 'pipe' },
+  );
+  return obj;
+}
+
 /** [figure name, -D switches, program, which packet] */
 const BUILDS: [
   string,
@@ -83,7 +105,6 @@ export async function stageFigures(
   B6: string,
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'cascade-stages-'));
-  const inc = `/usr/include/${execFileSync('gcc', ['-dumpmachine'], { encoding: 'utf8' }).trim()}`;
   const packets = {
     est: buildPacket({ src: A, dst: B, proto: 6, sport: 5556, dport: 443, tcpFlags: 0x10 }),
     est6: buildPacket({ src: A6, dst: B6, proto: 6, sport: 5556, dport: 443, tcpFlags: 0x10 }),
@@ -94,24 +115,7 @@ export async function stageFigures(
     const runs = new Map<string, number[]>();
     const dps = [];
     for (const [i, [name, defs, prog, p]] of BUILDS.entries()) {
-      const obj = join(dir, `${i}.o`);
-      execFileSync(
-        'clang',
-        [
-          '-O2',
-          '-g',
-          '-target',
-          'bpf',
-          `-I${inc}`,
-          ...defs.map((d) => `-D${d}`),
-          '-c',
-          ARTIFACTS.source,
-          '-o',
-          obj,
-        ],
-        { stdio: 'pipe' },
-      );
-      const d = await freshDatapath(undefined, obj);
+      const d = await freshDatapath(undefined, compileBenchBuild(join(dir, `${i}.o`), defs));
       loaded.push(d);
       await d.dp.sync(state);
       // the flow's first packet, then a conntrack hit (which fills this CPU's flow cache slot)
