@@ -177,6 +177,18 @@ describe.skipIf(!apiServerTestsEnabled())('wiring-controller on a real API serve
     const changed = Object.keys(after).filter((k) => after[k] !== before[k]);
     expect(changed).toEqual(['cascade-edge']);
     expect(controller.writes.get() - writes).toBe(1);
+    // sent as a JSON patch of what changed (an Update by the controller), not applied whole again
+    const eep = (await env.call('GET', `${EEPS}/cascade-edge`)).body as {
+      metadata: { managedFields: { manager: string; operation: string }[] };
+    };
+    expect(eep.metadata.managedFields).toContainEqual(
+      expect.objectContaining({ manager: 'wiring-controller', operation: 'Update' }),
+    );
+    // and what it wrote is what the controller renders: a full resync writes nothing
+    const settled = controller.writes.get();
+    controller.resyncNow();
+    await controller.idle();
+    expect(controller.writes.get()).toBe(settled);
   });
 
   it('a route whose regex RE2 cannot compile is refused alone: denied, with a WiringRefused Event', async () => {

@@ -37,7 +37,9 @@ describe('PublishLedger', () => {
       e: false,
     });
     // too large is refused here, before sending
-    const big = await ledger.each(['g'], 1, what, async () => checkSize({ x: 'y'.repeat(2_000_000) }));
+    const big = await ledger.each(['g'], 1, what, async () => {
+      checkSize({ x: 'y'.repeat(2_000_000) });
+    });
     expect(big[0]!.failure).toMatchObject({ status: -1, permanent: true });
     // the same failure again is not a change; success clears it
     await ledger.each(['a'], 1, what, async () => {

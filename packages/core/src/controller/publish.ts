@@ -45,13 +45,14 @@ export interface WriterDeps {
 
 export class ObjectTooLarge extends Error {}
 
-/** Throws when an object would be larger than the API server takes. */
-export function checkSize(obj: unknown, limit = MAX_OBJECT_BYTES): void {
+/** Throws when an object would be larger than the API server takes; its size in bytes otherwise. */
+export function checkSize(obj: unknown, limit = MAX_OBJECT_BYTES): number {
   const n = Buffer.byteLength(JSON.stringify(obj));
   if (n > limit)
     throw new ObjectTooLarge(
       `object too large: ${n.toLocaleString('en')} bytes (the limit is ${limit.toLocaleString('en')})`,
     );
+  return n;
 }
 
 function describe(e: unknown): { status: number; message: string } {

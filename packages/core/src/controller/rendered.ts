@@ -19,6 +19,7 @@ import type { Logger } from '../kube/logging.ts';
 import { referenceGrantFromObject } from '../topology/from-k8s.ts';
 import { gatewayKey } from '../topology/types.ts';
 import { checkSize, type PublishFailure, type WriterDeps } from './publish.ts';
+import { renderedPatch } from './rendered-patch.ts';
 
 /** An informer of the rendered objects of one resource that a controller manages. */
 export interface RenderInformer {
@@ -86,6 +87,14 @@ export interface RendererDeps extends WriterDeps {
   carried?: (gw: string) => string[];
   /** Whether a live object that is no longer rendered is ours to delete (default: our policy-kind label). */
   owns?: (live: KubeObject) => boolean;
+  /**
+   * Objects of at least this many bytes that exist already are updated with a JSON patch of what
+   * changed (rendered-patch.ts) instead of a server-side apply of the whole object: the API server's
+   * work and the request shrink for large objects (a gateway's WasmPlugin). Default: never. Only for
+   * resources this publisher is the one writer of: a field a patch sets is owned by an Update, which a
+   * later apply that leaves it out does not remove (the next patch does).
+   */
+  patchFrom?: number;
   /**
    * Enforced means enforced (--require-ready): an object whose resource is not served is missing, and
    * one whose consumer reports nothing about it (no status yet) is not ready. Without it, only an
@@ -261,8 +270,8 @@ export class RenderedPublisher {
           this.deps.skipped.inc();
           return;
         }
-        checkSize(want);
-        target.informer.cache.set(`${ns}/${name}`, await c.apply(path, want, this.deps.name));
+        const bytes = checkSize(want);
+        target.informer.cache.set(`${ns}/${name}`, await this.write(path, live, want, bytes));
         this.deps.writes.inc();
       } else if (
         live &&
@@ -279,6 +288,35 @@ export class RenderedPublisher {
     });
     this.checkReadiness(check);
     return failed;
+  }
+
+  /**
+   * A server-side apply of the object; for a large object that exists, a JSON patch of what changed,
+   * tested against the live resourceVersion (a stale copy: applied whole instead).
+   */
+  private async write(
+    path: string,
+    live: KubeObject | undefined,
+    want: RenderedObject,
+    bytes: number,
+  ): Promise<KubeObject> {
+    const c = this.deps.client;
+    const from = this.deps.patchFrom;
+    if (live && from !== undefined && bytes >= from) {
+      try {
+        return await c.request<KubeObject>(
+          'PATCH',
+          `${path}?fieldManager=${encodeURIComponent(this.deps.name)}`,
+          renderedPatch(live as never, want as never),
+          'application/json-patch+json',
+        );
+      } catch (e) {
+        const status = (e as { status?: number }).status;
+        // 409/422: the live copy was stale (its version test failed); 404: gone since
+        if (status !== 409 && status !== 422 && status !== 404) throw e;
+      }
+    }
+    return c.apply(path, want, this.deps.name);
   }
 
   /** Readiness of the checked objects as their consumer reports it (see RenderedResource.ready). */
@@ -358,7 +396,7 @@ export class RenderedPublisher {
 }
 
 /** A live rendered object already carries what we would apply (fields, our labels and annotations, owners). */
-function renderedEqual(live: KubeObject, want: RenderedObject): boolean {
+export function renderedEqual(live: KubeObject, want: RenderedObject): boolean {
   for (const [f, v] of Object.entries(want)) {
     if (f === 'apiVersion' || f === 'kind' || f === 'metadata') continue;
     if (!isEqual((live as unknown as Record<string, unknown>)[f], v)) return false;

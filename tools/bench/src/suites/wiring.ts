@@ -6,7 +6,7 @@
 // (exactly one object).
 
 import { PolicyEngine, type PolicyObject, policyCrd, type RouteMatch, type RouteObject } from '@cascade/core';
-import { KubeClient } from '@cascade/core/kube';
+import { Informer, KubeClient } from '@cascade/core/kube';
 import { GATEWAY_POLICY_KINDS, WIRING_CONTROLLER } from '@cascade/distribution';
 import { Envtest, envtestPaths, providerCrds } from '@cascade/envtest';
 import {
@@ -282,37 +282,54 @@ async function live(fig: (n: string, v: number, u: string, t?: string) => void):
     await controller.idle();
     await new Promise((r) => setTimeout(r, 10_000));
     fig('steady-state writes (a full resync, then 10 s)', controller.writes.get() - before, 'writes', '0');
+    // the rewrite is seen on a watch of the WasmPlugins, as a proxy's control plane sees it (polling
+    // GETs of a 500 KB object every few ms would load the API server and this process, which also
+    // runs the controller, and slow what is measured)
+    const seen: { at: bigint; text: string }[] = [];
+    const watch = new Informer(
+      new KubeClient(kc),
+      '/apis/extensions.istio.io/v1alpha1/namespaces/infra/wasmplugins',
+      (type, o) => {
+        if (type === 'MODIFIED') seen.push({ at: process.hrtime.bigint(), text: JSON.stringify(o.spec) });
+      },
+    );
+    watch.start();
+    await new Promise((r) => setTimeout(r, 1000));
     const lat: number[] = [];
     let rewritten = 0;
-    for (let i = 0; i < 10; i++) {
-      const r = i * 37;
-      const w0 = controller.writes.get();
-      const t = process.hrtime.bigint();
-      const spec = routeSpec(r);
-      spec.rules[0]!.matches[0]!.path.value = `/changed-${i}`;
-      await env.call(
-        'PATCH',
-        `/apis/${G}/v1/namespaces/team-${r % 10}/httproutes/route-${r}`,
-        { spec: { rules: spec.rules } },
-        'application/merge-patch+json',
-      );
-      for (;;) {
-        const p = await env.call(
-          'GET',
-          `/apis/extensions.istio.io/v1alpha1/namespaces/infra/wasmplugins/cascade-gw-${r % GATEWAYS}`,
+    try {
+      for (let i = 0; i < 20; i++) {
+        const r = (i * 37) % ROUTES;
+        const w0 = controller.writes.get();
+        seen.length = 0;
+        const t = process.hrtime.bigint();
+        const spec = routeSpec(r);
+        spec.rules[0]!.matches[0]!.path.value = `/changed-${i}`;
+        await env.call(
+          'PATCH',
+          `/apis/${G}/v1/namespaces/team-${r % 10}/httproutes/route-${r}`,
+          { spec: { rules: spec.rules } },
+          'application/merge-patch+json',
         );
-        if (JSON.stringify(p.body).includes(`/changed-${i}`)) break;
-        if (ms(t) > 30_000) throw new Error('WasmPlugin not rewritten within 30 s');
-        await new Promise((res) => setTimeout(res, 5));
+        for (;;) {
+          const hit = seen.find((e) => e.text.includes(`/changed-${i}`));
+          if (hit) {
+            lat.push(Number(hit.at - t) / 1e6);
+            break;
+          }
+          if (ms(t) > 30_000) throw new Error('WasmPlugin not rewritten within 30 s');
+          await new Promise((res) => setTimeout(res, 2));
+        }
+        await controller.idle();
+        rewritten = Math.max(rewritten, controller.writes.get() - w0);
       }
-      lat.push(ms(t));
-      await controller.idle();
-      rewritten = Math.max(rewritten, controller.writes.get() - w0);
+    } finally {
+      watch.stop();
     }
     const s = summarize(lat);
-    fig('route change to its WasmPlugin rewritten: median', s.median, 'ms');
-    fig('route change to its WasmPlugin rewritten: p99', s.p99, 'ms');
-    fig('objects rewritten per route change (most of 10)', rewritten, 'writes', '1');
+    fig('route change to its WasmPlugin rewritten (seen on a watch): median', s.median, 'ms');
+    fig('route change to its WasmPlugin rewritten (seen on a watch): p99', s.p99, 'ms');
+    fig('objects rewritten per route change (most of 20)', rewritten, 'writes', '1');
   } finally {
     await stop().catch(() => {});
     await env.stop();
