@@ -3,8 +3,7 @@
 # $CASCADE_CACHE/cluster/<versions>/bin: kubelet, kube-proxy, kube-controller-manager, kube-scheduler
 # and kubectl from the k8s.io/kubernetes Go module (the same version as kube-apiserver), CoreDNS (with
 # only the plugins in coredns/main.go) and helm from their Go modules, and the pause and e2e workload binaries from tools/cluster/images/*.c. A second run
-# finds the binaries and prints the directory. One build runs at a time (a lock in the cache); a
-# caller that finds one under way waits for it.
+# finds the binaries and prints the directory.
 set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
 COREDNS_VERSION=${COREDNS_VERSION:-v1.12.4}
@@ -31,21 +30,6 @@ if ((${#missing[@]} == 0)); then
   log "binaries cached in $out/bin"
   echo "$out/bin"
   exit 0
-fi
-# CLUSTER_CACHED_ONLY=1: only say whether they are built (exit 3: not yet) and where they go
-if [[ ${CLUSTER_CACHED_ONLY:-} == 1 ]]; then
-  echo "$out/bin"
-  exit 3
-fi
-# One build at a time: the set-up starts one in the background (scripts/setup.d/40-cluster.sh), and
-# whoever needs the binaries (the e2e, npm run cluster) waits here for it, then looks again
-mkdir -p "$cache/cluster"
-exec 9>"$cache/cluster/.build.lock"
-if ! flock -n 9; then
-  log "the binaries are being built (by the set-up, in the background; its log: $cache/cluster/build.log): waiting"
-  flock 9
-  exec 9>&-
-  exec bash "$0" "$@"
 fi
 # shellcheck source=../../envtest/build/lib.sh
 source "$here/../../envtest/build/lib.sh"

@@ -8,31 +8,11 @@ export const ROOT = resolve(import.meta.dirname, '../../..');
 export const CLUSTER_SH = join(ROOT, 'tools/cluster/cluster.sh');
 export const KUBECONFIG = '/var/lib/cascade-cluster/admin.kubeconfig';
 
-/** clusterBin waits for the build once per process. */
-let waited = false;
-
-/**
- * The cluster's binaries (undefined: not built). The set-up's first build runs in the background
- * (scripts/setup.d/40-cluster.sh): when they are not there yet, build.sh is called, which waits for
- * that build (or builds them, when none runs) and says what failed.
- */
 export function clusterBin(): string | undefined {
   const f = join(ROOT, 'tools/cluster/.local/paths.json');
   if (!existsSync(f)) return undefined;
   const bin = (JSON.parse(readFileSync(f, 'utf8')) as { bin: string }).bin;
-  const built = () => existsSync(join(bin, 'kubelet')) && existsSync(join(bin, 'helm'));
-  if (!built() && !waited) {
-    waited = true;
-    try {
-      execFileSync('bash', [join(ROOT, 'tools/cluster/build/build.sh')], {
-        stdio: ['ignore', 'ignore', 'inherit'],
-        timeout: 45 * 60_000,
-      });
-    } catch {
-      // said on stderr; the binaries are missing, which the caller reports
-    }
-  }
-  return built() ? bin : undefined;
+  return existsSync(join(bin, 'kubelet')) && existsSync(join(bin, 'helm')) ? bin : undefined;
 }
 
 /** true: run the end-to-end suite; false: skip (only outside CI). Throws in CI when it cannot run. */
