@@ -1,6 +1,7 @@
 // A JSON patch (RFC 6902) from a live rendered object to what the controller renders now, for objects
 // so large that a server-side apply of the whole object is most of a change's latency (a gateway's
-// WasmPlugin: 500 KB re-sent, parsed and merged for one route's change). It changes exactly what
+// data-plane configuration: 500 KB re-sent, parsed and merged for one route's change). It changes
+// exactly what
 // renderedEqual compares (rendered.ts): every top-level field but apiVersion, kind and metadata; the
 // rendered labels and annotations (and removes cascade.dev/ annotations no longer rendered); the owner
 // references. Other writers' labels and annotations are left alone. Its first operation tests the live

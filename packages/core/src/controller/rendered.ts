@@ -90,7 +90,7 @@ export interface RendererDeps extends WriterDeps {
   /**
    * Objects of at least this many bytes that exist already are updated with a JSON patch of what
    * changed (rendered-patch.ts) instead of a server-side apply of the whole object: the API server's
-   * work and the request shrink for large objects (a gateway's WasmPlugin). Default: never. Only for
+   * work and the request shrink for large objects (a gateway's data-plane configuration). Default: never. Only for
    * resources this publisher is the one writer of: a field a patch sets is owned by an Update, which a
    * later apply that leaves it out does not remove (the next patch does).
    */
