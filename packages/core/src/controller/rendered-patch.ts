@@ -1,11 +1,11 @@
 // A JSON patch (RFC 6902) from a live rendered object to what the controller renders now, for objects
 // so large that a server-side apply of the whole object is most of a change's latency (a gateway's
 // data-plane configuration: 500 KB re-sent, parsed and merged for one route's change). It changes
-// exactly what
-// renderedEqual compares (rendered.ts): every top-level field but apiVersion, kind and metadata; the
-// rendered labels and annotations (and removes cascade.dev/ annotations no longer rendered); the owner
-// references. Other writers' labels and annotations are left alone. Its first operation tests the live
-// object's resourceVersion, so a patch computed against a stale copy is refused, never applied.
+// exactly what renderedEqual compares (rendered.ts): every top-level field but apiVersion, kind and
+// metadata; the rendered labels and annotations (and removes cascade.dev/ annotations no longer
+// rendered); the owner references. Other writers' labels and annotations are left alone. Its first
+// operation tests the live object's resourceVersion, so a patch computed against a stale copy is
+// refused, never applied.
 
 /** One RFC 6902 operation. */
 export interface PatchOp {
