@@ -76,7 +76,11 @@ describe.skipIf(!apiServerTestsEnabled())('the agent tells an uninstall from a r
       });
       return (r.body as { status: { allowed: boolean } }).status.allowed;
     };
-    expect(await can('watch', 'netpolicy-agent')).toBe(true);
+    // the API server's RBAC authorizer reads Roles through its own informers: a Role just created
+    // may not be seen by the first review (this failed once in CI on a loaded machine)
+    await waitFor('the Role in force', async () =>
+      (await can('watch', 'netpolicy-agent')) ? true : undefined,
+    );
     expect(await can('get', 'netpolicy-agent')).toBe(true);
     expect(await can('get', 'other')).toBe(false);
     expect(await can('list')).toBe(false);
