@@ -111,10 +111,18 @@ const lineEnd = (text: string, at: number) => {
   return end < 0 ? text.length : end;
 };
 
+const space = (c: string | undefined) => c === ' ' || c === '\t' || c === '\r';
+
+/** The first position in text[at, end) that is not a space, tab or carriage return (end: none). */
+function skipSpace(text: string, at: number, end: number): number {
+  while (at < end && space(text[at])) at++;
+  return at;
+}
+
 /** Whether text[at, end) is blank or a comment, without cutting it out. */
 function blankAt(text: string, at: number, end: number): boolean {
-  while (at < end && (text[at] === ' ' || text[at] === '\t' || text[at] === '\r')) at++;
-  return at === end || text[at] === '#';
+  const a = skipSpace(text, at, end);
+  return a === end || text[a] === '#';
 }
 
 /** JSON lines: every line that is not blank is one object. */
@@ -122,8 +130,7 @@ function jsonLines(text: string): Iterable<unknown> | undefined {
   let any = false;
   for (let at = 0; at < text.length; ) {
     const end = lineEnd(text, at);
-    let a = at;
-    while (a < end && (text[a] === ' ' || text[a] === '\t' || text[a] === '\r')) a++;
+    const a = skipSpace(text, at, end);
     if (a < end) {
       if (text[a] !== '{') return undefined;
       any = true;
@@ -236,12 +243,10 @@ function blockItems(text: string): Iterable<unknown> | undefined {
 function flowItems(text: string): Iterable<unknown> | undefined {
   // check the form first (no allocation per line): then items are parsed as they are consumed
   for (let at = 0; at < text.length; ) {
-    let end = text.indexOf('\n', at);
-    if (end < 0) end = text.length;
-    let a = at;
+    const end = lineEnd(text, at);
+    const a = skipSpace(text, at, end);
     let b = end;
-    while (a < b && (text[a] === ' ' || text[a] === '\t' || text[a] === '\r')) a++;
-    while (b > a && (text[b - 1] === ' ' || text[b - 1] === '\t' || text[b - 1] === '\r')) b--;
+    while (b > a && space(text[b - 1])) b--;
     if (a < b && text[a] !== '#' && !(text.startsWith('- {', a) && text[b - 1] === '}')) return undefined;
     at = end + 1;
   }
