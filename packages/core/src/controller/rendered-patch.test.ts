@@ -64,7 +64,7 @@ describe('renderedPatch', () => {
       fc.property(json, json, strings, strings, strings, strings, (from, to, ll, la, wl, wa) => {
         const live = object(from, ll, la) as unknown as KubeObject;
         const want = object(to, wl, wa) as unknown as RenderedObject;
-        const ops = renderedPatch(live as never, want as never);
+        const ops = renderedPatch(live, want);
         const after = apply(live, ops) as KubeObject;
         expect(renderedEqual(after, want)).toBe(true);
         // labels and annotations of other writers stay
@@ -83,7 +83,7 @@ describe('renderedPatch', () => {
     const sets = (k: number) =>
       Array.from({ length: 600 }, (_, i) => ({ name: `s${i}`, p: i === 17 ? `v${k}` : 'x' }));
     const live = object({ actionSets: sets(1) }, {}, {}) as unknown as KubeObject;
-    const ops = renderedPatch(live as never, object({ actionSets: sets(2) }, {}, {}) as never);
+    const ops = renderedPatch(live, object({ actionSets: sets(2) }, {}, {}) as unknown as RenderedObject);
     expect(ops).toEqual([
       { op: 'test', path: '/metadata/resourceVersion', value: '7' },
       { op: 'replace', path: '/spec/actionSets/17/p', value: 'v2' },
@@ -92,7 +92,10 @@ describe('renderedPatch', () => {
 
   it('starts with a test of the resourceVersion: a patch against a stale copy is refused', () => {
     const live = object({ a: 1 }, {}, {});
-    const ops = renderedPatch(live as never, object({ a: 2 }, {}, {}) as never);
+    const ops = renderedPatch(
+      live as unknown as KubeObject,
+      object({ a: 2 }, {}, {}) as unknown as RenderedObject,
+    );
     expect(() => apply({ ...live, metadata: { ...live.metadata, resourceVersion: '8' } }, ops)).toThrow(
       /test failed/,
     );

@@ -7,6 +7,9 @@
 // operation tests the live object's resourceVersion, so a patch computed against a stale copy is
 // refused, never applied.
 
+import type { RenderedObject } from '../kind.ts';
+import type { KubeObject } from '../kube/client.ts';
+
 /** One RFC 6902 operation. */
 export interface PatchOp {
   op: 'add' | 'remove' | 'replace' | 'test';
@@ -48,13 +51,11 @@ interface Meta {
 }
 
 /** The patch from `live` to `want` (see the header); only the resourceVersion test when they agree. */
-export function renderedPatch(
-  live: { metadata: object } & Record<string, unknown>,
-  want: { metadata: object } & Record<string, unknown>,
-): PatchOp[] {
+export function renderedPatch(liveObject: KubeObject, want: RenderedObject): PatchOp[] {
+  const live = liveObject as unknown as Record<string, unknown>;
   // JSON data as it will be sent: undefined values dropped, as the API server would never hold them
   const to = JSON.parse(JSON.stringify(want)) as Record<string, unknown> & { metadata: Meta };
-  const lm = live.metadata as Meta;
+  const lm = liveObject.metadata as Meta;
   const out: PatchOp[] = [{ op: 'test', path: '/metadata/resourceVersion', value: lm.resourceVersion }];
   for (const [f, v] of Object.entries(to)) {
     if (f === 'apiVersion' || f === 'kind' || f === 'metadata') continue;

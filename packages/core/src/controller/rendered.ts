@@ -90,9 +90,9 @@ export interface RendererDeps extends WriterDeps {
   /**
    * Objects of at least this many bytes that exist already are updated with a JSON patch of what
    * changed (rendered-patch.ts) instead of a server-side apply of the whole object: the API server's
-   * work and the request shrink for large objects (a gateway's data-plane configuration). Default: never. Only for
-   * resources this publisher is the one writer of: a field a patch sets is owned by an Update, which a
-   * later apply that leaves it out does not remove (the next patch does).
+   * work and the request shrink for large objects (a gateway's data-plane configuration). Default:
+   * never. Only for resources this publisher is the one writer of: a field a patch sets is owned by
+   * an Update, which a later apply that leaves it out does not remove (the next patch does).
    */
   patchFrom?: number;
   /**
@@ -307,7 +307,7 @@ export class RenderedPublisher {
         return await c.request<KubeObject>(
           'PATCH',
           `${path}?fieldManager=${encodeURIComponent(this.deps.name)}`,
-          renderedPatch(live as never, want as never),
+          renderedPatch(live, want),
           'application/json-patch+json',
         );
       } catch (e) {
