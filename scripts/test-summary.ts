@@ -71,11 +71,14 @@ const setupTimes = existsSync('node_modules/.cascade-setup-times')
   ? readFileSync('node_modules/.cascade-setup-times', 'utf8').trim().split('\n')
   : [];
 console.log(`phases: set-up ${setupTimes.map((l) => `${l} s`).join(', ') || 'not run'}`);
+// when each kind started and ended, in seconds from the first test file's start (they overlap: the
+// e2e runs beside the rest)
+const t0 = Math.min(...[...phase.values()].map((p) => p.from));
 for (const [kind] of KINDS) {
   const p = phase.get(kind);
   if (p)
     console.log(
-      `  ${kind}: ${p.files} files, ${Math.round(p.seconds)} s of file time, ${Math.round((p.to - p.from) / 1000)} s from first start to last end`,
+      `  ${kind}: ${p.files} files, ${Math.round(p.seconds)} s of file time, from +${Math.round((p.from - t0) / 1000)} s to +${Math.round((p.to - t0) / 1000)} s`,
     );
 }
 for (const line of e2eSteps) console.log(line);
