@@ -34,7 +34,7 @@ export {
 export { formatPrefix } from './engine/cidr.ts';
 export { deadNetworkPolicyRules } from './engine/dead-rules.ts';
 export { NetpolEngine } from './engine/engine.ts';
-export { type Decision, evaluateDirection } from './engine/evaluate.ts';
+export { type Decision, evaluateDirection, type Remote, type RuleSet } from './engine/evaluate.ts';
 export { ID } from './engine/identities.ts';
 export { lintNetpol } from './engine/lint.ts';
 export { lowerLayer } from './engine/lower.ts';
@@ -52,4 +52,11 @@ export { describePrecedence } from './engine/precedence.ts';
 export type { Direction } from './engine/rules.ts';
 export { ServiceCatalog } from './engine/services.ts';
 export { DEFAULT_TENANT_LABEL, validTenantLabel } from './engine/tenants.ts';
-export { mapConnection, oracleConnection, remoteOf, ruleSetOf } from './engine/verdict.ts';
+export {
+  judgementClass,
+  mapConnection,
+  oracleConnection,
+  probeRuleSet,
+  remoteOf,
+  ruleSetOf,
+} from './engine/verdict.ts';

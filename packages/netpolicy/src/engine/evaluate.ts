@@ -87,16 +87,16 @@ function portMatches(
   namedOwner: Pod | undefined,
 ): boolean {
   if (!ports) return true;
-  return ports.some((m) => {
-    if (m.kind === 'range') return m.proto === proto && port >= m.range.start && port <= m.range.end;
-    return (namedOwner?.ports ?? []).some(
-      (cp) =>
-        cp.name === m.name &&
-        PROTO_OF[cp.protocol] === proto &&
-        (m.proto === undefined || m.proto === proto) &&
-        cp.port === port,
-    );
-  });
+  for (const m of ports) {
+    if (m.kind === 'range') {
+      if (m.proto === proto && port >= m.range.start && port <= m.range.end) return true;
+      continue;
+    }
+    if (m.proto !== undefined && m.proto !== proto) continue;
+    for (const cp of namedOwner?.ports ?? [])
+      if (cp.name === m.name && cp.port === port && PROTO_OF[cp.protocol] === proto) return true;
+  }
+  return false;
 }
 
 /** Whether rule `r` is of `direction` and its subject selects `local`. */
@@ -143,15 +143,17 @@ export function ruleMatches(
   rs: RuleSet,
 ): boolean {
   if (rs.subjectsChecked !== direction && !subjectMatches(r, local, direction, rs)) return false;
+  // ports first: a few number comparisons that rule out most rules before any selector is read
+  const owner = direction === 'ingress' ? local : remote.kind === 'pod' ? remote.pod : undefined;
+  if (!portMatches(r.ports, proto, port, owner)) return false;
   const capped =
     r.tier === 'np' &&
     remote.kind === 'pod' &&
     remote.pod.namespace !== r.source.namespace &&
     (rs.capped?.(remote.pod) ?? false);
-  if (!r.peers.some((p) => (!capped || wildcardPeer(p, rs)) && peerMatches(p, remote, r.action, rs)))
-    return false;
-  const owner = direction === 'ingress' ? local : remote.kind === 'pod' ? remote.pod : undefined;
-  return portMatches(r.ports, proto, port, owner);
+  for (const p of r.peers)
+    if ((!capped || wildcardPeer(p, rs)) && peerMatches(p, remote, r.action, rs)) return true;
+  return false;
 }
 
 const describe = (r: Rule): Pick<Decision, 'policy' | 'rule' | 'priority'> => ({
@@ -161,6 +163,8 @@ const describe = (r: Rule): Pick<Decision, 'policy' | 'rule' | 'priority'> => ({
   rule: r.source.ruleName ?? `${r.direction}[${r.source.index}]`,
   ...(r.priority !== undefined && r.tier === 'admin' ? { priority: r.priority } : {}),
 });
+
+const NO_PASS: { passedBy?: string[] } = Object.freeze({});
 
 /** One direction at one pod: first the admin tier, then NetworkPolicy (or, if none governs, the baseline), then allow. */
 export function evaluateDirection(
@@ -176,16 +180,16 @@ export function evaluateDirection(
   // The pod's own node is judged like any node (`nodes` peers) in the admin tier and the baseline; only
   // NetworkPolicy cannot block it ("pods cannot block access from their resident node").
   const ownNode = remote.kind === 'node' && local.node !== undefined && remote.node.name === local.node;
-  const passedBy: string[] = [];
+  let passed: string | undefined;
   for (const r of rs.admin) {
     if (!ruleMatches(r, local, remote, direction, proto, port, rs)) continue;
     if (r.action === 'pass') {
-      passedBy.push(r.id);
+      passed = r.id;
       break;
     }
     return { verdict: r.action, tier: 'admin', ...describe(r) };
   }
-  const extra = passedBy.length ? { passedBy } : {};
+  const extra = passed !== undefined ? { passedBy: [passed] } : NO_PASS;
   const isolating =
     rs.subjectsChecked === direction
       ? rs.isolation

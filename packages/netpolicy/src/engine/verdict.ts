@@ -144,6 +144,40 @@ export function probeRuleSet(engine: NetpolEngine): RuleSet {
   return rs;
 }
 
+/** Small numbers for rules and isolations (by object), so that a class key is short. */
+const objectNumbers = new WeakMap<object, number>();
+let objectCount = 0;
+const numberOf = (o: object): number => {
+  let n = objectNumbers.get(o);
+  if (n === undefined) objectNumbers.set(o, (n = objectCount++));
+  return n;
+};
+const classes = new WeakMap<RuleSet, string>();
+
+/**
+ * A key for everything a judgement at `local` in `direction` reads of the pod itself, given `rs`, its
+ * set from probeRuleSet's forLocal: the rules that select it and the isolations that hold it (by
+ * object), and for ingress its named ports when one of those rules names a port (a named port
+ * resolves against the destination).
+ * Past that, evaluateDirection reads the local pod only to recognise the pod itself and its own node,
+ * so two pods of one class judge any remote that is neither of them nor a node alike. Each pod's set
+ * is its own object, kept per identity (or per pod when capped), so the key is kept per set.
+ */
+export function judgementClass(rs: RuleSet, local: Pod, direction: Direction): string {
+  // a set not filtered for one pod (no forLocal): the pod is its own class
+  if (rs.subjectsChecked !== direction) return `${direction}|pod:${local.namespace}/${local.name}`;
+  let k = classes.get(rs);
+  if (k !== undefined) return k;
+  const ids = (xs: readonly object[]) => xs.map(numberOf).join(',');
+  k = `${direction}|${ids(rs.admin)}|${ids(rs.np)}|${ids(rs.baseline)}|${ids(rs.isolation)}`;
+  // only a named port of an ingress rule reads the pod's ports
+  const named = (r: { ports?: readonly { kind: string }[] }) => r.ports?.some((m) => m.kind !== 'range');
+  if (direction === 'ingress' && (rs.admin.some(named) || rs.np.some(named) || rs.baseline.some(named)))
+    k += `|${local.ports.map((p) => `${p.name ?? ''}/${p.protocol}/${p.port}`).join(',')}`;
+  classes.set(rs, k);
+  return k;
+}
+
 export function ruleSetOf(engine: NetpolEngine): RuleSet {
   return {
     ...engine.rules,
