@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { readProbes } from '../src/commands/netpol.ts';
+import { readProbes, resolveAddr as resolveAddrOf } from '../src/commands/netpol.ts';
 import { run } from './run.ts';
 
 const NP = resolve(import.meta.dirname, '../../../examples/netpol');
@@ -196,6 +196,38 @@ describe('block style read without the YAML library', () => {
 });
 
 describe('the probe memo', () => {
+  it("compares judgements with the lowered maps: all of a run's first ones, then one in 32", async () => {
+    const { loadNetpol, ProbeMemo, simulateProbe, LOWERING_CHECK_ALL, LOWERING_CHECK_EVERY } = await import(
+      '../src/commands/netpol.ts'
+    );
+    const { engine } = loadNetpol([NP]);
+    // sandbox/toy -> shop/cart is denied at cart's ingress; lowered maps that lost their entries
+    // (every lookup a miss: default allow) disagree with the policy
+    const probe = ['sandbox/toy', 'shop/cart', 6, 9000] as const;
+    expect(simulateProbe(engine, ...probe).verdict).toBe('deny');
+    const cart = engine.podAt(resolveAddrOf(engine, 'shop/cart'))!;
+    const layers = engine.tableOf(cart.namespace, cart.name, 'ingress')!;
+    const states = [layers.admin.state, layers.lower.state];
+    const lookups = states.map((t) => t.lookup);
+    for (const t of states) t.lookup = () => undefined;
+    try {
+      expect(() => simulateProbe(engine, ...probe)).toThrow(/lowering disagrees/);
+      const memo = new ProbeMemo();
+      expect(() => simulateProbe(engine, ...probe, memo)).toThrow(/lowering disagrees/);
+      // past the first judgements, only one in LOWERING_CHECK_EVERY is compared
+      const late = new ProbeMemo();
+      late.judged = LOWERING_CHECK_ALL + 1;
+      expect(simulateProbe(engine, ...probe, late).verdict).toBe('deny');
+      const sampled = new ProbeMemo();
+      sampled.judged = LOWERING_CHECK_ALL * LOWERING_CHECK_EVERY;
+      expect(() => simulateProbe(engine, ...probe, sampled)).toThrow(/lowering disagrees/);
+    } finally {
+      states.forEach((t, i) => {
+        t.lookup = lookups[i]!;
+      });
+    }
+  });
+
   it('answers every probe exactly as judging it afresh does (random clusters, capped identities too)', async () => {
     const fc = (await import('fast-check')).default;
     const { engineFor, probedClusterArb } = await import('@cascade/netpolicy/testing');
@@ -218,5 +250,40 @@ describe('the probe memo', () => {
       { numRuns: 400 },
     );
     expect(hits).toBeGreaterThan(0);
+  });
+
+  it('answers from a direction judged for another pair exactly as judging afresh (every pair, shuffled)', async () => {
+    const fc = (await import('fast-check')).default;
+    const { engineFor, clusterArb, PORTS, PROTOS } = await import('@cascade/netpolicy/testing');
+    const { ProbeMemo, simulateProbe } = await import('../src/commands/netpol.ts');
+    let judged = 0;
+    let directions = 0;
+    fc.assert(
+      fc.property(clusterArb, fc.constantFrom(1, 2, undefined), fc.nat(), (cluster, cap, seed) => {
+        const e = engineFor({ cluster, ...(cap ? { cap } : {}) });
+        const ips = cluster.pods.flatMap((p) => p.ips);
+        const probes = ips.flatMap((from) =>
+          ips.flatMap((to) => PROTOS.flatMap((proto) => PORTS.map((port) => ({ from, to, proto, port })))),
+        );
+        // a shuffle, so that a direction is met first in any of its pairs
+        let x = seed;
+        for (let i = probes.length - 1; i > 0; i--) {
+          x = (x * 1103515245 + 12345) % 2147483648;
+          const j = x % (i + 1);
+          [probes[i], probes[j]] = [probes[j]!, probes[i]!];
+        }
+        const memo = new ProbeMemo();
+        for (const p of probes) {
+          const r = simulateProbe(e, p.from, p.to, p.proto, p.port, memo);
+          expect(r).toEqual(simulateProbe(e, p.from, p.to, p.proto, p.port));
+          expect(memo.json(r)).toBe(JSON.stringify(r));
+        }
+        judged += memo.judged;
+        directions += memo.directionsJudged;
+      }),
+      { numRuns: 80 },
+    );
+    // the direction memo answered: fewer directions judged than the two of each pair judged
+    expect(directions).toBeLessThan(judged * 2);
   });
 });

@@ -1,7 +1,6 @@
 // cascadectl netpol simulate | explain | maps: network policy from YAML, through the same engine,
 // lowering and datapath lookup that the node agent uses.
 import {
-  type Decision,
   mapConnection,
   type NetpolEngine,
   oracleConnection,
@@ -14,7 +13,10 @@ import { hasInput, type LoadResult, loadManifests } from '../load.ts';
 import { buildNetpolWorld } from '../netpol-world.ts';
 import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
 import { masqueradedSource, serviceDestination } from './netpol-services.ts';
+import { describeDecision, ProbeMemo, type ProbeResult } from './probe-memo.ts';
 import { forEachProbe, type Probe } from './probes-file.ts';
+
+export { describeDecision, ProbeMemo, type ProbeResult } from './probe-memo.ts';
 
 export { forEachProbe, type Probe, protoNumber, readProbes } from './probes-file.ts';
 
@@ -56,108 +58,9 @@ export const nameOf = (engine: NetpolEngine, ip: string) => {
   return p ? `${p.namespace}/${p.name}` : ip;
 };
 
-export function describeDecision(d: Decision | undefined) {
-  if (!d) return undefined;
-  return {
-    verdict: d.verdict,
-    decidedBy: {
-      tier: d.tier,
-      ...(d.policy ? { policy: d.policy } : {}),
-      ...(d.rule ? { rule: d.rule } : {}),
-      ...(d.priority !== undefined ? { priority: d.priority } : {}),
-      ...(d.passedBy ? { passedBy: d.passedBy } : {}),
-    },
-  };
-}
-
-export interface ProbeResult {
-  from: string;
-  to: string;
-  protocol: string;
-  port: number;
-  verdict: 'allow' | 'deny';
-  /** A Service destination: this result is for one of its backends (`to`, on its own `port`). */
-  service?: {
-    name: string;
-    frontend: string;
-    backend?: string;
-    note?: string;
-    /** a NodePort flow kube-proxy forwarded: the source the backend saw (masquerade) */
-    source?: string;
-  };
-  egress?: ReturnType<typeof describeDecision>;
-  ingress?: ReturnType<typeof describeDecision>;
-}
-
-/**
- * Decisions of one run's probes by what decides them, so that a probe costs the same whatever the
- * size of the cluster: for two pods (neither address a node's) that is their identities (namespace,
- * its labels, pod labels, named ports, ANP network prefixes: everything the rules read), whether they
- * are the same pod, the protocol and the port. Capped identities (one id for several label sets) are
- * never remembered. Bounded: cleared when it holds MAX entries. The engine must not change while a
- * memo is in use (one per run of the command).
- */
-export class ProbeMemo {
-  static readonly MAX = 200_000;
-  private readonly m = new Map<number, { decided: Omit<ProbeResult, 'from' | 'to'>; tail: string }>();
-  /** small numbers for the identities and protocols met, so that a key is one number (52 bits) */
-  private readonly idIndex = new Map<number, number>();
-  private readonly protoIndex = new Map<number, number>();
-  /** address -> its pod and identity when probes from or to it may be remembered, else null */
-  private readonly addrs = new Map<string, { pod: object; id: number } | null>();
-  hits = 0;
-  /** The last result simulateProbe returned with the memo, and its JSON after `"to":...,` */
-  last?: { result: ProbeResult; tail: string };
-
-  private addr(engine: NetpolEngine, ip: string): { pod: object; id: number } | null {
-    let a = this.addrs.get(ip);
-    if (a !== undefined) return a;
-    const pod = engine.podAt(ip);
-    const id = pod && !engine.nodeAt(ip) ? engine.podIdentity.get(`${pod.namespace}/${pod.name}`) : undefined;
-    a = pod && id !== undefined && !engine.identities.get(id)?.capped ? { pod, id } : null;
-    if (this.addrs.size >= ProbeMemo.MAX) this.addrs.clear();
-    this.addrs.set(ip, a);
-    return a;
-  }
-
-  /** `v`'s small number in `index`, given in order met; undefined once `max` are taken. */
-  private static small(index: Map<number, number>, v: number, max: number): number | undefined {
-    let i = index.get(v);
-    if (i === undefined && index.size < max) index.set(v, (i = index.size));
-    return i;
-  }
-
-  /** The decision's key: 16 bits per identity, the same-pod bit, 3 for the protocol, 16 for the port. */
-  keyOf(engine: NetpolEngine, src: string, dst: string, proto: number, port: number): number | undefined {
-    const a = this.addr(engine, src);
-    const b = a && this.addr(engine, dst);
-    if (!a || !b) return undefined;
-    const ia = ProbeMemo.small(this.idIndex, a.id, 1 << 16);
-    const ib = ProbeMemo.small(this.idIndex, b.id, 1 << 16);
-    const ip = ProbeMemo.small(this.protoIndex, proto, 8);
-    if (ia === undefined || ib === undefined || ip === undefined) return undefined;
-    return (((ia * 65536 + ib) * 2 + (a.pod === b.pod ? 1 : 0)) * 8 + ip) * 65536 + port;
-  }
-
-  get(key: number): { decided: Omit<ProbeResult, 'from' | 'to'>; tail: string } | undefined {
-    const r = this.m.get(key);
-    if (r) this.hits++;
-    return r;
-  }
-
-  set(key: number, decided: Omit<ProbeResult, 'from' | 'to'>): string {
-    if (this.m.size >= ProbeMemo.MAX) this.m.clear();
-    const tail = JSON.stringify(decided).slice(1);
-    this.m.set(key, { decided, tail });
-    return tail;
-  }
-
-  /** `r` as JSON: from the remembered text when it is the result simulateProbe just gave. */
-  json(r: ProbeResult): string {
-    if (this.last?.result !== r) return JSON.stringify(r);
-    return `{"from":${JSON.stringify(r.from)},"to":${JSON.stringify(r.to)},${this.last.tail}`;
-  }
-}
+/** Judgements of one run that are all checked against the lowered maps; then one in EVERY. */
+export const LOWERING_CHECK_ALL = 1024;
+export const LOWERING_CHECK_EVERY = 32;
 
 export function simulateProbe(
   engine: NetpolEngine,
@@ -176,24 +79,39 @@ export function simulateProbe(
     memo!.last = { result, tail: known.tail };
     return result;
   }
-  const viaMaps = mapConnection(engine, src, dst, proto, port);
-  const direct = oracleConnection(engine, src, dst, proto, port);
-  if (viaMaps.verdict !== direct.verdict)
-    throw new Error(
-      `lowering disagrees with the policy for ${from} -> ${to} ${proto}/${port}: please report`,
-    );
-  const r: ProbeResult = {
-    from,
-    to,
-    protocol: PROTO_NAMES[proto] ?? String(proto),
-    port,
-    verdict: viaMaps.verdict,
-  };
-  if (direct.egress) r.egress = describeDecision(direct.egress);
-  if (direct.ingress) r.ingress = describeDecision(direct.ingress);
+  // The verdict and the rules that decide it come from the direct evaluation (each direction from the
+  // memo's own when the pair is new but a direction is not); the same judgement through the lowered
+  // maps (as the datapath reaches it) is compared as a self-check on a single probe, on a run's
+  // first LOWERING_CHECK_ALL judgements, then on one in LOWERING_CHECK_EVERY (the engine's
+  // differential tests compare the two legs on every input they generate).
+  let egress: ProbeResult['egress'];
+  let ingress: ProbeResult['ingress'];
+  let parts: { egress?: string; ingress?: string } | undefined;
+  if (key !== undefined) {
+    const j = memo!.judgePair(engine, src, dst, proto, port);
+    egress = j.egress.described;
+    ingress = j.ingress.described;
+    parts = { egress: j.egress.json, ingress: j.ingress.json };
+  } else {
+    const direct = oracleConnection(engine, src, dst, proto, port);
+    egress = describeDecision(direct.egress);
+    ingress = describeDecision(direct.ingress);
+  }
+  const verdict = egress?.verdict === 'deny' || ingress?.verdict === 'deny' ? 'deny' : 'allow';
+  const n = memo ? memo.judged++ : 0;
+  if (n < LOWERING_CHECK_ALL || n % LOWERING_CHECK_EVERY === 0) {
+    const viaMaps = mapConnection(engine, src, dst, proto, port);
+    if (viaMaps.verdict !== verdict)
+      throw new Error(
+        `lowering disagrees with the policy for ${from} -> ${to} ${proto}/${port}: please report`,
+      );
+  }
+  const r: ProbeResult = { from, to, protocol: PROTO_NAMES[proto] ?? String(proto), port, verdict };
+  if (egress) r.egress = egress;
+  if (ingress) r.ingress = ingress;
   if (key !== undefined) {
     const { from: _f, to: _t, ...decided } = r;
-    memo!.last = { result: r, tail: memo!.set(key, decided) };
+    memo!.last = { result: r, tail: memo!.set(key, decided, parts) };
   }
   return r;
 }

@@ -1,0 +1,215 @@
+// What one run of `netpol simulate --probes` remembers, so that a probe costs the same whatever the
+// size of the cluster: whole results by the pair of identities that decides them, and each direction's
+// decision by the judging pod's class (judgementClass) and the remote identity, since many pods share
+// the rules that select them while the pairs they form are nearly all new in a random probe set.
+import {
+  type Decision,
+  type Direction,
+  evaluateDirection,
+  judgementClass,
+  type NetpolEngine,
+  type Pod,
+  probeRuleSet,
+  type RuleSet,
+  remoteOf,
+} from '@cascade/netpolicy';
+
+export function describeDecision(d: Decision | undefined) {
+  if (!d) return undefined;
+  return {
+    verdict: d.verdict,
+    decidedBy: {
+      tier: d.tier,
+      ...(d.policy ? { policy: d.policy } : {}),
+      ...(d.rule ? { rule: d.rule } : {}),
+      ...(d.priority !== undefined ? { priority: d.priority } : {}),
+      ...(d.passedBy ? { passedBy: d.passedBy } : {}),
+    },
+  };
+}
+
+export type Described = NonNullable<ReturnType<typeof describeDecision>>;
+
+export interface ProbeResult {
+  from: string;
+  to: string;
+  protocol: string;
+  port: number;
+  verdict: 'allow' | 'deny';
+  /** A Service destination: this result is for one of its backends (`to`, on its own `port`). */
+  service?: {
+    name: string;
+    frontend: string;
+    backend?: string;
+    note?: string;
+    /** a NodePort flow kube-proxy forwarded: the source the backend saw (masquerade) */
+    source?: string;
+  };
+  egress?: Described;
+  ingress?: Described;
+}
+
+/** One direction's decision, described, and that as JSON. */
+export interface Judged {
+  described: Described;
+  json: string;
+}
+
+type Addr = { pod: Pod; id: number };
+
+/**
+ * Decisions of one run's probes by what decides them. For two pods (neither address a node's) a whole
+ * result is decided by their identities (namespace, its labels, pod labels, named ports, ANP network
+ * prefixes: everything the rules read), whether they are the same pod, the protocol and the port; a
+ * direction's decision by the judging pod's class instead of its identity. Capped identities (one id
+ * for several label sets) are never remembered. Bounded: each map is cleared when it holds MAX
+ * entries. The engine must not change while a memo is in use (one per run of the command).
+ */
+export class ProbeMemo {
+  static readonly MAX = 200_000;
+  private readonly m = new Map<number, { decided: Omit<ProbeResult, 'from' | 'to'>; tail: string }>();
+  private readonly dirs: Record<Direction, Map<number, Judged>> = { egress: new Map(), ingress: new Map() };
+  /** small numbers for the identities, classes and protocols met, so that a key is one number (52 bits) */
+  private readonly idIndex = new Map<number, number>();
+  private readonly classIndex = new Map<string, number>();
+  private readonly protoIndex = new Map<number, number>();
+  /** each pod's rule set and class by direction (the engine does not change under a memo) */
+  private readonly podClass: Record<Direction, Map<Pod, { at: RuleSet; c: number | undefined }>> = {
+    egress: new Map(),
+    ingress: new Map(),
+  };
+  /** address -> its pod and identity when probes from or to it may be remembered, else null */
+  private readonly addrs = new Map<string, Addr | null>();
+  /** the pair keyOf last gave a key for */
+  private pair?: { a: Addr; b: Addr; ia: number; ib: number; same: number; ip: number };
+  hits = 0;
+  /** Judgements made (misses of whole results): the lowering check samples them. */
+  judged = 0;
+  /** Directions judged afresh (misses of both memos). */
+  directionsJudged = 0;
+  /** The last result simulateProbe returned with the memo, and its JSON after `"to":...,` */
+  last?: { result: ProbeResult; tail: string };
+
+  private addr(engine: NetpolEngine, ip: string): Addr | null {
+    let a = this.addrs.get(ip);
+    if (a !== undefined) return a;
+    const pod = engine.podAt(ip);
+    const id = pod && !engine.nodeAt(ip) ? engine.podIdentity.get(`${pod.namespace}/${pod.name}`) : undefined;
+    a = pod && id !== undefined && !engine.identities.get(id)?.capped ? { pod, id } : null;
+    if (this.addrs.size >= ProbeMemo.MAX) this.addrs.clear();
+    this.addrs.set(ip, a);
+    return a;
+  }
+
+  /** `v`'s small number in `index`, given in order met; undefined once `max` are taken. */
+  private static small<K>(index: Map<K, number>, v: K, max: number): number | undefined {
+    let i = index.get(v);
+    if (i === undefined && index.size < max) index.set(v, (i = index.size));
+    return i;
+  }
+
+  /** The decision's key: 16 bits per identity, the same-pod bit, 3 for the protocol, 16 for the port. */
+  keyOf(engine: NetpolEngine, src: string, dst: string, proto: number, port: number): number | undefined {
+    this.pair = undefined;
+    const a = this.addr(engine, src);
+    const b = a && this.addr(engine, dst);
+    if (!a || !b) return undefined;
+    const ia = ProbeMemo.small(this.idIndex, a.id, 1 << 16);
+    const ib = ProbeMemo.small(this.idIndex, b.id, 1 << 16);
+    const ip = ProbeMemo.small(this.protoIndex, proto, 8);
+    if (ia === undefined || ib === undefined || ip === undefined) return undefined;
+    const same = a.pod === b.pod ? 1 : 0;
+    this.pair = { a, b, ia, ib, same, ip };
+    return (((ia * 65536 + ib) * 2 + same) * 8 + ip) * 65536 + port;
+  }
+
+  get(key: number): { decided: Omit<ProbeResult, 'from' | 'to'>; tail: string } | undefined {
+    const r = this.m.get(key);
+    if (r) this.hits++;
+    return r;
+  }
+
+  /**
+   * Both directions of the pair keyOf just gave a key for, each from its own memo or judged now
+   * (evaluateDirection on the pod's own rule set, exactly as oracleConnection judges it).
+   */
+  judgePair(
+    engine: NetpolEngine,
+    src: string,
+    dst: string,
+    proto: number,
+    port: number,
+  ): { egress: Judged; ingress: Judged } {
+    const p = this.pair!;
+    return {
+      egress: this.direction(engine, p.a.pod, dst, p.ib, 'egress', p.same, p.ip, proto, port),
+      ingress: this.direction(engine, p.b.pod, src, p.ia, 'ingress', p.same, p.ip, proto, port),
+    };
+  }
+
+  /** The pod's rule set in `d` and its class's small number (undefined past 65,536 classes). */
+  private classOf(engine: NetpolEngine, local: Pod, d: Direction): { at: RuleSet; c: number | undefined } {
+    let known = this.podClass[d].get(local);
+    if (!known) {
+      const rs = probeRuleSet(engine);
+      const at = rs.forLocal?.(local, d) ?? rs;
+      known = { at, c: ProbeMemo.small(this.classIndex, judgementClass(at, local, d), 1 << 16) };
+      this.podClass[d].set(local, known);
+    }
+    return known;
+  }
+
+  private direction(
+    engine: NetpolEngine,
+    local: Pod,
+    remoteIp: string,
+    remoteIndex: number,
+    d: Direction,
+    same: number,
+    protoIndex: number,
+    proto: number,
+    port: number,
+  ): Judged {
+    const { at, c } = this.classOf(engine, local, d);
+    const memo = this.dirs[d];
+    const key =
+      c === undefined ? undefined : (((c * 65536 + remoteIndex) * 2 + same) * 8 + protoIndex) * 65536 + port;
+    const known = key === undefined ? undefined : memo.get(key);
+    if (known) return known;
+    this.directionsJudged++;
+    const decision = evaluateDirection(at, local, remoteOf(engine, remoteIp), d, proto, port);
+    const described = describeDecision(decision)!;
+    const judged = { described, json: JSON.stringify(described) };
+    if (key !== undefined) {
+      if (memo.size >= ProbeMemo.MAX) memo.clear();
+      memo.set(key, judged);
+    }
+    return judged;
+  }
+
+  /**
+   * Remembers a result; returns its JSON after `"to":...,`. `parts` are its directions' JSON when the
+   * caller has them (then the text is put together rather than serialised again).
+   */
+  set(
+    key: number,
+    decided: Omit<ProbeResult, 'from' | 'to'>,
+    parts?: { egress?: string; ingress?: string },
+  ): string {
+    if (this.m.size >= ProbeMemo.MAX) this.m.clear();
+    const tail =
+      parts && decided.service === undefined
+        ? `"protocol":${JSON.stringify(decided.protocol)},"port":${decided.port},"verdict":"${decided.verdict}"${
+            parts.egress ? `,"egress":${parts.egress}` : ''
+          }${parts.ingress ? `,"ingress":${parts.ingress}` : ''}}`
+        : JSON.stringify(decided).slice(1);
+    this.m.set(key, { decided, tail });
+    return tail;
+  }
+
+  /** `r` as JSON: from the remembered text when it is the result simulateProbe just gave. */
+  json(r: ProbeResult): string {
+    if (this.last?.result !== r) return JSON.stringify(r);
+    return `{"from":${JSON.stringify(r.from)},"to":${JSON.stringify(r.to)},${this.last.tail}`;
+  }
+}
