@@ -35,6 +35,16 @@ export { formatPrefix } from './engine/cidr.ts';
 export { deadNetworkPolicyRules } from './engine/dead-rules.ts';
 export { NetpolEngine } from './engine/engine.ts';
 export { type Decision, evaluateDirection, type Remote, type RuleSet } from './engine/evaluate.ts';
+export {
+  EXPOSURE_PROTOCOLS,
+  type ExposureEdge,
+  type ExposurePeer,
+  exposure,
+  NEW_NAMESPACE,
+  type PortSpan,
+  rangeToPrefixes,
+  type Workload,
+} from './engine/exposure.ts';
 export { ID } from './engine/identities.ts';
 export { lintNetpol } from './engine/lint.ts';
 export { lowerLayer } from './engine/lower.ts';
