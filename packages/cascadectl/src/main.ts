@@ -15,6 +15,7 @@ import { lintCommand } from './commands/lint.ts';
 import { manifestsCommand } from './commands/manifests.ts';
 import { simulateCommand } from './commands/netpol.ts';
 import { explainNetpolCommand } from './commands/netpol-explain.ts';
+import { exposureCommand } from './commands/netpol-exposure.ts';
 import { mapsCommand } from './commands/netpol-maps.ts';
 import { traceCommand } from './commands/netpol-trace.ts';
 import { renderCommand } from './commands/render.ts';
@@ -30,6 +31,7 @@ export const COMMANDS: Command[] = [
   explainCommand,
   simulateCommand,
   explainNetpolCommand,
+  exposureCommand,
   mapsCommand,
   traceCommand,
   lintCommand,

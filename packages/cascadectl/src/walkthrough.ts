@@ -91,8 +91,12 @@ const STEPS: Step[] = [
     args: ['netpol', 'simulate', 'examples/netpol', '-l', 'app in (web,cart,toy)'],
   },
   {
-    say: 'Explicit probes, from a file. Each row names the deciding tier, policy and rule of both directions. Probes are streamed: 750,000 take about 4 s.',
+    say: 'Explicit probes, from a file. Each row names the deciding tier, policy and rule of both directions. Probes are streamed: 750,000 take about 5-7 s.',
     args: ['netpol', 'simulate', 'examples/netpol', '--probes', 'examples/probes/netpol.yaml'],
+  },
+  {
+    say: "Who can reach the shop's workloads, and what can they reach, across every tier: a namespace created later, single workloads, the pod's own node (a NetworkPolicy cannot block it), other nodes, address ranges outside the cluster. `-o md|csv` for a review; `--diff BASE` names what a change opens.",
+    args: ['netpol', 'exposure', 'examples/netpol', '-n', 'shop'],
   },
   {
     say: 'Pictures and a report for people: the hierarchy of one namespace as an SVG, and everything in one HTML page with search.',

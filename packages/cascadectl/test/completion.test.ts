@@ -24,6 +24,7 @@ describe('cascadectl completion', () => {
     expect(complete(stdout, ['cascadectl', 'ne'])).toEqual(['netpol']);
     expect(complete(stdout, ['cascadectl', 'netpol', '']).sort()).toEqual([
       'explain',
+      'exposure',
       'maps',
       'simulate',
       'trace',
