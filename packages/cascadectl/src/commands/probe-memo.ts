@@ -80,8 +80,13 @@ export class ProbeMemo {
   };
   /** address -> its pod and identity when probes from or to it may be remembered, else null */
   private readonly addrs = new Map<string, Addr | null>();
-  /** the pair keyOf last gave a key for */
-  private pair?: { a: Addr; b: Addr; ia: number; ib: number; same: number; ip: number };
+  /** the pair keyOf last gave a key for (fields, not an object: keyOf runs for every probe) */
+  private pa?: Addr;
+  private pb?: Addr;
+  private pia = 0;
+  private pib = 0;
+  private psame = 0;
+  private pip = 0;
   hits = 0;
   /** Judgements made (misses of whole results): the lowering check samples them. */
   judged = 0;
@@ -110,7 +115,7 @@ export class ProbeMemo {
 
   /** The decision's key: 16 bits per identity, the same-pod bit, 3 for the protocol, 16 for the port. */
   keyOf(engine: NetpolEngine, src: string, dst: string, proto: number, port: number): number | undefined {
-    this.pair = undefined;
+    this.pa = this.pb = undefined;
     const a = this.addr(engine, src);
     const b = a && this.addr(engine, dst);
     if (!a || !b) return undefined;
@@ -119,7 +124,12 @@ export class ProbeMemo {
     const ip = ProbeMemo.small(this.protoIndex, proto, 8);
     if (ia === undefined || ib === undefined || ip === undefined) return undefined;
     const same = a.pod === b.pod ? 1 : 0;
-    this.pair = { a, b, ia, ib, same, ip };
+    this.pa = a;
+    this.pb = b;
+    this.pia = ia;
+    this.pib = ib;
+    this.psame = same;
+    this.pip = ip;
     return (((ia * 65536 + ib) * 2 + same) * 8 + ip) * 65536 + port;
   }
 
@@ -140,10 +150,11 @@ export class ProbeMemo {
     proto: number,
     port: number,
   ): { egress: Judged; ingress: Judged } {
-    const p = this.pair!;
+    const a = this.pa!;
+    const b = this.pb!;
     return {
-      egress: this.direction(engine, p.a.pod, dst, p.ib, 'egress', p.same, p.ip, proto, port),
-      ingress: this.direction(engine, p.b.pod, src, p.ia, 'ingress', p.same, p.ip, proto, port),
+      egress: this.direction(engine, a.pod, dst, this.pib, 'egress', this.psame, this.pip, proto, port),
+      ingress: this.direction(engine, b.pod, src, this.pia, 'ingress', this.psame, this.pip, proto, port),
     };
   }
 
