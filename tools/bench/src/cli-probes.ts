@@ -94,6 +94,10 @@ export function probeFigures(dir: string): Figure[] {
     'MiB',
     `${INPUT}; every pod pair on every port in use`,
   );
+  const exposure = timed(['netpol', 'exposure', cluster, '-o', 'json'], env);
+  const exposureInput = `${INPUT}; every workload (pods of one identity) both ways: workloads, a new namespace, nodes, outside ranges`;
+  fig('netpol exposure: time', exposure.ms, 'ms', exposureInput);
+  fig('netpol exposure: peak RSS', exposure.rss, 'MiB', exposureInput);
   // policy-assistant is not served by this machine's Go module proxy: its figures on this input
   // are the ones issue 30 reports, measured elsewhere (no ratio is computed from them here)
   const peer =
