@@ -1,5 +1,7 @@
-// cascadectl netpol simulate | explain | maps: network policy from YAML, through the same engine,
-// lowering and datapath lookup that the node agent uses.
+// cascadectl netpol simulate | explain | maps: network policy from YAML, through the same engine the
+// node agent uses; a probe's verdict and deciding rules come from the direct evaluation, checked
+// against the lowered maps as the datapath reaches them (every judgement of a short run, a sample of
+// a long one: simulateProbe).
 import {
   mapConnection,
   type NetpolEngine,
