@@ -65,12 +65,11 @@ const protoName = (p: number) => PROTO_NAMES[p] ?? String(p);
 
 export function portsText(spans: PortSpan[]): string {
   if (spans.length === 3 && spans.every((s) => s.from === 1 && s.to === 65535)) return 'any port';
-  const by = new Map<number, string[]>();
-  for (const s of spans) {
-    const t = s.from === 1 && s.to === 65535 ? 'any' : s.from === s.to ? `${s.from}` : `${s.from}-${s.to}`;
-    by.set(s.proto, [...(by.get(s.proto) ?? []), t]);
-  }
-  return [...by].map(([p, ts]) => `${protoName(p)} ${ts.join(',')}`).join('; ');
+  const text = (s: PortSpan) =>
+    s.from === 1 && s.to === 65535 ? 'any' : s.from === s.to ? `${s.from}` : `${s.from}-${s.to}`;
+  return [...Map.groupBy(spans, (s) => s.proto)]
+    .map(([p, ss]) => `${protoName(p)} ${ss.map(text).join(',')}`)
+    .join('; ');
 }
 
 /** What exposure() found, with the node names the lines group. */
@@ -94,13 +93,8 @@ export function exposureLines(engine: NetpolEngine): ExposureLine[] {
 }
 
 export function groupLines({ workloads, nodes, edges }: Exposure): ExposureLine[] {
-  const byKey = new Map(workloads.map((w) => [w.key, w]));
   const lines: ExposureLine[] = [];
-  const grouped = new Map<string, ExposureEdge[]>();
-  for (const e of edges) {
-    const k = `${e.workload}|${e.direction}`;
-    grouped.set(k, [...(grouped.get(k) ?? []), e]);
-  }
+  const grouped = Map.groupBy(edges, (e) => `${e.workload}|${e.direction}`);
   for (const w of workloads)
     for (const d of ['ingress', 'egress'] as const) {
       const mine = grouped.get(`${w.key}|${d}`) ?? [];
@@ -113,7 +107,7 @@ export function groupLines({ workloads, nodes, edges }: Exposure): ExposureLine[
           ports: portsText(spans),
           spans: spans.map((s) => ({ protocol: protoName(s.proto), from: s.from, to: s.to })),
         });
-      podLines(w, workloads, byKey, mine, line);
+      podLines(w, workloads, mine, line);
       nodeLines(nodes, mine, line);
       outsideLines(mine, line);
     }
@@ -124,13 +118,7 @@ type Emit = (scope: string, peer: string, spans: PortSpan[]) => void;
 const same = (a: PortSpan[] | undefined, b: PortSpan[] | undefined) =>
   JSON.stringify(a ?? []) === JSON.stringify(b ?? []);
 
-function podLines(
-  w: Workload,
-  workloads: Workload[],
-  byKey: Map<string, Workload>,
-  mine: ExposureEdge[],
-  line: Emit,
-): void {
+function podLines(w: Workload, workloads: Workload[], mine: ExposureEdge[], line: Emit): void {
   const ports = new Map<string, PortSpan[]>();
   let fresh: PortSpan[] | undefined;
   for (const e of mine)
@@ -143,9 +131,7 @@ function podLines(
     return;
   }
   if (fresh?.length) line('new-namespace', 'a new namespace (no labels)', fresh);
-  const namespaces = [...new Set(others.map((o) => o.namespace))];
-  for (const n of namespaces) {
-    const of = others.filter((o) => o.namespace === n);
+  for (const [n, of] of Map.groupBy(others, (o) => o.namespace)) {
     const first = ports.get(of[0]!.key);
     if (of.length > 1 && first?.length && of.every((o) => same(ports.get(o.key), first))) {
       line('namespace', `namespace ${n} (every pod)`, first);
@@ -153,7 +139,7 @@ function podLines(
     }
     for (const o of of) {
       const p = ports.get(o.key);
-      if (p?.length) line('workload', byKey.get(o.key)!.key, p);
+      if (p?.length) line('workload', o.key, p);
     }
   }
 }
@@ -181,11 +167,7 @@ function outsideLines(mine: ExposureEdge[], line: Emit): void {
   );
   if (!regions.length) return;
   // every region allowed alike (regions cover both families whole): anywhere outside the cluster
-  const groups = new Map<string, typeof regions>();
-  for (const r of regions) {
-    const k = JSON.stringify(r.ports);
-    groups.set(k, [...(groups.get(k) ?? []), r]);
-  }
+  const groups = Map.groupBy(regions, (r) => JSON.stringify(r.ports));
   const covered = regions.reduce((n, r) => n + (r.peer.to - r.peer.from + 1n), 0n);
   if (groups.size === 1 && covered === (1n << 32n) + (1n << 128n)) {
     line('anywhere-outside', 'anywhere outside the cluster', regions[0]!.ports);
@@ -281,14 +263,7 @@ export function diffExposure(before: Exposure, after: Exposure): ExposureChange[
     if (plus.length) opened.push({ workload: w, direction: d, peer, ports: plus });
     if (minus.length) closed.push({ workload: w, direction: d, peer, ports: minus });
   };
-  const index = (x: Exposure) => {
-    const m = new Map<string, ExposureEdge[]>();
-    for (const e of x.edges) {
-      const k = `${e.workload}|${e.direction}`;
-      m.set(k, [...(m.get(k) ?? []), e]);
-    }
-    return m;
-  };
+  const index = (x: Exposure) => Map.groupBy(x.edges, (e) => `${e.workload}|${e.direction}`);
   const [bi, ai] = [index(before), index(after)];
   for (const w of workloads)
     for (const d of ['ingress', 'egress'] as const) {

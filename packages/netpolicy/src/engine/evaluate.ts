@@ -3,7 +3,7 @@
 import { matchesSelector } from '@cascade/core';
 import { contains, hostPrefix } from './cidr.ts';
 import type { Node, Pod } from './model.ts';
-import { PROTO_NAMES } from './ports.ts';
+import { PROTO, PROTO_NAMES } from './ports.ts';
 import type { Direction, Isolation, Peer, PortMatch, Rule, Tier } from './rules.ts';
 import { namespaceMatches, selectsEveryPod } from './selection.ts';
 
@@ -78,8 +78,6 @@ export function peerMatches(peer: Peer, remote: Remote, action: Rule['action'], 
   }
 }
 
-const PROTO_OF = { TCP: 6, UDP: 17, SCTP: 132 } as const;
-
 function portMatches(
   ports: PortMatch[] | undefined,
   proto: number,
@@ -94,7 +92,7 @@ function portMatches(
     }
     if (m.proto !== undefined && m.proto !== proto) continue;
     for (const cp of namedOwner?.ports ?? [])
-      if (cp.name === m.name && cp.port === port && PROTO_OF[cp.protocol] === proto) return true;
+      if (cp.name === m.name && cp.port === port && PROTO[cp.protocol] === proto) return true;
   }
   return false;
 }

@@ -14,7 +14,8 @@ import { formatPrefix, type Prefix } from './cidr.ts';
 import type { NetpolEngine } from './engine.ts';
 import { evaluateDirection, type Remote, type RuleSet } from './evaluate.ts';
 import type { Pod } from './model.ts';
-import type { Direction, Rule } from './rules.ts';
+import { PROTO } from './ports.ts';
+import type { Direction } from './rules.ts';
 import { probeRuleSet } from './verdict.ts';
 
 export interface Workload {
@@ -49,7 +50,7 @@ export interface ExposureEdge {
   ports: PortSpan[];
 }
 
-export const EXPOSURE_PROTOCOLS = [6, 17, 132] as const;
+export const EXPOSURE_PROTOCOLS = [PROTO.TCP, PROTO.UDP, PROTO.SCTP] as const;
 /** The namespace that stands for any namespace created later (not a valid name: never a real one). */
 export const NEW_NAMESPACE = '(new namespace)';
 const WIDTH = { 4: 32, 6: 128 } as const;
@@ -122,20 +123,14 @@ export function exposure(engine: NetpolEngine): { workloads: Workload[]; edges: 
       for (const node of [...engine.nodes.values()].sort((a, b) => a.name.localeCompare(b.name))) {
         if (!node.ips.length) continue;
         const remote: Remote = { kind: 'node', node, ip: node.ips[0]! };
-        add(
-          { kind: 'node', node: node.name },
-          oneSide(at, placedNowhere, remote, d, d === 'ingress' ? p : undefined),
-        );
+        add({ kind: 'node', node: node.name }, oneSide(at, placedNowhere, remote, d));
       }
       const own = p.node === undefined ? undefined : engine.nodes.get(p.node);
       if (own?.ips.length)
-        add(
-          { kind: 'own-node' },
-          oneSide(at, p, { kind: 'node', node: own, ip: own.ips[0]! }, d, d === 'ingress' ? p : undefined),
-        );
+        add({ kind: 'own-node' }, oneSide(at, p, { kind: 'node', node: own, ip: own.ips[0]! }, d));
       for (const r of regions) {
         const remote: Remote = { kind: 'external', ip: addressText(r.family, r.from) };
-        add(r, oneSide(at, p, remote, d, d === 'ingress' ? p : undefined));
+        add(r, oneSide(at, p, remote, d));
       }
     }
   }
@@ -171,12 +166,12 @@ function podToPod(
 
 /**
  * Ports allowed at `local` alone, judged with `at`, its own rule set (the remote is a node or outside:
- * only the pod's side judges).
+ * only the pod's side judges, and a named port resolves against the pod only on its ingress).
  */
-function oneSide(at: RuleSet, local: Pod, remote: Remote, d: Direction, named: Pod | undefined): PortSpan[] {
+function oneSide(at: RuleSet, local: Pod, remote: Remote, d: Direction): PortSpan[] {
   return spans(
     [at],
-    named,
+    d === 'ingress' ? local : undefined,
     (proto, port) => evaluateDirection(at, local, remote, d, proto, port).verdict === 'allow',
   );
 }
@@ -190,15 +185,24 @@ function spans(
   named: Pod | undefined,
   allowed: (proto: number, port: number) => boolean,
 ): PortSpan[] {
-  const out: PortSpan[] = [];
-  for (const proto of EXPOSURE_PROTOCOLS) {
-    const cuts = new Set<number>([1, 65536]);
-    for (const s of sets)
-      for (const r of [...s.admin, ...s.np, ...s.baseline] as Rule[])
+  // the cuts of every protocol, in one pass over the rules
+  const cutsOf = new Map<number, Set<number>>(EXPOSURE_PROTOCOLS.map((p) => [p, new Set([1, 65536])]));
+  for (const s of sets)
+    for (const tier of [s.admin, s.np, s.baseline])
+      for (const r of tier)
         for (const m of r.ports ?? [])
-          if (m.kind === 'range' && m.proto === proto) cuts.add(m.range.start).add(m.range.end + 1);
-    for (const cp of named?.ports ?? [])
-      if (PROTO_OF[cp.protocol] === proto) cuts.add(cp.port).add(cp.port + 1);
+          if (m.kind === 'range')
+            cutsOf
+              .get(m.proto)
+              ?.add(m.range.start)
+              .add(m.range.end + 1);
+  for (const cp of named?.ports ?? [])
+    cutsOf
+      .get(PROTO[cp.protocol])
+      ?.add(cp.port)
+      .add(cp.port + 1);
+  const out: PortSpan[] = [];
+  for (const [proto, cuts] of cutsOf) {
     const points = [...cuts].filter((c) => c >= 1 && c <= 65536).sort((a, b) => a - b);
     for (let i = 0; i + 1 < points.length; i++) {
       const [from, next] = [points[i]!, points[i + 1]!];
@@ -210,8 +214,6 @@ function spans(
   }
   return out;
 }
-
-const PROTO_OF: Record<string, number> = { TCP: 6, UDP: 17, SCTP: 132 };
 
 /** The address space of both families cut at every prefix and exception the rules name. */
 function outsideRegions(engine: NetpolEngine): Extract<ExposurePeer, { kind: 'outside' }>[] {
