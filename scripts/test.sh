@@ -3,7 +3,8 @@
 # closing line 'N passed, N failed' summed over all vitest result files.
 #
 # The cluster end-to-end suite (tools/cluster's tests) is the long pole: about 20 minutes on a
-# 2-core machine, most of it waiting for a cluster to converge with the cores idle. It starts first,
+# 2-core machine, much of it waiting for a cluster to converge (it still slows beside other work:
+# 1,158 s of file time alone, 1,349 s beside the rest in a fresh run). It starts first,
 # straight from vitest (the `build` targets are type checks that write nothing, so it needs none of
 # them), and every other target runs beside it through nx, one at a time so that the e2e's timed
 # steps keep a core. With arguments (`npm test -- --projects=...`) everything goes through nx as given.
