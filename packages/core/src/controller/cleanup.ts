@@ -41,7 +41,11 @@ export interface CleanupPlan {
   conditions?: readonly ConditionsWritten[];
 }
 
-/** A resource some of whose objects carry conditions a Cascade field manager applied. */
+/**
+ * A resource some of whose objects carry conditions a Cascade field manager applied. A resource
+ * served in several versions is listed once per version, preferred first: the first one served is
+ * cleaned, the others skipped.
+ */
 export interface ConditionsWritten {
   what: string;
   /** The cluster-scoped list path. */
@@ -184,12 +188,18 @@ export async function cleanupCluster(
       );
     }
   // conditions on others' cluster-scoped objects (network policies' status): their manager applies none
+  const cleaned = new Set<string>();
+  const versions = new Map<string, number>();
+  for (const c of plan.conditions ?? []) versions.set(c.what, (versions.get(c.what) ?? 0) + 1);
   for (const c of plan.conditions ?? []) {
+    if (cleaned.has(c.what)) continue; // a preferred version was served and cleaned
+    versions.set(c.what, versions.get(c.what)! - 1);
     const items = await list(client, c.path);
     if (!items) {
-      report.notServed.push(c.what);
+      if (versions.get(c.what) === 0) report.notServed.push(c.what); // no version served
       continue;
     }
+    cleaned.add(c.what);
     for (const o of items) {
       const ours = (o.metadata.managedFields ?? []).some(
         (f) => f.manager === c.manager && f.subresource === 'status',

@@ -113,6 +113,7 @@ export function watchHealth(
   );
   for (const inf of informers) {
     inf.onError = () => watchErrors.inc();
+    inf.onVersion = (path) => log('info', 'reading the version served', { path, versions: inf.paths });
     inf.onHealth = (path, error) => {
       if (error) {
         log('warn', `list/watch failing: retrying with backoff; ${meanwhile}`, { path, error });

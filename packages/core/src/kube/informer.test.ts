@@ -207,3 +207,88 @@ describe('Informer scoped to namespaces', () => {
     inf.stop();
   });
 });
+
+describe('Informer of a resource served in several versions', () => {
+  type O = { metadata: { name: string; resourceVersion: string } };
+  const BETA = '/apis/policy.x.io/v1beta1/things';
+  const ALPHA = '/apis/policy.x.io/v1alpha2/things';
+
+  function server(served: Set<string>, objects: O[]) {
+    const lists: string[] = [];
+    const watches: string[] = [];
+    let end: ((e?: unknown) => void) | undefined;
+    const client = {
+      request: async (_m: string, path: string) => {
+        lists.push(path);
+        if (!served.has(path)) throw new ApiError(404, { message: 'not found' }, 'GET');
+        return { items: objects, metadata: { resourceVersion: '7' } };
+      },
+      watch: (path: string, _on: unknown, signal: AbortSignal) => {
+        watches.push(path.split('?')[0]!);
+        return new Promise<void>((resolve, reject) => {
+          end = (e) => (e ? reject(e) : resolve());
+          signal.addEventListener('abort', () => resolve());
+        });
+      },
+    } as unknown as KubeClient;
+    return { client, lists, watches, end: (e?: unknown) => end?.(e) };
+  }
+
+  it('lists and watches the preferred version when it is served, the older one otherwise', async () => {
+    const objects = [{ metadata: { name: 'a', resourceVersion: '3' } }];
+    const both = server(new Set([BETA, ALPHA]), objects);
+    const inf = new Informer(both.client, [BETA, ALPHA], () => {}, 60_000, true);
+    inf.start();
+    await tick(30);
+    expect([both.lists, both.watches, inf.path]).toEqual([[BETA], [BETA], BETA]);
+    inf.stop();
+    const old = server(new Set([ALPHA]), objects);
+    const inf2 = new Informer(old.client, [BETA, ALPHA], () => {}, 60_000, true);
+    inf2.start();
+    await tick(30);
+    expect([old.lists, old.watches, inf2.path, inf2.missing]).toEqual([[BETA, ALPHA], [ALPHA], ALPHA, false]);
+    expect([...inf2.cache.keys()]).toEqual(['a']);
+    inf2.stop();
+  });
+
+  it('moves to the preferred version at the next list without an event: one object, never two', async () => {
+    const served = new Set([ALPHA]);
+    const objects = [{ metadata: { name: 'a', resourceVersion: '3' } }];
+    const s = server(served, objects);
+    const events: string[] = [];
+    const inf = new Informer(
+      s.client,
+      [BETA, ALPHA],
+      (t, o) => events.push(`${t} ${o.metadata.name}`),
+      60_000,
+      true,
+    );
+    const versions: string[] = [];
+    inf.onVersion = (p) => versions.push(p);
+    inf.start();
+    await tick(30);
+    expect(inf.path).toBe(ALPHA);
+    served.add(BETA); // the CRD upgraded: both served
+    s.end(new ApiError(410, {}, 'WATCH')); // the next relist (a resync or a watch too old)
+    await tick(30);
+    expect(inf.path).toBe(BETA);
+    expect(s.watches).toEqual([ALPHA, BETA]);
+    expect(events).toEqual(['ADDED a']);
+    expect(inf.cache.size).toBe(1);
+    served.delete(BETA); // a downgrade: the watched version gone, the older one listed at once
+    s.end(new ApiError(404, {}, 'WATCH'));
+    await tick(300);
+    expect([inf.path, inf.failing, inf.missing, events]).toEqual([ALPHA, undefined, false, ['ADDED a']]);
+    expect(versions).toEqual([ALPHA, BETA, ALPHA]); // each change said once (the agent logs it)
+    inf.stop();
+  });
+
+  it('no version served: an optional resource is synced, empty and missing', async () => {
+    const s = server(new Set(), []);
+    const inf = new Informer(s.client, [BETA, ALPHA], () => {}, 60_000, true);
+    inf.start();
+    await tick(30);
+    expect([inf.synced, inf.missing, inf.failing, s.lists]).toEqual([true, true, undefined, [BETA, ALPHA]]);
+    inf.stop();
+  });
+});

@@ -3,6 +3,9 @@
 // It keeps a cache and reports changes.
 // Scoped to namespaces (a controller's --watch-namespace), it lists and watches each namespace on its
 // own (a Role there suffices) into the one cache.
+// Given several versions of one resource (preferred first: v1beta1, then v1alpha2), every list takes
+// the first one served and the watch follows it; an object is one object whichever version shows it
+// (same name, same resourceVersion), so a switch between versions raises no event.
 import { ApiError, errorText, type KubeClient, type KubeObject, WatchIdle } from './client.ts';
 
 export type InformerEvent = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -28,10 +31,16 @@ export class Informer {
    * notice a component's CRD installed after the controller started.
    */
   onServed: (served: boolean) => void = () => {};
+  /** A resource of several versions: a list read it in another version than the last one (the first list too). */
+  onVersion: (path: string) => void = () => {};
+  private listed?: string;
   private readonly aborts = new Set<AbortController>();
   private stopped = false;
   private readonly client: KubeClient;
-  readonly path: string;
+  /** The resource's list paths, preferred version first (one path: one version). */
+  readonly paths: readonly string[];
+  /** The version served and watched now (of `paths`; the preferred one before the first list). */
+  private current: string;
   private readonly onChange: (type: InformerEvent, obj: KubeObject) => void;
   private readonly resyncMs: number;
   private readonly optional: boolean;
@@ -41,18 +50,21 @@ export class Informer {
 
   /**
    * `optional`: a resource that is not served (404) counts as synced and empty; it is listed again
-   * later. `namespaces`: a namespaced resource listed and watched in these namespaces only.
+   * later. `namespaces`: a namespaced resource listed and watched in these namespaces only. `path`
+   * several paths: versions of one resource, preferred first; each list takes the first one served.
    */
   constructor(
     client: KubeClient,
-    path: string,
+    path: string | readonly string[],
     onChange: (type: InformerEvent, obj: KubeObject) => void,
     resyncMs = 10 * 60_000,
     optional = false,
     namespaces?: readonly string[],
   ) {
     this.client = client;
-    this.path = path;
+    this.paths = typeof path === 'string' ? [path] : [...path];
+    if (this.paths.length === 0) throw new Error('Informer: no path');
+    this.current = this.paths[0]!;
     this.onChange = onChange;
     this.resyncMs = resyncMs;
     this.optional = optional;
@@ -66,14 +78,23 @@ export class Informer {
     return `${p.slice(0, at)}/namespaces/${encodeURIComponent(ns)}${p.slice(at)}${q === undefined ? '' : `?${q}`}`;
   }
 
+  /** The list path of the version served now (the preferred one until a list said otherwise). */
+  get path(): string {
+    return this.current;
+  }
+
   static key(o: KubeObject): string {
     return o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name;
   }
 
   start(): void {
-    if (!this.namespaces) void this.loop(this.path);
+    if (!this.namespaces) void this.loop();
     else if (this.namespaces.length === 0) this.synced = true;
-    else for (const ns of this.namespaces) void this.loop(Informer.inNamespace(this.path, ns), ns);
+    else for (const ns of this.namespaces) void this.loop(ns);
+  }
+
+  private scoped(path: string, ns?: string): string {
+    return ns === undefined ? path : Informer.inNamespace(path, ns);
   }
 
   stop(): void {
@@ -82,11 +103,24 @@ export class Informer {
   }
 
   /** Lists PATH into the cache; a relist of one namespace's scope deletes only that namespace's objects. */
-  private async list(path: string, ns?: string): Promise<string> {
-    const r = await this.client.request<{ items: KubeObject[]; metadata: { resourceVersion: string } }>(
-      'GET',
-      path,
-    );
+  private async list(ns?: string): Promise<string> {
+    type List = { items: KubeObject[]; metadata: { resourceVersion: string } };
+    let r: List | undefined;
+    for (const [i, version] of this.paths.entries()) {
+      try {
+        r = await this.client.request<List>('GET', this.scoped(version, ns));
+        this.current = version;
+        if (this.paths.length > 1 && this.listed !== version) {
+          this.listed = version;
+          this.onVersion(version);
+        }
+        break;
+      } catch (e) {
+        // not served: the next version; the last one's 404 is the resource's (optional or failed)
+        if (!(e instanceof ApiError && e.status === 404) || i === this.paths.length - 1) throw e;
+      }
+    }
+    if (!r) throw new Error(`${this.paths[0]}: no version served`);
     const seen = new Set<string>();
     for (const o of r.items) {
       const k = Informer.key(o);
@@ -103,7 +137,7 @@ export class Informer {
       }
     }
     this.relists++;
-    this.markSynced(path);
+    this.markSynced(ns);
     if (this.missing) {
       this.missing = false;
       this.onServed(true);
@@ -113,8 +147,8 @@ export class Informer {
   }
 
   /** One scope (the cluster, or one namespace) has listed: synced once every scope has. */
-  private markSynced(path: string): void {
-    this.syncedScopes.add(path);
+  private markSynced(ns?: string): void {
+    this.syncedScopes.add(ns ?? '');
     this.synced = this.syncedScopes.size >= (this.namespaces?.length ?? 1);
   }
 
@@ -132,7 +166,7 @@ export class Informer {
     if (was === undefined) this.onHealth(this.path, msg); // once per state change, not per retry
   }
 
-  private async loop(path: string, ns?: string): Promise<void> {
+  private async loop(ns?: string): Promise<void> {
     let backoff = 200;
     let rv: string | undefined;
     // the relist that resyncs is due this long after the last list, however often the watch resumed
@@ -140,7 +174,7 @@ export class Informer {
     while (!this.stopped) {
       try {
         if (!rv) {
-          rv = await this.list(path, ns);
+          rv = await this.list(ns);
           resyncAt = Date.now() + this.resyncMs;
         }
         if (this.stopped) return;
@@ -151,6 +185,7 @@ export class Informer {
         const left = Math.max(0, resyncAt - Date.now());
         const timer = setTimeout(() => abort.abort(), left);
         timer.unref();
+        const path = this.scoped(this.current, ns);
         const sep = path.includes('?') ? '&' : '?';
         await this.client
           .watch(
@@ -175,6 +210,13 @@ export class Informer {
         if (this.stopped) return;
         // an idle watch: resumed from where it was, no relist, nothing failed (client.ts)
         if (e instanceof WatchIdle) continue;
+        // the version watched is not served any more (its CRD dropped it): list again, from the
+        // preferred version, after a breath (a list may still show the old one for a moment)
+        if (rv && this.paths.length > 1 && e instanceof ApiError && e.status === 404) {
+          rv = undefined;
+          await new Promise((r) => setTimeout(r, 200));
+          continue;
+        }
         if (
           !(e instanceof ApiError && e.status === 410) &&
           !(this.optional && e instanceof ApiError && e.status === 404)
@@ -193,7 +235,7 @@ export class Informer {
             // not at the first list: a resource absent from the start was never served
             if (this.relists > 0) this.onServed(false);
           }
-          this.markSynced(path);
+          this.markSynced(ns);
           await new Promise((r) => setTimeout(r, 10_000));
         } else {
           rv = undefined;
