@@ -6,7 +6,8 @@
 import { ApiError, KubeClient } from '@cascade/core/kube';
 import { bodyOf, type LoadResult, type Manifest } from './load.ts';
 
-const RESOURCES = [
+/** Each resource's list path; several: its versions, preferred first (the first one served is read, once). */
+const RESOURCES: (string | string[])[] = [
   '/api/v1/namespaces',
   '/api/v1/nodes',
   '/api/v1/pods',
@@ -15,7 +16,10 @@ const RESOURCES = [
   '/apis/networking.k8s.io/v1/networkpolicies',
   '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies',
   '/apis/policy.networking.k8s.io/v1alpha1/baselineadminnetworkpolicies',
-  '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies',
+  [
+    '/apis/policy.networking.k8s.io/v1beta1/clusternetworkpolicies',
+    '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies',
+  ],
   '/apis/gateway.networking.k8s.io/v1/gatewayclasses',
   '/apis/gateway.networking.k8s.io/v1/gateways',
   '/apis/gateway.networking.k8s.io/v1/httproutes',
@@ -88,15 +92,21 @@ export async function readCluster(opts: LiveOptions): Promise<LoadResult> {
   const client = await clientFor(opts);
   const out: LoadResult = { manifests: [], problems: [] };
   const lists = await Promise.all(
-    RESOURCES.map(async (path) => {
-      try {
-        return {
-          path,
-          list: await client.request<{ apiVersion: string; kind: string; items: Item[] }>('GET', path),
-        };
-      } catch (e) {
-        return { path, error: e };
+    RESOURCES.map(async (versions) => {
+      const paths = typeof versions === 'string' ? [versions] : versions;
+      let failure: { path: string; error: unknown } | undefined;
+      for (const path of paths) {
+        try {
+          return {
+            path,
+            list: await client.request<{ apiVersion: string; kind: string; items: Item[] }>('GET', path),
+          };
+        } catch (e) {
+          failure = { path, error: e };
+          if (!(e instanceof ApiError && e.status === 404)) break; // not a version question
+        }
       }
+      return failure!;
     }),
   );
   for (const r of lists) {

@@ -93,7 +93,10 @@ function wantedCrds(): Wanted[] {
       name: crdName('policy.networking.k8s.io', p),
       why: 'network-policy-api (admin network policies)',
       missing: 'warn' as const,
-      fix: 'install the network-policy-api CRDs (standard and experimental channels)',
+      fix:
+        p === 'clusternetworkpolicies'
+          ? 'helm upgrade cascade with networkPolicyAPI.install=true, or apply network-policy-api v0.3.0 (v1beta1; v0.2.x is read as v1alpha2)'
+          : 'helm upgrade cascade with networkPolicyAPI.install=true, or apply network-policy-api v0.1.7',
     }),
   );
   const rendered = GATEWAY_POLICY_KINDS.flatMap((k) =>

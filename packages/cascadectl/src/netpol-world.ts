@@ -16,7 +16,8 @@ const POLICY_KINDS: Record<string, string[]> = {
   NetworkPolicy: ['networking.k8s.io/v1'],
   AdminNetworkPolicy: ['policy.networking.k8s.io/v1alpha1'],
   BaselineAdminNetworkPolicy: ['policy.networking.k8s.io/v1alpha1'],
-  ClusterNetworkPolicy: ['policy.networking.k8s.io/v1alpha2'],
+  // v1beta1 since network-policy-api v0.3.0 (the same schema), v1alpha2 before and still served
+  ClusterNetworkPolicy: ['policy.networking.k8s.io/v1beta1', 'policy.networking.k8s.io/v1alpha2'],
 };
 
 export interface NetpolWorld {

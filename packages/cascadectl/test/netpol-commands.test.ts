@@ -267,3 +267,63 @@ describe('cascadectl lint', () => {
     ]);
   });
 });
+
+describe('ClusterNetworkPolicy in either served version', () => {
+  const cnp = (apiVersion: string, network: string) => `apiVersion: ${apiVersion}
+kind: ClusterNetworkPolicy
+metadata: { name: let-sandbox-in }
+spec:
+  tier: Admin
+  priority: 1
+  subject: { namespaces: { matchLabels: { kubernetes.io/metadata.name: shop } } }
+  ingress:
+    - { name: from-sandbox, action: Accept, from: [{ namespaces: { matchLabels: { kubernetes.io/metadata.name: sandbox } } }] }
+  egress:
+    - { name: not-there, action: Deny, to: [{ networks: ["${network}"] }] }
+`;
+  const simulate = async (doc: string) => {
+    const dir = mkdtempSync(join(tmpdir(), 'cnp-'));
+    try {
+      cpSync(NP, dir, { recursive: true });
+      writeFileSync(join(dir, '90-cnp.yaml'), doc);
+      writeFileSync(
+        join(dir, 'probes.yaml'),
+        '- {from: sandbox/toy, to: shop/cart, protocol: TCP, port: 9000}\n',
+      );
+      return await run(
+        'netpol',
+        'simulate',
+        join(dir, '90-cnp.yaml'),
+        ...['00-cluster.yaml', '10-admin.yaml', '20-namespaces.yaml'].map((f) => join(dir, f)),
+        '--probes',
+        join(dir, 'probes.yaml'),
+        '-o',
+        'json',
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it('v1beta1 (network-policy-api v0.3) and v1alpha2 read alike: the Admin tier Accept decides', async () => {
+    const beta = await simulate(cnp('policy.networking.k8s.io/v1beta1', '203.0.113.0/24'));
+    const alpha = await simulate(cnp('policy.networking.k8s.io/v1alpha2', '203.0.113.0/24'));
+    expect([beta.code, beta.stderr]).toEqual([0, '']);
+    expect(JSON.parse(beta.stdout)).toEqual(JSON.parse(alpha.stdout));
+    expect(JSON.parse(beta.stdout)[0]).toMatchObject({
+      verdict: 'allow',
+      ingress: { decidedBy: { policy: 'ClusterNetworkPolicy/let-sandbox-in', rule: 'from-sandbox' } },
+    });
+  });
+
+  it('another version is refused naming the field; a network with host bits set is warned about', async () => {
+    const bad = await simulate(cnp('policy.networking.k8s.io/v1', '203.0.113.0/24'));
+    expect(bad.stderr).toContain(
+      'apiVersion: "policy.networking.k8s.io/v1" is not policy.networking.k8s.io/v1beta1 or policy.networking.k8s.io/v1alpha2',
+    );
+    const masked = await simulate(cnp('policy.networking.k8s.io/v1beta1', '203.0.113.9/24'));
+    expect(masked.stderr).toContain(
+      'spec.egress[0].to[0].networks[0]: "203.0.113.9/24" has host bits set, which ClusterNetworkPolicy v1beta1 refuses',
+    );
+  });
+});

@@ -16,6 +16,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 export interface EnvtestPaths {
   bin: string;
   crds: string;
+  /** Older bundles of upstream CRDs, one directory per version (network-policy-api v0.2.0's). */
+  olderCrds?: string;
   /** The data-plane providers' CRDs (Istio, Envoy Gateway), installed only where a test asks. */
   providerCrds?: string;
 }
@@ -29,6 +31,16 @@ export function providerCrds(
     .filter((f) => f.endsWith('.yaml'))
     .flatMap((f) => parseAllDocuments(readFileSync(join(dir, f), 'utf8')).map((d) => d.toJS()))
     .filter((o) => o?.kind === 'CustomResourceDefinition' && kinds.includes(o.spec?.names?.kind));
+}
+
+/** The directory of an older upstream bundle's CRDs (`v0.2.0`: network-policy-api's ClusterNetworkPolicy v1alpha2 only). */
+export function olderCrdDir(version: string): string {
+  const d = envtestPaths()?.olderCrds;
+  if (!d || !existsSync(join(d, version)))
+    throw new Error(
+      `older CRDs ${version} missing: run scripts/setup.sh (it fetches them from their Go modules)`,
+    );
+  return join(d, version);
 }
 
 /** The providers' CRD directory (Istio's WasmPlugin/EnvoyFilter, Envoy Gateway's policies); throws when the set-up did not fetch them. */
@@ -97,7 +109,13 @@ export class Envtest {
     return `https://127.0.0.1:${this.apiPort}`;
   }
 
-  static async start(opts: { crdDirs?: string[]; crdObjects?: unknown[] } = {}): Promise<Envtest> {
+  /**
+   * `crdDirs`: more CRD directories; `crdObjects`: more CRDs; `skipCrds`: names of the set-up's CRDs
+   * not to install (a test that installs an older version of one: `olderCrdDir`).
+   */
+  static async start(
+    opts: { crdDirs?: string[]; crdObjects?: unknown[]; skipCrds?: readonly string[] } = {},
+  ): Promise<Envtest> {
     const paths = envtestPaths();
     if (!paths) throw new Error('envtest binaries missing: run scripts/setup.sh');
     const e = new Envtest(paths);
@@ -125,8 +143,10 @@ export class Envtest {
         .filter((x) => x.endsWith('.yaml'))
         .sort()) {
         for (const doc of parseAllDocuments(readFileSync(join(d, f), 'utf8'))) {
-          const o = doc.toJS() as { kind?: string } | null;
-          if (o?.kind === 'CustomResourceDefinition') crds.push(o);
+          const o = doc.toJS() as { kind?: string; metadata?: { name?: string } } | null;
+          if (o?.kind !== 'CustomResourceDefinition') continue;
+          if (d === paths.crds && opts.skipCrds?.includes(o.metadata?.name ?? '')) continue;
+          crds.push(o);
         }
       }
     }

@@ -3,4 +3,11 @@
 // field paths of CRD schemas, to compare the project's zod schemas with the upstream CRDs
 export { type SchemaNode, schemaPaths, upstreamSpecPaths } from './crd-paths.ts';
 // the API server and etcd on loopback, the providers' CRDs, and CI's rule that missing is a failure
-export { apiServerTestsEnabled, Envtest, envtestPaths, providerCrds, waitFor } from './envtest.ts';
+export {
+  apiServerTestsEnabled,
+  Envtest,
+  envtestPaths,
+  olderCrdDir,
+  providerCrds,
+  waitFor,
+} from './envtest.ts';

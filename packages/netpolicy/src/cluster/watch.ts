@@ -25,15 +25,27 @@ import type { ServiceCatalog } from '../engine/services.ts';
 import type { AddressOwners } from './owners.ts';
 import { addressSliceFromObject, SLICE_PATH, type SliceIndex } from './slices.ts';
 
-export const POLICY_PATHS: [NetPolicyObject['kind'], string, boolean][] = [
-  ['NetworkPolicy', '/apis/networking.k8s.io/v1/networkpolicies', false],
-  ['AdminNetworkPolicy', '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies', true],
+/**
+ * Each policy kind: its list paths (the versions read, preferred first: ClusterNetworkPolicy v1beta1
+ * where network-policy-api v0.3 is installed, v1alpha2 where v0.2 is; the informer takes the first one
+ * served at each list, one object whichever version shows it) and whether it is optional (a CRD).
+ */
+export const POLICY_PATHS: [NetPolicyObject['kind'], readonly string[], boolean][] = [
+  ['NetworkPolicy', ['/apis/networking.k8s.io/v1/networkpolicies'], false],
+  ['AdminNetworkPolicy', ['/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies'], true],
   [
     'BaselineAdminNetworkPolicy',
-    '/apis/policy.networking.k8s.io/v1alpha1/baselineadminnetworkpolicies',
+    ['/apis/policy.networking.k8s.io/v1alpha1/baselineadminnetworkpolicies'],
     true,
   ],
-  ['ClusterNetworkPolicy', '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies', true],
+  [
+    'ClusterNetworkPolicy',
+    [
+      '/apis/policy.networking.k8s.io/v1beta1/clusternetworkpolicies',
+      '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies',
+    ],
+    true,
+  ],
 ];
 
 export interface WatchContext {
@@ -145,11 +157,11 @@ export function clusterInformers(ctx: WatchContext): Informer[] {
         }),
       ),
     );
-  for (const [kind, path, optional] of POLICY_PATHS) {
+  for (const [kind, paths, optional] of POLICY_PATHS) {
     informers.push(
       new Informer(
         c,
-        path,
+        paths,
         on((t, o) => {
           const obj: NetPolicyObject = { kind, name: o.metadata.name, spec: o.spec };
           if (kind === 'NetworkPolicy') obj.namespace = o.metadata.namespace ?? 'default';

@@ -148,7 +148,8 @@ export class NetpolController {
     this.informers = this.watchCluster();
     if (opts.publishSlices !== false) this.slices = this.newSlicePublisher();
     for (const inf of this.informers)
-      for (const [kind, path] of POLICY_PATHS) if (inf.path === path) this.policyInformers.set(kind, inf);
+      for (const [kind, paths] of POLICY_PATHS)
+        if (inf.paths[0] === paths[0]) this.policyInformers.set(kind, inf);
     this.effective = this.watchEffective();
     this.publisher = this.newPublisher();
     this.ledger.onChange = (object, failure) => logPublishChange(this.log, object, failure);

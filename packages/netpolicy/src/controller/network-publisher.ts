@@ -22,23 +22,29 @@ import {
 import { isEqual } from 'lodash-es';
 import { POLICY_PATHS } from '../cluster/watch.ts';
 import { type NetworkEffective, networkEffectiveSpec } from './published.ts';
-import type { PolicyCondition } from './published-conditions.ts';
+import { type PolicyCondition, WARNED } from './published-conditions.ts';
 
 const EP_PATH = `/apis/${EFFECTIVE_GROUP}/v1alpha1`;
-/** Kinds with a status subresource -> their cluster-scoped path. */
-const STATUS_KINDS = new Map<string, string>(
+/** Kinds with a status subresource -> their cluster-scoped paths (versions, preferred first). */
+const STATUS_KINDS = new Map<string, readonly string[]>(
   POLICY_PATHS.filter(([, , cluster]) => cluster).map(([k, p]) => [k as string, p]),
 );
-const API_VERSION: Record<string, string> = {
-  NetworkPolicy: 'networking.k8s.io/v1',
-  AdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
-  BaselineAdminNetworkPolicy: 'policy.networking.k8s.io/v1alpha1',
-  ClusterNetworkPolicy: 'policy.networking.k8s.io/v1alpha2',
+/** `/apis/GROUP/VERSION/plural` -> GROUP/VERSION (`/api/v1/...` -> v1). */
+export const apiVersionOf = (path: string): string => {
+  const [, root, group, version] = path.split('?')[0]!.split('/');
+  return root === 'api' ? group! : `${group}/${version}`;
 };
+/** The apiVersion an object of KIND is read in now: its informer's version (the preferred before a list). */
+const apiVersionNow = (kind: string, informers: Map<string, Informer>): string =>
+  apiVersionOf(
+    informers.get(kind)?.path ?? POLICY_PATHS.find(([k]) => k === kind)?.[1][0] ?? '/apis/unknown/v1/x',
+  );
 
 /** The network policies whose conditions the netpolicy-controller (field manager `manager`) writes: for `cascadectl cleanup`. */
 export const conditionsWritten = (manager: string): ConditionsWritten[] =>
-  [...STATUS_KINDS].map(([what, path]) => ({ what, path, apiVersion: API_VERSION[what]!, manager }));
+  [...STATUS_KINDS].flatMap(([what, paths]) =>
+    paths.map((path) => ({ what, path, apiVersion: apiVersionOf(path), manager })),
+  );
 
 export interface NetworkPublisherDeps {
   client: KubeClient;
@@ -79,8 +85,12 @@ export class NetworkPublisher {
         `/api/v1/events?fieldSelector=${encodeURIComponent(`source=${this.deps.name}`)}`,
       );
       for (const e of r.items) {
-        const o = e as unknown as { involvedObject: { namespace: string; name: string }; message: string };
-        this.reported.set(`NetworkPolicy/${o.involvedObject.namespace}/${o.involvedObject.name}`, o.message);
+        const { involvedObject: o, message } = e as unknown as {
+          involvedObject: { kind?: string; namespace?: string; name: string };
+          message: string;
+        };
+        const kind = o.kind ?? 'NetworkPolicy';
+        this.reported.set(o.namespace ? `${kind}/${o.namespace}/${o.name}` : `${kind}/${o.name}`, message);
       }
     } catch (e) {
       this.deps.log('warn', 'cannot list earlier Events: problems may be reported again', {
@@ -142,11 +152,10 @@ export class NetworkPublisher {
   /** Conditions (and NetworkPolicy Events) where they differ from the live ones. Returns failures. */
   conditions(conditions: ReadonlyMap<string, PolicyCondition[]>): Promise<Failed> {
     const what = (key: string) => ({ object: `${key} status`, policies: () => [] });
-    return this.deps.ledger.each(conditions.keys(), this.n, what, (key) =>
-      key.startsWith('NetworkPolicy/')
-        ? this.event(key, conditions.get(key)!)
-        : this.status(key, conditions.get(key)!),
-    );
+    return this.deps.ledger.each(conditions.keys(), this.n, what, async (key) => {
+      if (!key.startsWith('NetworkPolicy/')) await this.status(key, conditions.get(key)!);
+      await this.event(key, conditions.get(key)!);
+    });
   }
 
   /**
@@ -154,19 +163,32 @@ export class NetworkPublisher {
    * a dead rule or a named port that matches nothing.
    */
   private async event(key: string, conds: PolicyCondition[]): Promise<void> {
-    const bad = conds.filter(
-      (c) =>
-        (c.type === 'Accepted' || c.type === 'RulesEffective' || c.type === 'Selecting') &&
-        c.status === 'False',
+    const parts = key.split('/');
+    const kind = parts[0]!;
+    const namespaced = parts.length === 3;
+    // a NetworkPolicy has no status: its problems are Events; a cluster-scoped policy's status says
+    // them, and an Event says what is wrong with what is accepted (warnings) or refused (Accepted)
+    const bad = conds.filter((c) =>
+      namespaced
+        ? (c.type === 'Accepted' || c.type === 'RulesEffective' || c.type === 'Selecting') &&
+          c.status === 'False'
+        : c.type === 'Accepted' && (c.status === 'False' || c.message.startsWith(WARNED)),
     );
-    const message = bad.map((c) => `${c.reason}: ${c.message}`).join('; ');
+    const message = bad
+      .map((c) => `${c.status === 'True' ? 'AcceptedWithWarnings' : c.reason}: ${c.message}`)
+      .join('; ');
     if (!message || this.reported.get(key) === message) return;
-    const [kind, namespace, name] = key.split('/') as [string, string, string];
+    const name = parts.at(-1)!;
     this.deps.writes.inc();
     await postWarningEvent(
       this.deps.client,
-      { apiVersion: API_VERSION[kind]!, kind, namespace, name },
-      bad[0]!.reason,
+      {
+        apiVersion: apiVersionNow(kind, this.deps.policyInformers),
+        kind,
+        namespace: namespaced ? parts[1]! : '', // cluster-scoped: its Events live in default
+        name,
+      },
+      bad[0]!.status === 'True' ? 'AcceptedWithWarnings' : bad[0]!.reason,
       message,
       { component: this.deps.name },
     );
@@ -177,8 +199,8 @@ export class NetworkPublisher {
     const [kind, name] = key.split('/') as [string, string];
     const inf = this.deps.policyInformers.get(kind);
     const live = inf?.cache.get(name);
-    const path = STATUS_KINDS.get(kind);
-    if (!inf || !live || !path) return;
+    if (!inf || !live || !STATUS_KINDS.has(kind)) return;
+    const path = inf.path; // the version it was read in
     const old =
       (live.status as { conditions?: (PolicyCondition & { lastTransitionTime?: string })[] })?.conditions ??
       [];
@@ -211,7 +233,7 @@ export class NetworkPublisher {
     this.deps.writes.inc();
     const applied = await this.deps.client.apply(
       `${path}/${encodeURIComponent(name)}/status`,
-      { apiVersion: API_VERSION[kind], kind, metadata: { name }, status: { conditions: next } },
+      { apiVersion: apiVersionOf(path), kind, metadata: { name }, status: { conditions: next } },
       this.deps.name,
     );
     inf.cache.set(name, applied);

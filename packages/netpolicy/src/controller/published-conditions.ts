@@ -8,6 +8,9 @@ import type { BuiltPolicy, SubjectMatch } from '../engine/rules.ts';
 import { namespaceMatches } from '../engine/selection.ts';
 import { type LabelSet, liveLabelSets } from './published.ts';
 
+/** How an Accepted=True condition's message starts when the policy has warnings. */
+export const WARNED = 'accepted with warnings: ';
+
 export interface PolicyCondition {
   type: string;
   status: 'True' | 'False';
@@ -127,9 +130,7 @@ export function networkPolicyConditions(
         type: 'Accepted',
         status: 'True',
         reason: 'Accepted',
-        message: prob?.warnings.length
-          ? `accepted with warnings: ${prob.warnings.join('; ')}`
-          : 'the policy is valid',
+        message: prob?.warnings.length ? `${WARNED}${prob.warnings.join('; ')}` : 'the policy is valid',
       });
     if (!built.errors.length) {
       const { sets: selected, namespaces } = selecting.of(key);

@@ -3,7 +3,7 @@
 // left out; a peer or port that cannot match is kept as fail-closed and reported as a warning.
 import { type LabelSelector, validateSelector } from '@cascade/core';
 import { z } from 'zod';
-import { contains, type Prefix, parseCidr } from './cidr.ts';
+import { contains, formatPrefix, type Prefix, parseCidr, parseIp } from './cidr.ts';
 import {
   type AnpPeer,
   type AnpPort,
@@ -227,7 +227,18 @@ function subjectMatch(s: Subject, field: string, errors: string[]): SubjectMatch
   return { namespaces: { selector: { matchLabels: { '\u0000never': '\u0000' } } }, pods: ANY };
 }
 
-function adminPeers(peers: AnpPeer[], field: string, direction: Direction, out: BuiltPolicy): Peer[] {
+/**
+ * `masked`: a network with host bits set (10.1.2.3/8) is enforced as its network (10.0.0.0/8), as it
+ * always was, and warned about: ClusterNetworkPolicy v1beta1 (network-policy-api v0.2.1 and later)
+ * refuses it, so an object stored under older CRDs keeps its verdicts and says what to write.
+ */
+function adminPeers(
+  peers: AnpPeer[],
+  field: string,
+  direction: Direction,
+  out: BuiltPolicy,
+  masked = false,
+): Peer[] {
   const result: Peer[] = [];
   peers.forEach((p, i) => {
     const f = `${field}[${i}]`;
@@ -251,6 +262,10 @@ function adminPeers(peers: AnpPeer[], field: string, direction: Direction, out: 
     else if (p.networks) {
       p.networks.forEach((n, j) => {
         const c = cidrPeer(n, [], true, `${f}.networks[${j}]`, out.errors);
+        if (c?.kind === 'cidr' && masked && parseIp(n.split('/')[0]!)?.bits !== c.cidr.bits)
+          out.warnings.push(
+            `${f}.networks[${j}]: "${n}" has host bits set, which ClusterNetworkPolicy v1beta1 refuses (network-policy-api v0.2.1 and later); enforced as ${formatPrefix(c.cidr)}: write that`,
+          );
         if (c) result.push(c);
       });
     }
@@ -350,7 +365,13 @@ function buildAdmin(
     (d === 'ingress' ? ingress : egress)?.forEach((r, i) => {
       const field = `spec.${d}[${i}]`;
       const peerField = d === 'ingress' ? 'from' : 'to';
-      const peers = adminPeers((r[peerField] ?? []) as AnpPeer[], `${field}.${peerField}`, d, out);
+      const peers = adminPeers(
+        (r[peerField] ?? []) as AnpPeer[],
+        `${field}.${peerField}`,
+        d,
+        out,
+        o.kind === 'ClusterNetworkPolicy',
+      );
       const ports =
         o.kind === 'ClusterNetworkPolicy'
           ? cnpPorts(r.protocols, `${field}.protocols`, out.errors)

@@ -10,7 +10,7 @@ import {
   clusterNetworkPolicySpecSchema,
 } from './model.ts';
 
-const upstream = (file: string) => upstreamSpecPaths(file);
+const upstream = (file: string, version?: string) => upstreamSpecPaths(file, version);
 const ours = (schema: z.ZodType) =>
   schemaPaths(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as SchemaNode);
 
@@ -25,20 +25,30 @@ describe.skipIf(!apiServerTestsEnabled())('zod schemas vs upstream network-polic
     [
       'AdminNetworkPolicy',
       'policy.networking.k8s.io_adminnetworkpolicies.yaml',
+      undefined,
       adminNetworkPolicySpecSchema,
     ],
     [
       'BaselineAdminNetworkPolicy',
       'policy.networking.k8s.io_baselineadminnetworkpolicies.yaml',
+      undefined,
       baselineAdminNetworkPolicySpecSchema,
     ],
+    // network-policy-api v0.3.x serves both, v1beta1 stored; Cascade reads whichever is served
     [
-      'ClusterNetworkPolicy (v1alpha2, network-policy-api v0.2.x)',
+      'ClusterNetworkPolicy v1beta1 (network-policy-api v0.3.x)',
       'policy.networking.k8s.io_clusternetworkpolicies.yaml',
+      'v1beta1',
       clusterNetworkPolicySpecSchema,
     ],
-  ])('%s: no invented field, no unlisted upstream field', (_kind, file, schema) => {
-    const up = upstream(file);
+    [
+      'ClusterNetworkPolicy v1alpha2 (network-policy-api v0.3.x, as v0.2.x)',
+      'policy.networking.k8s.io_clusternetworkpolicies.yaml',
+      'v1alpha2',
+      clusterNetworkPolicySpecSchema,
+    ],
+  ])('%s: no invented field, no unlisted upstream field', (_kind, file, version, schema) => {
+    const up = upstream(file, version);
     const mine = ours(schema as z.ZodType);
     expect([...mine].filter((p) => !up.has(p))).toEqual([]);
     expect([...up].filter((p) => !mine.has(p) && !NOT_SUPPORTED.has(p))).toEqual([]);
