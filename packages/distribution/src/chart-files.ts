@@ -133,14 +133,26 @@ export const DEPLOY = resolve(CHART, '../../deploy/cascade.yaml');
 export const DEPLOY_NAMESPACE = 'cascade-system';
 
 /** deploy/cascade.yaml: the chart rendered with its defaults (helm template --include-crds), after
- * the namespace it installs into, for `kubectl apply --server-side -f`. */
+ * the namespace it installs into, for `kubectl apply --server-side -f`; without the network-policy-api
+ * CRDs (network-policy-api's own files, which this repository does not carry). */
 export function renderDeploy(helm: string): string {
   const rendered = execFileSync(
     helm,
-    ['template', 'cascade', CHART, '--namespace', DEPLOY_NAMESPACE, '--include-crds'],
+    [
+      'template',
+      'cascade',
+      CHART,
+      '--namespace',
+      DEPLOY_NAMESPACE,
+      '--include-crds',
+      '--set',
+      'networkPolicyAPI.install=false',
+    ],
     { maxBuffer: 64 << 20 },
   ).toString();
-  return `# Rendered from charts/cascade with its default values (node packages/distribution/src/chart-files.ts).
+  return `# Rendered from charts/cascade with its default values (node packages/distribution/src/chart-files.ts),
+# but networkPolicyAPI.install=false: apply network-policy-api's CRDs first (v0.3.0's
+# ClusterNetworkPolicy, v0.1.7's AdminNetworkPolicy and BaselineAdminNetworkPolicy; the chart installs them).
 # Do not edit. Needs Limitador's namespace (kuadrant-system) to exist; install with
 #   kubectl apply --server-side -f deploy/cascade.yaml
 ${stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: DEPLOY_NAMESPACE } })}${rendered}`;

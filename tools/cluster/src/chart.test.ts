@@ -124,6 +124,7 @@ describe('charts/cascade', () => {
 
     it('every component can be switched off, and the namespaces follow the values', () => {
       const none = render(
+        'networkPolicyAPI.install=false',
         'authpolicy.enabled=false',
         'ratelimitpolicy.enabled=false',
         'tokenratelimitpolicy.enabled=false',
@@ -164,6 +165,37 @@ describe('charts/cascade', () => {
         (d) => d.kind === 'ConfigMap' && d.metadata.name === 'cascade-dashboards',
       );
       expect(JSON.parse(dash?.data['cascade.json']).title).toBe('Cascade');
+    });
+
+    it("network-policy-api's CRDs: v0.3.0's ClusterNetworkPolicy (v1beta1 stored, v1alpha2 served) and v0.1.7's ANP/BANP, in the channel chosen, kept on uninstall; a clear error without them", () => {
+      const crds = (docs: Doc[]) => docs.filter((d) => d.kind === 'CustomResourceDefinition');
+      const experimental = crds(render());
+      expect(experimental.map((d) => d.metadata.name).sort()).toEqual([
+        'adminnetworkpolicies.policy.networking.k8s.io',
+        'baselineadminnetworkpolicies.policy.networking.k8s.io',
+        'clusternetworkpolicies.policy.networking.k8s.io',
+      ]);
+      const cnp = experimental.find((d) => d.spec.names.kind === 'ClusterNetworkPolicy')!;
+      expect(cnp.metadata.annotations).toMatchObject({
+        'helm.sh/resource-policy': 'keep',
+        'policy.networking.k8s.io/bundle-version': 'v0.3.0',
+        'policy.networking.k8s.io/channel': 'experimental',
+      });
+      expect(cnp.spec.versions.map((v: Doc) => [v.name, v.served, v.storage])).toEqual([
+        ['v1alpha2', true, false],
+        ['v1beta1', true, true],
+      ]);
+      for (const d of experimental) expect(d.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
+      const standard = crds(render('networkPolicyAPI.channel=standard'));
+      const std = standard.find((d) => d.spec.names.kind === 'ClusterNetworkPolicy')!;
+      expect(std.metadata.annotations['policy.networking.k8s.io/channel']).toBe('standard');
+      // namedPort is experimental since v0.2.1: the standard CRD has none (and would prune it)
+      expect(JSON.stringify(std)).not.toContain('destinationNamedPort');
+      expect(JSON.stringify(cnp)).toContain('destinationNamedPort');
+      expect(crds(render('networkPolicyAPI.install=false'))).toEqual([]);
+      expect(() => render('networkPolicyAPI.channel=beta')).toThrow(
+        /networkPolicyAPI.channel: "beta" is neither/,
+      );
     });
 
     it('controllers.watchNamespaces: the policy controllers watch and are granted those namespaces only', () => {
@@ -222,6 +254,33 @@ describe('charts/cascade', () => {
       const out = kubectl('apply', '--server-side', '--dry-run=server', '-f', DEPLOY);
       expect(out).toMatch(/daemonset.apps\/netpolicy-agent serverside-applied \(server dry run\)/);
       expect(out).toMatch(/deployment.apps\/authpolicy-controller serverside-applied \(server dry run\)/);
+      // the network-policy-api CRDs as the chart renders them (read and written back by its template)
+      const crds = helm(
+        'template',
+        'cascade',
+        CHART,
+        '-n',
+        'cascade-system',
+        '--show-only',
+        'templates/network-policy-api.yaml',
+      );
+      const applied = execFileSync(
+        join(bin!, 'kubectl'),
+        [
+          '--kubeconfig',
+          env.kubeconfig,
+          'apply',
+          '--server-side',
+          '--force-conflicts',
+          '--dry-run=server',
+          '-f',
+          '-',
+        ],
+        { input: crds, maxBuffer: 64 << 20 },
+      ).toString();
+      expect(applied).toMatch(
+        /customresourcedefinition.apiextensions.k8s.io\/clusternetworkpolicies.policy.networking.k8s.io serverside-applied \(server dry run\)/,
+      );
     }, 120_000);
   });
 });

@@ -14,6 +14,7 @@ import {
   stopServers,
   threeNodesUp,
 } from './e2e/nodes.ts';
+import { clusterNetworkPolicyUpgrade } from './e2e/npapi-upgrade.ts';
 import { figures } from './e2e/shared.ts';
 import { CLUSTER_SH, clusterTestsEnabled, sh } from './harness.ts';
 
@@ -44,6 +45,11 @@ describe.runIf(enabled)(`Cascade on ${NODES} nodes`, () => {
     'examples/netpol spread over the nodes: every connection between pods on different nodes, and to and from each node, gets the verdict netpol simulate --kubeconfig gives; each node holds its own pods; traces agree',
     crossNodeEnforcement,
     300_000,
+  );
+  it(
+    "network-policy-api v0.2.0's CRDs upgraded to the chart's v0.3.0 (ClusterNetworkPolicy v1beta1) under a probe loop across nodes, agents and controller restarted: no wrong verdict before, during or after; a network v1beta1 would refuse keeps its meaning and gets an Event",
+    clusterNetworkPolicyUpgrade,
+    600_000,
   );
   it(
     "a pod's own node is a node like any other to an admin policy (a nodes peer denies it too); a NetworkPolicy cannot block it",

@@ -1,4 +1,4 @@
-// npm run cluster -- up [--nodes N] [--no-cascade] | down | status | install [TAG [TIMEOUT]]
+// npm run cluster -- up [--nodes N] [--no-cascade] [--npapi-crds v0.2.0] | down | status | install [TAG [TIMEOUT]]
 //                    | node stop|start NAME | import ARCHIVE... | env
 //
 // A real Kubernetes cluster on this machine, with Cascade installed from the checkout (layout.ts says
@@ -90,10 +90,21 @@ function hostIp(): string {
 }
 
 /** The layout of the cluster that runs (recorded by `up`), or undefined. */
-function recorded(): Layout | undefined {
+interface Recorded {
+  count: number;
+  hostIp: string;
+  /** The network-policy-api CRDs the harness applied itself (an older bundle): the chart installs none. */
+  npapiCrds?: string;
+}
+
+function recordedFile(): Recorded | undefined {
   if (!existsSync(LAYOUT_FILE)) return undefined;
-  const r = JSON.parse(readFileSync(LAYOUT_FILE, 'utf8')) as { count: number; hostIp: string };
-  return layout(r.count, r.hostIp);
+  return JSON.parse(readFileSync(LAYOUT_FILE, 'utf8')) as Recorded;
+}
+
+function recorded(): Layout | undefined {
+  const r = recordedFile();
+  return r && layout(r.count, r.hostIp);
 }
 
 function hostNodeNetwork(): void {
@@ -115,22 +126,39 @@ function hostNodeNetwork(): void {
   run('mount', ['--make-shared', '/sys/fs/bpf']);
 }
 
-function addons(): void {
-  log('applying upstream CRDs and CoreDNS');
-  let crds = '';
+/**
+ * Gateway API's CRDs, CoreDNS, kuadrant-system. network-policy-api's CRDs come with the chart
+ * (networkPolicyAPI.install), except with `npapi` (`--npapi-crds v0.2.0`): a cluster that manages its
+ * own, an older bundle applied here (v0.1.7's ANP/BANP, v0.2.0's ClusterNetworkPolicy v1alpha2 only),
+ * which an e2e step upgrades.
+ */
+function addons(npapi?: string): void {
+  log(`applying Gateway API CRDs${npapi ? `, network-policy-api ${npapi}'s,` : ''} and CoreDNS`);
+  let paths: { crds?: string; olderCrds?: string } = {};
   try {
-    crds = (
-      JSON.parse(readFileSync(join(ROOT, 'tools/envtest/.local/paths.json'), 'utf8')) as { crds: string }
-    ).crds;
+    paths = JSON.parse(readFileSync(join(ROOT, 'tools/envtest/.local/paths.json'), 'utf8'));
   } catch {
     /* the cache's default */
   }
-  if (!crds || !existsSync(crds))
-    crds = join(
-      process.env.CASCADE_CACHE ?? join(process.env.HOME ?? '/root', '.cache/cascade'),
-      'envtest/crds',
+  const cache = join(
+    process.env.CASCADE_CACHE ?? join(process.env.HOME ?? '/root', '.cache/cascade'),
+    'envtest',
+  );
+  const crds = paths.crds && existsSync(paths.crds) ? paths.crds : join(cache, 'crds');
+  const older = paths.olderCrds && existsSync(paths.olderCrds) ? paths.olderCrds : join(cache, 'crds-older');
+  const files = readdirSync(crds)
+    .filter((f) => f.startsWith('gateway.networking.k8s.io_') && f.endsWith('.yaml'))
+    .map((f) => join(crds, f));
+  if (npapi) {
+    if (!existsSync(join(older, npapi))) fail(`--npapi-crds ${npapi}: no such bundle in ${older}`);
+    files.push(
+      ...['adminnetworkpolicies', 'baselineadminnetworkpolicies'].map((p) =>
+        join(crds, `policy.networking.k8s.io_${p}.yaml`),
+      ),
+      ...readdirSync(join(older, npapi)).map((f) => join(older, npapi, f)),
     );
-  kubectl('apply', '--server-side', '-f', crds);
+  }
+  kubectl('apply', '--server-side', ...files.flatMap((f) => ['-f', f]));
   const dns = readFileSync(join(ROOT, 'tools/cluster/manifests/coredns.yaml'), 'utf8').replaceAll(
     '@DNS_IP@',
     DNS_IP,
@@ -189,6 +217,8 @@ function install(tag = TAG, timeout = '5m'): void {
               `agent.cni.binDir=${paths.cniBinDir}`,
               '--set',
               `agent.cni.confDir=${paths.cniConfDir}`,
+              // a cluster whose network-policy-api CRDs the harness applied (an older bundle)
+              ...(recordedFile()?.npapiCrds ? ['--set', 'networkPolicyAPI.install=false'] : []),
             ]),
         '--set',
         `image.tag=${tag}`,
@@ -305,7 +335,12 @@ function up(args: string[]): void {
   if (attempt('findmnt', ['-n', '/sys/fs/bpf']) === '') run('mount', ['-t', 'bpf', 'bpf', '/sys/fs/bpf']);
   if (l.nodes[0]!.placement === 'host') hostNodeNetwork();
   else linkUp(l);
-  writeFileSync(LAYOUT_FILE, `${JSON.stringify({ count, hostIp: l.hostIp })}\n`);
+  const npapiAt = args.indexOf('--npapi-crds');
+  const npapiCrds = npapiAt >= 0 ? args[npapiAt + 1] : recordedFile()?.npapiCrds;
+  writeFileSync(
+    LAYOUT_FILE,
+    `${JSON.stringify({ count, hostIp: l.hostIp, ...(npapiCrds ? { npapiCrds } : {}) } satisfies Recorded)}\n`,
+  );
   controlPlanePki(l.hostIp);
   controlPlane(bins(), l.hostIp, env());
   log('building images (cached when inputs are unchanged)');
@@ -325,7 +360,7 @@ function up(args: string[]): void {
       () => kubectl('wait', '--for=condition=Ready', `node/${n.name}`, '--timeout=2s'),
       LOGS,
     );
-  addons();
+  addons(npapiCrds);
   // pods start only once the agent has pinned its programs (cascade-cni fails closed): CoreDNS waits for it
   if (withCascade) {
     install();
@@ -512,7 +547,7 @@ function node(args: string[]): void {
 }
 
 const USAGE =
-  'usage: npm run cluster -- up [--nodes N] [--no-cascade] | down | status | install [TAG [TIMEOUT]] | node stop|start NAME | import ARCHIVE... | env';
+  'usage: npm run cluster -- up [--nodes N] [--no-cascade] [--npapi-crds v0.2.0] | down | status | install [TAG [TIMEOUT]] | node stop|start NAME | import ARCHIVE... | env';
 
 try {
   const [cmd, ...rest] = process.argv.slice(2);

@@ -69,6 +69,16 @@ export function installUntilReady(): void {
   );
   figures.restartsDuringInstall = restarts.length;
   expect(restarts).toEqual([]);
+  // network-policy-api's CRDs came with the chart (networkPolicyAPI.install, the default): v0.3.0's
+  // ClusterNetworkPolicy, kept on uninstall
+  const cnpCrd = kubectlJson<{
+    metadata: { annotations: Record<string, string>; labels: Record<string, string> };
+  }>('get', 'crd', 'clusternetworkpolicies.policy.networking.k8s.io').metadata;
+  expect(cnpCrd.annotations).toMatchObject({
+    'policy.networking.k8s.io/bundle-version': 'v0.3.0',
+    'helm.sh/resource-policy': 'keep',
+    'meta.helm.sh/release-name': 'cascade',
+  });
   // CoreDNS could start only once the agent pinned its programs (cascade-cni fails closed)
   kubectl('-n', 'kube-system', 'rollout', 'status', 'deploy/coredns', '--timeout=120s');
 }
@@ -340,6 +350,8 @@ export async function uninstall(): Promise<void> {
   );
   figures.uninstallSeconds = (Date.now() - t0) / 1000;
   expect(kubectl('get', 'clusterroles', '-o', 'name')).not.toMatch(/authpolicy-controller|netpolicy-agent/);
+  // network-policy-api's CRDs stay (helm.sh/resource-policy: keep): deleting one deletes every policy of its kind
+  expect(kubectl('get', 'crd', '-o', 'name')).toMatch(/clusternetworkpolicies.policy.networking.k8s.io/);
   // the agent left its node: no program on any veth, no pins, cascade-cni out of the CNI chain
   expect(attachedPrograms()).toBe(0);
   expect(existsSync('/sys/fs/bpf/cascade')).toBe(false);

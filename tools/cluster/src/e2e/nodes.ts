@@ -46,7 +46,10 @@ export function stopServers(): void {
 /** npm run cluster -- up --nodes 3: every node Ready, an agent Ready on each */
 export function threeNodesUp(): void {
   const t0 = Date.now();
-  sh('bash', [CLUSTER_SH, 'up', '--nodes', String(NODES)], { timeoutMs: 20 * 60_000 });
+  // with network-policy-api v0.2.0's CRDs applied as a user would have: a later step upgrades them
+  sh('bash', [CLUSTER_SH, 'up', '--nodes', String(NODES), '--npapi-crds', 'v0.2.0'], {
+    timeoutMs: 20 * 60_000,
+  });
   figures.threeNodeUpSeconds = (Date.now() - t0) / 1000;
   const nodes = liveNodes();
   expect(nodes.map((n) => n.name)).toEqual(['cascade-node-1', 'cascade-node-2', 'cascade-node-3']);
