@@ -5,7 +5,9 @@
 #   agnhost         their workload binary (k8s.io/kubernetes test/images/agnhost)
 #   npapi-v0.1.test the network-policy-api conformance suite for AdminNetworkPolicy and
 #                   BaselineAdminNetworkPolicy (sigs.k8s.io/network-policy-api v0.1.x)
-#   npapi-v0.2.test the same suite at v0.2.x (ClusterNetworkPolicy)
+#   npapi-v0.2.test the same suite at v0.2.x (ClusterNetworkPolicy v1alpha2)
+#   npapi-v0.3.test the same suite at v0.3.x (ClusterNetworkPolicy v1beta1; conformance profiles and
+#                   their report)
 # This machine's kernel has no SCTP: the network-policy-api suite's base workloads include SCTP servers
 # (agnhost porter with SERVE_SCTP_PORT_*), which exit when they cannot listen, so no base pod would
 # ever be Ready and no test could run. The suite is built with those two variables renamed (the
@@ -23,6 +25,9 @@ set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
 NPAPI_V1=${NPAPI_V1:-v0.1.7}
 NPAPI_V2=${NPAPI_V2:-v0.2.0}
+# a binary's name says its line (v0.3); the version is pinned here, not in the directory's name, so
+# adding a line builds only that binary in a warm cache
+NPAPI_V3=${NPAPI_V3:-v0.3.0}
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${CASCADE_CACHE:-$HOME/.cache/cascade}
 sctp=$([[ ${NPAPI_KEEP_SCTP:-} == 1 ]] && echo sctp || echo nosctp)
@@ -45,7 +50,7 @@ if ((multinode)); then
   mkdir -p "$out/bin"
   for b in netpol.test agnhost; do [[ -x $out/bin/$b || ! -x $one/bin/$b ]] || cp "$one/bin/$b" "$out/bin/$b"; done
 fi
-want=(netpol.test agnhost npapi-v0.1.test npapi-v0.2.test)
+want=(netpol.test agnhost npapi-v0.1.test npapi-v0.2.test npapi-v0.3.test)
 missing=()
 for b in "${want[@]}"; do [[ -x $out/bin/$b ]] || missing+=("$b"); done
 if ((${#missing[@]} == 0)); then
@@ -72,7 +77,7 @@ if need netpol.test || need agnhost; then
   (cd "$src" && go test -c -trimpath -ldflags='-s -w' -o "$out/bin/netpol.test" ./netpol)
 fi
 
-for pair in "npapi-v0.1.test:$NPAPI_V1" "npapi-v0.2.test:$NPAPI_V2"; do
+for pair in "npapi-v0.1.test:$NPAPI_V1" "npapi-v0.2.test:$NPAPI_V2" "npapi-v0.3.test:$NPAPI_V3"; do
   bin=${pair%%:*} version=${pair#*:}
   need "$bin" || continue
   log "building the network-policy-api conformance suite $version"
@@ -94,8 +99,11 @@ for pair in "npapi-v0.1.test:$NPAPI_V1" "npapi-v0.2.test:$NPAPI_V2"; do
       exit 1
     fi
   fi
-  printf 'module cascade.dev/%s\ngo 1.24\nrequire sigs.k8s.io/network-policy-api %s\nreplace sigs.k8s.io/network-policy-api => ./module\n' \
-    "conformance-${bin%.test}" "$version" > "$src/go.mod"
+  # the wrapper module's go line: the suite's own (v0.3.0 wants 1.26.6), at least 1.24
+  gover=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$src/module/go.mod")
+  [[ $(printf '%s\n1.24\n' "$gover" | sort -V | head -1) == 1.24 ]] || gover=1.24
+  printf 'module cascade.dev/%s\ngo %s\nrequire sigs.k8s.io/network-policy-api %s\nreplace sigs.k8s.io/network-policy-api => ./module\n' \
+    "conformance-${bin%.test}" "$gover" "$version" > "$src/go.mod"
   tool_module "$src" "conformance-${bin%.test}" <<<"sigs.k8s.io/network-policy-api/conformance/tests"
   (cd "$src" && go test -c -trimpath -ldflags='-s -w' -o "$out/bin/$bin" sigs.k8s.io/network-policy-api/conformance)
 done

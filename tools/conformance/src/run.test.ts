@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFS, parseGinkgo, parseGoTest, ROOT, type SuiteResults } from './run.ts';
+import { DEFS, defFor, parseGinkgo, parseGoTest, ROOT, type SuiteResults } from './run.ts';
 
 describe('conformance result parsing', () => {
   it('ginkgo JSON: one result per spec, suite-level failures kept, setup nodes that passed dropped', () => {
@@ -86,6 +86,47 @@ describe('conformance result parsing', () => {
     expect(r[1]!.reason).toMatch(/suite does not support AdminNetworkPolicyEgressNodePeers/);
     expect(r[3]!.reason).toMatch(/protocol=tcp 10.244.0.3:80[\s\S]*TIMEOUT/);
     expect(r[3]!.reason).not.toContain('10.250.0.12');
+  });
+});
+
+describe('network-policy-api v0.3 as its conformance profile', () => {
+  it('go test -v of TestConformanceProfiles: the same results per test', () => {
+    const out = [
+      '=== RUN   TestConformanceProfiles',
+      '=== RUN   TestConformanceProfiles/CNPAdminTierPodSelector',
+      '=== RUN   TestConformanceProfiles/CNPBaselineTierEgressNodePeers',
+      '--- PASS: TestConformanceProfiles (30.00s)',
+      '    --- PASS: TestConformanceProfiles/CNPAdminTierPodSelector (20.25s)',
+      '    --- SKIP: TestConformanceProfiles/CNPBaselineTierEgressNodePeers (0.00s)',
+      '        suite.go:180: Skipping: ClusterNetworkPolicyEgressNodePeers not supported',
+    ].join('\n');
+    expect(parseGoTest(out).map((t) => [t.name, t.result, t.seconds])).toEqual([
+      ['CNPAdminTierPodSelector', 'passed', 20.25],
+      ['CNPBaselineTierEgressNodePeers', 'skipped', 0],
+    ]);
+  });
+
+  it('declares the experimental features it supports (the standard ones implied), who Cascade is, and where the report goes; node peers on two or more nodes only', () => {
+    const one = DEFS['npapi-v0.3'].args('/bin', '/r.yaml', false, DEFS['npapi-v0.3']);
+    expect(one).toEqual(
+      expect.arrayContaining([
+        '-test.run=^TestConformanceProfiles$',
+        '-test.skip=^TestConformanceProfiles$/SCTP',
+        '-conformance-profiles=ClusterNetworkPolicy',
+        '-supported-features=ClusterNetworkPolicyNamedPorts',
+        '-project=cascade',
+        '-report-output=/r.yaml',
+      ]),
+    );
+    expect(one.find((a) => a.startsWith('-version='))).toMatch(/^-version=v\d+\.\d+\.\d+\+\w+$/);
+    const three = defFor('npapi-v0.3', 3);
+    expect(three.args('/bin', '/r.yaml', false, three)).toContain(
+      '-supported-features=ClusterNetworkPolicyNamedPorts,ClusterNetworkPolicyEgressNodePeers',
+    );
+    const sub = DEFS['npapi-v0.3'].args('/bin', '/r.yaml', true, DEFS['npapi-v0.3']);
+    expect(sub).toContain(
+      '-test.run=^TestConformanceProfiles$/^(CNPAdminTierPodSelector|CNPBaselineTierSamePriority)$',
+    );
   });
 });
 

@@ -2,32 +2,33 @@
 // Cascade on the real single-node cluster (tools/cluster), nobody here having written them:
 //   netpol      the Kubernetes NetworkPolicy e2e tests (k8s.io/kubernetes test/e2e/network/netpol)
 //   npapi-v0.1  network-policy-api conformance: AdminNetworkPolicy, BaselineAdminNetworkPolicy
-//   npapi-v0.2  network-policy-api conformance: ClusterNetworkPolicy
+//   npapi-v0.2  network-policy-api conformance: ClusterNetworkPolicy v1alpha2
+//   npapi-v0.3  network-policy-api conformance: ClusterNetworkPolicy v1beta1, run as its conformance
+//               profile, which also writes the report in upstream's format (conformance/reports/)
 // Built from their Go modules (build/build.sh), with their agnhost workload image built here too. A
 // full run writes conformance/results/<suite>.json (version, date, passed, failed, each skip with its
 // reason, each test's time, a failure's message); `--subset` runs a representative few (npm test) and
 // writes to tools/conformance/.local instead.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { firstLines, parseGinkgo, parseGoTest, type TestResult } from './parse.ts';
+
+export { parseGinkgo, parseGoTest, type TestResult } from './parse.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
 const CLUSTER_SH = join(ROOT, 'tools/cluster/cluster.sh');
 const KUBECONFIG = '/var/lib/cascade-cluster/admin.kubeconfig';
 const NODE = join(ROOT, 'node_modules/.bin/node');
 
-export type SuiteName = 'netpol' | 'npapi-v0.1' | 'npapi-v0.2';
-export const SUITES: SuiteName[] = ['netpol', 'npapi-v0.1', 'npapi-v0.2'];
-
-export interface TestResult {
-  name: string;
-  result: 'passed' | 'failed' | 'skipped';
-  seconds: number;
-  /** a skip's reason, or a failure's message (first lines) */
-  reason?: string;
-  /** a failure caused by this machine, not by Cascade (what shows it) */
-  environment?: string;
-}
+export type SuiteName = 'netpol' | 'npapi-v0.1' | 'npapi-v0.2' | 'npapi-v0.3';
+export const SUITES: SuiteName[] = ['netpol', 'npapi-v0.1', 'npapi-v0.2', 'npapi-v0.3'];
+/**
+ * The suites whose subsets `npm test` runs: v0.3's tests are v0.2's on v1beta1 and more, and where
+ * v0.3's CRDs are installed (the chart's) Cascade reads v1beta1 whatever version a test wrote, so
+ * v0.2's subset would show nothing v0.3's does not; `npm run conformance` runs v0.2 in full.
+ */
+export const SUBSET_SUITES: SuiteName[] = ['netpol', 'npapi-v0.1', 'npapi-v0.3'];
 
 export interface SuiteResults {
   suite: SuiteName;
@@ -55,6 +56,8 @@ export interface SuiteResults {
   seconds: number;
   /** changes made to the suite to run it on this machine, and why */
   adaptations: string[];
+  /** the suite's own report (network-policy-api v0.3's ConformanceReport, YAML), when it writes one */
+  upstreamReport?: string;
   tests: TestResult[];
 }
 
@@ -83,6 +86,8 @@ interface SuiteDef {
   skips: [RegExp, string][];
   adaptations: string[];
   parse: (report: string, output: string) => TestResult[];
+  /** the suite writes its own ConformanceReport (YAML) to the report path */
+  upstreamReport?: boolean;
 }
 
 // npm test's subset: four tests, each for a corner the engine's own tests cannot show against the
@@ -126,6 +131,55 @@ const npapi = (
   parse: (_report, output) => parseGoTest(output),
 });
 
+/** Who Cascade is, for network-policy-api's ConformanceReport (`implementation`). */
+const IMPLEMENTATION = {
+  organization: 'cascade-dev',
+  project: 'cascade',
+  url: 'https://github.com/cascade-dev/cascade',
+  contact: 'https://github.com/cascade-dev/cascade/issues/new',
+};
+
+/**
+ * network-policy-api v0.3's suite as its conformance profile (TestConformanceProfiles): the standard
+ * tests, the experimental ones of the features declared (standard ones are implied: only experimental
+ * features are passed), and the ConformanceReport it writes itself. It checks that the installed
+ * CRDs' bundle-version is its own (v0.3.0: the chart's).
+ */
+const npapiProfile = (
+  version: string,
+  binary: string,
+  features: string[],
+  notShownHere: string[],
+  subset: string[],
+): SuiteDef => ({
+  ...npapi(version, binary, features, notShownHere, subset),
+  upstreamReport: true,
+  args: (bin, report, sub, d) => [
+    join(bin, binary),
+    '-test.v',
+    '-test.timeout=90m',
+    `-test.run=^TestConformanceProfiles$${sub ? `/^(${subset.join('|')})$` : ''}`,
+    '-test.skip=^TestConformanceProfiles$/SCTP',
+    '-conformance-profiles=ClusterNetworkPolicy',
+    `-supported-features=${(d.features ?? features).filter((f) => f !== 'ClusterNetworkPolicy').join(',')}`,
+    `-organization=${IMPLEMENTATION.organization}`,
+    `-project=${IMPLEMENTATION.project}`,
+    `-url=${IMPLEMENTATION.url}`,
+    `-version=${cascadeVersion()}`,
+    `-contact=${IMPLEMENTATION.contact}`,
+    `-additional-info=npm run conformance -- --nodes N npapi-v0.3 (this repository at the version's commit; results in conformance/results/)`,
+    `-report-output=${report}`,
+    '-cleanup-base-resources=true',
+  ],
+});
+
+/** The chart's appVersion and the commit: what a report certifies. */
+function cascadeVersion(): string {
+  const chart = readFileSync(join(ROOT, 'charts/cascade/Chart.yaml'), 'utf8');
+  const app = /^appVersion:\s*"?([^"\s]+)"?/m.exec(chart)?.[1] ?? '0.0.0';
+  return `v${app}+${git('rev-parse', '--short', 'HEAD')}`;
+}
+
 export const DEFS: Record<SuiteName, SuiteDef> = {
   netpol: {
     title: 'Kubernetes NetworkPolicy e2e (test/e2e/network/netpol)',
@@ -165,6 +219,15 @@ export const DEFS: Record<SuiteName, SuiteDef> = {
     ['ClusterNetworkPolicyEgressNodePeers'],
     ['CNPAdminTierIngressTCP', 'CNPBaselineTierEgressUDP'],
   ),
+  // npm test's subset: two tests v0.2.1 added (a policy's selectors changed under it; the same
+  // priority across both tiers)
+  'npapi-v0.3': npapiProfile(
+    'v0.3.0',
+    'npapi-v0.3.test',
+    ['ClusterNetworkPolicy', 'ClusterNetworkPolicyNamedPorts'],
+    ['ClusterNetworkPolicyEgressNodePeers'],
+    ['CNPAdminTierPodSelector', 'CNPBaselineTierSamePriority'],
+  ),
 };
 
 /**
@@ -184,88 +247,6 @@ export function defFor(name: SuiteName, nodes: number): SuiteDef {
 }
 
 const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\']/g, (c) => (c === "'" ? '.' : `\\${c}`));
-
-/** Ginkgo's JSON report -> one result per spec (It); a failure in a suite-level node counts too. */
-export function parseGinkgo(json: string): TestResult[] {
-  type Spec = {
-    ContainerHierarchyTexts?: string[] | null;
-    LeafNodeText?: string;
-    LeafNodeType?: string;
-    State?: string;
-    RunTime?: number;
-    Failure?: { Message?: string };
-  };
-  const suites = JSON.parse(json) as { SpecReports?: Spec[] | null }[];
-  const out: TestResult[] = [];
-  for (const s of suites)
-    for (const r of s.SpecReports ?? []) {
-      const isSpec = r.LeafNodeType === 'It';
-      const failed = r.State !== 'passed' && r.State !== 'skipped' && r.State !== 'pending';
-      if (!isSpec && !failed) continue;
-      const name = [...(r.ContainerHierarchyTexts ?? []), r.LeafNodeText ?? r.LeafNodeType ?? '?']
-        .filter(Boolean)
-        .join(' ');
-      out.push({
-        name,
-        result: failed ? 'failed' : r.State === 'passed' ? 'passed' : 'skipped',
-        seconds: Math.round((r.RunTime ?? 0) / 1e7) / 100,
-        ...(failed && r.Failure?.Message ? { reason: firstLines(r.Failure.Message) } : {}),
-      });
-    }
-  return out;
-}
-
-/**
- * `go test -v` output -> one result per conformance test (TestConformance/NAME). A skip carries the
- * line after it; a failure the probes that failed, from the test's log (streamed before the verdict
- * lines), and is marked `environment` when every failed probe is SCTP refused by the kernel ("protocol
- * not supported": no SCTP on this machine), not a verdict of the datapath.
- */
-export function parseGoTest(output: string): TestResult[] {
-  const lines = output.split('\n');
-  const logs = new Map<string, string[]>();
-  let current: string | undefined;
-  for (const line of lines) {
-    const run = /^=== (?:RUN|CONT|NAME)\s+TestConformance(?:\/([^/\s]+))?/.exec(line);
-    if (run) {
-      // `=== NAME  TestConformance`: the parent's own log (a late line of an earlier test's poll, say),
-      // which belongs to no test; a test's lines follow its own name again
-      current = run[1];
-      if (current && !logs.has(current)) logs.set(current, []);
-      continue;
-    }
-    if (/^--- /.test(line))
-      current = undefined; // the verdicts follow
-    else if (current) logs.get(current)!.push(line.trim());
-  }
-  const out: TestResult[] = [];
-  lines.forEach((line, i) => {
-    const m = /^\s*--- (PASS|FAIL|SKIP): TestConformance\/([^/\s]+) \(([\d.]+)s\)/.exec(line);
-    if (!m) return;
-    const name = m[2]!;
-    const result = m[1] === 'PASS' ? 'passed' : m[1] === 'FAIL' ? 'failed' : 'skipped';
-    const t: TestResult = { name, result, seconds: Number(m[3]) };
-    if (result === 'skipped') {
-      const next = lines[i + 1]?.trim();
-      if (next && !next.startsWith('---')) t.reason = next;
-    } else if (result === 'failed') {
-      const log = logs.get(name) ?? [];
-      const failedProbes = log.filter((l) => /FAILED Command was/.test(l));
-      const why = log.filter((l) => /FAILED Command was|Expected connection|Error:|error /.test(l));
-      t.reason = firstLines((why.length ? why : log.slice(-12)).join('\n'));
-      if (
-        failedProbes.length > 0 &&
-        failedProbes.every((l) => l.includes('--protocol=sctp')) &&
-        log.some((l) => l.includes('protocol not supported'))
-      )
-        t.environment = `every failed probe is SCTP (${failedProbes.length}), refused by this kernel ("protocol not supported"): no SCTP here; its TCP and UDP probes passed`;
-    }
-    out.push(t);
-  });
-  return out;
-}
-
-const firstLines = (s: string) => s.split('\n').slice(0, 12).join('\n').slice(0, 2000);
 
 function sh(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}) {
   return execFileSync(cmd, args, {
@@ -320,7 +301,8 @@ export async function runSuite(
   const def = defFor(name, nodes);
   const work = join(ROOT, 'tools/conformance/.local');
   mkdirSync(work, { recursive: true });
-  const report = join(work, `${name}.report.json`);
+  const report = join(work, `${name}.report.${def.upstreamReport ? 'yaml' : 'json'}`);
+  rmSync(report, { force: true }); // what exists after the run is this run's
   const [cmd, ...args] = def.args(bin, report, Boolean(opts.subset), def);
   // a previous network-policy-api run's namespaces must be gone: its set-up creates them again
   if (name !== 'netpol') await namespacesGone('network-policy-conformance-', 300);
@@ -394,6 +376,7 @@ export async function runSuite(
     skipped: count('skipped'),
     seconds: Math.round((Date.now() - t0) / 1000),
     adaptations: def.adaptations,
+    ...(def.upstreamReport && existsSync(report) ? { upstreamReport: readFileSync(report, 'utf8') } : {}),
     tests,
   };
 }
@@ -401,7 +384,7 @@ export async function runSuite(
 /** The SCTP tests of a network-policy-api suite, excluded from its run here (-test.skip). */
 function sctpTestsOf(def: SuiteDef): string[] {
   const prefixes =
-    def.version === DEFS['npapi-v0.2'].version
+    def.version === DEFS['npapi-v0.2'].version || def.version === DEFS['npapi-v0.3'].version
       ? ['CNPAdminTier', 'CNPBaselineTier']
       : ['AdminNetworkPolicy', 'BaselineAdminNetworkPolicy'];
   return prefixes.flatMap((p) => [`${p}EgressSCTP`, `${p}IngressSCTP`]);
@@ -432,11 +415,21 @@ const git = (...args: string[]) => {
 
 export function writeResults(r: SuiteResults, dir = join(ROOT, 'conformance/results')): string {
   mkdirSync(dir, { recursive: true });
-  const file = join(
-    dir,
-    `${r.suite}${r.nodes > 1 ? `.${r.nodes}-nodes` : ''}${r.subset ? '.subset' : ''}.json`,
-  );
-  writeFileSync(file, `${JSON.stringify(r, null, 2)}\n`);
+  const name = `${r.suite}${r.nodes > 1 ? `.${r.nodes}-nodes` : ''}${r.subset ? '.subset' : ''}`;
+  const file = join(dir, `${name}.json`);
+  const { upstreamReport, ...rest } = r;
+  writeFileSync(file, `${JSON.stringify(rest, null, 2)}\n`);
+  // the suite's own report, as upstream collects them (conformance/reports/VERSION/PROJECT.yaml):
+  // a full run on two or more nodes is the one to submit; others stay beside their results
+  if (upstreamReport) {
+    const submit = !r.subset && r.nodes > 1 && dir === join(ROOT, 'conformance/results');
+    const reports = submit ? join(ROOT, 'conformance/reports', r.version) : dir;
+    mkdirSync(reports, { recursive: true });
+    writeFileSync(
+      join(reports, submit ? `${IMPLEMENTATION.project}.yaml` : `${name}.report.yaml`),
+      upstreamReport,
+    );
+  }
   return file;
 }
 
