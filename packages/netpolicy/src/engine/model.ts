@@ -165,13 +165,22 @@ const cnpProtocol = z.object({
   sctp: z.object({ destinationPort: destinationPort.optional() }).optional(),
   destinationNamedPort: z.string().min(1).optional(),
 });
+// Unlike ANP's, a ClusterNetworkPolicy `pods` selector may omit namespaceSelector (network-policy-api
+// v0.2.0 on: only podSelector is required): omitted, it selects pods of every namespace.
+const cnpPods = z.object({ namespaceSelector: selector.optional(), podSelector: selector });
+const cnpSubject = z.object({ namespaces: selector.optional(), pods: cnpPods.optional() });
+const cnpIngressPeer = z.object({ namespaces: selector.optional(), pods: cnpPods.optional() });
+const cnpPeer = cnpIngressPeer.extend({
+  nodes: selector.optional(),
+  networks: z.array(z.string()).max(25).optional(),
+});
 const cnpRule = (peerField: 'from' | 'to') =>
   z.object({
     name: z.string().max(100).optional(),
     action: z.enum(['Accept', 'Deny', 'Pass']),
     // As in ANP, ingress peers are namespaces or pods only (network-policy-api v0.2.x CRD).
     [peerField]: z
-      .array(peerField === 'from' ? anpIngressPeer : anpPeer)
+      .array(peerField === 'from' ? cnpIngressPeer : cnpPeer)
       .min(1)
       .max(25),
     protocols: z.array(cnpProtocol).min(1).max(25).optional(),
@@ -179,12 +188,15 @@ const cnpRule = (peerField: 'from' | 'to') =>
 export const clusterNetworkPolicySpecSchema = z.object({
   tier: z.enum(['Admin', 'Baseline']),
   priority: z.number().int().min(0).max(1000),
-  subject,
+  subject: cnpSubject,
   ingress: z.array(cnpRule('from')).max(25).optional(),
   egress: z.array(cnpRule('to')).max(25).optional(),
 });
 export type CnpSpec = z.infer<typeof clusterNetworkPolicySpecSchema>;
 export type CnpProtocol = z.infer<typeof cnpProtocol>;
+/** An admin peer of either kind (ANP's always names its pods' namespaces; CNP's may not). */
+export type AdminPeer = z.infer<typeof cnpPeer>;
+export type AdminSubject = z.infer<typeof cnpSubject>;
 
 // ---- the cluster as plain data -------------------------------------------------------------------
 

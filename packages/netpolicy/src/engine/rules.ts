@@ -5,7 +5,8 @@ import { type LabelSelector, validateSelector } from '@cascade/core';
 import { z } from 'zod';
 import { contains, formatPrefix, type Prefix, parseCidr, parseIp } from './cidr.ts';
 import {
-  type AnpPeer,
+  type AdminPeer,
+  type AdminSubject,
   type AnpPort,
   adminNetworkPolicySpecSchema,
   baselineAdminNetworkPolicySpecSchema,
@@ -17,7 +18,6 @@ import {
   type NpPeer,
   type NpPort,
   networkPolicySpecSchema,
-  type Subject,
   zodMessage,
 } from './model.ts';
 import { type PortRange, PROTO } from './ports.ts';
@@ -219,9 +219,10 @@ function buildNetworkPolicy(o: NetPolicyObject, spec: NetworkPolicySpec, out: Bu
 
 // ---- ANP / BANP / CNP --------------------------------------------------------------------------
 
-function subjectMatch(s: Subject, field: string, errors: string[]): SubjectMatch {
+function subjectMatch(s: AdminSubject, field: string, errors: string[]): SubjectMatch {
   if (s.namespaces && s.pods) errors.push(`${field}: set exactly one of namespaces or pods`);
-  if (s.pods) return { namespaces: { selector: s.pods.namespaceSelector }, pods: s.pods.podSelector };
+  // a pods selector without namespaceSelector (ClusterNetworkPolicy only): every namespace
+  if (s.pods) return { namespaces: { selector: s.pods.namespaceSelector ?? {} }, pods: s.pods.podSelector };
   if (s.namespaces) return { namespaces: { selector: s.namespaces }, pods: ANY };
   errors.push(`${field}: set exactly one of namespaces or pods`);
   return { namespaces: { selector: { matchLabels: { '\u0000never': '\u0000' } } }, pods: ANY };
@@ -233,7 +234,7 @@ function subjectMatch(s: Subject, field: string, errors: string[]): SubjectMatch
  * refuses it, so an object stored under older CRDs keeps its verdicts and says what to write.
  */
 function adminPeers(
-  peers: AnpPeer[],
+  peers: AdminPeer[],
   field: string,
   direction: Direction,
   out: BuiltPolicy,
@@ -255,7 +256,7 @@ function adminPeers(
     else if (p.pods)
       result.push({
         kind: 'pods',
-        namespaces: { selector: p.pods.namespaceSelector },
+        namespaces: { selector: p.pods.namespaceSelector ?? {} },
         pods: p.pods.podSelector,
       });
     else if (p.nodes) result.push({ kind: 'nodes', selector: p.nodes });
@@ -345,8 +346,8 @@ const KIND_ORDER = {
 interface AdminRuleInput {
   name?: string;
   action: string;
-  from?: AnpPeer[];
-  to?: AnpPeer[];
+  from?: AdminPeer[];
+  to?: AdminPeer[];
   ports?: AnpPort[];
   protocols?: CnpProtocol[];
 }
@@ -355,7 +356,7 @@ function buildAdmin(
   o: NetPolicyObject,
   tier: Tier,
   priority: number,
-  spec: { subject: Subject; ingress?: unknown[]; egress?: unknown[] },
+  spec: { subject: AdminSubject; ingress?: unknown[]; egress?: unknown[] },
   out: BuiltPolicy,
 ): void {
   const ingress = spec.ingress as AdminRuleInput[] | undefined;
@@ -366,7 +367,7 @@ function buildAdmin(
       const field = `spec.${d}[${i}]`;
       const peerField = d === 'ingress' ? 'from' : 'to';
       const peers = adminPeers(
-        (r[peerField] ?? []) as AnpPeer[],
+        (r[peerField] ?? []) as AdminPeer[],
         `${field}.${peerField}`,
         d,
         out,

@@ -311,6 +311,34 @@ describe('AdminNetworkPolicy, BaselineAdminNetworkPolicy and ClusterNetworkPolic
     );
   });
 
+  it('ClusterNetworkPolicy pods without namespaceSelector select pods of every namespace (subject and peers); an AdminNetworkPolicy must name them', () => {
+    // network-policy-api v0.2.0 on (v0.3.0's CNPAdminTierPodSelector): only podSelector is required
+    const byLabel = cnp('by-label', {
+      tier: 'Admin',
+      priority: 1,
+      subject: { pods: { podSelector: { matchLabels: { pod: 'a' } } } },
+      egress: [{ action: 'Deny', to: [{ pods: { podSelector: { matchLabels: { pod: 'b' } } } }] }],
+      ingress: [{ action: 'Deny', from: [{ pods: { podSelector: { matchLabels: { pod: 'c' } } } }] }],
+    });
+    const as = ALL.filter((x) => x.endsWith('/a'));
+    const bs = ALL.filter((x) => x.endsWith('/b'));
+    const cs = ALL.filter((x) => x.endsWith('/c'));
+    check([byLabel], TCP, 80, [...pairs(as, bs), ...pairs(cs, as)]);
+    const e = NetpolEngine.fromCluster({
+      ...base,
+      policies: [
+        anp('no-ns', {
+          priority: 1,
+          subject: { pods: { podSelector: { matchLabels: { pod: 'a' } } } },
+          egress: [{ action: 'Deny', to: [{ namespaces: {} }] }],
+        }),
+      ],
+    });
+    expect([...e.policies.values()][0]!.built.errors.join()).toMatch(
+      /spec\.subject\.pods\.namespaceSelector/,
+    );
+  });
+
   it('named ports and port ranges in admin rules', () => {
     const p = anp('ports', {
       priority: 1,

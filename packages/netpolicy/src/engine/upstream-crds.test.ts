@@ -1,7 +1,14 @@
 // Our zod schemas against the upstream CRDs (taken from the pinned network-policy-api module by the
 // set-up step): every field we read must exist upstream, and every upstream field is either read or
 // listed here as deliberately not supported, so a version bump shows what changed.
-import { apiServerTestsEnabled, type SchemaNode, schemaPaths, upstreamSpecPaths } from '@cascade/envtest';
+import {
+  apiServerTestsEnabled,
+  requiredPaths,
+  type SchemaNode,
+  schemaPaths,
+  upstreamSpecPaths,
+  upstreamSpecRequired,
+} from '@cascade/envtest';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -11,8 +18,9 @@ import {
 } from './model.ts';
 
 const upstream = (file: string, version?: string) => upstreamSpecPaths(file, version);
-const ours = (schema: z.ZodType) =>
-  schemaPaths(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as SchemaNode);
+const json = (schema: z.ZodType) =>
+  z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as SchemaNode;
+const ours = (schema: z.ZodType) => schemaPaths(json(schema));
 
 /**
  * Upstream fields we knowingly do not read. domainNames (FQDN egress peers) need DNS-aware enforcement;
@@ -52,5 +60,9 @@ describe.skipIf(!apiServerTestsEnabled())('zod schemas vs upstream network-polic
     const mine = ours(schema as z.ZodType);
     expect([...mine].filter((p) => !up.has(p))).toEqual([]);
     expect([...up].filter((p) => !mine.has(p) && !NOT_SUPPORTED.has(p))).toEqual([]);
+    // never require what upstream leaves optional (a valid object refused: CNP pods without
+    // namespaceSelector were, until v0.3.0's suite showed it)
+    const upRequired = upstreamSpecRequired(file, version);
+    expect([...requiredPaths(json(schema as z.ZodType))].filter((p) => !upRequired.has(p))).toEqual([]);
   });
 });
