@@ -111,13 +111,13 @@ describe('network-policy-api v0.3 as its conformance profile', () => {
     expect(one).toEqual(
       expect.arrayContaining([
         '-test.run=^TestConformanceProfiles$',
-        '-test.skip=^TestConformanceProfiles$/SCTP',
         '-conformance-profiles=ClusterNetworkPolicy',
         '-supported-features=ClusterNetworkPolicyNamedPorts',
         '-project=cascade',
         '-report-output=/r.yaml',
       ]),
     );
+    expect(one.some((a) => a.startsWith('-test.skip'))).toBe(false); // SCTP runs: the report counts it
     expect(one.find((a) => a.startsWith('-version='))).toMatch(/^-version=v\d+\.\d+\.\d+\+\w+$/);
     const three = defFor('npapi-v0.3', 3);
     expect(three.args('/bin', '/r.yaml', false, three)).toContain(
