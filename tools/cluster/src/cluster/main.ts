@@ -360,7 +360,9 @@ function up(args: string[]): void {
       () => kubectl('wait', '--for=condition=Ready', `node/${n.name}`, '--timeout=2s'),
       LOGS,
     );
-  addons(npapiCrds);
+  // the older bundle only when the cluster is made: a later `up` (a node added) must not put it back
+  // over what the chart has upgraded since
+  addons(before ? undefined : npapiCrds);
   // pods start only once the agent has pinned its programs (cascade-cni fails closed): CoreDNS waits for it
   if (withCascade) {
     install();

@@ -20,7 +20,7 @@ import {
   shAsync,
   until,
 } from '../harness.ts';
-import { measured, mismatches, predicted, probesFor } from './probes.ts';
+import { predicted, probeLoop, probesFor } from './probes.ts';
 import { attachedPrograms, figures, helm, install, NS, net, probePod, work } from './shared.ts';
 
 /** helm install under a CPU hog (one busy process per core): every Cascade pod becomes Ready, none restarts */
@@ -142,30 +142,7 @@ export async function restartAndUpgrade(): Promise<void> {
         .map((e) => [e.metadata.namespace, e.metadata.name, e.metadata.resourceVersion]),
     );
   const rvBefore = versions();
-  let stop = false;
-  let rounds = 0;
-  let whole = 0;
-  let unmeasured = 0;
-  const wrong: string[] = [];
-  const loop = (async () => {
-    while (!stop) {
-      // a probe whose exec returned no line ('?': kubectl exec cut short on a loaded machine) is not
-      // a verdict; it is counted, and enough rounds must be measured whole
-      const have = await measured(probes, 400);
-      const missing = have.filter((v) => v === '?').length;
-      unmeasured += missing;
-      if (missing === 0) whole++;
-      const known = (xs: string[]) => xs.filter((_, i) => have[i] !== '?');
-      wrong.push(
-        ...mismatches(
-          probes.filter((_, i) => have[i] !== '?'),
-          known(want),
-          known(have),
-        ).map((w) => `round ${rounds}: ${w}`),
-      );
-      rounds++;
-    }
-  })();
+  const loop = probeLoop(probes, want);
   try {
     const agent = kubectl(
       'get',
@@ -211,9 +188,9 @@ export async function restartAndUpgrade(): Promise<void> {
     figures.upgradeSeconds = (Date.now() - t0) / 1000;
     await new Promise((r) => setTimeout(r, 10_000)); // the new leaders settle and resync
   } finally {
-    stop = true;
-    await loop;
+    await loop.stop();
   }
+  const { rounds, whole, unmeasured, wrong } = loop.progress();
   figures.probeRoundsDuringRestartAndUpgrade = rounds;
   figures.probesUnmeasuredDuringRestartAndUpgrade = unmeasured;
   expect(rounds).toBeGreaterThanOrEqual(3);

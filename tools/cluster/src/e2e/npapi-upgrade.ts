@@ -11,7 +11,7 @@ import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import { KUBECONFIG, kubectlJson, ROOT, sh, until } from '../harness.ts';
 import { agreesWithSimulate } from './netpol.ts';
-import { measured, mismatches, probesFor } from './probes.ts';
+import { probeLoop, probesFor } from './probes.ts';
 import { figures, NS, net } from './shared.ts';
 
 const CRDS = ['clusternetworkpolicies', 'adminnetworkpolicies', 'baselineadminnetworkpolicies'].map(
@@ -68,28 +68,7 @@ export async function clusterNetworkPolicyUpgrade(): Promise<void> {
     );
     expect(event.message).toContain('has host bits set, which ClusterNetworkPolicy v1beta1 refuses');
 
-    let stop = false;
-    let rounds = 0;
-    let whole = 0;
-    let unmeasured = 0;
-    const wrong: string[] = [];
-    const loop = (async () => {
-      while (!stop) {
-        const have = await measured(probes, 400);
-        const missing = have.filter((v) => v === '?').length;
-        unmeasured += missing;
-        if (missing === 0) whole++;
-        const known = (xs: string[]) => xs.filter((_, i) => have[i] !== '?');
-        wrong.push(
-          ...mismatches(
-            probes.filter((_, i) => have[i] !== '?'),
-            known(want),
-            known(have),
-          ).map((w) => `round ${rounds}: ${w}`),
-        );
-        rounds++;
-      }
-    })();
+    const loop = probeLoop(probes, want);
     const t0 = Date.now();
     try {
       // the chart takes the CRDs over (README, "network-policy-api's CRDs"), then installs v0.3.0's
@@ -112,7 +91,8 @@ export async function clusterNetworkPolicyUpgrade(): Promise<void> {
           join(ROOT, 'charts/cascade'),
           '-n',
           NS,
-          '--reuse-values',
+          // as the README's upgrade: the new chart's defaults, then the values it was installed with
+          '--reset-then-reuse-values',
           '--set',
           'networkPolicyAPI.install=true',
           '--wait',
@@ -130,14 +110,14 @@ export async function clusterNetworkPolicyUpgrade(): Promise<void> {
       kubectl('rollout', 'restart', '-n', NS, 'ds/netpolicy-agent', 'deploy/netpolicy-controller');
       kubectl('rollout', 'status', '-n', NS, 'ds/netpolicy-agent', '--timeout=300s');
       kubectl('rollout', 'status', '-n', NS, 'deploy/netpolicy-controller', '--timeout=300s');
-      const roundsBefore = whole;
+      const wholeBefore = loop.progress().whole;
       await until('three whole rounds after the restart', 120, () =>
-        whole >= roundsBefore + 3 ? true : undefined,
+        loop.progress().whole >= wholeBefore + 3 ? true : undefined,
       );
     } finally {
-      stop = true;
-      await loop;
+      await loop.stop();
     }
+    const { rounds, whole, unmeasured, wrong } = loop.progress();
     figures.npapiUpgradeSeconds = (Date.now() - t0) / 1000;
     figures.npapiUpgradeRounds = rounds;
     figures.npapiUpgradeProbes = rounds * probes.length - unmeasured;

@@ -77,3 +77,49 @@ export const mismatches = (probes: ReturnType<typeof probesFor>, want: string[],
     .map((p, i) => ({ ...p, want: want[i], have: have[i] }))
     .filter((r) => r.want !== r.have)
     .map((r) => `${r.protocol}/${r.port} ${r.from} -> ${r.to}: simulate ${r.want}, kernel ${r.have}`);
+
+/** What a probe loop saw: rounds run, rounds measured whole, probes left unmeasured, wrong verdicts. */
+export interface LoopResult {
+  rounds: number;
+  whole: number;
+  unmeasured: number;
+  wrong: string[];
+}
+
+/**
+ * Probes round after round until stopped, each real verdict compared with `want`. A probe whose exec
+ * returned no line ('?': kubectl exec cut short on a loaded machine) is not a verdict: it is counted,
+ * and callers require enough rounds measured whole. `progress()` is what it saw so far.
+ */
+export function probeLoop(
+  probes: ReturnType<typeof probesFor>,
+  want: string[],
+): { stop: () => Promise<LoopResult>; progress: () => LoopResult } {
+  let stopped = false;
+  const r: LoopResult = { rounds: 0, whole: 0, unmeasured: 0, wrong: [] };
+  const loop = (async () => {
+    while (!stopped) {
+      const have = await measured(probes, 400);
+      const missing = have.filter((v) => v === '?').length;
+      r.unmeasured += missing;
+      if (missing === 0) r.whole++;
+      const known = (xs: string[]) => xs.filter((_, i) => have[i] !== '?');
+      r.wrong.push(
+        ...mismatches(
+          probes.filter((_, i) => have[i] !== '?'),
+          known(want),
+          known(have),
+        ).map((w) => `round ${r.rounds}: ${w}`),
+      );
+      r.rounds++;
+    }
+  })();
+  return {
+    progress: () => r,
+    stop: async () => {
+      stopped = true;
+      await loop;
+      return r;
+    },
+  };
+}
