@@ -317,6 +317,12 @@ export async function runSuite(
   if (name !== 'netpol') await namespacesGone('network-policy-conformance-', 300);
   const t0 = Date.now();
   const hidden = def.upstreamReport ? hideOtherBundles(def.version) : [];
+  // a run stopped by a signal still puts the annotations back
+  const onSignal = (sig: NodeJS.Signals) => {
+    restoreBundles(hidden);
+    process.exit(sig === 'SIGINT' ? 130 : 143);
+  };
+  if (hidden.length) for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, onSignal);
   const output = await new Promise<string>((res, rej) => {
     const p = spawn(cmd!, args, {
       cwd: work,
@@ -333,7 +339,10 @@ export async function runSuite(
     p.stderr.on('data', take);
     p.on('error', rej);
     p.on('close', () => res(text));
-  }).finally(() => restoreBundles(hidden));
+  }).finally(() => {
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) process.off(sig, onSignal);
+    restoreBundles(hidden);
+  });
   writeFileSync(join(work, `${name}.log`), output);
   let tests: TestResult[];
   try {

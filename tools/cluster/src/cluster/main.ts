@@ -304,12 +304,13 @@ function archives(): string[] {
 }
 
 /** A node's services, in its namespaces when it has them; waits for it to be Ready. */
-function nodeUp(n: NodeSpec, l: Layout, images: string[]): void {
+function nodeUp(n: NodeSpec, l: Layout, images: string[]): string[] {
   const enter = n.placement === 'netns' ? machineUp(n, l) : undefined;
   containerdUp(n, enter);
-  importArchives(n, images);
+  const imported = importArchives(n, images);
   kubeletUp(n, bins(), `https://${l.hostIp}:6443`, enter);
   kubeProxyUp(n, bins(), enter);
+  return imported;
 }
 
 function up(args: string[]): void {
@@ -352,7 +353,7 @@ function up(args: string[]): void {
     },
   );
   const images = archives();
-  for (const n of l.nodes) nodeUp(n, l, images);
+  const imported = new Set(l.nodes.flatMap((n) => nodeUp(n, l, images)));
   for (const n of l.nodes)
     waitFor(
       120,
@@ -366,6 +367,15 @@ function up(args: string[]): void {
   // pods start only once the agent has pinned its programs (cascade-cni fails closed): CoreDNS waits for it
   if (withCascade) {
     install();
+    // a rebuilt image under the same tag changes no pod template: what runs it is restarted
+    if (before && [...imported].some((ref) => ref.endsWith(`:${TAG}`))) {
+      log('restarting Cascade on its rebuilt images');
+      kubectl('-n', 'cascade-system', 'rollout', 'restart', 'deployment,daemonset');
+      for (const w of kubectl('-n', 'cascade-system', 'get', 'deployment,daemonset', '-o', 'name')
+        .split('\n')
+        .filter(Boolean))
+        kubectl('-n', 'cascade-system', 'rollout', 'status', w, '--timeout=300s');
+    }
     kubectl('-n', 'kube-system', 'rollout', 'status', 'deploy/coredns', '--timeout=120s');
   }
   log(

@@ -98,7 +98,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 }
 
 /** Imports image archives (each with its .json beside it) unless the same reference and digest are there. */
-export function importArchives(n: NodeSpec, archives: string[]): void {
+/** Imports the archives whose image (ref and digest) the node lacks; returns the refs imported. */
+export function importArchives(n: NodeSpec, archives: string[]): string[] {
+  const imported: string[] = [];
   const have = new Set(
     run('ctr', ['-a', socket(n), '-n', 'k8s.io', 'images', 'ls'])
       .split('\n')
@@ -113,7 +115,9 @@ export function importArchives(n: NodeSpec, archives: string[]): void {
     run('ctr', ['-a', socket(n), '-n', 'k8s.io', 'images', 'import', '--no-unpack=false', archive], {
       timeoutMs: 600_000,
     });
+    imported.push(meta.ref);
   }
+  return imported;
 }
 
 export function kubeletUp(n: NodeSpec, bins: Bins, server: string, enter?: number): void {
