@@ -125,7 +125,7 @@ describe('network-policy-api v0.3 as its conformance profile', () => {
     );
     const sub = DEFS['npapi-v0.3'].args('/bin', '/r.yaml', true, DEFS['npapi-v0.3']);
     expect(sub).toContain(
-      '-test.run=^TestConformanceProfiles$/^(CNPAdminTierPodSelector|CNPBaselineTierSamePriority)$',
+      '-test.run=^TestConformanceProfiles$/^(CNPAdminTierPodSelector|CNPBaselineTierEgressNamedPort)$',
     );
   });
 });
