@@ -3,7 +3,7 @@
 // server does not serve (its CRD is not installed) is skipped; one the user may not list is a
 // problem naming it (a tenant usually may not list AdminNetworkPolicies: the answer then says so).
 
-import { ApiError, KubeClient } from '@cascade/core/kube';
+import { ApiError, getFirstServed, KubeClient } from '@cascade/core/kube';
 import { bodyOf, type LoadResult, type Manifest } from './load.ts';
 
 /** Each resource's list path; several: its versions, preferred first (the first one served is read, once). */
@@ -94,19 +94,15 @@ export async function readCluster(opts: LiveOptions): Promise<LoadResult> {
   const lists = await Promise.all(
     RESOURCES.map(async (versions) => {
       const paths = typeof versions === 'string' ? [versions] : versions;
-      let failure: { path: string; error: unknown } | undefined;
-      for (const path of paths) {
-        try {
-          return {
-            path,
-            list: await client.request<{ apiVersion: string; kind: string; items: Item[] }>('GET', path),
-          };
-        } catch (e) {
-          failure = { path, error: e };
-          if (!(e instanceof ApiError && e.status === 404)) break; // not a version question
-        }
+      try {
+        const { index, body } = await getFirstServed<{ apiVersion: string; kind: string; items: Item[] }>(
+          client,
+          paths,
+        );
+        return { path: paths[index]!, list: body };
+      } catch (e) {
+        return { path: paths[0]!, error: e };
       }
-      return failure!;
     }),
   );
   for (const r of lists) {

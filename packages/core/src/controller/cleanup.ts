@@ -15,7 +15,7 @@
 // pins are the node's: each agent removes them when its DaemonSet is deleted (README).
 import { MANAGED_BY } from '../effective/effective-policy.ts';
 import type { PolicyKind } from '../kind.ts';
-import { ApiError, type KubeClient, type KubeObject } from '../kube/client.ts';
+import { ApiError, getFirstServed, type KubeClient, type KubeObject } from '../kube/client.ts';
 import { POLICY_CONTROLLER_NAME } from './target-status.ts';
 
 /** A collection of objects to delete: its list path, with the selector that makes them Cascade's. */
@@ -188,18 +188,21 @@ export async function cleanupCluster(
       );
     }
   // conditions on others' cluster-scoped objects (network policies' status): their manager applies none
-  const cleaned = new Set<string>();
-  const versions = new Map<string, number>();
-  for (const c of plan.conditions ?? []) versions.set(c.what, (versions.get(c.what) ?? 0) + 1);
-  for (const c of plan.conditions ?? []) {
-    if (cleaned.has(c.what)) continue; // a preferred version was served and cleaned
-    versions.set(c.what, versions.get(c.what)! - 1);
-    const items = await list(client, c.path);
-    if (!items) {
-      if (versions.get(c.what) === 0) report.notServed.push(c.what); // no version served
+  for (const [what, versions] of Map.groupBy(plan.conditions ?? [], (c) => c.what)) {
+    let items: KubeObject[];
+    let c: ConditionsWritten;
+    try {
+      const served = await getFirstServed<{ items: KubeObject[] }>(
+        client,
+        versions.map((v) => v.path),
+      );
+      items = served.body.items;
+      c = versions[served.index]!;
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 404)) throw e;
+      report.notServed.push(what); // no version served
       continue;
     }
-    cleaned.add(c.what);
     for (const o of items) {
       const ours = (o.metadata.managedFields ?? []).some(
         (f) => f.manager === c.manager && f.subresource === 'status',

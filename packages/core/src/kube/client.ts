@@ -32,6 +32,25 @@ export function errorText(e: unknown): string {
   return String(e);
 }
 
+/**
+ * GET the first of `paths` the server serves (versions of one resource, preferred first): a 404 moves
+ * to the next; any other error is thrown; when none is served, the last 404 is. Returns which one
+ * answered and its body.
+ */
+export async function getFirstServed<T>(
+  client: Pick<KubeClient, 'request'>,
+  paths: readonly string[],
+): Promise<{ index: number; body: T }> {
+  for (const [index, path] of paths.entries()) {
+    try {
+      return { index, body: await client.request<T>('GET', path) };
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 404) || index === paths.length - 1) throw e;
+    }
+  }
+  throw new Error('getFirstServed: no path');
+}
+
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;

@@ -4,7 +4,7 @@
 // a binary's flags, kubeconfig and SIGTERM
 export { binary, CONTROLLER_FLAGS, CONTROLLER_USAGE, controllerSettings, runUntilSigterm } from './binary.ts';
 // the API client (server-side apply, watch streams)
-export { ApiError, errorText, KubeClient, type KubeObject } from './client.ts';
+export { ApiError, errorText, getFirstServed, KubeClient, type KubeObject } from './client.ts';
 // Warning Events on an object
 export { type InvolvedObject, postWarningEvent } from './events.ts';
 // /metrics, /healthz, /readyz on bind addresses; watch failures counted and logged

@@ -6,7 +6,14 @@
 // Given several versions of one resource (preferred first: v1beta1, then v1alpha2), every list takes
 // the first one served and the watch follows it; an object is one object whichever version shows it
 // (same name, same resourceVersion), so a switch between versions raises no event.
-import { ApiError, errorText, type KubeClient, type KubeObject, WatchIdle } from './client.ts';
+import {
+  ApiError,
+  errorText,
+  getFirstServed,
+  type KubeClient,
+  type KubeObject,
+  WatchIdle,
+} from './client.ts';
 
 export type InformerEvent = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -104,23 +111,19 @@ export class Informer {
 
   /** Lists PATH into the cache; a relist of one namespace's scope deletes only that namespace's objects. */
   private async list(ns?: string): Promise<string> {
-    type List = { items: KubeObject[]; metadata: { resourceVersion: string } };
-    let r: List | undefined;
-    for (const [i, version] of this.paths.entries()) {
-      try {
-        r = await this.client.request<List>('GET', this.scoped(version, ns));
-        this.current = version;
-        if (this.paths.length > 1 && this.listed !== version) {
-          this.listed = version;
-          this.onVersion(version);
-        }
-        break;
-      } catch (e) {
-        // not served: the next version; the last one's 404 is the resource's (optional or failed)
-        if (!(e instanceof ApiError && e.status === 404) || i === this.paths.length - 1) throw e;
-      }
+    const { index, body: r } = await getFirstServed<{
+      items: KubeObject[];
+      metadata: { resourceVersion: string };
+    }>(
+      this.client,
+      this.paths.map((p) => this.scoped(p, ns)),
+    );
+    const version = this.paths[index]!;
+    this.current = version;
+    if (this.paths.length > 1 && this.listed !== version) {
+      this.listed = version;
+      this.onVersion(version);
     }
-    if (!r) throw new Error(`${this.paths[0]}: no version served`);
     const seen = new Set<string>();
     for (const o of r.items) {
       const k = Informer.key(o);

@@ -174,9 +174,9 @@ export class NetworkPublisher {
           c.status === 'False'
         : c.type === 'Accepted' && (c.status === 'False' || c.message.startsWith(WARNED)),
     );
-    const message = bad
-      .map((c) => `${c.status === 'True' ? 'AcceptedWithWarnings' : c.reason}: ${c.message}`)
-      .join('; ');
+    // an accepted policy's warnings: their own reason (its condition's is Accepted)
+    const reason = (c: PolicyCondition) => (c.status === 'True' ? 'AcceptedWithWarnings' : c.reason);
+    const message = bad.map((c) => `${reason(c)}: ${c.message}`).join('; ');
     if (!message || this.reported.get(key) === message) return;
     const name = parts.at(-1)!;
     this.deps.writes.inc();
@@ -188,7 +188,7 @@ export class NetworkPublisher {
         namespace: namespaced ? parts[1]! : '', // cluster-scoped: its Events live in default
         name,
       },
-      bad[0]!.status === 'True' ? 'AcceptedWithWarnings' : bad[0]!.reason,
+      reason(bad[0]!),
       message,
       { component: this.deps.name },
     );
