@@ -2,6 +2,7 @@
 import {
   type NetPolicyObject,
   NetpolEngine,
+  NodeAddresses,
   namespaceFromObject,
   nodeFromObject,
   nodeReportFromObject,
@@ -27,11 +28,19 @@ export interface NetpolWorld {
   problems: string[];
   /** policy key -> manifest position */
   sources: Map<string, string>;
+  /** What the nodes' NetpolNodeReports say of their addresses. */
+  reported: ReportedAddresses;
+}
+
+/** Node name -> addresses, as each node's NetpolNodeReport says (the agent reads them on the node). */
+export interface ReportedAddresses {
+  /** its pod bridges': the source a backend there sees for a NodePort flow masqueraded on that node */
+  bridges: ReadonlyMap<string, readonly string[]>;
   /**
-   * Node name -> its pod bridges' addresses, as its NetpolNodeReport says (the agent reads them on the
-   * node): the source a backend there sees for a NodePort flow kube-proxy masqueraded on that node.
+   * its tunnel devices' (flannel.1): the source a backend on another node sees for a NodePort flow
+   * masqueraded on that node, and the node's own addresses besides its Node's
    */
-  bridges: Map<string, readonly string[]>;
+  tunnels: ReadonlyMap<string, readonly string[]>;
 }
 
 /**
@@ -69,6 +78,8 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
   const problems: string[] = [];
   const sources = new Map<string, string>();
   const bridges = new Map<string, readonly string[]>();
+  const tunnels = new Map<string, readonly string[]>();
+  const nodes = new NodeAddresses(engine);
   const raw = (m: Manifest) => ({ metadata: m.metadata, spec: m.spec, status: m.status });
   for (const m of manifests) {
     const at = `${where(m.source)} (${m.kind} ${m.metadata.namespace ? `${m.metadata.namespace}/` : ''}${m.metadata.name})`;
@@ -92,11 +103,16 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
     } else if (m.kind === 'Node') {
       const n = nodeFromObject(raw(m));
       if ('error' in n) problems.push(`${at}: ${n.error}`);
-      else engine.upsertNode(n);
+      else nodes.node(n.name, n);
     } else if (m.kind === 'NetpolNodeReport') {
       const r = nodeReportFromObject(raw(m));
-      if ('error' in r) problems.push(`${at}: ${r.error}; its pod-bridge addresses left out`);
-      else if (r.podBridgeAddresses?.length) bridges.set(m.metadata.name, r.podBridgeAddresses);
+      if ('error' in r) problems.push(`${at}: ${r.error}; its pod-bridge and tunnel addresses left out`);
+      else {
+        if (r.podBridgeAddresses?.length) bridges.set(m.metadata.name, r.podBridgeAddresses);
+        if (r.tunnelAddresses?.length) tunnels.set(m.metadata.name, r.tunnelAddresses);
+        // the node's tunnel addresses are the node's (as every agent counts them)
+        nodes.report(m.metadata.name, r.tunnelAddresses);
+      }
     } else if (POLICY_KINDS[m.kind]) {
       if (!POLICY_KINDS[m.kind]!.includes(m.apiVersion)) {
         problems.push(`${at}: apiVersion: "${m.apiVersion}" is not ${POLICY_KINDS[m.kind]!.join(' or ')}`);
@@ -120,5 +136,5 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
     for (const e of p.errors) problems.push(`${at}: ${e} (${ignored})`);
     for (const w of p.warnings) problems.push(`${at}: warning: ${w}`);
   }
-  return { engine, services, problems, sources, bridges };
+  return { engine, services, problems, sources, reported: { bridges, tunnels } };
 }

@@ -164,8 +164,51 @@ describe('Services as destinations', () => {
     );
     const r = await run('netpol', 'simulate', NP, SVC, bad, '--probes', probes, '-o', 'json');
     expect(r.stderr).toMatch(
-      /NetpolNodeReport node-b\).*podBridgeAddresses.*not an IP address; its pod-bridge addresses left out/,
+      /NetpolNodeReport node-b\).*podBridgeAddresses.*not an IP address; its pod-bridge and tunnel addresses left out/,
     );
+  });
+
+  it("a node's tunnel address (its NetpolNodeReport's, flannel.1's) is that node: a nodes peer holds it (no way round an admin's deny), and a NodePort masqueraded towards another node's backend leaves with it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'np-tunnel-'));
+    const probes = join(dir, 'probes.yaml');
+    writeFileSync(
+      probes,
+      [
+        '- {from: shop/cart, to: 10.1.9.0, port: 10250}', // cart -> node-a's overlay address
+        '- {from: 203.0.113.9, to: 192.168.10.1, port: 30080}', // outside -> node-a; cart runs on node-b
+      ].join('\n'),
+    );
+    const anp = [
+      'apiVersion: policy.networking.k8s.io/v1alpha1',
+      'kind: AdminNetworkPolicy',
+      'metadata: { name: cart-reaches-no-node }',
+      'spec:',
+      '  priority: 5',
+      '  subject: { pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: cart } } } }',
+      '  egress: [{ name: no-nodes, action: Deny, to: [{ nodes: { matchLabels: { role: worker } } }] }]',
+    ].join('\n');
+    const report =
+      'apiVersion: cascade.dev/v1alpha1\nkind: NetpolNodeReport\nmetadata: { name: node-a }\nspec: { findings: [], tunnelAddresses: [10.1.9.0] }\n';
+    const answer = async (...docs: string[]) => {
+      const f = join(dir, `extra-${docs.length}.yaml`);
+      writeFileSync(f, docs.join('\n---\n'));
+      const r = await run('netpol', 'simulate', NP, SVC, f, '--probes', probes, '-o', 'json');
+      expect(r.stderr).not.toContain('error');
+      return (
+        JSON.parse(r.stdout) as {
+          verdict: string;
+          egress?: { decidedBy: { policy?: string } };
+          service?: { source?: string };
+        }[]
+      ).map((x) => [x.verdict, x.egress?.decidedBy.policy, x.service?.source]);
+    };
+    const [first, second] = await answer(anp, report);
+    expect(first).toEqual(['deny', 'AdminNetworkPolicy/cart-reaches-no-node', undefined]);
+    expect(second![2]).toBe('10.1.9.0');
+    // without the report, 10.1.9.0 is no node's: the admin policy does not hold it
+    const [first2, second2] = await answer(anp);
+    expect(first2![1]).not.toBe('AdminNetworkPolicy/cart-reaches-no-node');
+    expect(second2![2]).toBe('192.168.10.1');
   });
 
   it('a Service port that does not exist is a usage error naming what exists; a bad Service is reported by field', async () => {

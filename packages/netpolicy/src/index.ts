@@ -12,6 +12,7 @@ export {
   agentReportPolicy,
 } from './agent/rbac.ts';
 // cluster/: what both programs read (slices, node reports, address owners)
+export { NodeAddresses } from './cluster/node-addresses.ts';
 export { NODE_REPORT_VERSION, netpolNodeReportCrd, nodeReportFromObject } from './cluster/node-report.ts';
 export { AddressOwners } from './cluster/owners.ts';
 export { podAddressSliceCrd, SLICE_VERSION, type SliceSpec } from './cluster/slices.ts';

@@ -4,6 +4,7 @@
 // source pod itself skipped when there is another backend, and each backend judged on its own port.
 import { type NetpolEngine, PROTO_NAMES, type ServiceCatalog } from '@cascade/netpolicy';
 import { UsageError } from '../cli.ts';
+import type { ReportedAddresses } from '../netpol-world.ts';
 
 export interface ServiceHop {
   /** `ns/name:port` */
@@ -120,20 +121,23 @@ function nodePortDestination(
 }
 
 /**
- * The source a backend of a forwarded NodePort flow sees (see nodePortDestination): the dialled
- * node's address for a backend elsewhere; for a backend on the dialled node, that node's pod-bridge
- * address of the family (MASQUERADE takes the outgoing device's address), as its NetpolNodeReport
- * says (`bridges`), else the world's address, judged alike by every rule but an ipBlock holding it.
+ * The source a backend of a forwarded NodePort flow sees (see nodePortDestination). MASQUERADE takes
+ * the outgoing device's address, as the dialled node's NetpolNodeReport says it (`reported`): for a
+ * backend elsewhere, that node's tunnel address of the family when it has one (an overlay such as
+ * flannel's vxlan carries the flow), else its own address; for a backend on the dialled node, that
+ * node's pod-bridge address of the family, else the world's address, judged alike by every rule but
+ * an ipBlock holding it.
  */
 export function masqueradedSource(
   hop: ServiceHop,
   backendNode: string | undefined,
-  bridges?: ReadonlyMap<string, readonly string[]>,
+  reported?: ReportedAddresses,
 ): string {
   const f = hop.forwardedBy!;
   const v6 = f.addr.includes(':');
   // a backend whose node is unknown is judged as the world: never as its own node, which is allowed
   if (backendNode === undefined) return v6 ? '::' : '0.0.0.0';
-  if (backendNode !== f.node) return f.addr;
-  return bridges?.get(f.node)?.find((a) => a.includes(':') === v6) ?? (v6 ? '::' : '0.0.0.0');
+  const family = (list?: readonly string[]) => list?.find((a) => a.includes(':') === v6);
+  if (backendNode !== f.node) return family(reported?.tunnels.get(f.node)) ?? f.addr;
+  return family(reported?.bridges.get(f.node)) ?? (v6 ? '::' : '0.0.0.0');
 }

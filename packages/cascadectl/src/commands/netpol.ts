@@ -12,7 +12,7 @@ import {
 } from '@cascade/netpolicy';
 import { type Command, err, oneOf, out, table, UsageError } from '../cli.ts';
 import { hasInput, type LoadResult, loadManifests } from '../load.ts';
-import { buildNetpolWorld } from '../netpol-world.ts';
+import { buildNetpolWorld, type ReportedAddresses } from '../netpol-world.ts';
 import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
 import { masqueradedSource, serviceDestination } from './netpol-services.ts';
 import { describeDecision, ProbeMemo, type ProbeResult } from './probe-memo.ts';
@@ -30,7 +30,7 @@ export function loadNetpol(
   engine: NetpolEngine;
   services: ServiceCatalog;
   problems: number;
-  bridges: ReadonlyMap<string, readonly string[]>;
+  reported: ReportedAddresses;
 } {
   if (!hasInput(files))
     throw new UsageError('at least one file or folder (or --kubeconfig/--context) is required');
@@ -42,7 +42,7 @@ export function loadNetpol(
   return {
     engine: world.engine,
     services: world.services,
-    bridges: world.bridges,
+    reported: world.reported,
     problems: loaded.problems.length + world.problems.filter((p) => !p.includes('warning:')).length,
   };
 }
@@ -130,7 +130,7 @@ export function simulateProbes(
   proto: number,
   port: number | string,
   memo?: ProbeMemo,
-  bridges?: ReadonlyMap<string, readonly string[]>,
+  reported?: ReportedAddresses,
 ): ProbeResult[] {
   const src = resolveAddr(engine, from);
   const hop = serviceDestination(engine, services, src, to, proto, String(port));
@@ -159,7 +159,7 @@ export function simulateProbes(
     // address kube-proxy's masquerade gives the flow; allowed when both allow
     const out = simulateProbe(engine, from, hop.forwardedBy.addr, proto, hop.forwardedBy.port, memo);
     return hop.backends.map((b) => {
-      const source = masqueradedSource(hop, b.node, bridges);
+      const source = masqueradedSource(hop, b.node, reported);
       const inb = simulateProbe(engine, source, b.addr, proto, b.port, memo);
       return {
         ...out,
@@ -252,7 +252,7 @@ export const simulateCommand: Command = {
       throw new UsageError(
         "-l and -n select the truth table's pods; with --probes, list the probes you want",
       );
-    const { engine, services, problems, bridges } = loadNetpol(files);
+    const { engine, services, problems, reported } = loadNetpol(files);
     if (values.probes !== undefined) {
       // Each probe's result is turned into its output at once and dropped: memory per probe is its
       // output line (JSON items are written one by one), not its full decision.
@@ -263,7 +263,7 @@ export const simulateCommand: Command = {
         let chunk: string[] = ['['];
         let n = 0;
         probes.forEach((p) => {
-          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port, memo, bridges))
+          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port, memo, reported))
             chunk.push(`${n++ ? ',' : ''}\n  ${memo.json(r)}`);
           if (chunk.length >= 1000) {
             process.stdout.write(chunk.join(''));
@@ -278,7 +278,7 @@ export const simulateCommand: Command = {
             : '-';
         const rows: string[][] = [];
         probes.forEach((p) => {
-          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port, memo, bridges))
+          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port, memo, reported))
             rows.push([
               r.from,
               r.service ? `${r.to} (svc ${r.service.name} ${r.service.frontend})` : r.to,

@@ -37,7 +37,7 @@ import { ServiceCatalog } from '../engine/services.ts';
 import { datapathState } from './datapath.ts';
 import { datapathMetrics } from './datapath-metrics.ts';
 import { FlowLog, serveRules, serveTenantMetrics } from './flows.ts';
-import { preferNodeSource } from './host-source.ts';
+import { preferNodeSource, readInterfaces, tunnelAddresses } from './host-source.ts';
 import type { AgentOptions } from './options.ts';
 import { PodLinks } from './pod-links.ts';
 import { finding, NodeReporter } from './report.ts';
@@ -109,6 +109,8 @@ export class NetpolAgent {
   private sourceCheckedAt = 0;
   /** The pod bridges' addresses the last source check saw (its node's report says them). */
   private bridgeAddresses: string[] = [];
+  /** The node's tunnel-device addresses the last check saw (its report says them; every agent adds them to the node). */
+  private tunnelAddresses: string[] = [];
   /** cascade-cni in the node's CNI chain, as last read (identity()), and when. */
   private cniChain: 'chained' | 'absent' = 'absent';
   private cniCheckedAt = Number.NEGATIVE_INFINITY;
@@ -380,7 +382,11 @@ export class NetpolAgent {
     if (this.opts.manageAttachments !== false)
       await this.links.reconcile(this.opts.datapath, () => this.attachFailures.inc());
     await this.preferNodeSource();
-    await this.reporter.publish(this.findings(), this.bridgeAddresses, this.identity());
+    await this.reporter.publish(
+      this.findings(),
+      { bridges: this.bridgeAddresses, tunnels: this.tunnelAddresses },
+      this.identity(),
+    );
     this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
   }
 
@@ -469,26 +475,35 @@ export class NetpolAgent {
   }
 
   /**
-   * The node's own traffic to its pods leaves with the node's address (host-source.ts): checked when
-   * the set of local pod interfaces changed, and every 30 s (a bridge re-created by its CNI).
+   * The node's own addresses read from its interfaces (host-source.ts), checked when the set of local
+   * pod interfaces changed and every 30 s (a bridge or tunnel re-created by its CNI): its tunnel
+   * devices' addresses, for its report; and, with preferNodeSource, its own traffic to its pods made to
+   * leave with the node's address.
    */
   private async preferNodeSource(): Promise<void> {
-    if (this.opts.preferNodeSource !== true) return;
     const ifindexes = new Set(this.links.ifindexByIp.values());
     const key = [...ifindexes].sort().join(',');
     if (key === this.sourceCheckedFor && Date.now() - this.sourceCheckedAt < 30_000) return;
     this.sourceCheckedFor = key;
     this.sourceCheckedAt = Date.now();
-    const nodeIps = this.engine.nodes.get(this.opts.node)?.ips ?? [];
     try {
-      const { fixes, bridgeAddresses } = await preferNodeSource(runCommand, nodeIps, ifindexes);
+      const seen = await readInterfaces(runCommand);
+      this.tunnelAddresses = tunnelAddresses(seen);
+      if (this.opts.preferNodeSource !== true) return;
+      // the node's addresses: its Node's (InternalIP first), then the tunnel addresses its report adds
+      const nodeIps = this.engine.nodes.get(this.opts.node)?.ips ?? [];
+      const { fixes, bridgeAddresses } = await preferNodeSource(runCommand, nodeIps, ifindexes, seen);
       this.bridgeAddresses = bridgeAddresses;
       for (const f of fixes)
         this.log('info', "the node's traffic to its pods now leaves with the node's address", { ...f });
     } catch (e) {
-      this.log('warn', "setting the node's source address towards its pods failed; retried", {
-        error: String(e),
-      });
+      this.log(
+        'warn',
+        "reading the node's addresses or setting its source towards its pods failed; retried",
+        {
+          error: String(e),
+        },
+      );
     }
   }
 }

@@ -1,6 +1,6 @@
 import type { Run } from '@cascade/bpf-datapath';
 import { describe, expect, it } from 'vitest';
-import { podBridgeAddresses, preferNodeSource, sourceFixes } from './host-source.ts';
+import { podBridgeAddresses, preferNodeSource, sourceFixes, tunnelAddresses } from './host-source.ts';
 
 // what `ip -j` prints on a node of the one-machine cluster (trimmed to the fields read)
 const links = [
@@ -160,5 +160,48 @@ describe("the node's own traffic to its pods leaves with the node's address", ()
     const got = podBridgeAddresses(links, many, new Set([7]));
     expect(got).toHaveLength(16);
     expect(got).not.toContain('not-an-address');
+  });
+
+  it("a node's tunnel addresses: global ones of vxlan, ipip, wireguard... devices, never a bridge's or eth0's", () => {
+    const seen = {
+      links: [
+        { ifindex: 2, ifname: 'eth0', linkinfo: {} },
+        { ifindex: 3, ifname: 'cascade0', linkinfo: { info_kind: 'bridge' } },
+        { ifindex: 4, ifname: 'flannel.1', linkinfo: { info_kind: 'vxlan' } },
+        { ifindex: 5, ifname: 'tunl0', linkinfo: { info_kind: 'ipip' } },
+        { ifindex: 6, ifname: 'kube-ipvs0', linkinfo: { info_kind: 'dummy' } },
+      ],
+      addrs: [
+        { ifname: 'eth0', addr_info: [{ local: '10.250.0.11', scope: 'global' }] },
+        { ifname: 'cascade0', addr_info: [{ local: '10.244.1.1', scope: 'global' }] },
+        {
+          ifname: 'flannel.1',
+          addr_info: [
+            { local: '10.244.1.0', scope: 'global' },
+            { local: 'fe80::1', scope: 'link' },
+          ],
+        },
+        { ifname: 'tunl0', addr_info: [{ local: '10.244.1.64', scope: 'global' }] },
+        // IPVS holds every ClusterIP on a dummy device: not the node's own
+        { ifname: 'kube-ipvs0', addr_info: [{ local: '10.96.0.1', scope: 'global' }] },
+      ],
+    };
+    expect(tunnelAddresses(seen)).toEqual(['10.244.1.0', '10.244.1.64']);
+    const many = {
+      links: seen.links,
+      addrs: [
+        {
+          ifname: 'flannel.1',
+          addr_info: [
+            ...Array.from({ length: 40 }, (_, i) => ({ local: `10.244.${i}.0`, scope: 'global' })),
+            { local: '10.244.1.0; reboot', scope: 'global' },
+          ],
+        },
+      ],
+    };
+    const got = tunnelAddresses(many);
+    expect(got).toHaveLength(16);
+    expect(got.every((a) => /^10\.244\.\d+\.0$/.test(a))).toBe(true);
+    expect(tunnelAddresses({ links: [], addrs: [] })).toEqual([]);
   });
 });

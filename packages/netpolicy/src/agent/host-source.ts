@@ -14,7 +14,7 @@
 // address's subnet without its route is routed again, with the node address there is now.
 import { isIP } from 'node:net';
 import type { Run } from '@cascade/bpf-datapath';
-import { MAX_BRIDGE_ADDRESSES } from '../cluster/node-report.ts';
+import { MAX_BRIDGE_ADDRESSES, MAX_TUNNEL_ADDRESSES } from '../cluster/node-report.ts';
 import { formatPrefix, parseCidr, prefixKey } from '../engine/cidr.ts';
 
 interface RouteJson {
@@ -26,13 +26,13 @@ interface RouteJson {
   metric?: number;
   type?: string;
 }
-interface LinkJson {
+export interface LinkJson {
   ifindex?: number;
   ifname?: string;
   master?: string;
   linkinfo?: { info_kind?: string };
 }
-interface AddrJson {
+export interface AddrJson {
   ifname?: string;
   addr_info?: { local?: string; prefixlen?: number; scope?: string }[];
 }
@@ -153,23 +153,69 @@ export function sourceFixes(
   return out;
 }
 
+/** The node's links and addresses as `ip -j` gives them (read once per check, used by both below). */
+export interface NodeInterfaces {
+  links: LinkJson[];
+  addrs: AddrJson[];
+}
+
+export async function readInterfaces(run: Run): Promise<NodeInterfaces> {
+  const [links, addrs] = await Promise.all([
+    run('ip', ['-j', '-d', 'link', 'show']),
+    run('ip', ['-j', 'addr', 'show']),
+  ]);
+  return { links: json<LinkJson>(links), addrs: json<AddrJson>(addrs) };
+}
+
+/** Link kinds that carry a node's traffic into a pod network's overlay (flannel.1 is a vxlan). */
+export const TUNNEL_KINDS: ReadonlySet<string> = new Set([
+  'vxlan',
+  'geneve',
+  'ipip',
+  'gre',
+  'gretap',
+  'ip6tnl',
+  'ip6gre',
+  'sit',
+  'wireguard',
+]);
+
 /**
- * Reads the kernel and rewrites what `sourceFixes` says: the fixes it made, and the pod bridges'
- * addresses it saw (podBridgeAddresses).
+ * The global addresses of the node's tunnel devices (TUNNEL_KINDS), sorted, at most
+ * MAX_TUNNEL_ADDRESSES: the source a packet this node sends into the overlay carries (flannel's vxlan
+ * gives flannel.1 its subnet's first address; a NodePort flow kube-proxy masquerades towards another
+ * node's backend leaves with it too), which every node must judge as this node. The node's report
+ * says them (cluster/node-report.ts), and every agent adds them to this node's addresses.
+ */
+export function tunnelAddresses({ links, addrs }: NodeInterfaces): string[] {
+  const tunnels = new Set(
+    links.filter((l) => l.ifname && TUNNEL_KINDS.has(l.linkinfo?.info_kind ?? '')).map((l) => l.ifname),
+  );
+  const out = new Set<string>();
+  for (const a of addrs) {
+    if (!a.ifname || !tunnels.has(a.ifname)) continue;
+    for (const i of a.addr_info ?? [])
+      if (i.local && i.scope === 'global' && isIP(i.local) !== 0) out.add(i.local);
+  }
+  return [...out].sort().slice(0, MAX_TUNNEL_ADDRESSES);
+}
+
+/**
+ * Reads the kernel's routes and rewrites what `sourceFixes` says: the fixes it made, and the pod
+ * bridges' addresses it saw (podBridgeAddresses).
  */
 export async function preferNodeSource(
   run: Run,
   nodeIps: readonly string[],
   podIfindexes: ReadonlySet<number>,
+  seen?: NodeInterfaces,
 ): Promise<{ fixes: SourceFix[]; bridgeAddresses: string[] }> {
   if (!podIfindexes.size || !nodeIps.length) return { fixes: [], bridgeAddresses: [] };
-  const [v4, v6, links, addrs] = await Promise.all([
+  const [v4, v6, { links: linkList, addrs: addrList }] = await Promise.all([
     run('ip', ['-4', '-j', 'route', 'show', 'table', 'main']),
     run('ip', ['-6', '-j', 'route', 'show', 'table', 'main']),
-    run('ip', ['-j', '-d', 'link', 'show']),
-    run('ip', ['-j', 'addr', 'show']),
+    seen ?? readInterfaces(run),
   ]);
-  const [linkList, addrList] = [json<LinkJson>(links), json<AddrJson>(addrs)];
   const fixes = sourceFixes(
     [
       { family: 4, list: json<RouteJson>(v4) },

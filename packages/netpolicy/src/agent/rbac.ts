@@ -36,11 +36,12 @@ export function agentClusterRole(
       ...(podSource === 'slices'
         ? [{ apiGroups: ['cascade.dev'], resources: ['podaddressslices'], verbs: READ }]
         : []),
-      // its node's report only: agentReportPolicy() refuses any other name
+      // every node's report read (their tunnel addresses are those nodes' addresses, cluster/watch.ts);
+      // its node's report only written: agentReportPolicy() refuses any other name
       {
         apiGroups: ['cascade.dev'],
         resources: ['netpolnodereports'],
-        verbs: ['get', 'create', 'patch', 'update'],
+        verbs: [...READ, 'create', 'patch', 'update'],
       },
     ],
   };

@@ -11,12 +11,21 @@ import {
   findingKey,
   MAX_BRIDGE_ADDRESSES,
   MAX_FINDINGS,
+  MAX_TUNNEL_ADDRESSES,
   NODE_REPORT_PATH,
   NODE_REPORT_VERSION,
   type NodeReportSpec,
 } from '../cluster/node-report.ts';
 
 const RETRY_MS = 30_000;
+
+/** What the agent read of its node's own interfaces (host-source.ts) for its report. */
+export interface NodeAddressesFound {
+  /** the global addresses of the bridges that carry its pods */
+  bridges?: readonly string[];
+  /** the global addresses of its tunnel devices */
+  tunnels?: readonly string[];
+}
 
 export class NodeReporter {
   private readonly client: KubeClient;
@@ -41,32 +50,34 @@ export class NodeReporter {
 
   /**
    * The report `findings` make: sorted, cut to MAX_FINDINGS, messages cut to 1024 characters; with the
-   * node's pod-bridge addresses (sorted, at most MAX_BRIDGE_ADDRESSES), when it has any.
+   * node's pod-bridge and tunnel addresses (each sorted, at most 16), when it has any.
    */
   static spec(
     findings: Finding[],
-    bridgeAddresses: readonly string[] = [],
+    found: NodeAddressesFound = {},
     agent?: NodeReportSpec['agent'],
   ): NodeReportSpec {
     const sorted = findings
       .map((f) => ({ ...f, message: f.message.slice(0, 1024) }))
       .sort((a, b) => (findingKey('', a) < findingKey('', b) ? -1 : 1));
     const kept = sorted.slice(0, MAX_FINDINGS);
-    const bridges = [...new Set(bridgeAddresses)].sort().slice(0, MAX_BRIDGE_ADDRESSES);
+    const bridges = [...new Set(found.bridges ?? [])].sort().slice(0, MAX_BRIDGE_ADDRESSES);
+    const tunnels = [...new Set(found.tunnels ?? [])].sort().slice(0, MAX_TUNNEL_ADDRESSES);
     return {
       findings: kept,
       ...(sorted.length > kept.length ? { omitted: sorted.length - kept.length } : {}),
       ...(bridges.length ? { podBridgeAddresses: bridges } : {}),
+      ...(tunnels.length ? { tunnelAddresses: tunnels } : {}),
       ...(agent ? { agent } : {}),
     };
   }
 
   async publish(
     findings: Finding[],
-    bridgeAddresses: readonly string[] = [],
+    found: NodeAddressesFound = {},
     agent?: NodeReportSpec['agent'],
   ): Promise<void> {
-    const spec = NodeReporter.spec(findings, bridgeAddresses, agent);
+    const spec = NodeReporter.spec(findings, found, agent);
     const text = JSON.stringify(spec);
     if (text === this.written || Date.now() < this.retryAt) return;
     const path = `${NODE_REPORT_PATH}/${encodeURIComponent(this.node)}`;
@@ -77,7 +88,11 @@ export class NodeReporter {
         if (
           liveSpec &&
           JSON.stringify(
-            NodeReporter.spec(liveSpec.findings ?? [], liveSpec.podBridgeAddresses, liveSpec.agent),
+            NodeReporter.spec(
+              liveSpec.findings ?? [],
+              { bridges: liveSpec.podBridgeAddresses, tunnels: liveSpec.tunnelAddresses },
+              liveSpec.agent,
+            ),
           ) === text
         ) {
           this.written = text;

@@ -21,6 +21,8 @@ export const NODE_REPORT_PATH = `/apis/${EFFECTIVE_GROUP}/${NODE_REPORT_VERSION}
 export const MAX_FINDINGS = 256;
 /** Pod-bridge addresses one report holds at most (a node has one bridge per family, as a rule). */
 export const MAX_BRIDGE_ADDRESSES = 16;
+/** Tunnel-device addresses one report holds at most (flannel.1, vxlan.calico, tunl0: one or two). */
+export const MAX_TUNNEL_ADDRESSES = 16;
 
 export const FINDING_REASONS = [
   'ServiceBudgetExceeded',
@@ -33,6 +35,11 @@ export type FindingReason = (typeof FINDING_REASONS)[number];
 export const FINDING_KINDS = { Service: 'v1', Pod: 'v1', NetworkPolicy: 'networking.k8s.io/v1' } as const;
 
 const dnsName = z.string().min(1).max(253);
+const ipAddress = z
+  .string()
+  .min(2)
+  .max(45)
+  .refine((a) => isIP(a) !== 0, 'not an IP address');
 export const nodeReportSpecSchema = z.object({
   findings: z
     .array(
@@ -51,16 +58,13 @@ export const nodeReportSpecSchema = z.object({
    * The global addresses of the bridges that carry this node's pods (agent/host-source.ts): what a
    * backend on this node sees as the source of a NodePort flow kube-proxy masqueraded here.
    */
-  podBridgeAddresses: z
-    .array(
-      z
-        .string()
-        .min(2)
-        .max(45)
-        .refine((a) => isIP(a) !== 0, 'not an IP address'),
-    )
-    .max(MAX_BRIDGE_ADDRESSES)
-    .optional(),
+  podBridgeAddresses: z.array(ipAddress).max(MAX_BRIDGE_ADDRESSES).optional(),
+  /**
+   * The global addresses of this node's tunnel devices (vxlan, geneve, ipip, gre, wireguard:
+   * agent/host-source.ts): the source of what the node sends into its CNI's overlay (flannel's
+   * flannel.1), so every agent counts them among this node's addresses.
+   */
+  tunnelAddresses: z.array(ipAddress).max(MAX_TUNNEL_ADDRESSES).optional(),
   /** The agent that wrote it: its version, its BPF program's digest, cascade-cni in the node's chain. */
   agent: z
     .object({

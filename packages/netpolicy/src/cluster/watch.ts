@@ -1,4 +1,5 @@
-// The watch set: what both programs read from the cluster to feed the engine. Namespaces, Nodes, Pods
+// The watch set: what both programs read from the cluster to feed the engine. Namespaces, Nodes (with
+// the tunnel addresses their agents' NetpolNodeReports add), Pods
 // (through the address owners), the policy kinds, and for the agent Services with their
 // EndpointSlices; each event updates the engine or the service catalog and asks for one coalesced
 // sync. Pods come either from every Pod of the cluster, or (podSource) from this node's Pods
@@ -22,6 +23,8 @@ import {
   podFromObject,
 } from '../engine/model.ts';
 import type { ServiceCatalog } from '../engine/services.ts';
+import { NodeAddresses } from './node-addresses.ts';
+import { NODE_REPORT_PATH, nodeReportFromObject } from './node-report.ts';
 import type { AddressOwners } from './owners.ts';
 import { addressSliceFromObject, SLICE_PATH, type SliceIndex } from './slices.ts';
 
@@ -62,6 +65,8 @@ export interface WatchContext {
   ownersChanged: () => void;
   /** this pod's claim changed (the controller's slices follow it) */
   podChanged?: (key: string) => void;
+  /** a NetpolNodeReport changed (the controller relays its findings) */
+  reportChanged?: () => void;
   /**
    * Absent: every Pod is watched. Present: every pod, this node's included, comes from the
    * controller's PodAddressSlices (RBAC cannot limit a DaemonSet's reads to its node, so the agent
@@ -80,6 +85,7 @@ export function clusterInformers(ctx: WatchContext): Informer[] {
     f(t, o);
     ctx.changed();
   };
+  const addresses = new NodeAddresses(ctx.engine);
   const source = ctx.podSource;
   /** Pods as the Pod API shows them (every one, or with a podSource its namespace's): they win over slices. */
   const local = new Map<string, Pod>();
@@ -113,11 +119,28 @@ export function clusterInformers(ctx: WatchContext): Informer[] {
       '/api/v1/nodes',
       on((t, o) => {
         // a deleted node's addresses leave the ipcache: they may be reused by anyone
-        if (t === 'DELETED') return ctx.engine.removeNode(o.metadata.name);
+        if (t === 'DELETED') return addresses.node(o.metadata.name);
         const n = nodeFromObject(raw(o));
         if ('error' in n) ctx.log('warn', 'ignoring node', { name: o.metadata.name, error: n.error });
-        else ctx.engine.upsertNode(n);
+        else addresses.node(o.metadata.name, n);
       }),
+    ),
+    // the agents' reports (optional: the CRD may not be served yet): each node's tunnel addresses
+    new Informer(
+      c,
+      NODE_REPORT_PATH,
+      on((t, o) => {
+        const r = t === 'DELETED' ? undefined : nodeReportFromObject(o);
+        if (r && 'error' in r)
+          ctx.log('warn', "ignoring a NetpolNodeReport's addresses (the last good ones stay)", {
+            node: o.metadata.name,
+            error: r.error,
+          });
+        else addresses.report(o.metadata.name, r?.tunnelAddresses);
+        ctx.reportChanged?.();
+      }),
+      undefined,
+      true,
     ),
   );
   if (!source || source.namespace)

@@ -153,7 +153,7 @@ export class NetpolController {
     this.effective = this.watchEffective();
     this.publisher = this.newPublisher();
     this.ledger.onChange = (object, failure) => logPublishChange(this.log, object, failure);
-    this.reports = this.watchReports();
+    this.reports = this.informers.find((i) => i.paths[0] === NODE_REPORT_PATH)!;
     this.relay = new ReportRelay({
       client: this.client,
       reports: this.reports,
@@ -204,6 +204,7 @@ export class NetpolController {
         this.slices.touch(key);
         this.slicesSoon();
       },
+      reportChanged: () => this.queue.add('reports'),
     });
   }
 
@@ -249,19 +250,6 @@ export class NetpolController {
       skipped: this.skipped,
       log: this.log,
     });
-  }
-
-  /** The agents' NetpolNodeReports (optional: the CRD may not be served yet). */
-  private watchReports(): Informer {
-    const reports = new Informer(
-      this.client,
-      NODE_REPORT_PATH,
-      () => this.queue.add('reports'),
-      undefined,
-      true,
-    );
-    this.informers.push(reports);
-    return reports;
   }
 
   /** Namespaces whose label sets are capped, reported as Warning Events. */
