@@ -2,7 +2,7 @@
 // node's ipcache (its own addresses are HOST there). Each read is memoised until the state changes
 // (the engine clears it on every input): identityOf runs per probe, the CLI's truth table per pod pair.
 import { AddressOwners, type IpcacheEntry, IpcacheIndex } from './addresses.ts';
-import { hostPrefix, WORLD4, WORLD6 } from './cidr.ts';
+import { hostPrefix, prefixKey, WORLD4, WORLD6 } from './cidr.ts';
 import { ID, type IdentityInfo } from './identities.ts';
 import type { Node, Pod } from './model.ts';
 
@@ -48,28 +48,37 @@ export class AddressReads {
   ipcache(node?: string): IpcacheEntry[] {
     const memo = this.ipcacheMemo.get(node ?? '');
     if (memo) return memo;
-    const out: IpcacheEntry[] = [
-      { prefix: WORLD4, identity: ID.WORLD },
-      { prefix: WORLD6, identity: ID.WORLD6 },
-    ];
-    for (const info of this.state.identities.values())
-      if (info.kind === 'cidr') out.push({ prefix: info.prefix!, identity: info.id });
+    // the addresses nodes and pods hold (the node's own are HOST here)
+    const held: IpcacheEntry[] = [];
     for (const [name, n] of this.state.nodes) {
       const id = name === node ? ID.HOST : this.state.nodeIdentity.get(name);
       for (const ip of n.ips) {
         const h = hostPrefix(ip);
-        if (h && id !== undefined) out.push({ prefix: h, identity: id });
+        if (h && id !== undefined) held.push({ prefix: h, identity: id });
       }
     }
     for (const [k, p] of this.state.pods) {
       const id = this.state.podIdentity.get(k);
       for (const ip of p.ips) {
         const h = hostPrefix(ip);
-        if (h && id !== undefined) out.push({ prefix: h, identity: id });
+        if (h && id !== undefined) held.push({ prefix: h, identity: id });
       }
     }
-    this.ipcacheMemo.set(node ?? '', out);
-    return out;
+    // an address a pod or a node holds is that pod or node, even where an ipBlock names exactly it (a
+    // /32 or /128 CIDR identity): ipBlocks match a pod through its identity's network parts, and never
+    // a node. Left in, the same key twice would resolve one way here (IpcacheIndex: first wins) and
+    // the other in the kernel's maps (the loader: last write wins).
+    const heldKeys = new Set(held.map((e) => prefixKey(e.prefix)));
+    const kept: IpcacheEntry[] = [
+      { prefix: WORLD4, identity: ID.WORLD },
+      { prefix: WORLD6, identity: ID.WORLD6 },
+    ];
+    for (const info of this.state.identities.values())
+      if (info.kind === 'cidr' && !heldKeys.has(prefixKey(info.prefix!)))
+        kept.push({ prefix: info.prefix!, identity: info.id });
+    kept.push(...held);
+    this.ipcacheMemo.set(node ?? '', kept);
+    return kept;
   }
 
   identityOf(ip: string, node?: string): number {

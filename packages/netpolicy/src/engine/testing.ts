@@ -48,6 +48,9 @@ const cidr = fc.constantFrom(
   '8.8.8.8/32',
   '172.16.0.0/12',
   '192.168.0.0/24',
+  // exactly one pod's and one node's address: the ipcache must still say that pod and that node
+  '10.0.0.1/32',
+  '192.168.0.2/32',
 );
 
 const npPort = fc.oneof(
