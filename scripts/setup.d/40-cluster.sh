@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real single-node cluster's parts (tools/cluster): containerd, runc, the CNI plugins, iptables,
 # conntrack and openssl from Debian; kubelet, kube-proxy, kube-controller-manager, kube-scheduler,
-# kubectl, CoreDNS and helm from their Go modules; pause and the e2e probe from C. All cached.
+# kubectl, CoreDNS, helm and flannel from their Go modules; pause and the e2e probe from C. All cached.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 log() { printf '[setup:cluster] %s\n' "$*" >&2; }
@@ -21,6 +21,8 @@ if ((${#need[@]})); then
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 bin=$(bash "$root/tools/cluster/build/build.sh")
+# flanneld and the flannel CNI plugin: the three-node cluster's CNI (up --cni flannel, its default)
+flannel=$(bash "$root/tools/cluster/build/flannel.sh")
 mkdir -p "$root/tools/cluster/.local"
-printf '{"bin":"%s"}\n' "$bin" > "$root/tools/cluster/.local/paths.json"
-log "binaries in $bin"
+printf '{"bin":"%s","flannel":"%s"}\n' "$bin" "$flannel" > "$root/tools/cluster/.local/paths.json"
+log "binaries in $bin and $flannel"

@@ -195,7 +195,26 @@ export function agnhostRecipe(conformanceBin: string, tag: string): Recipe {
   };
 }
 
-export function recipes(clusterBin?: string, conformanceBin?: string): Recipe[] {
+/**
+ * SIG Network's kube-network-policies (its binary built from its Go module by
+ * tools/cluster/build/kube-network-policies.sh), as its Dockerfile lays it out: the peer the harness
+ * runs instead of Cascade's agent (`up --netpol kube-network-policies`). Not shipped.
+ */
+export function peerRecipe(peerBin: string): Recipe {
+  const bin = join(peerBin, 'netpol');
+  return {
+    name: 'kube-network-policies',
+    needs: [bin],
+    build: () => ({
+      ref: `${REGISTRY}/kube-network-policies:peer`,
+      layers: [[...userFiles(), file('bin/netpol', bin, 0o755)]],
+      entrypoint: ['/bin/netpol'],
+      user: '0:0',
+    }),
+  };
+}
+
+export function recipes(clusterBin?: string, conformanceBin?: string, peerBin?: string): Recipe[] {
   const agentBins = [
     join(DATAPATH_BUILD, 'cascade-bpfctl'),
     join(DATAPATH_BUILD, 'cascade-cni'),
@@ -261,6 +280,7 @@ export function recipes(clusterBin?: string, conformanceBin?: string): Recipe[] 
   }
   // the NetworkPolicy e2e tests (v1.34) and the network-policy-api suite (v0.1, v0.2) ask for these
   if (conformanceBin) list.push(agnhostRecipe(conformanceBin, '2.56'), agnhostRecipe(conformanceBin, '2.45'));
+  if (peerBin) list.push(peerRecipe(peerBin));
   return list;
 }
 
@@ -281,9 +301,10 @@ export function buildImages(opts: {
   outDir: string;
   clusterBin?: string;
   conformanceBin?: string;
+  peerBin?: string;
 }): ImageReport[] {
   mkdirSync(opts.outDir, { recursive: true });
-  const all = recipes(opts.clusterBin, opts.conformanceBin);
+  const all = recipes(opts.clusterBin, opts.conformanceBin, opts.peerBin);
   const chosen = opts.names?.length ? all.filter((r) => opts.names?.includes(r.name)) : all;
   const unknown = (opts.names ?? []).filter((n) => !all.some((r) => r.name === n));
   if (unknown.length)
@@ -321,16 +342,18 @@ if (import.meta.main) {
   let outDir = join(ROOT, 'build/images');
   let clusterBin: string | undefined;
   let conformanceBin: string | undefined;
+  let peerBin: string | undefined;
   const names: string[] = [];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--tag') tag = args[++i] ?? tag;
     else if (args[i] === '--out') outDir = resolve(args[++i] ?? outDir);
     else if (args[i] === '--cluster-bin') clusterBin = args[++i];
     else if (args[i] === '--conformance-bin') conformanceBin = args[++i];
+    else if (args[i] === '--peer-bin') peerBin = args[++i];
     else names.push(args[i] as string);
   }
   try {
-    for (const r of buildImages({ names, tag, outDir, clusterBin, conformanceBin }))
+    for (const r of buildImages({ names, tag, outDir, clusterBin, conformanceBin, peerBin }))
       process.stdout.write(
         `${r.ref.padEnd(48)} ${r.digest.slice(0, 19)}  ${(r.compressedBytes / 2 ** 20).toFixed(1)} MiB compressed, ${(r.unpackedBytes / 2 ** 20).toFixed(1)} MiB unpacked\n`,
       );

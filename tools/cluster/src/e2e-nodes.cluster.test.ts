@@ -1,5 +1,5 @@
 // The end-to-end suite on three nodes (npm run cluster -- up --nodes 3): each node its own network
-// and mount namespace with its own kubelet, containerd, kube-proxy and agent, linked host-gw. Runs
+// and mount namespace with its own kubelet, containerd, kube-proxy, flanneld (vxlan) and agent. Runs
 // after the one-node suite (this project's files run one at a time: they share the machine); with
 // CI=true it fails rather than skips when it cannot run.
 import { existsSync, readFileSync } from 'node:fs';

@@ -63,7 +63,8 @@ function machineReady(pid: number): boolean {
   }
 }
 
-export function machineUp(n: NodeSpec, l: Layout): number {
+/** The node's machine; `hostGw`: its routes to the other nodes' pods too (a CNI such as flannel writes its own). */
+export function machineUp(n: NodeSpec, l: Layout, hostGw = true): number {
   mkdirSync(n.hostDir, { recursive: true });
   mkdirSync(n.run, { recursive: true });
   if (!existsSync(`/run/netns/${n.netns}`)) {
@@ -91,7 +92,7 @@ export function machineUp(n: NodeSpec, l: Layout): number {
     run('nsenter', [`--net=/run/netns/${n.netns}`, 'sysctl', '-qw', k]);
   cgroupRootUp(n.cgroupRoot!);
   const pid = holder(n);
-  routes(l);
+  if (hostGw) routes(l);
   return pid;
 }
 
@@ -109,11 +110,18 @@ function holder(n: NodeSpec): number {
     const own = join(n.hostDir, 'private', d);
     mkdirSync(own, { recursive: true });
     mkdirSync(d, { recursive: true });
-    return `mount --bind ${own} ${d}`;
+    // shared, as `ip netns add` leaves /run/netns on a real node
+    return `mount --bind ${own} ${d}${d === '/run/netns' ? ` && mount --make-shared ${d}` : ''}`;
   });
   mkdirSync(NODE_VIEW, { recursive: true });
   const script = [
     'set -e',
+    // "/" shared inside the node's own namespace (a new peer group: nothing propagates to or from the
+    // host or another node), as systemd leaves it on a real node: containerd refuses a pod's
+    // HostToContainer mount under a private "/" (it looks up /var/run/netns without following the
+    // /var/run symlink: "is mounted on / but it is not a shared or slave mount", seen with
+    // kube-network-policies' DaemonSet)
+    'mount --make-shared /',
     `mount --bind ${n.hostDir} ${NODE_VIEW}`,
     `mount --make-rshared ${NODE_VIEW}`,
     // the node's own bpffs: its pins are its own; shared, for the agent's HostToContainer mount

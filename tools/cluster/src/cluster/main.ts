@@ -1,5 +1,6 @@
-// npm run cluster -- up [--nodes N] [--no-cascade] [--npapi-crds v0.2.0] | down | status | install [TAG [TIMEOUT]]
-//                    | node stop|start NAME | import ARCHIVE... | env
+// npm run cluster -- up [--nodes N] [--cni flannel|host-gw] [--netpol cascade|kube-network-policies]
+//                       [--no-cascade] [--npapi-crds v0.2.0]
+//                    | down | status | install [TAG [TIMEOUT]] | node stop|start NAME | import ARCHIVE... | env
 //
 // A real Kubernetes cluster on this machine, with Cascade installed from the checkout (layout.ts says
 // where each part lives). `up` is idempotent: what runs is left alone; `up --nodes N` on a running
@@ -7,6 +8,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { CONTROL_PLANE, controlPlane, controlPlanePidFile } from './control-plane.ts';
+import { CNIS, type Cni, flannelAccess, flanneldUp } from './flannel.ts';
 import {
   BRIDGE,
   KUBECONFIG,
@@ -34,6 +36,7 @@ import {
   servicesDown,
   socket,
 } from './node.ts';
+import { NETPOLS, type Netpol, peerBins, peerUp } from './peer.ts';
 import { controlPlanePki } from './pki.ts';
 import {
   attempt,
@@ -54,6 +57,7 @@ import {
   bins,
   binsMemo,
   env,
+  flannelBins,
   hostIp,
   kubectl,
   LAYOUT_FILE,
@@ -90,14 +94,47 @@ function archives(): string[] {
     .map((f) => join(dir, f));
 }
 
-/** A node's services, in its namespaces when it has them; waits for it to be Ready. */
-function nodeUp(n: NodeSpec, l: Layout, images: string[]): string[] {
-  const enter = n.placement === 'netns' ? machineUp(n, l) : undefined;
-  containerdUp(n, enter);
+/** A node's services, in its namespaces when it has them (with flannel: flanneld, once it has its lease). */
+function nodeUp(n: NodeSpec, l: Layout, images: string[], cni: Cni): string[] {
+  const flannel = cni === 'flannel';
+  const enter = n.placement === 'netns' ? machineUp(n, l, !flannel) : undefined;
+  containerdUp(n, enter, flannel ? flannelBins() : undefined);
   const imported = importArchives(n, images);
   kubeletUp(n, bins(), `https://${l.hostIp}:6443`, enter);
   kubeProxyUp(n, bins(), enter);
+  if (flannel) flanneldUp(n, flannelBins(), `https://${l.hostIp}:6443`, kubectl, enter);
   return imported;
+}
+
+/** `--netpol`: what enforces network policy (Cascade, or a peer on flannel), chosen when the cluster is made. */
+function netpolOf(args: string[], cni: Cni, before?: Recorded): Netpol {
+  const at = args.indexOf('--netpol');
+  const asked = at >= 0 ? args[at + 1] : undefined;
+  if (asked !== undefined && !(NETPOLS as readonly string[]).includes(asked))
+    fail(`--netpol: want one of ${NETPOLS.join(', ')}, got ${asked}`);
+  const had = before ? (before.netpol ?? 'cascade') : undefined;
+  const netpol = (asked ?? had ?? 'cascade') as Netpol;
+  if (had && netpol !== had) fail(`a cluster enforced by ${had} runs: npm run cluster -- down first`);
+  if (netpol !== 'cascade' && cni !== 'flannel')
+    fail(`--netpol ${netpol}: wants a CNI to chain nothing into (--nodes 2 or more, flannel)`);
+  return netpol;
+}
+
+/** `--cni`, else what the running cluster uses, else flannel on namespaced nodes (host-gw on the host). */
+function cniOf(args: string[], l: Layout, before?: Recorded): Cni {
+  const at = args.indexOf('--cni');
+  const asked = at >= 0 ? args[at + 1] : undefined;
+  if (asked !== undefined && !(CNIS as readonly string[]).includes(asked))
+    fail(`--cni: want one of ${CNIS.join(', ')}, got ${asked}`);
+  const had = before ? (before.cni ?? 'host-gw') : undefined;
+  const cni = (asked ?? had ?? (l.nodes[0]!.placement === 'host' ? 'host-gw' : 'flannel')) as Cni;
+  if (had && cni !== had)
+    fail(
+      `a cluster wired with ${had} runs: npm run cluster -- down first (the CNI is chosen when it is made)`,
+    );
+  if (cni === 'flannel' && l.nodes[0]!.placement === 'host')
+    fail('--cni flannel: wants --nodes 2 or more (one node on the host has no other node to reach)');
+  return cni;
 }
 
 function up(args: string[]): void {
@@ -116,7 +153,11 @@ function up(args: string[]): void {
     fail(
       `a cluster of ${before.nodes.length} node(s) runs: npm run cluster -- down first (a node count only grows on a running cluster)`,
     );
+  const cni = cniOf(args, l, recordedFile());
+  const netpol = netpolOf(args, cni, recordedFile());
+  const peer = netpol === 'kube-network-policies' ? peerBins(ROOT) : undefined;
   bins();
+  if (cni === 'flannel') flannelBins();
   run('bash', [join(ROOT, 'scripts/setup.d/10-bpf.sh')], { timeoutMs: 600_000 });
   for (const d of [STATE, RUN, LOGS]) mkdirSync(d, { recursive: true });
   // findmnt prints the mount when there is one (mountpoint -q prints nothing either way)
@@ -127,20 +168,30 @@ function up(args: string[]): void {
   const npapiCrds = npapiAt >= 0 ? args[npapiAt + 1] : recordedFile()?.npapiCrds;
   writeFileSync(
     LAYOUT_FILE,
-    `${JSON.stringify({ count, hostIp: l.hostIp, ...(npapiCrds ? { npapiCrds } : {}) } satisfies Recorded)}\n`,
+    `${JSON.stringify({ count, hostIp: l.hostIp, ...(npapiCrds ? { npapiCrds } : {}), ...(cni !== 'host-gw' ? { cni } : {}), ...(peer ? { netpol } : {}) } satisfies Recorded)}\n`,
   );
   controlPlanePki(l.hostIp);
   controlPlane(bins(), l.hostIp, env());
+  if (cni === 'flannel') {
+    flannelAccess((yaml) => run('kubectl', ['apply', '-f', '-'], { env: env(), input: yaml }));
+  }
   log('building images (cached when inputs are unchanged)');
   run(
     join(ROOT, 'node_modules/.bin/node'),
-    [join(ROOT, 'packages/distribution/src/images.ts'), '--tag', TAG, '--cluster-bin', bins().cluster],
+    [
+      join(ROOT, 'packages/distribution/src/images.ts'),
+      '--tag',
+      TAG,
+      '--cluster-bin',
+      bins().cluster,
+      ...(peer ? ['--peer-bin', peer] : []),
+    ],
     {
       timeoutMs: 1_800_000,
     },
   );
   const images = archives();
-  const imported = new Set(l.nodes.flatMap((n) => nodeUp(n, l, images)));
+  const imported = new Set(l.nodes.flatMap((n) => nodeUp(n, l, images, cni)));
   for (const n of l.nodes)
     waitFor(
       120,
@@ -150,9 +201,28 @@ function up(args: string[]): void {
     );
   // the older bundle only when the cluster is made: a later `up` (a node added) must not put it back
   // over what the chart has upgraded since
-  addons(before ? undefined : npapiCrds);
+  addons(before ? undefined : npapiCrds, Boolean(peer));
+  if (peer) {
+    log('kube-network-policies instead of Cascade (its own manifest, the image built here)');
+    try {
+      peerUp(peer, kubectl, (yaml) => run('kubectl', ['apply', '-f', '-'], { env: env(), input: yaml }));
+    } catch (e) {
+      process.stderr.write(
+        attempt('kubectl', [
+          '--kubeconfig',
+          KUBECONFIG,
+          '-n',
+          'kube-system',
+          'logs',
+          'daemonset/kube-network-policies',
+          '--tail=30',
+        ]),
+      );
+      throw e;
+    }
+  }
   // pods start only once the agent has pinned its programs (cascade-cni fails closed): CoreDNS waits for it
-  if (withCascade) {
+  if (withCascade && !peer) {
     install();
     // a rebuilt image under the same tag changes no pod template: what runs it is restarted
     if (before && [...imported].some((ref) => ref.endsWith(`:${TAG}`))) {
@@ -271,8 +341,14 @@ function down(): void {
 function hostNodeDown(): void {
   if (existsSync('/run/netns'))
     for (const f of readdirSync('/run/netns').filter((f) => f.startsWith('cni-'))) {
-      attempt('umount', [join('/run/netns', f)]);
-      rmSync(join('/run/netns', f), { force: true });
+      // mounted more than once when a CNI ADD was cut short (a run killed mid-way): every mount goes
+      const path = join('/run/netns', f);
+      for (let i = 0; i < 8 && attempt('findmnt', ['-n', path]) !== ''; i++) attempt('umount', ['-l', path]);
+      try {
+        rmSync(path, { force: true });
+      } catch (e) {
+        log(`${path}: not removed (${(e as Error).message})`);
+      }
     }
   // the bridge's ports first: a pod torn down while `down` ran (its CNI DEL cut short) can leave its
   // host-side veth behind, its peer's namespace still held
@@ -317,6 +393,7 @@ function status(): void {
     );
     if (n.placement === 'netns') line(`  machine`, livePid(machinePidFile(n), machineTag(n)));
     for (const s of SERVICES) line(`  ${s}`, livePid(pidFile(n, s), s));
+    if (recordedFile()?.cni === 'flannel') line('  flanneld', livePid(pidFile(n, 'flanneld'), 'flanneld'));
   }
   if (livePid(controlPlanePidFile('kube-apiserver'), 'kube-apiserver')) {
     process.stdout.write(attempt('kubectl', ['--kubeconfig', KUBECONFIG, 'get', 'nodes', '-o', 'wide']));
@@ -335,7 +412,7 @@ function node(args: string[]): void {
     );
   if (verb === 'stop') nodeStop(n!);
   else if (verb === 'start') {
-    nodeUp(n!, l, archives());
+    nodeUp(n!, l, archives(), recordedFile()?.cni ?? 'host-gw');
     waitFor(
       120,
       `node ${n!.name}`,
@@ -346,7 +423,7 @@ function node(args: string[]): void {
 }
 
 const USAGE =
-  'usage: npm run cluster -- up [--nodes N] [--no-cascade] [--npapi-crds v0.2.0] | down | status | install [TAG [TIMEOUT]] | node stop|start NAME | import ARCHIVE... | env';
+  'usage: npm run cluster -- up [--nodes N] [--cni flannel|host-gw] [--netpol cascade|kube-network-policies] [--no-cascade] [--npapi-crds v0.2.0] | down | status | install [TAG [TIMEOUT]] | node stop|start NAME | import ARCHIVE... | env';
 
 try {
   const [cmd, ...rest] = process.argv.slice(2);

@@ -1,9 +1,11 @@
-// A node's services: containerd (its own root, state and socket) with the CNI bridge chained with
-// cascade-cni, the images imported into it, kubelet and kube-proxy. On the host (one node) or inside
-// the node's namespaces (machine.ts).
+// A node's services: containerd (its own root, state and socket) with the node's CNI configuration
+// (the harness's bridge chained with cascade-cni, or flannel's), the images imported into it, kubelet
+// and kube-proxy (flanneld: flannel.ts). On the host (one node) or inside the node's namespaces
+// (machine.ts).
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Bins } from './control-plane.ts';
+import { flannelConflist, flanneld } from './flannel.ts';
 import { BRIDGE, DNS_IP, type NodeSpec, PIN_DIR, PKI, POD_RANGE, STATE } from './layout.ts';
 import { kubeconfig, nodePki } from './pki.ts';
 import { log, run, type Stoppable, start, stopAll, waitFor } from './proc.ts';
@@ -13,13 +15,29 @@ export const socket = (n: NodeSpec) => join(n.run, 'containerd.sock');
 export const pidFile = (n: NodeSpec, what: string) => join(n.run, `${what}.pid`);
 const logFile = (n: NodeSpec, what: string) => join(n.hostDir, 'logs', `${what}.log`);
 
-export function containerdUp(n: NodeSpec, enter?: number): void {
+/**
+ * containerd, and the node's CNI configuration: with host-gw, the harness's own (bridge + host-local
+ * over the node's subnet, cascade-cni chained); with flannel (`flannelBin`), a flannel node's
+ * (flannel.ts), which Cascade's agent chains itself.
+ */
+export function containerdUp(n: NodeSpec, enter?: number, flannelBin?: string): void {
   for (const d of ['containerd', 'cni/net.d', 'cni/bin', 'cni/ipam'])
     mkdirSync(join(n.hostDir, d), { recursive: true });
-  for (const p of readdirSync('/usr/lib/cni')) {
-    const link = join(n.hostDir, 'cni/bin', p);
-    if (!existsSync(link)) symlinkSync(join('/usr/lib/cni', p), link);
-  }
+  const plugins = (dir: string, names: string[]) => {
+    for (const p of names) {
+      const link = join(n.hostDir, 'cni/bin', p);
+      if (!existsSync(link)) symlinkSync(join(dir, p), link);
+    }
+  };
+  plugins('/usr/lib/cni', readdirSync('/usr/lib/cni'));
+  if (flannelBin) {
+    plugins(flannelBin, ['flannel']);
+    writeFileSync(join(n.hostDir, 'cni/net.d/10-flannel.conflist'), flannelConflist(n));
+  } else cascadeConflist(n);
+  containerdStart(n, enter);
+}
+
+function cascadeConflist(n: NodeSpec): void {
   // cascade-cni itself is copied into the node's CNI directory by the agent's init container, which
   // also chains it here (as on a user's node); written here too, so pods started before the first
   // install wait for the agent (fail closed) rather than run unenforced
@@ -55,6 +73,9 @@ export function containerdUp(n: NodeSpec, enter?: number): void {
       2,
     )}\n`,
   );
+}
+
+function containerdStart(n: NodeSpec, enter?: number): void {
   const toml = join(n.hostDir, 'containerd.toml');
   writeFileSync(
     toml,
@@ -200,11 +221,13 @@ healthzBindAddress: 127.0.0.1:10256
   });
 }
 
-/** The node's kubelet and kube-proxy stopped together (TERM, KILL after `graceMs`). */
+/** The node's kubelet, kube-proxy and flanneld (when it runs one) stopped together (TERM, KILL after `graceMs`). */
 export function servicesDown(n: NodeSpec, graceMs = 10_000): void {
   stopAll(services(n, graceMs));
 }
 
-/** A node's kubelet and kube-proxy, to stop (with other processes: `down` stops every node's at once). */
-export const services = (n: NodeSpec, graceMs = 10_000): Stoppable[] =>
-  (['kubelet', 'kube-proxy'] as const).map((s) => ({ pidFile: pidFile(n, s), match: s, graceMs }));
+/** A node's kubelet, kube-proxy and flanneld, to stop (with other processes: `down` stops every node's at once). */
+export const services = (n: NodeSpec, graceMs = 10_000): Stoppable[] => [
+  ...(['kubelet', 'kube-proxy'] as const).map((s) => ({ pidFile: pidFile(n, s), match: s, graceMs })),
+  flanneld(n, graceMs),
+];

@@ -75,6 +75,12 @@ export function controlPlanePki(hostIp: string): void {
   writeFileSync(join(PKI, '.done'), '');
 }
 
+/** A client certificate (file stem `name`, common name `cn`), once. */
+export function clientPki(name: string, cn: string): string {
+  if (!existsSync(join(PKI, `${name}.crt`))) issue(name, cn, '');
+  return name;
+}
+
 /** A node's kubelet client and serving certificates (file stem `kubelet-NAME`), once per node. */
 export function nodePki(name: string, ip: string): string {
   const stem = `kubelet-${name}`;

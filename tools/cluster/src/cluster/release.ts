@@ -11,9 +11,10 @@ import { env, kubectl, ROOT, recorded, recordedFile, TAG } from './state.ts';
  * Gateway API's CRDs, CoreDNS, kuadrant-system. network-policy-api's CRDs come with the chart
  * (networkPolicyAPI.install), except with `npapi` (`--npapi-crds v0.2.0`): a cluster that manages its
  * own, an older bundle applied here (v0.1.7's ANP/BANP, v0.2.0's ClusterNetworkPolicy v1alpha2 only),
- * which an e2e step upgrades.
+ * which an e2e step upgrades; and without the chart (`withNpapi`: a peer enforces), the bundle the
+ * chart would install, applied here.
  */
-export function addons(npapi?: string): void {
+export function addons(npapi?: string, withNpapi = false): void {
   log(`applying Gateway API CRDs${npapi ? `, network-policy-api ${npapi}'s,` : ''} and CoreDNS`);
   let paths: { crds?: string; olderCrds?: string } = {};
   try {
@@ -39,6 +40,12 @@ export function addons(npapi?: string): void {
       ...readdirSync(join(older, npapi)).map((f) => join(older, npapi, f)),
     );
   }
+  if (withNpapi && !npapi)
+    files.push(
+      ...readdirSync(crds)
+        .filter((f) => f.startsWith('policy.networking.k8s.io_') && f.endsWith('.yaml'))
+        .map((f) => join(crds, f)),
+    );
   kubectl('apply', '--server-side', ...files.flatMap((f) => ['-f', f]));
   const dns = readFileSync(join(ROOT, 'tools/cluster/manifests/coredns.yaml'), 'utf8').replaceAll(
     '@DNS_IP@',

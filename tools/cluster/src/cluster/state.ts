@@ -3,7 +3,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Bins } from './control-plane.ts';
+import type { Cni } from './flannel.ts';
 import { KUBECONFIG, type Layout, layout, STATE } from './layout.ts';
+import type { Netpol } from './peer.ts';
 import { attempt, fail, run } from './proc.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../../../..');
@@ -49,11 +51,25 @@ export interface Recorded {
   hostIp: string;
   /** The network-policy-api CRDs the harness applied itself (an older bundle): the chart installs none. */
   npapiCrds?: string;
+  /** How pods are wired across nodes (absent: host-gw, the harness's own routes). */
+  cni?: Cni;
+  /** What enforces network policy (absent: Cascade). */
+  netpol?: Netpol;
 }
 
 export function recordedFile(): Recorded | undefined {
   if (!existsSync(LAYOUT_FILE)) return undefined;
   return JSON.parse(readFileSync(LAYOUT_FILE, 'utf8')) as Recorded;
+}
+
+/** flanneld and the flannel CNI plugin, built once (tools/cluster/build/flannel.sh). */
+let flannelMemo: string | undefined;
+export function flannelBins(): string {
+  flannelMemo ??= run('bash', [join(ROOT, 'tools/cluster/build/flannel.sh')], { timeoutMs: 3_600_000 })
+    .trim()
+    .split('\n')
+    .pop()!;
+  return flannelMemo;
 }
 
 export function recorded(): Layout | undefined {

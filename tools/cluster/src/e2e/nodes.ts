@@ -1,5 +1,6 @@
-// Three nodes on this machine (npm run cluster -- up --nodes 3): cross-node enforcement on real
-// traffic and NodePorts dialled on nodes without a backend (node-churn.ts: failure, drain, a new node).
+// Three nodes on this machine (npm run cluster -- up --nodes 3, wired by flannel): cross-node
+// enforcement on real traffic and NodePorts dialled on nodes without a backend (node-churn.ts:
+// failure, drain, a new node).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -43,8 +44,8 @@ export function stopServers(): void {
   for (const s of servers.splice(0)) s.kill();
 }
 
-/** npm run cluster -- up --nodes 3: every node Ready, an agent Ready on each */
-export function threeNodesUp(): void {
+/** npm run cluster -- up --nodes 3 (flannel): every node Ready, an agent Ready on each */
+export async function threeNodesUp(): Promise<void> {
   const t0 = Date.now();
   // with network-policy-api v0.2.0's CRDs applied as a user would have: a later step upgrades them
   sh('bash', [CLUSTER_SH, 'up', '--nodes', String(NODES), '--npapi-crds', 'v0.2.0'], {
@@ -84,6 +85,58 @@ export function threeNodesUp(): void {
     const links = sh(...onNode(n.name, 'ls', ['/sys/fs/bpf/cascade/progs'], { mount: true }));
     expect(links).toContain('from_endpoint');
     expect(sh(cmd, [...args])).toContain('cascade0');
+  }
+  await onFlannel(nodes);
+}
+
+/**
+ * The cluster's CNI is flannel, as its users run it: flanneld in each node's namespaces with its
+ * lease (the Node's podCIDR, its VTEP in the Node's annotations), a vxlan device holding the subnet's
+ * first address, the other nodes' subnets routed through it (no host-gw route of the harness's); the
+ * node's CNI configuration is flannel's with cascade-cni chained after it by the agent's init
+ * container (agent.cni.chain, this release's namespace exempt); each agent's report says its node's
+ * tunnel address, which every node then judges as that node (crossNodeEnforcement probes it).
+ */
+async function onFlannel(nodes: LiveNode[]): Promise<void> {
+  const objs = kubectlJson<{
+    items: { metadata: { name: string; annotations?: Record<string, string> }; spec: { podCIDR?: string } }[];
+  }>('get', 'nodes').items;
+  for (const n of nodes) {
+    const node = objs.find((o) => o.metadata.name === n.name)!;
+    const subnet = node.spec.podCIDR!;
+    expect(subnet).toMatch(/^10\.244\.\d+\.0\/24$/);
+    expect(node.metadata.annotations?.['flannel.alpha.coreos.com/public-ip']).toBe(n.ip);
+    expect(node.metadata.annotations?.['flannel.alpha.coreos.com/backend-type']).toBe('vxlan');
+    const spec = netnsNode(Number(n.name.split('-').pop()));
+    const flanneld = readFileSync(pidFile(spec, 'flanneld'), 'utf8').trim();
+    const machine = readFileSync(pidFile(spec, 'machine'), 'utf8').trim();
+    expect(readlinkSync(`/proc/${flanneld}/ns/net`)).toBe(readlinkSync(`/proc/${machine}/ns/net`));
+    const tunnel = subnet.replace(/\/24$/, '');
+    expect(sh(...onNode(n.name, 'ip', ['-d', '-o', 'link', 'show', 'dev', 'flannel.1']))).toContain(
+      'vxlan id 1',
+    );
+    expect(tunnelOf(n)).toBe(tunnel);
+    const routes = sh(...onNode(n.name, 'ip', ['-4', 'route', 'show']));
+    for (const m of objs.filter((o) => o.metadata.name !== n.name)) {
+      const cidr = m.spec.podCIDR!;
+      expect(routes, `${n.name}: ${cidr}`).toContain(
+        `${cidr} via ${cidr.replace(/\/24$/, '')} dev flannel.1 onlink`,
+      );
+    }
+    const conf = JSON.parse(readFileSync(join(spec.hostDir, 'cni/net.d/10-flannel.conflist'), 'utf8')) as {
+      plugins: { type: string; exemptNamespace?: string }[];
+    };
+    expect(conf.plugins.map((p) => p.type)).toEqual(['flannel', 'portmap', 'cascade-cni']);
+    expect(conf.plugins[2]!.exemptNamespace).toBe('cascade-system');
+    await until(`${n.name}'s report says its tunnel address ${tunnel}`, 90, () =>
+      kubectlJson<{ spec: { tunnelAddresses?: string[] } }>(
+        'get',
+        'netpolnodereport',
+        n.name,
+      ).spec.tunnelAddresses?.includes(tunnel)
+        ? true
+        : undefined,
+    );
   }
 }
 
@@ -192,22 +245,25 @@ export async function ownNodeIsANode(): Promise<void> {
   };
   sh('kubectl', ['apply', '-f', '-'], { input: stringify(anp) });
   try {
-    const probes = probesFor(
-      net.pods,
-      false,
-      nodes.map((n) => n.ip),
-    ).filter((p) => !p.to.includes('/'));
+    // each node's addresses: its InternalIP and its tunnel address (flannel.1's), which its report
+    // adds: dialling the tunnel address is no way round a `nodes` deny
+    const tunnels = new Map(nodes.map((n) => [tunnelOf(n), n.ip]));
+    const probes = probesFor(net.pods, false, [...nodes.map((n) => n.ip), ...tunnels.keys()]).filter(
+      (p) => !p.to.includes('/'),
+    );
     const want = await agreesWithSimulate(probes);
     const toyOwn = kubectlJson<{ status: { hostIP: string } }>('get', 'pod', '-n', 'sandbox', 'toy').status
       .hostIP;
     const verdict = (from: string, to: string) =>
       want[probes.findIndex((p) => p.from === from && p.to === to)];
     for (const n of nodes) expect(verdict('sandbox/toy', n.ip), `sandbox/toy -> ${n.ip}`).toBe('DENY');
+    for (const t of tunnels.keys()) expect(verdict('sandbox/toy', t), `sandbox/toy -> ${t}`).toBe('DENY');
     expect(nodes.map((n) => n.ip)).toContain(toyOwn);
-    // cart's egress is isolated by its NetworkPolicy: its own node only
+    // cart's egress is isolated by its NetworkPolicy: its own node only, by either address
     const cartOwn = kubectlJson<{ status: { hostIP: string } }>('get', 'pod', '-n', 'shop', 'cart').status
       .hostIP;
     for (const n of nodes) expect(verdict('shop/cart', n.ip)).toBe(n.ip === cartOwn ? 'ALLOW' : 'DENY');
+    for (const [t, ip] of tunnels) expect(verdict('shop/cart', t)).toBe(ip === cartOwn ? 'ALLOW' : 'DENY');
     figures.ownNodeProbes = probes.length;
   } finally {
     sh('kubectl', ['delete', 'adminnetworkpolicy', anp.metadata.name, '--ignore-not-found']);
@@ -393,9 +449,11 @@ export async function nodePortAcrossNodes(): Promise<void> {
   const want = sim.map((r) => r.verdict.toUpperCase());
   // the security property first: nobody but the client reaches the backend, whichever node is dialled
   expect(want).toEqual(['ALLOW', 'DENY', 'ALLOW', 'DENY', 'DENY', 'DENY', 'DENY', 'DENY', 'DENY']);
-  expect(sim[4]!.service?.source).toBe(n2.ip);
+  // flannel's vxlan carries it from n2 to n3: it leaves n2 with n2's tunnel address (flannel.1's)
+  expect(sim[4]!.service?.source).toBe(tunnelOf(n2));
   expect(await kernelDisagrees('NodePort verdicts as netpol simulate says', checks, want)).toEqual([]);
   await bridgeSourceAdmitted(n3, NS, checks);
+  await tunnelSourceIsTheNode(n2, NS, checks);
   figures.nodePortChecks = checks.length;
 }
 
@@ -432,7 +490,8 @@ async function bridgeSourceAdmitted(backendNode: LiveNode, ns: string, checks: C
   sh('kubectl', ['apply', '-f', '-'], { input: stringify(policy) });
   try {
     // stranger (another node) and outside, dialling the backend's node, come from its bridge; stranger
-    // dialling a node without the backend still comes from that node's address, which it does not hold
+    // dialling a node without the backend still comes from that node (its tunnel address), which it
+    // does not hold
     const these = [
       'stranger -> NodePort of a node without the backend',
       "outside -> NodePort of the backend's node",
@@ -443,7 +502,7 @@ async function bridgeSourceAdmitted(backendNode: LiveNode, ns: string, checks: C
       return r[1]?.verdict === 'allow' ? r : undefined;
     });
     expect(sim.map((r) => [r.verdict.toUpperCase(), r.service?.source])).toEqual([
-      ['DENY', these[0]!.to],
+      ['DENY', tunnelOf(liveNodes().find((n) => n.ip === these[0]!.to)!)],
       ['ALLOW', bridge],
       ['ALLOW', bridge],
     ]);
@@ -452,5 +511,74 @@ async function bridgeSourceAdmitted(backendNode: LiveNode, ns: string, checks: C
     figures.nodePortBridgeChecks = these.length;
   } finally {
     sh('kubectl', ['delete', 'networkpolicy', '-n', ns, 'web-from-bridge', '--ignore-not-found']);
+  }
+}
+
+/** A node's tunnel address: the global address of its flannel.1 (its subnet's first address). */
+function tunnelOf(n: LiveNode): string {
+  const [cmd, args] = onNode(n.name, 'ip', ['-j', '-4', 'addr', 'show', 'dev', 'flannel.1']);
+  return (
+    JSON.parse(sh(cmd, [...args])) as { addr_info: { local: string; scope: string }[] }[]
+  )[0]!.addr_info.find((a) => a.scope === 'global')!.local;
+}
+
+/**
+ * A NodePort flow kube-proxy masquerades towards a backend on another node leaves the dialled node
+ * through flannel's vxlan, with that node's tunnel address (flannel.1's): the agent reports it and
+ * every node counts it as that node, so an ipBlock naming exactly that address admits nothing (an
+ * ipBlock never matches a node's address), in the kernel as in `netpol simulate --kubeconfig` (which
+ * gives the dialled node's tunnel address as the source). Before, simulate judged the address as the
+ * ipBlock's and stopped on its own lowering check ("lowering disagrees"), the kernel as the node.
+ */
+async function tunnelSourceIsTheNode(dialled: LiveNode, ns: string, checks: Check[]): Promise<void> {
+  const tunnel = tunnelOf(dialled);
+  await until(`${dialled.name}'s report names its tunnel address ${tunnel}`, 60, () =>
+    kubectlJson<{ spec: { tunnelAddresses?: string[] } }>(
+      'get',
+      'netpolnodereport',
+      dialled.name,
+    ).spec.tunnelAddresses?.includes(tunnel)
+      ? true
+      : undefined,
+  );
+  const policy = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: 'web-from-tunnel', namespace: ns },
+    spec: {
+      podSelector: { matchLabels: { app: 'web' } },
+      policyTypes: ['Ingress'],
+      ingress: [{ from: [{ ipBlock: { cidr: `${tunnel}/32` } }] }],
+    },
+  };
+  sh('kubectl', ['apply', '-f', '-'], { input: stringify(policy) });
+  try {
+    const these = [
+      'client -> NodePort of a node without the backend',
+      'stranger -> NodePort of a node without the backend',
+      'outside -> NodePort of a node without the backend',
+    ].map((w) => checks.find((c) => c.what === w)!);
+    // the policy is seen once simulate names it among the backend's ingress policies
+    const sim = await until('simulate sees the tunnel policy', 30, () => {
+      const r = simulateChecks('nodeport-tunnel-probes.yaml', these) as {
+        verdict: string;
+        ingress?: { decidedBy?: { policy?: string } };
+        service?: { source?: string };
+      }[];
+      return r.some((x) => x.ingress?.decidedBy?.policy?.includes('web-from-tunnel')) ? r : undefined;
+    });
+    // the isolation the two policies make decides: the ipBlock admits none of them
+    expect(sim.map((r) => [r.verdict.toUpperCase(), r.service?.source])).toEqual([
+      ['DENY', tunnel],
+      ['DENY', tunnel],
+      ['DENY', tunnel],
+    ]);
+    const want = sim.map((r) => r.verdict.toUpperCase());
+    expect(
+      await kernelDisagrees('NodePort verdicts beside an ipBlock of the tunnel address', these, want),
+    ).toEqual([]);
+    figures.nodePortTunnelChecks = these.length;
+  } finally {
+    sh('kubectl', ['delete', 'networkpolicy', '-n', ns, 'web-from-tunnel', '--ignore-not-found']);
   }
 }
