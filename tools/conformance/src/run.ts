@@ -42,6 +42,8 @@ export interface SuiteResults {
   subset: boolean;
   /** the cluster's node count (results of 2 or more are written to SUITE.N-nodes.json) */
   nodes: number;
+  /** what enforced, when not Cascade (a peer: npm run cluster -- up --netpol) */
+  implementation?: string;
   /** what Cascade declares it supports (network-policy-api features), passed to the suite */
   features?: string[];
   /** features Cascade implements that this cluster cannot show (see the skips' reasons) */
@@ -269,7 +271,7 @@ function sh(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeou
 }
 
 /** The suites' binaries (built once, cached) and their workload image in the cluster's containerd. */
-export function prepare(log: (s: string) => void = () => {}, nodes = 1): string {
+export function prepare(log: (s: string) => void = () => {}, nodes = 1, netpol = 'cascade'): string {
   const bin = sh('bash', [join(ROOT, 'tools/conformance/build/build.sh')], {
     env: { ...process.env, CONFORMANCE_NODES: String(nodes) },
   })
@@ -277,13 +279,17 @@ export function prepare(log: (s: string) => void = () => {}, nodes = 1): string 
     .split('\n')
     .pop()!;
   const layout = '/var/lib/cascade-cluster/layout.json';
-  const running = existsSync(layout)
-    ? (JSON.parse(readFileSync(layout, 'utf8')) as { count: number }).count
-    : 0;
-  if (running !== nodes) {
-    log(`starting the cluster (npm run cluster -- up --nodes ${nodes})`);
-    if (running) sh('bash', [CLUSTER_SH, 'down'], { timeoutMs: 300_000 });
-    sh('bash', [CLUSTER_SH, 'up', '--nodes', String(nodes)], { timeoutMs: 25 * 60_000 });
+  const recorded = existsSync(layout)
+    ? (JSON.parse(readFileSync(layout, 'utf8')) as { count: number; netpol?: string })
+    : undefined;
+  // the cluster this run wants: its node count, and what enforces (Cascade, or a peer)
+  if (recorded?.count !== nodes || (recorded.netpol ?? 'cascade') !== netpol) {
+    const peer = netpol === 'cascade' ? [] : ['--netpol', netpol];
+    log(
+      `starting the cluster (npm run cluster -- up --nodes ${nodes}${peer.length ? ` ${peer.join(' ')}` : ''})`,
+    );
+    if (recorded) sh('bash', [CLUSTER_SH, 'down'], { timeoutMs: 300_000 });
+    sh('bash', [CLUSTER_SH, 'up', '--nodes', String(nodes), ...peer], { timeoutMs: 25 * 60_000 });
   }
   sh(NODE, [
     join(ROOT, 'packages/distribution/src/images.ts'),
@@ -447,6 +453,10 @@ if (import.meta.main) {
     process.stderr.write('conformance: --nodes wants 1 to 8\n');
     process.exit(2);
   }
+  // a peer instead of Cascade (npm run cluster -- up --netpol): its results beside Cascade's, in
+  // conformance/results/PEER/ (its failures are its own)
+  const np = args.indexOf('--netpol');
+  const netpol = np >= 0 ? args.splice(np, 2)[1]! : 'cascade';
   const names = args.filter((a) => !a.startsWith('--')) as SuiteName[];
   const bad = names.filter((n) => !SUITES.includes(n));
   if (bad.length) {
@@ -454,12 +464,20 @@ if (import.meta.main) {
     process.exit(2);
   }
   const log = (s: string) => process.stderr.write(`[conformance] ${s}\n`);
-  const bin = prepare(log, nodes);
+  const bin = prepare(log, nodes, netpol);
   let failed = 0;
   for (const name of names.length ? names : SUITES) {
     log(`running ${name}${subset ? ' (subset)' : ''}`);
     const r = await runSuite(name, bin, { subset, nodes, echo: (c) => process.stderr.write(c) });
-    const file = writeResults(r, subset ? join(ROOT, 'tools/conformance/.local') : undefined);
+    const file = writeResults(
+      netpol === 'cascade' ? r : { ...r, implementation: netpol },
+      // a peer's runs are all kept (its subset too: the suite npm test runs against Cascade)
+      netpol !== 'cascade'
+        ? join(ROOT, 'conformance/results', netpol)
+        : subset
+          ? join(ROOT, 'tools/conformance/.local')
+          : undefined,
+    );
     log(
       `${name}: ${r.passed} passed, ${r.failed} failed, ${r.failedByEnvironment} failed by this machine, ${r.skipped} skipped in ${r.seconds} s -> ${file}`,
     );
