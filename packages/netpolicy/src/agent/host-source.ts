@@ -81,14 +81,18 @@ export function podBridgeAddresses(
   addrs: AddrJson[],
   podIfindexes: ReadonlySet<number>,
 ): string[] {
-  const podBridges = podBridgesOf(links, podIfindexes);
+  return globalAddresses(addrs, podBridgesOf(links, podIfindexes), MAX_BRIDGE_ADDRESSES);
+}
+
+/** The global addresses of the devices named in `devices`, sorted, at most `max`. */
+function globalAddresses(addrs: AddrJson[], devices: ReadonlySet<string | undefined>, max: number): string[] {
   const out = new Set<string>();
   for (const a of addrs) {
-    if (!a.ifname || !podBridges.has(a.ifname)) continue;
+    if (!a.ifname || !devices.has(a.ifname)) continue;
     for (const i of a.addr_info ?? [])
       if (i.local && i.scope === 'global' && isIP(i.local) !== 0) out.add(i.local);
   }
-  return [...out].sort().slice(0, MAX_BRIDGE_ADDRESSES);
+  return [...out].sort().slice(0, max);
 }
 
 /**
@@ -191,13 +195,7 @@ export function tunnelAddresses({ links, addrs }: NodeInterfaces): string[] {
   const tunnels = new Set(
     links.filter((l) => l.ifname && TUNNEL_KINDS.has(l.linkinfo?.info_kind ?? '')).map((l) => l.ifname),
   );
-  const out = new Set<string>();
-  for (const a of addrs) {
-    if (!a.ifname || !tunnels.has(a.ifname)) continue;
-    for (const i of a.addr_info ?? [])
-      if (i.local && i.scope === 'global' && isIP(i.local) !== 0) out.add(i.local);
-  }
-  return [...out].sort().slice(0, MAX_TUNNEL_ADDRESSES);
+  return globalAddresses(addrs, tunnels, MAX_TUNNEL_ADDRESSES);
 }
 
 /**

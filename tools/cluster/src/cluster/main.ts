@@ -106,15 +106,30 @@ function nodeUp(n: NodeSpec, l: Layout, images: string[], cni: Cni): string[] {
   return imported;
 }
 
-/** `--netpol`: what enforces network policy (Cascade, or a peer on flannel), chosen when the cluster is made. */
-function netpolOf(args: string[], cni: Cni, before?: Recorded): Netpol {
-  const at = args.indexOf('--netpol');
+/**
+ * The value of `flag` (one of `allowed`), else what the running cluster had (`had`), else `fallback`;
+ * a different value than a running cluster's asks for `down` first (chosen when the cluster is made).
+ */
+function chosen<T extends string>(
+  args: string[],
+  flag: string,
+  allowed: readonly T[],
+  had: T | undefined,
+  fallback: T,
+): T {
+  const at = args.indexOf(flag);
   const asked = at >= 0 ? args[at + 1] : undefined;
-  if (asked !== undefined && !(NETPOLS as readonly string[]).includes(asked))
-    fail(`--netpol: want one of ${NETPOLS.join(', ')}, got ${asked}`);
-  const had = before ? (before.netpol ?? 'cascade') : undefined;
-  const netpol = (asked ?? had ?? 'cascade') as Netpol;
-  if (had && netpol !== had) fail(`a cluster enforced by ${had} runs: npm run cluster -- down first`);
+  if (asked !== undefined && !(allowed as readonly string[]).includes(asked))
+    fail(`${flag}: want one of ${allowed.join(', ')}, got ${asked}`);
+  const value = (asked ?? had ?? fallback) as T;
+  if (had && value !== had)
+    fail(`${flag}: the running cluster has ${had}: npm run cluster -- down first (chosen when it is made)`);
+  return value;
+}
+
+/** `--netpol`: what enforces network policy (Cascade, or a peer on flannel). */
+function netpolOf(args: string[], cni: Cni, before?: Recorded): Netpol {
+  const netpol = chosen(args, '--netpol', NETPOLS, before && (before.netpol ?? 'cascade'), 'cascade');
   if (netpol !== 'cascade' && cni !== 'flannel')
     fail(`--netpol ${netpol}: wants a CNI to chain nothing into (--nodes 2 or more, flannel)`);
   return netpol;
@@ -122,17 +137,15 @@ function netpolOf(args: string[], cni: Cni, before?: Recorded): Netpol {
 
 /** `--cni`, else what the running cluster uses, else flannel on namespaced nodes (host-gw on the host). */
 function cniOf(args: string[], l: Layout, before?: Recorded): Cni {
-  const at = args.indexOf('--cni');
-  const asked = at >= 0 ? args[at + 1] : undefined;
-  if (asked !== undefined && !(CNIS as readonly string[]).includes(asked))
-    fail(`--cni: want one of ${CNIS.join(', ')}, got ${asked}`);
-  const had = before ? (before.cni ?? 'host-gw') : undefined;
-  const cni = (asked ?? had ?? (l.nodes[0]!.placement === 'host' ? 'host-gw' : 'flannel')) as Cni;
-  if (had && cni !== had)
-    fail(
-      `a cluster wired with ${had} runs: npm run cluster -- down first (the CNI is chosen when it is made)`,
-    );
-  if (cni === 'flannel' && l.nodes[0]!.placement === 'host')
+  const onHost = l.nodes[0]!.placement === 'host';
+  const cni = chosen(
+    args,
+    '--cni',
+    CNIS,
+    before && (before.cni ?? 'host-gw'),
+    onHost ? 'host-gw' : 'flannel',
+  );
+  if (cni === 'flannel' && onHost)
     fail('--cni flannel: wants --nodes 2 or more (one node on the host has no other node to reach)');
   return cni;
 }

@@ -141,6 +141,10 @@ export function importArchives(n: NodeSpec, archives: string[]): string[] {
   return imported;
 }
 
+function writeIfChanged(file: string, text: string): void {
+  if (!existsSync(file) || readFileSync(file, 'utf8') !== text) writeFileSync(file, text);
+}
+
 export function kubeletUp(n: NodeSpec, bins: Bins, server: string, enter?: number): void {
   const stem = nodePki(n.name, n.ip);
   const kc = kubeconfig(`kubelet-${n.name}`, stem, server);
@@ -199,7 +203,10 @@ maxPods: 110
 
 export function kubeProxyUp(n: NodeSpec, bins: Bins, enter?: number): void {
   const config = join(n.hostDir, 'kube-proxy.yaml');
-  writeFileSync(
+  // written only when it changes: kube-proxy watches its file and exits when it is written at all
+  // ("content of the proxy server's configuration file was updated"), so an `up` that adds a node
+  // stopped every running node's kube-proxy
+  writeIfChanged(
     config,
     `apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration

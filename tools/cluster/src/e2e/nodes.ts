@@ -464,31 +464,9 @@ export async function nodePortAcrossNodes(): Promise<void> {
  * (before, simulate judged them as 0.0.0.0 and said deny where the kernel allowed).
  */
 async function bridgeSourceAdmitted(backendNode: LiveNode, ns: string, checks: Check[]): Promise<void> {
-  const [cmd, args] = onNode(backendNode.name, 'ip', ['-j', '-4', 'addr', 'show', 'dev', 'cascade0']);
-  const bridge = (
-    JSON.parse(sh(cmd, [...args])) as { addr_info: { local: string; scope: string }[] }[]
-  )[0]!.addr_info.find((a) => a.scope === 'global')!.local;
-  await until(`${backendNode.name}'s report names its pod bridge ${bridge}`, 60, () =>
-    kubectlJson<{ spec: { podBridgeAddresses?: string[] } }>(
-      'get',
-      'netpolnodereport',
-      backendNode.name,
-    ).spec.podBridgeAddresses?.includes(bridge)
-      ? true
-      : undefined,
-  );
-  const policy = {
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'NetworkPolicy',
-    metadata: { name: 'web-from-bridge', namespace: ns },
-    spec: {
-      podSelector: { matchLabels: { app: 'web' } },
-      policyTypes: ['Ingress'],
-      ingress: [{ from: [{ ipBlock: { cidr: `${bridge}/32` } }] }],
-    },
-  };
-  sh('kubectl', ['apply', '-f', '-'], { input: stringify(policy) });
-  try {
+  const bridge = deviceAddress(backendNode, 'cascade0');
+  await reportNames(backendNode, 'podBridgeAddresses', bridge);
+  await whileWebAdmits(ns, 'web-from-bridge', `${bridge}/32`, async () => {
     // stranger (another node) and outside, dialling the backend's node, come from its bridge; stranger
     // dialling a node without the backend still comes from that node (its tunnel address), which it
     // does not hold
@@ -509,17 +487,48 @@ async function bridgeSourceAdmitted(backendNode: LiveNode, ns: string, checks: C
     const want = sim.map((r) => r.verdict.toUpperCase());
     expect(await kernelDisagrees('NodePort verdicts with the bridge admitted', these, want)).toEqual([]);
     figures.nodePortBridgeChecks = these.length;
-  } finally {
-    sh('kubectl', ['delete', 'networkpolicy', '-n', ns, 'web-from-bridge', '--ignore-not-found']);
-  }
+  });
 }
 
 /** A node's tunnel address: the global address of its flannel.1 (its subnet's first address). */
-function tunnelOf(n: LiveNode): string {
-  const [cmd, args] = onNode(n.name, 'ip', ['-j', '-4', 'addr', 'show', 'dev', 'flannel.1']);
+const tunnelOf = (n: LiveNode): string => deviceAddress(n, 'flannel.1');
+
+/** The global IPv4 address of a device on a node (cascade0, flannel.1). */
+function deviceAddress(n: LiveNode, dev: string): string {
+  const [cmd, args] = onNode(n.name, 'ip', ['-j', '-4', 'addr', 'show', 'dev', dev]);
   return (
     JSON.parse(sh(cmd, [...args])) as { addr_info: { local: string; scope: string }[] }[]
   )[0]!.addr_info.find((a) => a.scope === 'global')!.local;
+}
+
+/** Until the node's NetpolNodeReport lists `address` in `field`. */
+const reportNames = (n: LiveNode, field: 'podBridgeAddresses' | 'tunnelAddresses', address: string) =>
+  until(`${n.name}'s report names ${address} (${field})`, 60, () =>
+    kubectlJson<{ spec: Record<string, string[] | undefined> }>('get', 'netpolnodereport', n.name).spec[
+      field
+    ]?.includes(address)
+      ? true
+      : undefined,
+  );
+
+/** `run` while a NetworkPolicy admits web's ingress from `cidr` only (then deleted). */
+async function whileWebAdmits<T>(ns: string, name: string, cidr: string, run: () => Promise<T>): Promise<T> {
+  const policy = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name, namespace: ns },
+    spec: {
+      podSelector: { matchLabels: { app: 'web' } },
+      policyTypes: ['Ingress'],
+      ingress: [{ from: [{ ipBlock: { cidr } }] }],
+    },
+  };
+  sh('kubectl', ['apply', '-f', '-'], { input: stringify(policy) });
+  try {
+    return await run();
+  } finally {
+    sh('kubectl', ['delete', 'networkpolicy', '-n', ns, name, '--ignore-not-found']);
+  }
 }
 
 /**
@@ -532,27 +541,8 @@ function tunnelOf(n: LiveNode): string {
  */
 async function tunnelSourceIsTheNode(dialled: LiveNode, ns: string, checks: Check[]): Promise<void> {
   const tunnel = tunnelOf(dialled);
-  await until(`${dialled.name}'s report names its tunnel address ${tunnel}`, 60, () =>
-    kubectlJson<{ spec: { tunnelAddresses?: string[] } }>(
-      'get',
-      'netpolnodereport',
-      dialled.name,
-    ).spec.tunnelAddresses?.includes(tunnel)
-      ? true
-      : undefined,
-  );
-  const policy = {
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'NetworkPolicy',
-    metadata: { name: 'web-from-tunnel', namespace: ns },
-    spec: {
-      podSelector: { matchLabels: { app: 'web' } },
-      policyTypes: ['Ingress'],
-      ingress: [{ from: [{ ipBlock: { cidr: `${tunnel}/32` } }] }],
-    },
-  };
-  sh('kubectl', ['apply', '-f', '-'], { input: stringify(policy) });
-  try {
+  await reportNames(dialled, 'tunnelAddresses', tunnel);
+  await whileWebAdmits(ns, 'web-from-tunnel', `${tunnel}/32`, async () => {
     const these = [
       'client -> NodePort of a node without the backend',
       'stranger -> NodePort of a node without the backend',
@@ -578,7 +568,5 @@ async function tunnelSourceIsTheNode(dialled: LiveNode, ns: string, checks: Chec
       await kernelDisagrees('NodePort verdicts beside an ipBlock of the tunnel address', these, want),
     ).toEqual([]);
     figures.nodePortTunnelChecks = these.length;
-  } finally {
-    sh('kubectl', ['delete', 'networkpolicy', '-n', ns, 'web-from-tunnel', '--ignore-not-found']);
-  }
+  });
 }
