@@ -6,14 +6,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { clusterDownLeavesNothing } from './e2e/lifecycle.ts';
 import { drainAndAddNode, nodeFailure } from './e2e/node-churn.ts';
-import {
-  crossNodeEnforcement,
-  NODES,
-  nodePortAcrossNodes,
-  ownNodeIsANode,
-  stopServers,
-  threeNodesUp,
-} from './e2e/nodes.ts';
+import { nodePortAcrossNodes } from './e2e/nodeports.ts';
+import { crossNodeEnforcement, NODES, ownNodeIsANode, stopServers, threeNodesUp } from './e2e/nodes.ts';
 import { clusterNetworkPolicyUpgrade } from './e2e/npapi-upgrade.ts';
 import { figures } from './e2e/shared.ts';
 import { CLUSTER_SH, clusterTestsEnabled, sh } from './harness.ts';
