@@ -78,7 +78,6 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
   const problems: string[] = [];
   const sources = new Map<string, string>();
   const bridges = new Map<string, readonly string[]>();
-  const tunnels = new Map<string, readonly string[]>();
   const nodes = new NodeAddresses(engine);
   const raw = (m: Manifest) => ({ metadata: m.metadata, spec: m.spec, status: m.status });
   for (const m of manifests) {
@@ -109,7 +108,6 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
       if ('error' in r) problems.push(`${at}: ${r.error}; its pod-bridge and tunnel addresses left out`);
       else {
         if (r.podBridgeAddresses?.length) bridges.set(m.metadata.name, r.podBridgeAddresses);
-        if (r.tunnelAddresses?.length) tunnels.set(m.metadata.name, r.tunnelAddresses);
         // the node's tunnel addresses are the node's (as every agent counts them)
         nodes.report(m.metadata.name, r.tunnelAddresses);
       }
@@ -136,5 +134,5 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
     for (const e of p.errors) problems.push(`${at}: ${e} (${ignored})`);
     for (const w of p.warnings) problems.push(`${at}: warning: ${w}`);
   }
-  return { engine, services, problems, sources, reported: { bridges, tunnels } };
+  return { engine, services, problems, sources, reported: { bridges, tunnels: nodes.tunnels } };
 }

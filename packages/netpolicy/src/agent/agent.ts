@@ -381,7 +381,7 @@ export class NetpolAgent {
     this.reportRefusedServices();
     if (this.opts.manageAttachments !== false)
       await this.links.reconcile(this.opts.datapath, () => this.attachFailures.inc());
-    await this.preferNodeSource();
+    await this.checkNodeAddresses();
     await this.reporter.publish(
       this.findings(),
       { bridges: this.bridgeAddresses, tunnels: this.tunnelAddresses },
@@ -480,7 +480,7 @@ export class NetpolAgent {
    * devices' addresses, for its report; and, with preferNodeSource, its own traffic to its pods made to
    * leave with the node's address.
    */
-  private async preferNodeSource(): Promise<void> {
+  private async checkNodeAddresses(): Promise<void> {
     const ifindexes = new Set(this.links.ifindexByIp.values());
     const key = [...ifindexes].sort().join(',');
     if (key === this.sourceCheckedFor && Date.now() - this.sourceCheckedAt < 30_000) return;

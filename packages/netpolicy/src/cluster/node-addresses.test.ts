@@ -27,10 +27,11 @@ describe("a node's addresses: its Node's, then its report's tunnel addresses", (
   it('a report that changes pushes the node again; one that does not, nothing; a deleted report takes its addresses', () => {
     const { seen, addresses } = recorder();
     addresses.node('n1', node('n1', '10.250.0.11'));
-    addresses.report('n1', ['10.244.1.0']);
-    addresses.report('n1', ['10.244.1.0']);
-    addresses.report('n1', undefined);
-    addresses.report('n1', undefined);
+    expect(addresses.report('n1', ['10.244.1.0'])).toBe(true);
+    expect(addresses.report('n1', ['10.244.1.0'])).toBe(false); // its findings changed, say
+    expect(addresses.report('n1', undefined)).toBe(true);
+    expect(addresses.report('n1', undefined)).toBe(false);
+    expect(addresses.tunnels.size).toBe(0);
     expect(seen).toEqual(['n1 10.250.0.11', 'n1 10.250.0.11,10.244.1.0', 'n1 10.250.0.11']);
   });
 

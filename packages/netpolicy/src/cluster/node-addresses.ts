@@ -10,7 +10,7 @@ import type { Node } from '../engine/model.ts';
  */
 export class NodeAddresses {
   private readonly nodes = new Map<string, Node>();
-  private readonly tunnels = new Map<string, readonly string[]>();
+  private readonly reported = new Map<string, readonly string[]>();
   private readonly engine: Pick<NetpolEngine, 'upsertNode' | 'removeNode'>;
   constructor(engine: Pick<NetpolEngine, 'upsertNode' | 'removeNode'>) {
     this.engine = engine;
@@ -27,16 +27,27 @@ export class NodeAddresses {
     this.push(name);
   }
 
-  /** The node's report's tunnel addresses (undefined: none, or the report deleted). */
-  report(name: string, tunnels?: readonly string[]): void {
-    const before = JSON.stringify(this.tunnels.get(name) ?? []);
-    if (tunnels?.length) this.tunnels.set(name, tunnels);
-    else this.tunnels.delete(name);
-    if (JSON.stringify(tunnels ?? []) !== before) this.push(name);
+  /** Each node's tunnel addresses, as its report says (nodes whose report names none are absent). */
+  get tunnels(): ReadonlyMap<string, readonly string[]> {
+    return this.reported;
+  }
+
+  /**
+   * The node's report's tunnel addresses (undefined: none, or the report deleted); whether they
+   * changed (a report whose findings alone changed changes nothing here).
+   */
+  report(name: string, tunnels?: readonly string[]): boolean {
+    const before = JSON.stringify(this.reported.get(name) ?? []);
+    if (tunnels?.length) this.reported.set(name, tunnels);
+    else this.reported.delete(name);
+    if (JSON.stringify(tunnels ?? []) === before) return false;
+    this.push(name);
+    return true;
   }
 
   private push(name: string): void {
     const n = this.nodes.get(name);
-    if (n) this.engine.upsertNode({ ...n, ips: [...new Set([...n.ips, ...(this.tunnels.get(name) ?? [])])] });
+    if (n)
+      this.engine.upsertNode({ ...n, ips: [...new Set([...n.ips, ...(this.reported.get(name) ?? [])])] });
   }
 }

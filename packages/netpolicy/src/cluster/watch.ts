@@ -125,20 +125,21 @@ export function clusterInformers(ctx: WatchContext): Informer[] {
         else addresses.node(o.metadata.name, n);
       }),
     ),
-    // the agents' reports (optional: the CRD may not be served yet): each node's tunnel addresses
+    // the agents' reports (optional: the CRD may not be served yet): each node's tunnel addresses; a
+    // sync only when those change (a report's findings change on their own, on every node's agent)
     new Informer(
       c,
       NODE_REPORT_PATH,
-      on((t, o) => {
+      (t, o) => {
         const r = t === 'DELETED' ? undefined : nodeReportFromObject(o);
         if (r && 'error' in r)
           ctx.log('warn', "ignoring a NetpolNodeReport's addresses (the last good ones stay)", {
             node: o.metadata.name,
             error: r.error,
           });
-        else addresses.report(o.metadata.name, r?.tunnelAddresses);
+        else if (addresses.report(o.metadata.name, r?.tunnelAddresses)) ctx.changed();
         ctx.reportChanged?.();
-      }),
+      },
       undefined,
       true,
     ),

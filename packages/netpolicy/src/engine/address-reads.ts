@@ -2,7 +2,7 @@
 // node's ipcache (its own addresses are HOST there). Each read is memoised until the state changes
 // (the engine clears it on every input): identityOf runs per probe, the CLI's truth table per pod pair.
 import { AddressOwners, type IpcacheEntry, IpcacheIndex } from './addresses.ts';
-import { hostPrefix, prefixKey, WORLD4, WORLD6 } from './cidr.ts';
+import { hostPrefix, type Prefix, prefixKey, WORLD4, WORLD6 } from './cidr.ts';
 import { ID, type IdentityInfo } from './identities.ts';
 import type { Node, Pod } from './model.ts';
 
@@ -68,14 +68,19 @@ export class AddressReads {
     // /32 or /128 CIDR identity): ipBlocks match a pod through its identity's network parts, and never
     // a node. Left in, the same key twice would resolve one way here (IpcacheIndex: first wins) and
     // the other in the kernel's maps (the loader: last write wins).
-    const heldKeys = new Set(held.map((e) => prefixKey(e.prefix)));
+    // Only a host-length CIDR can collide, and there are rarely any: the held keys (one per pod
+    // address) are made only then.
+    const cidrs = [...this.state.identities.values()].filter((i) => i.kind === 'cidr');
+    const isHost = (p: Prefix) => p.len === (p.family === 4 ? 32 : 128);
+    const heldKeys = cidrs.some((i) => isHost(i.prefix!))
+      ? new Set(held.map((e) => prefixKey(e.prefix)))
+      : undefined;
     const kept: IpcacheEntry[] = [
       { prefix: WORLD4, identity: ID.WORLD },
       { prefix: WORLD6, identity: ID.WORLD6 },
     ];
-    for (const info of this.state.identities.values())
-      if (info.kind === 'cidr' && !heldKeys.has(prefixKey(info.prefix!)))
-        kept.push({ prefix: info.prefix!, identity: info.id });
+    for (const info of cidrs)
+      if (!heldKeys?.has(prefixKey(info.prefix!))) kept.push({ prefix: info.prefix!, identity: info.id });
     kept.push(...held);
     this.ipcacheMemo.set(node ?? '', kept);
     return kept;
