@@ -49,10 +49,12 @@ export function flannelConflist(n: NodeSpec): string {
 /** flanneld's network configuration (kube-flannel-cfg's net-conf.json): the pod range, vxlan. */
 export const netConf = () => `${JSON.stringify({ Network: POD_RANGE, Backend: { Type: 'vxlan' } })}\n`;
 
+/** flanneld's identity: its client certificate's common name and file stem. */
+const FLANNEL_USER = 'cascade-flannel';
+
 /** The identity and the rights flanneld has (kube-flannel.yml's ClusterRole), once per cluster. */
-export function flannelAccess(kubectlApply: (yaml: string) => void): string {
-  const user = 'cascade-flannel';
-  clientPki(user, user);
+export function flannelAccess(kubectlApply: (yaml: string) => void): void {
+  const user = clientPki(FLANNEL_USER, FLANNEL_USER);
   kubectlApply(`apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: flannel}
@@ -67,7 +69,6 @@ metadata: {name: flannel}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: flannel}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: ${user}}]
 `);
-  return user;
 }
 
 /**
@@ -81,8 +82,7 @@ export function flanneldUp(
   kubectl: (...args: string[]) => string,
   enter?: number,
 ): void {
-  const user = 'cascade-flannel';
-  const kc = kubeconfig(user, user, server);
+  const kc = kubeconfig(FLANNEL_USER, FLANNEL_USER, server);
   waitFor(120, `node ${n.name} registered`, () => kubectl('get', 'node', n.name, '-o', 'name'));
   const cidr = kubectl('get', 'node', n.name, '-o', 'jsonpath={.spec.podCIDR}').trim();
   if (!cidr)

@@ -60,6 +60,7 @@ import {
   flannelBins,
   hostIp,
   kubectl,
+  kubectlApply,
   LAYOUT_FILE,
   type Recorded,
   ROOT,
@@ -154,7 +155,8 @@ function up(args: string[]): void {
   if (process.getuid?.() !== 0) fail('needs root (kubelet, containerd, namespaces, routes, bpffs)');
   const withCascade = !args.includes('--no-cascade');
   const at = args.indexOf('--nodes');
-  const before = recorded();
+  const rec = recordedFile();
+  const before = rec && layout(rec.count, rec.hostIp);
   const count =
     at >= 0 ? Number(args[at + 1]) : before?.nodes.filter((n) => n.placement === 'netns').length || 1;
   const t0 = Date.now();
@@ -166,9 +168,9 @@ function up(args: string[]): void {
     fail(
       `a cluster of ${before.nodes.length} node(s) runs: npm run cluster -- down first (a node count only grows on a running cluster)`,
     );
-  const cni = cniOf(args, l, recordedFile());
-  const netpol = netpolOf(args, cni, recordedFile());
-  const peer = netpol === 'kube-network-policies' ? peerBins(ROOT) : undefined;
+  const cni = cniOf(args, l, rec);
+  const netpol = netpolOf(args, cni, rec);
+  const peer = netpol === 'kube-network-policies' ? peerBins() : undefined;
   bins();
   if (cni === 'flannel') flannelBins();
   run('bash', [join(ROOT, 'scripts/setup.d/10-bpf.sh')], { timeoutMs: 600_000 });
@@ -178,16 +180,14 @@ function up(args: string[]): void {
   if (l.nodes[0]!.placement === 'host') hostNodeNetwork();
   else linkUp(l);
   const npapiAt = args.indexOf('--npapi-crds');
-  const npapiCrds = npapiAt >= 0 ? args[npapiAt + 1] : recordedFile()?.npapiCrds;
+  const npapiCrds = npapiAt >= 0 ? args[npapiAt + 1] : rec?.npapiCrds;
   writeFileSync(
     LAYOUT_FILE,
     `${JSON.stringify({ count, hostIp: l.hostIp, ...(npapiCrds ? { npapiCrds } : {}), ...(cni !== 'host-gw' ? { cni } : {}), ...(peer ? { netpol } : {}) } satisfies Recorded)}\n`,
   );
   controlPlanePki(l.hostIp);
   controlPlane(bins(), l.hostIp, env());
-  if (cni === 'flannel') {
-    flannelAccess((yaml) => run('kubectl', ['apply', '-f', '-'], { env: env(), input: yaml }));
-  }
+  if (cni === 'flannel') flannelAccess(kubectlApply);
   log('building images (cached when inputs are unchanged)');
   run(
     join(ROOT, 'node_modules/.bin/node'),
@@ -218,7 +218,7 @@ function up(args: string[]): void {
   if (peer) {
     log('kube-network-policies instead of Cascade (its own manifest, the image built here)');
     try {
-      peerUp(peer, kubectl, (yaml) => run('kubectl', ['apply', '-f', '-'], { env: env(), input: yaml }));
+      peerUp(peer, kubectl, kubectlApply);
     } catch (e) {
       process.stderr.write(
         attempt('kubectl', [

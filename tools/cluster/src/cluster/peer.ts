@@ -5,7 +5,8 @@
 // benchmark meet it as its users run it. Nothing of Cascade runs then (no chart, no agent).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fail, run } from './proc.ts';
+import { fail } from './proc.ts';
+import { buildDir } from './state.ts';
 
 export type Netpol = 'cascade' | 'kube-network-policies';
 export const NETPOLS: readonly Netpol[] = ['cascade', 'kube-network-policies'];
@@ -21,12 +22,7 @@ export function peerManifest(upstream: string): string {
 }
 
 /** Its binary and manifest, built once (tools/cluster/build/kube-network-policies.sh): their directory. */
-export function peerBins(root: string): string {
-  return run('bash', [join(root, 'tools/cluster/build/kube-network-policies.sh')], { timeoutMs: 3_600_000 })
-    .trim()
-    .split('\n')
-    .pop()!;
-}
+export const peerBins = (): string => buildDir('tools/cluster/build/kube-network-policies.sh');
 
 /** Applies its manifest; waits for its DaemonSet (the caller reports why it is not ready). */
 export function peerUp(

@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chartPaths, DNS_IP, KUBECONFIG } from './layout.ts';
 import { attempt, ClusterError, fail, log, run } from './proc.ts';
-import { env, kubectl, ROOT, recorded, recordedFile, TAG } from './state.ts';
+import { env, kubectl, kubectlApply, ROOT, recorded, recordedFile, TAG } from './state.ts';
 
 /**
  * Gateway API's CRDs, CoreDNS, kuadrant-system. network-policy-api's CRDs come with the chart
@@ -51,11 +51,11 @@ export function addons(npapi?: string, withNpapi = false): void {
     '@DNS_IP@',
     DNS_IP,
   );
-  run('kubectl', ['apply', '--server-side', '-f', '-'], { env: env(), input: dns });
+  kubectlApply(dns, true);
   const ns = run('kubectl', ['create', 'namespace', 'kuadrant-system', '--dry-run=client', '-o', 'yaml'], {
     env: env(),
   });
-  run('kubectl', ['apply', '-f', '-'], { env: env(), input: ns });
+  kubectlApply(ns);
 }
 
 // 5 minutes: one CI run of three nodes saw an install take over 3 (every other run: 38-48 s); the

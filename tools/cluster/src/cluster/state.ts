@@ -13,17 +13,18 @@ export const TAG = process.env.CASCADE_IMAGE_TAG ?? '0.1.0';
 export const LAYOUT_FILE = join(STATE, 'layout.json');
 if (existsSync('/usr/local/go/bin/go')) process.env.PATH = `${process.env.PATH}:/usr/local/go/bin`;
 
+/** Runs one of the build scripts (each builds once, then finds its cache) and returns the directory it prints last. */
+export const buildDir = (script: string): string =>
+  run('bash', [join(ROOT, script)], { timeoutMs: 3_600_000 })
+    .trim()
+    .split('\n')
+    .pop()!;
+
 export let binsMemo: Bins | undefined;
 export function bins(): Bins {
   binsMemo ??= {
-    envtest: run('bash', [join(ROOT, 'tools/envtest/build/build.sh')], { timeoutMs: 3_600_000 })
-      .trim()
-      .split('\n')
-      .pop()!,
-    cluster: run('bash', [join(ROOT, 'tools/cluster/build/build.sh')], { timeoutMs: 3_600_000 })
-      .trim()
-      .split('\n')
-      .pop()!,
+    envtest: buildDir('tools/envtest/build/build.sh'),
+    cluster: buildDir('tools/cluster/build/build.sh'),
   };
   return binsMemo;
 }
@@ -33,6 +34,9 @@ export const env = (): NodeJS.ProcessEnv => ({
   PATH: `${bins().cluster}:${process.env.PATH}`,
 });
 export const kubectl = (...args: string[]) => run('kubectl', args, { env: env(), timeoutMs: 180_000 });
+/** `kubectl apply` of YAML text (client-side, or server-side with `serverSide`). */
+export const kubectlApply = (yaml: string, serverSide = false): string =>
+  run('kubectl', ['apply', ...(serverSide ? ['--server-side'] : []), '-f', '-'], { env: env(), input: yaml });
 
 export function hostIp(): string {
   const dev =
@@ -64,13 +68,7 @@ export function recordedFile(): Recorded | undefined {
 
 /** flanneld and the flannel CNI plugin, built once (tools/cluster/build/flannel.sh). */
 let flannelMemo: string | undefined;
-export function flannelBins(): string {
-  flannelMemo ??= run('bash', [join(ROOT, 'tools/cluster/build/flannel.sh')], { timeoutMs: 3_600_000 })
-    .trim()
-    .split('\n')
-    .pop()!;
-  return flannelMemo;
-}
+export const flannelBins = (): string => (flannelMemo ??= buildDir('tools/cluster/build/flannel.sh'));
 
 export function recorded(): Layout | undefined {
   const r = recordedFile();
