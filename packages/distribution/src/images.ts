@@ -200,16 +200,19 @@ export function agnhostRecipe(conformanceBin: string, tag: string): Recipe {
  * tools/cluster/build/kube-network-policies.sh), as its Dockerfile lays it out: the peer the harness
  * runs instead of Cascade's agent (`up --netpol kube-network-policies`). Not shipped.
  */
-export function peerRecipe(peerBin: string): Recipe {
-  const bin = join(peerBin, 'netpol');
+export const peerRecipe = (peerBin: string): Recipe =>
+  staticImage('kube-network-policies', 'peer', join(peerBin, 'netpol'), '/bin/netpol', '0:0');
+
+/** One static binary (at `path` in the image, its entrypoint) and the base users: an image of its own. */
+function staticImage(name: string, tag: string, bin: string, path: string, user = '65532:65532'): Recipe {
   return {
-    name: 'kube-network-policies',
+    name,
     needs: [bin],
     build: () => ({
-      ref: `${REGISTRY}/kube-network-policies:peer`,
-      layers: [[...userFiles(), file('bin/netpol', bin, 0o755)]],
-      entrypoint: ['/bin/netpol'],
-      user: '0:0',
+      ref: `${REGISTRY}/${name}:${tag}`,
+      layers: [[...userFiles(), file(path.slice(1), bin, 0o755)]],
+      entrypoint: [path],
+      user,
     }),
   };
 }
@@ -256,26 +259,11 @@ export function recipes(clusterBin?: string, conformanceBin?: string, peerBin?: 
     },
   ];
   if (clusterBin) {
-    const staticImage = (
-      name: string,
-      tag: string,
-      bin: string,
-      entrypoint: string[],
-      user = '65532:65532',
-    ): Recipe => ({
-      name,
-      needs: [join(clusterBin, bin)],
-      build: () => ({
-        ref: `${REGISTRY}/${name}:${tag}`,
-        layers: [[...userFiles(), file(`usr/local/bin/${bin}`, join(clusterBin, bin), 0o755)]],
-        entrypoint,
-        user,
-      }),
-    });
+    const local = (bin: string) => [join(clusterBin, bin), `/usr/local/bin/${bin}`] as const;
     list.push(
-      staticImage('pause', '3.10', 'pause', ['/usr/local/bin/pause'], '65535:65535'),
-      staticImage('coredns', 'cluster', 'coredns', ['/usr/local/bin/coredns']),
-      staticImage('cascade-probe', 'cluster', 'cascade-probe', ['/usr/local/bin/cascade-probe']),
+      staticImage('pause', '3.10', ...local('pause'), '65535:65535'),
+      staticImage('coredns', 'cluster', ...local('coredns')),
+      staticImage('cascade-probe', 'cluster', ...local('cascade-probe')),
     );
   }
   // the NetworkPolicy e2e tests (v1.34) and the network-policy-api suite (v0.1, v0.2) ask for these
