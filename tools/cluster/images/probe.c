@@ -7,7 +7,14 @@
  * for NAME's A records and prints ALLOW with the answer count (exit 0) when it answers NOERROR with at
  * least one, else DENY (exit 1); `connect-times HOST PORT N` opens N TCP connections one after another
  * (IPv4, each a new flow) and prints each one's connect()-to-established time in microseconds (-1 when
- * one fails within a second), for the cluster bench. Static, no allocation per connection, bounded
+ * one fails within a second), for the cluster bench; `watch TIMEOUT_MS INTERVAL_MS DURATION_MS
+ * HOST/PORT...` starts a new TCP connection to every target each INTERVAL_MS for DURATION_MS (IPv4,
+ * up to 8 targets, 512 in flight) and prints one `TARGET START_MS A|D|R` line per attempt when it is
+ * decided (START_MS: the wall clock when its SYN left; A: established, D: no answer within TIMEOUT_MS,
+ * R: refused or failed), so a policy change's moment of enforcement can be read off live traffic;
+ * `serve ... sink:PORT` also accepts TCP connections on PORT that it reads to their end and answers
+ * with `ok BYTES`, and `send HOST PORT MIB` writes MIB MiB to such a port and prints `BYTES
+ * MICROSECONDS` (the bench's established transfer). Static, no allocation per connection, bounded
  * everything. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -20,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,21 +57,40 @@ static int listener(int type, int port) {
 	return fd;
 }
 
+/* A sink connection, in its own process: read to the end (30 s idle at most), answer the count. */
+static void sink(int c) {
+	static char buf[1 << 16];
+	struct timeval idle = {.tv_sec = 30};
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof(idle));
+	unsigned long long total = 0;
+	ssize_t got;
+	while ((got = read(c, buf, sizeof(buf))) > 0) total += (unsigned long long)got;
+	char out[64];
+	int len = snprintf(out, sizeof(out), "ok %llu\n", total);
+	if (got == 0) (void)!write(c, out, (size_t)len);
+	_exit(0);
+}
+
 static int serve(int argc, char **argv) {
 	struct pollfd fds[2 * MAX_PORTS];
+	int is_sink[2 * MAX_PORTS] = {0};
 	int n = 0;
 	if (argc < 1 || argc > MAX_PORTS) return 2;
 	for (int i = 0; i < argc; i++) {
-		int port = port_of(argv[i]);
+		int as_sink = strncmp(argv[i], "sink:", 5) == 0;
+		int port = port_of(argv[i] + (as_sink ? 5 : 0));
 		if (port < 0) return 2;
-		int t = listener(SOCK_STREAM, port), u = listener(SOCK_DGRAM, port);
-		if (t < 0 || u < 0) {
+		int t = listener(SOCK_STREAM, port), u = as_sink ? -2 : listener(SOCK_DGRAM, port);
+		if (t < 0 || u == -1) {
 			perror("cascade-probe: bind");
 			return 1;
 		}
+		is_sink[n] = as_sink;
 		fds[n++] = (struct pollfd){.fd = t, .events = POLLIN};
-		fds[n++] = (struct pollfd){.fd = u, .events = POLLIN};
+		/* a sink has no UDP half: its slot stays, ignored by poll */
+		fds[n++] = (struct pollfd){.fd = as_sink ? -1 : u, .events = POLLIN};
 	}
+	signal(SIGCHLD, SIG_IGN); /* sink children reap themselves */
 	char host[64] = "unknown";
 	gethostname(host, sizeof(host) - 1);
 	snprintf(reply, sizeof(reply), "ok %s\n", host);
@@ -75,7 +102,11 @@ static int serve(int argc, char **argv) {
 			if (!(fds[i].revents & POLLIN)) continue;
 			if (i % 2 == 0) {
 				int c = accept(fds[i].fd, NULL, NULL);
-				if (c >= 0) {
+				if (c >= 0 && is_sink[i]) {
+					fcntl(c, F_SETFL, 0);
+					if (fork() == 0) sink(c);
+					close(c);
+				} else if (c >= 0) {
 					(void)!write(c, reply, strlen(reply));
 					close(c);
 				}
@@ -287,6 +318,119 @@ static int connect_times(const char *host, const char *port_s, int n) {
 	return 0;
 }
 
+static long realtime_ms(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+#define WATCH_TARGETS 8
+#define WATCH_INFLIGHT 512
+/* watch: a new connection to each target every interval; one line per attempt once decided */
+static int watch(int timeout, int interval, int duration, int argc, char **argv) {
+	struct sockaddr_in to[WATCH_TARGETS];
+	if (argc < 1 || argc > WATCH_TARGETS || timeout < 1 || timeout > 10000 || interval < 1 || interval > 10000 ||
+	    duration < 1 || duration > 3600000)
+		return 2;
+	for (int i = 0; i < argc; i++) {
+		char spec[64];
+		snprintf(spec, sizeof(spec), "%s", argv[i]);
+		char *port = strchr(spec, '/');
+		if (!port) return 2;
+		*port++ = 0;
+		int p = port_of(port);
+		to[i] = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((unsigned short)p)};
+		if (p < 0 || inet_pton(AF_INET, spec, &to[i].sin_addr) != 1) return 2;
+	}
+	struct {
+		int fd, target;
+		long start, deadline;
+	} a[WATCH_INFLIGHT];
+	struct pollfd pf[WATCH_INFLIGHT];
+	int n = 0;
+	long end = now_ms() + duration, next = now_ms();
+	for (;;) {
+		long t = now_ms();
+		if (t >= next && t < end) {
+			for (int i = 0; i < argc && n < WATCH_INFLIGHT; i++) {
+				long start = realtime_ms();
+				int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+				if (fd < 0) return 1;
+				if (connect(fd, (struct sockaddr *)&to[i], sizeof(to[i])) == 0) {
+					printf("%d %ld A\n", i, start);
+					close(fd);
+				} else if (errno != EINPROGRESS) {
+					printf("%d %ld R\n", i, start);
+					close(fd);
+				} else {
+					a[n].fd = fd;
+					a[n].target = i;
+					a[n].start = start;
+					a[n++].deadline = t + timeout;
+				}
+			}
+			next += interval;
+			if (next <= t) next = t + interval; /* never a burst to catch up */
+		}
+		if (t >= end && n == 0) return 0;
+		long wait = t < end ? next - t : timeout;
+		for (int i = 0; i < n; i++) {
+			if (a[i].deadline - t < wait) wait = a[i].deadline - t;
+			pf[i] = (struct pollfd){.fd = a[i].fd, .events = POLLOUT};
+		}
+		if (poll(pf, n, wait < 0 ? 0 : (int)wait) < 0 && errno != EINTR) return 1;
+		t = now_ms();
+		/* downwards: a removed slot takes the last one, already looked at */
+		for (int i = n - 1; i >= 0; i--) {
+			char v = 0;
+			if (pf[i].revents) {
+				int err = 0;
+				socklen_t len = sizeof(err);
+				v = getsockopt(a[i].fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0 ? 'A' : 'R';
+			} else if (t >= a[i].deadline)
+				v = 'D';
+			if (!v) continue;
+			printf("%d %ld %c\n", a[i].target, a[i].start, v);
+			close(a[i].fd);
+			a[i] = a[--n];
+			pf[i] = pf[n];
+		}
+	}
+}
+
+/* send: MIB MiB to a sink port; prints the bytes it confirmed and the microseconds from connect to its answer */
+static int send_bytes(const char *host, const char *port_s, int mib) {
+	static char buf[1 << 18];
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	int port = port_of(port_s);
+	if (port < 0 || mib < 1 || mib > 16384 || inet_pton(AF_INET, host, &a.sin_addr) != 1) return 2;
+	a.sin_port = htons((unsigned short)port);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct timeval limit = {.tv_sec = 30};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
+	memset(buf, 'x', sizeof(buf));
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) return 1;
+	unsigned long long want = (unsigned long long)mib << 20, sent = 0;
+	while (sent < want) {
+		size_t chunk = want - sent < sizeof(buf) ? (size_t)(want - sent) : sizeof(buf);
+		ssize_t w = write(fd, buf, chunk);
+		if (w <= 0) return 1;
+		sent += (unsigned long long)w;
+	}
+	shutdown(fd, SHUT_WR);
+	char answer[64] = {0};
+	ssize_t got = read(fd, answer, sizeof(answer) - 1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	close(fd);
+	unsigned long long confirmed = 0;
+	if (got <= 3 || sscanf(answer, "ok %llu", &confirmed) != 1 || confirmed != sent) return 1;
+	printf("%llu %ld\n", confirmed, (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000);
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (argc >= 3 && strcmp(argv[1], "serve") == 0) return serve(argc - 2, argv + 2);
@@ -294,10 +438,14 @@ int main(int argc, char **argv) {
 	if ((argc == 5 || argc == 6) && strcmp(argv[1], "dns") == 0)
 		return dns(argv[2], argv[3], argv[4], argc == 6 ? atoi(argv[5]) : 1000);
 	if (argc == 5 && strcmp(argv[1], "connect-times") == 0) return connect_times(argv[2], argv[3], atoi(argv[4]));
+	if (argc >= 6 && strcmp(argv[1], "watch") == 0)
+		return watch(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), argc - 5, argv + 5);
+	if (argc == 5 && strcmp(argv[1], "send") == 0) return send_bytes(argv[2], argv[3], atoi(argv[4]));
 	if ((argc == 5 || argc == 6) && strcmp(argv[1], "probe") == 0)
 		return probe(argv[2], argv[3], argv[4], argc == 6 ? atoi(argv[5]) : 1000);
 	fprintf(stderr, "usage: cascade-probe serve PORT... | probe tcp|udp HOST PORT [TIMEOUT_MS] |\n"
 	                "       probe-all TIMEOUT_MS tcp|udp/HOST/PORT... | dns tcp|udp SERVER NAME [TIMEOUT_MS] |\n"
-	                "       connect-times HOST PORT N\n");
+	                "       connect-times HOST PORT N | watch TIMEOUT_MS INTERVAL_MS DURATION_MS HOST/PORT... |\n"
+	                "       send HOST PORT MIB   (serve takes sink:PORT for send)\n");
 	return 2;
 }
