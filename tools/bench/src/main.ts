@@ -13,8 +13,8 @@ const only = process.argv.slice(2);
 const suites = readdirSync(join(here, 'suites'))
   .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
   .map((f) => f.replace(/\.ts$/, ''))
-  // the cluster suite restarts the machine's e2e cluster: only when asked for by name
-  .filter((s) => (only.length === 0 ? s !== 'cluster' : only.includes(s)));
+  // the cluster suites restart the machine's e2e cluster: only when asked for by name
+  .filter((s) => (only.length === 0 ? s !== 'cluster' && s !== 'peers' : only.includes(s)));
 
 const all: Figure[] = [];
 const failures: string[] = [];
