@@ -37,12 +37,15 @@ describe("the enforcers' processes", () => {
       f('change, p50 [cascade]', 65),
       f('change, p50 [kube-network-policies v0.8.0]', 1.5),
       f('other [cluster]', 1),
+      f('cascade agent: idle CPU [cascade]', 2),
+      f('kube-network-policies: idle CPU [kube-network-policies v0.8.0]', 0.06),
       { ...f('x [cascade]', 1), suite: 'cluster' },
     ]);
     expect(t.split('\n')).toEqual([
       '| 2026-11-29T04:00 | cascade | kube-network-policies v0.8.0 | no enforcement |',
       '|---|---|---|---|',
       '| change, p50 | 65 ms | 1.50 ms | - |',
+      '| agents: idle CPU | 2 ms | 0.06 ms | - |',
       '',
     ]);
   });

@@ -5,6 +5,8 @@ import { join, resolve } from 'node:path';
 import type { Figure } from '../report.ts';
 
 const COLUMNS = ['cascade', 'kube-network-policies v0.8.0', 'no enforcement'];
+/** Each enforcer's per-node programs are its agents: one row for both (Cascade's controller has its own). */
+const row = (name: string) => name.replace(/^(cascade agent|kube-network-policies): /, 'agents: ');
 
 export function peersTable(figures: (Figure & { date?: string })[]): string {
   const rows = new Map<string, Map<string, string>>();
@@ -12,9 +14,9 @@ export function peersTable(figures: (Figure & { date?: string })[]): string {
     const m = /^(.*) \[([^\]]+)\]$/.exec(f.name);
     if (f.suite !== 'peers' || !m || !COLUMNS.includes(m[2]!)) continue;
     const v = Number.isInteger(f.value) ? String(f.value) : f.value.toFixed(f.value < 10 ? 2 : 0);
-    const row = rows.get(m[1]!) ?? new Map<string, string>();
-    row.set(m[2]!, `${v} ${f.unit}`);
-    rows.set(m[1]!, row);
+    const cells = rows.get(row(m[1]!)) ?? new Map<string, string>();
+    cells.set(m[2]!, `${v} ${f.unit}`);
+    rows.set(row(m[1]!), cells);
   }
   const date = figures.find((f) => f.suite === 'peers')?.date ?? '';
   const lines = [
