@@ -148,7 +148,8 @@ function nodeLines(nodes: string[], mine: ExposureEdge[], line: Emit): void {
   const ports = new Map<string, PortSpan[]>();
   for (const e of mine)
     if (e.peer.kind === 'node') ports.set(e.peer.node, e.ports);
-    else if (e.peer.kind === 'own-node') line('own-node', 'its own node', e.ports);
+    else if (e.peer.kind === 'own-node')
+      line('own-node', e.peer.node ? `its own node, its pods on ${e.peer.node}` : 'its own node', e.ports);
   const first = ports.get(nodes[0] ?? '');
   if (nodes.length > 1 && first?.length && nodes.every((n) => same(ports.get(n), first))) {
     line('every-node', 'every other node', first);

@@ -52,7 +52,9 @@ describe('exposure', () => {
             for (const dst of to) {
               const own = e.podAt(dst)!.node === node.name;
               const peer = (p: ExposurePeer) =>
-                own ? p.kind === 'own-node' : p.kind === 'node' && p.node === node.name;
+                own
+                  ? p.kind === 'own-node' && (p.node === undefined || p.node === node.name)
+                  : p.kind === 'node' && p.node === node.name;
               const inn = edge(w.key, 'ingress', peer);
               const out = edge(w.key, 'egress', peer);
               for (const proto of protos)
@@ -131,6 +133,41 @@ describe('exposure', () => {
       }),
       { numRuns: 60 },
     );
+  });
+
+  it("one workload's pods on nodes an admin judges differently: one own-node edge per node", () => {
+    // found by the property above (seed 849460099): p1's own node is a worker, which anp0 denies
+    const node = (name: string, role: string, ip: string) => ({ name, labels: { role }, ips: [ip] });
+    const db = (name: string, ip: string, on: string) => ({
+      namespace: 'beta',
+      name,
+      labels: { app: 'db' },
+      ips: [ip],
+      node: on,
+      ports: [],
+    });
+    const e = engineFor({
+      cluster: {
+        namespaces: [{ name: 'beta', labels: { 'kubernetes.io/metadata.name': 'beta' } }],
+        nodes: [node('n1', 'worker', '192.168.0.1'), node('n2', 'infra', '192.168.0.2')],
+        pods: [db('p0', '10.0.0.1', 'n2'), db('p1', '10.0.0.2', 'n1')],
+        policies: [
+          {
+            kind: 'AdminNetworkPolicy',
+            name: 'anp0',
+            spec: {
+              priority: 0,
+              subject: { namespaces: {} },
+              egress: [{ action: 'Deny', to: [{ nodes: { matchLabels: { role: 'worker' } } }] }],
+            },
+          },
+        ],
+      },
+    });
+    const own = exposure(e).edges.filter((x) => x.direction === 'egress' && x.peer.kind === 'own-node');
+    expect(own.map((x) => x.peer)).toEqual([{ kind: 'own-node', node: 'n2' }]);
+    expect(oracleConnection(e, '10.0.0.2', '192.168.0.1', 6, 80).verdict).toBe('deny');
+    expect(oracleConnection(e, '10.0.0.1', '192.168.0.2', 6, 80).verdict).toBe('allow');
   });
 
   it('writes a range as the fewest prefixes', () => {

@@ -32,7 +32,11 @@ export type ExposurePeer =
   /** a node other than the one the pod runs on */
   | { kind: 'node'; node: string }
   /** the node each pod of the workload runs on (a NetworkPolicy cannot block it) */
-  | { kind: 'own-node' }
+  /**
+   * the node each pod runs on; `node` set only when the workload's pods judge their own nodes
+   * differently (pods on nodes of different labels): then one edge per such node
+   */
+  | { kind: 'own-node'; node?: string }
   | { kind: 'outside'; family: 4 | 6; from: bigint; to: bigint };
 
 /** Ports of one protocol, both ends included. */
@@ -125,9 +129,22 @@ export function exposure(engine: NetpolEngine): { workloads: Workload[]; edges: 
         const remote: Remote = { kind: 'node', node, ip: node.ips[0]! };
         add({ kind: 'node', node: node.name }, oneSide(at, placedNowhere, remote, d));
       }
-      const own = p.node === undefined ? undefined : engine.nodes.get(p.node);
-      if (own?.ips.length)
-        add({ kind: 'own-node' }, oneSide(at, p, { kind: 'node', node: own, ip: own.ips[0]! }, d));
+      // its own node, from each node its pods run on (a node's labels can decide: an admin's nodes peer)
+      const owns = new Map<string, PortSpan[]>();
+      for (let i = 0; i < w.pods.length; i++) {
+        const q = pod(w, i);
+        const own = q.node === undefined ? undefined : engine.nodes.get(q.node);
+        if (!own?.ips.length || owns.has(own.name)) continue;
+        owns.set(
+          own.name,
+          oneSide(rs.forLocal?.(q, d) ?? rs, q, { kind: 'node', node: own, ip: own.ips[0]! }, d),
+        );
+      }
+      const alike = new Set([...owns.values()].map((x) => JSON.stringify(x))).size <= 1;
+      if (alike) add({ kind: 'own-node' }, [...owns.values()][0] ?? []);
+      else
+        for (const [node, ports] of [...owns].sort((a, b) => a[0].localeCompare(b[0])))
+          add({ kind: 'own-node', node }, ports);
       for (const r of regions) {
         const remote: Remote = { kind: 'external', ip: addressText(r.family, r.from) };
         add(r, oneSide(at, p, remote, d));
