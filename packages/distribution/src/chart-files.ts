@@ -26,6 +26,8 @@ import {
   netpolControllerClusterRole,
   netpolNodeReportCrd,
   podAddressSliceCrd,
+  stagedClusterRoles,
+  stagedCrds,
 } from '@cascade/netpolicy';
 import { WIRING_RESOURCES, wiringClusterRole } from '@cascade/wiring';
 import { stringify } from 'yaml';
@@ -51,11 +53,12 @@ export function chartFiles(): Map<string, string> {
       podAddressSliceCrd,
       netpolNodeReportCrd,
       ...POLICY_KINDS.map((k) => policyCrd(k)),
+      ...stagedCrds(),
     ]),
   );
   files.set(
     'files/rbac/aggregate.yaml',
-    docs([viewClusterRole(POLICY_KINDS), editClusterRole(POLICY_KINDS)]),
+    docs([viewClusterRole(POLICY_KINDS), editClusterRole(POLICY_KINDS), ...stagedClusterRoles()]),
   );
   for (const kind of POLICY_KINDS) {
     const settings = Object.fromEntries(

@@ -16,6 +16,7 @@ export { NodeAddresses } from './cluster/node-addresses.ts';
 export { NODE_REPORT_VERSION, netpolNodeReportCrd, nodeReportFromObject } from './cluster/node-report.ts';
 export { AddressOwners } from './cluster/owners.ts';
 export { podAddressSliceCrd, SLICE_VERSION, type SliceSpec } from './cluster/slices.ts';
+export { stagedClusterRoles, stagedCrds } from './cluster/staged-crds.ts';
 // controller/: the netpolicy-controller's published state, slices and RBAC
 export { conditionsWritten } from './controller/network-publisher.ts';
 export { networkEffectiveSpec } from './controller/published.ts';
@@ -62,6 +63,18 @@ export { formatPortPrefix, PROTO, PROTO_NAMES } from './engine/ports.ts';
 export { describePrecedence } from './engine/precedence.ts';
 export type { Direction } from './engine/rules.ts';
 export { ServiceCatalog } from './engine/services.ts';
+export {
+  applyStaged,
+  isStagedKind,
+  STAGED_ACTIONS,
+  STAGED_KINDS,
+  STAGED_VERSION,
+  type StagedAction,
+  type StagedKindName,
+  type StagedPolicy,
+  stagedFromObject,
+  stagedTarget,
+} from './engine/staged.ts';
 export { DEFAULT_TENANT_LABEL, validTenantLabel } from './engine/tenants.ts';
 export {
   judgementClass,
