@@ -29,6 +29,11 @@ const RESOURCES: (string | string[])[] = [
   '/apis/cascade.dev/v1alpha1/ratelimitpolicies',
   // each node's pod-bridge addresses: the source of a NodePort flow masqueraded to a local backend
   '/apis/cascade.dev/v1alpha1/netpolnodereports',
+  // staged policies (netpol simulate --staged)
+  '/apis/cascade.dev/v1alpha1/stagednetworkpolicies',
+  '/apis/cascade.dev/v1alpha1/stagedadminnetworkpolicies',
+  '/apis/cascade.dev/v1alpha1/stagedbaselineadminnetworkpolicies',
+  '/apis/cascade.dev/v1alpha1/stagedclusternetworkpolicies',
 ];
 
 type Item = { metadata: Manifest['metadata'] & Record<string, unknown>; spec?: unknown; status?: unknown };

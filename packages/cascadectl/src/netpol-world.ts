@@ -1,5 +1,9 @@
 // Network-policy objects from manifests -> a NetpolEngine, with file/document positions for problems.
+
+import { EFFECTIVE_GROUP } from '@cascade/core';
 import {
+  applyStaged,
+  isStagedKind,
   type NetPolicyObject,
   NetpolEngine,
   NodeAddresses,
@@ -8,6 +12,10 @@ import {
   nodeReportFromObject,
   podFromObject,
   ServiceCatalog,
+  STAGED_VERSION,
+  type StagedPolicy,
+  stagedFromObject,
+  stagedTarget,
   validTenantLabel,
 } from '@cascade/netpolicy';
 import { UsageError } from './cli.ts';
@@ -30,6 +38,10 @@ export interface NetpolWorld {
   sources: Map<string, string>;
   /** What the nodes' NetpolNodeReports say of their addresses. */
   reported: ReportedAddresses;
+  /** The staged objects read (applied only when built with `staged`), each with its position. */
+  staged: { policy: StagedPolicy; at: string }[];
+  /** policy key -> the staged object that set it (only when built with `staged`) */
+  stagedBy: Map<string, string>;
 }
 
 /** Node name -> addresses, as each node's NetpolNodeReport says (the agent reads them on the node). */
@@ -70,7 +82,11 @@ function tenantLabel(): { tenantLabel?: string } {
   return { tenantLabel: v };
 }
 
-export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
+/**
+ * The engine of these manifests. `staged`: the staged set instead of the enforced one (every
+ * Staged* object's action applied: engine/staged.ts); either way staged objects are read and checked.
+ */
+export function buildNetpolWorld(manifests: Manifest[], opts: { staged?: boolean } = {}): NetpolWorld {
   const engine = new NetpolEngine({ ...foreignIdentityCap(), ...tenantLabel() });
   const services = new ServiceCatalog();
   // Service budgets shared per tenant, as on a node
@@ -80,6 +96,8 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
   const bridges = new Map<string, readonly string[]>();
   const nodes = new NodeAddresses(engine);
   const raw = (m: Manifest) => ({ metadata: m.metadata, spec: m.spec, status: m.status });
+  const policies = new Map<string, NetPolicyObject>();
+  const staged: { policy: StagedPolicy; at: string }[] = [];
   for (const m of manifests) {
     const at = `${where(m.source)} (${m.kind} ${m.metadata.namespace ? `${m.metadata.namespace}/` : ''}${m.metadata.name})`;
     if (m.kind === 'Namespace') {
@@ -122,10 +140,43 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
         spec: m.spec,
       };
       if (m.kind === 'NetworkPolicy') obj.namespace = m.metadata.namespace ?? 'default';
-      const built = engine.upsertPolicy(obj);
-      sources.set(built.key, at);
+      const key = obj.namespace ? `${obj.kind}/${obj.namespace}/${obj.name}` : `${obj.kind}/${obj.name}`;
+      policies.set(key, obj);
+      sources.set(key, at);
+    } else if (isStagedKind(m.kind)) {
+      const want = `${EFFECTIVE_GROUP}/${STAGED_VERSION}`;
+      if (m.apiVersion !== want) {
+        problems.push(`${at}: apiVersion: "${m.apiVersion}" is not ${want}`);
+        continue;
+      }
+      const s = stagedFromObject(m.kind, {
+        metadata: {
+          ...m.metadata,
+          namespace: m.kind === 'StagedNetworkPolicy' ? (m.metadata.namespace ?? 'default') : undefined,
+        },
+        spec: m.spec,
+      });
+      if ('error' in s) problems.push(`${at}: ${s.error} (staged policy ignored)`);
+      else staged.push({ policy: s, at });
     }
   }
+  const stagedBy = new Map<string, string>();
+  let judged: Map<string, NetPolicyObject> = policies;
+  if (opts.staged) {
+    const applied = applyStaged(
+      policies,
+      staged.map((s) => s.policy),
+    );
+    judged = applied.policies;
+    for (const p of applied.problems)
+      problems.push(`${staged.find((s) => s.policy === p.staged)!.at}: ${p.error}`);
+    for (const s of staged)
+      if (s.policy.action === 'Set') {
+        sources.set(stagedTarget(s.policy), `${s.at} [staged]`);
+        stagedBy.set(stagedTarget(s.policy), s.at);
+      }
+  }
+  for (const obj of judged.values()) engine.upsertPolicy(obj);
   engine.flush();
   for (const p of engine.problems()) {
     const at = sources.get(p.policy) ?? p.policy;
@@ -134,5 +185,13 @@ export function buildNetpolWorld(manifests: Manifest[]): NetpolWorld {
     for (const e of p.errors) problems.push(`${at}: ${e} (${ignored})`);
     for (const w of p.warnings) problems.push(`${at}: warning: ${w}`);
   }
-  return { engine, services, problems, sources, reported: { bridges, tunnels: nodes.tunnels } };
+  return {
+    engine,
+    services,
+    problems,
+    sources,
+    reported: { bridges, tunnels: nodes.tunnels },
+    staged,
+    stagedBy,
+  };
 }

@@ -15,6 +15,7 @@ import { hasInput, type LoadResult, loadManifests } from '../load.ts';
 import { buildNetpolWorld, type ReportedAddresses } from '../netpol-world.ts';
 import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
 import { masqueradedSource, serviceDestination } from './netpol-services.ts';
+import { simulateStaged } from './netpol-simulate-staged.ts';
 import { describeDecision, ProbeMemo, type ProbeResult } from './probe-memo.ts';
 import { forEachProbe, type Probe } from './probes-file.ts';
 
@@ -239,10 +240,11 @@ export const simulateCommand: Command = {
   name: 'netpol simulate',
   summary: 'verdict per probe, or the truth table of every pod pair on every port in use',
   usage:
-    "cascadectl netpol simulate FILES... [--probes PROBES] [-n NS] [-l SELECTOR] [-o table|json]\n  (a probe's `to` may be a Service: svc:NS/NAME or its ClusterIP, answered per backend;\n   -n, -l: the truth table's rows and columns are the pods of that namespace, with matching labels)\n  PROBES is read as a stream, item by item, when it is a YAML list one item per line\n  (- {from: a, to: b, protocol: TCP, port: 80}) or in block style, a JSON array of objects, or JSON\n  lines; any other YAML is read whole, and refused over 1 MiB",
+    "cascadectl netpol simulate FILES... [--probes PROBES] [-n NS] [-l SELECTOR] [--staged] [-o table|json]\n  (--staged: the staged set (every Staged* policy's action applied) beside the enforced one:\n   the truth table marks + would allow, - would deny, and lists each change with its deciding rule)\n  (a probe's `to` may be a Service: svc:NS/NAME or its ClusterIP, answered per backend;\n   -n, -l: the truth table's rows and columns are the pods of that namespace, with matching labels)\n  PROBES is read as a stream, item by item, when it is a YAML list one item per line\n  (- {from: a, to: b, protocol: TCP, port: 80}) or in block style, a JSON array of objects, or JSON\n  lines; any other YAML is read whole, and refused over 1 MiB",
   options: {
     probes: { type: 'string' },
     output: { type: 'string', short: 'o' },
+    staged: { type: 'boolean' },
     ...namespaceOptions,
     ...selectorOption,
   },
@@ -252,6 +254,7 @@ export const simulateCommand: Command = {
       throw new UsageError(
         "-l and -n select the truth table's pods; with --probes, list the probes you want",
       );
+    if (values.staged) return simulateStaged(values, files, format as 'table' | 'json');
     const { engine, services, problems, reported } = loadNetpol(files);
     if (values.probes !== undefined) {
       // Each probe's result is turned into its output at once and dropped: memory per probe is its
