@@ -11,6 +11,7 @@ describe("the enforcers' processes", () => {
       'cascade netpolicy-controller',
     );
     expect(roleOf(['/bin/netpol', '--hostname-override=n1'])).toBe('kube-network-policies');
+    expect(roleOf(['/app/packages/bpf-datapath/build/cascade-bpfctl'])).toBe('cascade agent');
     expect(roleOf(['/usr/local/bin/cascade-probe', 'serve', '8080'])).toBeUndefined();
     expect(roleOf(['node', 'packages/authpolicy/src/main.ts'])).toBeUndefined();
     expect(roleOf([])).toBeUndefined();

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 export interface Proc {
   pid: number;
   role: string;
-  /** user + system CPU, seconds */
+  /** user + system CPU, seconds, its own and that of the children it waited for (the commands it ran) */
   cpu: number;
   rssMiB: number;
 }
@@ -16,7 +16,9 @@ const TICKS = 100; // USER_HZ on Linux
 /** What a command line is, for the figures; undefined for every other process. */
 export function roleOf(argv: string[]): string | undefined {
   const line = argv.join(' ');
-  if (line.includes('packages/netpolicy/src/agent/main.ts')) return 'cascade agent';
+  // the agent's helper that holds its BPF maps is the agent's cost too
+  if (line.includes('packages/netpolicy/src/agent/main.ts') || argv[0]?.endsWith('/cascade-bpfctl'))
+    return 'cascade agent';
   if (line.includes('packages/netpolicy/src/controller/main.ts')) return 'cascade netpolicy-controller';
   if (argv[0] === '/bin/netpol' || argv[0]?.endsWith('/netpol')) return 'kube-network-policies';
   return undefined;
@@ -40,9 +42,9 @@ export function enforcerProcs(): Proc[] {
     const stat = read(`/proc/${d}/stat`);
     const status = read(`/proc/${d}/status`);
     if (!stat || !status) continue;
-    // fields after the command's closing parenthesis: utime is the 14th field, stime the 15th
+    // fields after the command's closing parenthesis: utime, stime, cutime, cstime are the 14th-17th
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const cpu = (Number(f[11]) + Number(f[12])) / TICKS;
+    const cpu = (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / TICKS;
     const rss = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0) / 1024;
     out.push({ pid: Number(d), role, cpu, rssMiB: rss });
   }
