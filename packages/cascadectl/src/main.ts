@@ -17,6 +17,7 @@ import { simulateCommand } from './commands/netpol.ts';
 import { explainNetpolCommand } from './commands/netpol-explain.ts';
 import { exposureCommand } from './commands/netpol-exposure.ts';
 import { mapsCommand } from './commands/netpol-maps.ts';
+import { promoteCommand } from './commands/netpol-promote.ts';
 import { traceCommand } from './commands/netpol-trace.ts';
 import { renderCommand } from './commands/render.ts';
 import { reportCommand } from './commands/report.ts';
@@ -34,6 +35,7 @@ export const COMMANDS: Command[] = [
   exposureCommand,
   mapsCommand,
   traceCommand,
+  promoteCommand,
   lintCommand,
   diffCommand,
   graphCommand,

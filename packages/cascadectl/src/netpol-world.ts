@@ -84,9 +84,13 @@ function tenantLabel(): { tenantLabel?: string } {
 
 /**
  * The engine of these manifests. `staged`: the staged set instead of the enforced one (every
- * Staged* object's action applied: engine/staged.ts); either way staged objects are read and checked.
+ * Staged* object's action applied, or those the function picks: engine/staged.ts); either way staged
+ * objects are read and checked.
  */
-export function buildNetpolWorld(manifests: Manifest[], opts: { staged?: boolean } = {}): NetpolWorld {
+export function buildNetpolWorld(
+  manifests: Manifest[],
+  opts: { staged?: boolean | ((s: StagedPolicy) => boolean) } = {},
+): NetpolWorld {
   const engine = new NetpolEngine({ ...foreignIdentityCap(), ...tenantLabel() });
   const services = new ServiceCatalog();
   // Service budgets shared per tenant, as on a node
@@ -163,15 +167,16 @@ export function buildNetpolWorld(manifests: Manifest[], opts: { staged?: boolean
   const stagedBy = new Map<string, string>();
   let judged: Map<string, NetPolicyObject> = policies;
   if (opts.staged) {
+    const only = typeof opts.staged === 'function' ? opts.staged : () => true;
     const applied = applyStaged(
       policies,
-      staged.map((s) => s.policy),
+      staged.filter((s) => only(s.policy)).map((s) => s.policy),
     );
     judged = applied.policies;
     for (const p of applied.problems)
       problems.push(`${staged.find((s) => s.policy === p.staged)!.at}: ${p.error}`);
     for (const s of staged)
-      if (s.policy.action === 'Set') {
+      if (s.policy.action === 'Set' && only(s.policy)) {
         sources.set(stagedTarget(s.policy), `${s.at} [staged]`);
         stagedBy.set(stagedTarget(s.policy), s.at);
       }

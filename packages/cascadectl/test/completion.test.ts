@@ -26,6 +26,7 @@ describe('cascadectl completion', () => {
       'explain',
       'exposure',
       'maps',
+      'promote',
       'simulate',
       'trace',
     ]);

@@ -72,4 +72,109 @@ describe.skipIf(!apiServerTestsEnabled())('staged policies on a live API server'
       /shop\/web -> sandbox\/toy +TCP\/443 +allow -> DENY +ingress: networkpolicy StagedNetworkPolicy sandbox\/default-deny isolation/,
     );
   });
+
+  it('promote --dry-run writes nothing and says what would change', async () => {
+    const r = await run(
+      'netpol',
+      'promote',
+      'snetpol/default-deny',
+      '-n',
+      'sandbox',
+      '--kubeconfig',
+      env.kubeconfig,
+      NP,
+      '--dry-run',
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(
+      /^would apply NetworkPolicy sandbox\/default-deny\nwould delete StagedNetworkPolicy sandbox\/default-deny\n/,
+    );
+    expect(r.stdout).toMatch(/shop\/web -> sandbox\/toy +TCP\/443 +allow -> DENY/);
+    const c = clientOf(env);
+    const gone = await c
+      .request('GET', '/apis/networking.k8s.io/v1/namespaces/sandbox/networkpolicies/default-deny')
+      .catch((x: unknown) => x);
+    expect((gone as ApiError).status).toBe(404);
+    await c.request('GET', `${SNP}/default-deny`);
+  });
+
+  it('promote writes the standard policy as staged, then deletes the staged one; Delete deletes both', async () => {
+    const c = clientOf(env);
+    const r = await run(
+      'netpol',
+      'promote',
+      'snetpol/default-deny',
+      '-n',
+      'sandbox',
+      '--kubeconfig',
+      env.kubeconfig,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(
+      /^applied NetworkPolicy sandbox\/default-deny\ndeleted StagedNetworkPolicy sandbox\/default-deny\n/,
+    );
+    const np = await c.request<{ spec: unknown }>(
+      'GET',
+      '/apis/networking.k8s.io/v1/namespaces/sandbox/networkpolicies/default-deny',
+    );
+    expect(np.spec).toEqual({ podSelector: {}, policyTypes: ['Ingress'] });
+    expect(
+      ((await c.request('GET', `${SNP}/default-deny`).catch((x: unknown) => x)) as ApiError).status,
+    ).toBe(404);
+    // staging its removal, then promoting that
+    await c.request('POST', SNP, {
+      apiVersion: 'cascade.dev/v1alpha1',
+      kind: 'StagedNetworkPolicy',
+      metadata: { name: 'default-deny' },
+      spec: { stagedAction: 'Delete' },
+    });
+    const d = await run(
+      'netpol',
+      'promote',
+      'stagednetworkpolicy/default-deny',
+      '-n',
+      'sandbox',
+      '--kubeconfig',
+      env.kubeconfig,
+    );
+    expect(d.code, d.stderr).toBe(0);
+    expect(d.stdout).toMatch(
+      /^deleted NetworkPolicy sandbox\/default-deny\ndeleted StagedNetworkPolicy sandbox\/default-deny\n/,
+    );
+    const gone = await c
+      .request('GET', '/apis/networking.k8s.io/v1/namespaces/sandbox/networkpolicies/default-deny')
+      .catch((x: unknown) => x);
+    expect((gone as ApiError).status).toBe(404);
+  });
+
+  it('promote: a missing staged policy, a kind not served, a bad name or no cluster are clear errors', async () => {
+    const missing = await run('netpol', 'promote', 'nope', '-n', 'sandbox', '--kubeconfig', env.kubeconfig);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/StagedNetworkPolicy sandbox\/nope: not found/);
+    // a staged policy its standard kind would refuse is not written
+    await clientOf(env).request('POST', '/apis/cascade.dev/v1alpha1/stagedclusternetworkpolicies', {
+      apiVersion: 'cascade.dev/v1alpha1',
+      kind: 'StagedClusterNetworkPolicy',
+      metadata: { name: 'try-set' },
+      spec: { priority: 10, subject: { namespaces: {} }, ingress: [] },
+    });
+    const invalid = await run('netpol', 'promote', 'scnp/try-set', '--kubeconfig', env.kubeconfig);
+    expect(invalid.code, invalid.stderr).toBe(2);
+    expect(invalid.stderr).toMatch(
+      /\(StagedClusterNetworkPolicy try-set\) \[staged\]: spec\.tier: Invalid option/,
+    );
+    expect(invalid.stderr).toMatch(
+      /error: StagedClusterNetworkPolicy try-set: not promoted: its spec has errors/,
+    );
+    const cnp = await clientOf(env)
+      .request('GET', '/apis/policy.networking.k8s.io/v1beta1/clusternetworkpolicies/try-set')
+      .catch((x: unknown) => x);
+    expect((cnp as ApiError).status).toBe(404);
+    const badKind = await run('netpol', 'promote', 'pods/x', '--kubeconfig', env.kubeconfig);
+    expect(badKind.code).toBe(2);
+    expect(badKind.stderr).toMatch(/"pods" is not a staged kind \(snetpol \(StagedNetworkPolicy\)/);
+    const offline = await run('netpol', 'promote', 'snetpol/x', NP);
+    expect(offline.code).toBe(2);
+    expect(offline.stderr).toMatch(/promote writes to a live cluster/);
+  });
 });

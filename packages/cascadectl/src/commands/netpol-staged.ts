@@ -3,7 +3,7 @@
 // truth table shows where the staged set would change a verdict (+ would allow, - would deny) and
 // lists each change with the rules that decide it once staged; probes get the staged verdict beside
 // the enforced one. Nothing here enforces: it is the offline view of what a staged policy would do.
-import { mapConnection, type NetpolEngine, PROTO_NAMES } from '@cascade/netpolicy';
+import { mapConnection, type NetpolEngine, PROTO_NAMES, type StagedPolicy } from '@cascade/netpolicy';
 import { err, UsageError } from '../cli.ts';
 import { hasInput, loadManifests } from '../load.ts';
 import { buildNetpolWorld, type NetpolWorld } from '../netpol-world.ts';
@@ -16,12 +16,15 @@ export interface StagedPair {
   problems: number;
 }
 
-/** Both worlds of the same files; each problem printed once (the staged world's own ones marked). */
-export function loadStagedPair(files: string[]): StagedPair {
+/**
+ * Both worlds of the same files; each problem printed once (the staged world's own ones marked).
+ * `only`: the staged objects to apply (all by default).
+ */
+export function loadStagedPair(files: string[], only?: (s: StagedPolicy) => boolean): StagedPair {
   if (!hasInput(files)) throw new UsageError('at least one file or folder is required');
   const loaded = loadManifests(files);
   const enforced = buildNetpolWorld(loaded.manifests);
-  const staged = buildNetpolWorld(loaded.manifests, { staged: true });
+  const staged = buildNetpolWorld(loaded.manifests, { staged: only ?? true });
   const seen = new Set(enforced.problems);
   const all = [...loaded.problems, ...enforced.problems, ...staged.problems.filter((p) => !seen.has(p))];
   for (const p of all) err(p.includes('warning:') ? `warning: ${p.replace('warning: ', '')}` : `error: ${p}`);
