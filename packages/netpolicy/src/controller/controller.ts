@@ -38,6 +38,7 @@ import type { NetworkEffective } from './published.ts';
 import { DEFAULT_ANALYSIS_INTERVAL_MS, PublishedState, type PublishedUpdate } from './published-state.ts';
 import { ReportRelay } from './report-relay.ts';
 import { SlicePublisher } from './slice-publisher.ts';
+import { StagedStatus } from './staged-status.ts';
 
 export interface NetpolControllerOptions {
   client: KubeClient;
@@ -102,6 +103,8 @@ export class NetpolController {
   /** Agents' NetpolNodeReports, and what of them is posted as Events. */
   private readonly reports: Informer;
   private readonly relay: ReportRelay;
+  /** Staged policies' Accepted conditions (staged-status.ts). */
+  private readonly staged: StagedStatus;
   private readonly informers: Informer[];
   private readonly effective: Informer;
   private readonly owners = new AddressOwners();
@@ -161,6 +164,16 @@ export class NetpolController {
       writes: this.writes,
     });
     this.capped = this.newCappedReport();
+    this.staged = new StagedStatus({
+      client: this.client,
+      name: this.name,
+      engine: this.engine,
+      changed: () => this.queue.add('staged'),
+      writes: this.writes,
+      skipped: this.skipped,
+      log: this.log,
+    });
+    this.informers.push(...this.staged.informers);
     this.observe();
     this.elector = electedLeader(this.client, { ...opts, name: this.name }, this.metrics, this.log, () => {
       this.slices?.resync(); // another leader may have written since
@@ -168,17 +181,25 @@ export class NetpolController {
       this.queue.add('slices');
       this.queue.add('sync');
       this.queue.add('reports');
+      this.queue.add('staged');
     });
   }
 
   /**
-   * Three keys: 'slices' (cheap, latency matters to enforcement), 'sync' (EffectivePolicies, status)
-   * and 'reports' (agents' findings relayed as Events, report-relay.ts).
+   * Four keys: 'slices' (cheap, latency matters to enforcement), 'sync' (EffectivePolicies, status),
+   * 'reports' (agents' findings relayed as Events, report-relay.ts) and 'staged' (staged policies'
+   * status, staged-status.ts).
    */
   private newQueue(): WorkQueue {
     const q = new WorkQueue(
       (k) =>
-        k === 'slices' ? this.reconcileSlices() : k === 'reports' ? this.relayReports() : this.reconcile(),
+        k === 'slices'
+          ? this.reconcileSlices()
+          : k === 'reports'
+            ? this.relayReports()
+            : k === 'staged'
+              ? this.reconcileStaged()
+              : this.reconcile(),
       2,
       { registry: this.metrics, name: this.name },
     );
@@ -381,6 +402,8 @@ export class NetpolController {
       const keys = all || (u.effectives && !u.changed) ? undefined : [...moved, ...(u.changed ?? [])];
       this.retry(await this.publisher.effectives(desired, keys), true);
       this.retry(await this.publisher.conditions(this.state.conditions), false);
+      // a Delete's target may have come or gone: the staged objects are compared again
+      if (this.staged.informers.some((i) => i.cache.size)) this.queue.add('staged');
       await this.capped.update(this.engine.cappedNamespaces(), this.engine.foreignIdentityCap);
     } catch (e) {
       // the retry does it all again: a full pass if this one was, and every object compared
@@ -388,6 +411,13 @@ export class NetpolController {
       this.compareAll = true;
       throw e;
     }
+  }
+
+  /** Staged policies' status (leader only): after the engine, as a Delete's target must be known. */
+  private async reconcileStaged(): Promise<void> {
+    if (!this.started || !this.elector.leader || !this.informers.every((i) => i.synced)) return;
+    this.engine.flush();
+    await this.staged.publish();
   }
 
   /** Agents' findings as Events (leader only); a failed Event is tried again after 5 s. */

@@ -1,3 +1,5 @@
+import { STAGED_KINDS } from '../engine/staged.ts';
+
 const READ = ['get', 'list', 'watch'];
 
 export const CONTROLLER_NAME = 'netpolicy-controller';
@@ -6,9 +8,11 @@ export const CONTROLLER_NAME = 'netpolicy-controller';
  * RBAC of the netpolicy-controller: it reads what the agents read (no Services), writes the status of
  * the admin policy kinds, the EffectivePolicies of kind Network and the PodAddressSlices, reads the
  * agents' NetpolNodeReports, and posts (and lists, to not repeat them after a restart) Events: its
- * own and the agents' findings (agents have no Event grant). Its Lease is granted by a Role in its own namespace
+ * own and the agents' findings (agents have no Event grant), and writes staged policies' status. Its Lease is granted by a Role in its own namespace
  * (controllerLeaseRole).
  */
+const STAGED_PLURALS = Object.values(STAGED_KINDS).map((k) => k.plural);
+
 export function netpolControllerClusterRole(name = CONTROLLER_NAME): Record<string, unknown> {
   const admin = ['adminnetworkpolicies', 'baselineadminnetworkpolicies', 'clusternetworkpolicies'];
   return {
@@ -28,6 +32,17 @@ export function netpolControllerClusterRole(name = CONTROLLER_NAME): Record<stri
         apiGroups: ['cascade.dev'],
         resources: ['effectivepolicies', 'podaddressslices'],
         verbs: [...READ, 'create', 'patch', 'update', 'delete'],
+      },
+      // staged policies: read, their Accepted condition written (staged-status.ts)
+      {
+        apiGroups: ['cascade.dev'],
+        resources: STAGED_PLURALS,
+        verbs: READ,
+      },
+      {
+        apiGroups: ['cascade.dev'],
+        resources: STAGED_PLURALS.map((r) => `${r}/status`),
+        verbs: ['get', 'patch', 'update'],
       },
       // the agents' findings, relayed as Events (report-relay.ts)
       { apiGroups: ['cascade.dev'], resources: ['netpolnodereports'], verbs: READ },

@@ -1,0 +1,165 @@
+// Staged policies' status from the netpolicy-controller on kube-apiserver, running with exactly the
+// chart's RBAC: Accepted True for what the standard kind accepts, False naming the field for what it
+// would refuse and for a Delete of nothing (which turns True once the policy exists); a restart
+// writes nothing. Also the condition itself, without an API server.
+import { controllerBinding, effectivePolicyCrd } from '@cascade/core';
+import type { KubeClient } from '@cascade/core/kube';
+import { clientOf, createNamespace } from '@cascade/core/testing';
+import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startNetpolController } from '../../test/fixtures.ts';
+import { podAddressSliceCrd } from '../cluster/slices.ts';
+import { stagedCrds } from '../cluster/staged-crds.ts';
+import type { NetpolController } from './controller.ts';
+import { CONTROLLER_NAME, controllerLeaseRole, netpolControllerClusterRole } from './rbac.ts';
+import { stagedCondition } from './staged-status.ts';
+
+const SNP = '/apis/cascade.dev/v1alpha1/namespaces/shop/stagednetworkpolicies';
+const NP = '/apis/networking.k8s.io/v1/namespaces/shop/networkpolicies';
+type Cond = { type: string; status: string; reason: string; message: string; lastTransitionTime: string };
+
+describe('a staged policy condition', () => {
+  const none = () => false;
+  it('accepts what the standard kind accepts and names what it would refuse', () => {
+    const ok = stagedCondition(
+      'StagedNetworkPolicy',
+      { metadata: { name: 'a', namespace: 's' }, spec: { podSelector: {} } },
+      none,
+    );
+    expect(ok).toMatchObject({ status: 'True', reason: 'Staged' });
+    expect(ok.message).toMatch(/^staged: a new NetworkPolicy s\/a; never enforced/);
+    const bad = stagedCondition(
+      'StagedNetworkPolicy',
+      {
+        metadata: { name: 'b', namespace: 's' },
+        spec: { podSelector: {}, ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/33' } }] }] },
+      },
+      none,
+    );
+    expect(bad).toMatchObject({ status: 'False', reason: 'Invalid' });
+    expect(bad.message).toMatch(
+      /^NetworkPolicy s\/b would be refused: spec\.ingress\[0\]\.from\[0\]\.ipBlock: "10\.0\.0\.0\/33" is not a valid CIDR/,
+    );
+    const action = stagedCondition(
+      'StagedAdminNetworkPolicy',
+      { metadata: { name: 'c' }, spec: { stagedAction: 'Later' } },
+      none,
+    );
+    expect(action).toEqual({
+      type: 'Accepted',
+      status: 'False',
+      reason: 'Invalid',
+      message: 'spec.stagedAction: "Later" is not Set or Delete',
+    });
+    const del = (has: boolean) =>
+      stagedCondition(
+        'StagedClusterNetworkPolicy',
+        { metadata: { name: 'd' }, spec: { stagedAction: 'Delete' } },
+        () => has,
+      );
+    expect(del(false)).toMatchObject({
+      status: 'False',
+      reason: 'TargetNotFound',
+      message: 'there is no ClusterNetworkPolicy d to delete',
+    });
+    expect(del(true)).toMatchObject({ status: 'True', reason: 'Staged' });
+    // a message is bounded
+    const long = stagedCondition(
+      'StagedNetworkPolicy',
+      {
+        metadata: { name: 'e', namespace: 's' },
+        spec: {
+          podSelector: {},
+          ingress: Array.from({ length: 200 }, () => ({ from: [{ ipBlock: { cidr: 'x' } }] })),
+        },
+      },
+      none,
+    );
+    expect(long.message.length).toBeLessThanOrEqual(1024);
+  });
+});
+
+describe.skipIf(!apiServerTestsEnabled())('staged policies: status from the netpolicy-controller', () => {
+  let env: Envtest;
+  let client: KubeClient;
+  const controllers: NetpolController[] = [];
+  const cond = async (name: string) =>
+    ((await env.call('GET', `${SNP}/${name}`)).body as { status?: { conditions?: Cond[] } }).status
+      ?.conditions?.[0];
+  const stage = (name: string, spec: unknown) =>
+    env.call('POST', SNP, {
+      apiVersion: 'cascade.dev/v1alpha1',
+      kind: 'StagedNetworkPolicy',
+      metadata: { name },
+      spec,
+    });
+
+  beforeAll(async () => {
+    env = await Envtest.start({ crdObjects: [effectivePolicyCrd, podAddressSliceCrd, ...stagedCrds()] });
+    await createNamespace(env, 'shop', {});
+    await stage('deny-all', { podSelector: {}, policyTypes: ['Ingress'] });
+    await stage('bad-cidr', { podSelector: {}, ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/33' } }] }] });
+    await stage('drop-old', { stagedAction: 'Delete' });
+    const SYS = 'cascade-system';
+    client = clientOf(
+      env,
+      await env.serviceAccount(
+        SYS,
+        CONTROLLER_NAME,
+        [netpolControllerClusterRole(), controllerBinding(CONTROLLER_NAME, SYS), ...controllerLeaseRole(SYS)],
+        '/api/v1/pods?limit=1',
+      ),
+    );
+  }, 120_000);
+  afterAll(async () => {
+    for (const c of controllers) await c.stop().catch(() => {});
+    await env?.stop();
+  });
+
+  it('says Accepted, or why not, on each staged policy; a Delete of nothing turns True once it exists', async () => {
+    const c = await startNetpolController(client, { identity: 'a', leaseNamespace: 'cascade-system' });
+    controllers.push(c);
+    const ok = await waitFor('deny-all status', async () => (await cond('deny-all')) ?? undefined);
+    expect(ok).toMatchObject({ type: 'Accepted', status: 'True', reason: 'Staged' });
+    expect(await waitFor('bad-cidr status', async () => (await cond('bad-cidr')) ?? undefined)).toMatchObject(
+      {
+        status: 'False',
+        reason: 'Invalid',
+        message: expect.stringMatching(
+          /would be refused: spec\.ingress\[0\]\.from\[0\]\.ipBlock: "10\.0\.0\.0\/33" is not a valid CIDR/,
+        ),
+      },
+    );
+    expect(await waitFor('drop-old status', async () => (await cond('drop-old')) ?? undefined)).toMatchObject(
+      {
+        status: 'False',
+        reason: 'TargetNotFound',
+        message: 'there is no NetworkPolicy shop/drop-old to delete',
+      },
+    );
+    await env.call('POST', NP, {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'drop-old' },
+      spec: { podSelector: {} },
+    });
+    await waitFor('drop-old accepted', async () =>
+      (await cond('drop-old'))?.status === 'True' ? true : undefined,
+    );
+  });
+
+  it('a restart writes nothing', async () => {
+    const first = controllers[0]!;
+    await new Promise((r) => setTimeout(r, 300));
+    await first.idle();
+    const before = await cond('deny-all');
+    await first.stop();
+    const c = await startNetpolController(client, { identity: 'b', leaseNamespace: 'cascade-system' });
+    controllers.push(c);
+    await waitFor('leader', async () => (c.leader ? true : undefined));
+    await new Promise((r) => setTimeout(r, 500));
+    await c.idle();
+    expect(c.writes.get()).toBe(0);
+    expect((await cond('deny-all'))?.lastTransitionTime).toBe(before?.lastTransitionTime);
+  });
+});

@@ -1,0 +1,163 @@
+// Staged policies' status, written by the netpolicy-controller (leader only): `Accepted` True when a
+// staged object is one its standard kind would accept (the same checks: engine/rules.ts), False
+// naming what is wrong (reason Invalid), or, for a Delete, naming the missing policy (reason
+// TargetNotFound). A staged policy never enforces; the message says where to see what it would do.
+// Written only when it differs from what the live object says (a restart writes nothing).
+import { EFFECTIVE_GROUP } from '@cascade/core';
+import { Informer, type KubeClient, type KubeObject, type Logger } from '@cascade/core/kube';
+
+type Counter = { inc(n?: number): void };
+
+import type { NetpolEngine } from '../engine/engine.ts';
+import { buildPolicy } from '../engine/rules.ts';
+import {
+  STAGED_KINDS,
+  STAGED_VERSION,
+  type StagedKindName,
+  stagedFromObject,
+  stagedTarget,
+} from '../engine/staged.ts';
+
+const BASE = `/apis/${EFFECTIVE_GROUP}/${STAGED_VERSION}`;
+/** A condition's message at most (the API has no limit of its own; a reader does). */
+const MAX_MESSAGE = 1024;
+
+export interface StagedCondition {
+  type: 'Accepted';
+  status: 'True' | 'False';
+  reason: 'Staged' | 'Invalid' | 'TargetNotFound';
+  message: string;
+}
+
+/** What a staged object's status says, given the enforced policies (`has`: a policy key exists). */
+export function stagedCondition(
+  kind: StagedKindName,
+  o: { metadata: { name: string; namespace?: string }; spec?: unknown },
+  has: (key: string) => boolean,
+): StagedCondition {
+  const cut = (m: string) => (m.length > MAX_MESSAGE ? `${m.slice(0, MAX_MESSAGE - 1)}…` : m);
+  const s = stagedFromObject(kind, o);
+  if ('error' in s) return { type: 'Accepted', status: 'False', reason: 'Invalid', message: cut(s.error) };
+  const target = stagedTarget(s);
+  const named = `${s.policy.kind} ${target.slice(target.indexOf('/') + 1)}`;
+  if (s.action === 'Delete')
+    return has(target)
+      ? {
+          type: 'Accepted',
+          status: 'True',
+          reason: 'Staged',
+          message: `staged: the removal of ${named}; never enforced (cascadectl netpol simulate --staged shows what it would change)`,
+        }
+      : {
+          type: 'Accepted',
+          status: 'False',
+          reason: 'TargetNotFound',
+          message: `there is no ${named} to delete`,
+        };
+  const built = buildPolicy(s.policy);
+  if (built.errors.length)
+    return {
+      type: 'Accepted',
+      status: 'False',
+      reason: 'Invalid',
+      message: cut(`${named} would be refused: ${built.errors.join('; ')}`),
+    };
+  return {
+    type: 'Accepted',
+    status: 'True',
+    reason: 'Staged',
+    message: cut(
+      `staged: ${has(target) ? 'a change of' : 'a new'} ${named}; never enforced (cascadectl netpol simulate --staged shows what it would change)${built.warnings.length ? `; warnings: ${built.warnings.join('; ')}` : ''}`,
+    ),
+  };
+}
+
+export interface StagedStatusDeps {
+  client: KubeClient;
+  name: string;
+  engine: NetpolEngine;
+  changed: () => void;
+  writes: Counter;
+  skipped: Counter;
+  log: Logger;
+}
+
+export class StagedStatus {
+  readonly informers: Informer[];
+  private readonly byKind = new Map<StagedKindName, Informer>();
+
+  private readonly deps: StagedStatusDeps;
+
+  constructor(deps: StagedStatusDeps) {
+    this.deps = deps;
+    this.informers = (Object.keys(STAGED_KINDS) as StagedKindName[]).map((kind) => {
+      // optional: a cluster without the staged CRDs has nothing to report
+      const inf = new Informer(
+        deps.client,
+        `${BASE}/${STAGED_KINDS[kind].plural}`,
+        () => deps.changed(),
+        undefined,
+        true,
+      );
+      this.byKind.set(kind, inf);
+      return inf;
+    });
+  }
+
+  /** Every staged object's condition compared with its live status; the differing ones written. */
+  async publish(): Promise<void> {
+    const has = (key: string) => this.deps.engine.policies.has(key);
+    for (const [kind, inf] of this.byKind)
+      for (const o of [...inf.cache.values()]) {
+        try {
+          await this.write(kind, inf, o, stagedCondition(kind, o as never, has));
+        } catch (e) {
+          this.deps.log('warn', 'staged policy status not written; retried on the next change', {
+            object: `${kind} ${Informer.key(o)}`,
+            error: String(e).slice(0, 300),
+          });
+        }
+      }
+  }
+
+  private async write(kind: StagedKindName, inf: Informer, o: KubeObject, c: StagedCondition): Promise<void> {
+    const old = (
+      o.status as {
+        conditions?: (StagedCondition & { lastTransitionTime?: string; observedGeneration?: number })[];
+      }
+    )?.conditions?.find((x) => x.type === c.type);
+    const generation = o.metadata.generation ?? 0;
+    if (
+      old &&
+      old.status === c.status &&
+      old.reason === c.reason &&
+      old.message === c.message &&
+      old.observedGeneration === generation
+    ) {
+      this.deps.skipped.inc();
+      return;
+    }
+    const condition = {
+      ...c,
+      observedGeneration: generation,
+      lastTransitionTime:
+        old && old.status === c.status && old.lastTransitionTime
+          ? old.lastTransitionTime
+          : new Date().toISOString(),
+    };
+    const ns = o.metadata.namespace;
+    const path = `${BASE}${ns ? `/namespaces/${encodeURIComponent(ns)}` : ''}/${STAGED_KINDS[kind].plural}/${encodeURIComponent(o.metadata.name)}/status`;
+    this.deps.writes.inc();
+    const applied = await this.deps.client.apply(
+      path,
+      {
+        apiVersion: `${EFFECTIVE_GROUP}/${STAGED_VERSION}`,
+        kind,
+        metadata: { name: o.metadata.name, ...(ns ? { namespace: ns } : {}) },
+        status: { conditions: [condition] },
+      },
+      this.deps.name,
+    );
+    inf.cache.set(Informer.key(o), applied);
+  }
+}
