@@ -1,11 +1,31 @@
 // netpolicy's integration-test set-up, in one place (as core's testing module is for the gateway
 // controllers): an agent for node n1 against the test API server and a datapath, and a
 // netpolicy-controller, each with test settings (silent log, a 2 s lease), started.
+import { controllerBinding } from '@cascade/core';
+import type { KubeClient } from '@cascade/core/kube';
 import { clientOf } from '@cascade/core/testing';
-import { waitFor } from '@cascade/envtest';
+import { type Envtest, waitFor } from '@cascade/envtest';
 import { NetpolAgent } from '../src/agent/agent.ts';
 import type { AgentOptions } from '../src/agent/options.ts';
 import { NetpolController, type NetpolControllerOptions } from '../src/controller/controller.ts';
+import { CONTROLLER_NAME, controllerLeaseRole, netpolControllerClusterRole } from '../src/controller/rbac.ts';
+
+/**
+ * A client acting as the netpolicy-controller's ServiceAccount in cascade-system with exactly the
+ * chart's RBAC: a missing grant fails the tests, not only a review of the role.
+ */
+export async function controllerClient(env: Envtest): Promise<KubeClient> {
+  const SYS = 'cascade-system';
+  return clientOf(
+    env,
+    await env.serviceAccount(
+      SYS,
+      CONTROLLER_NAME,
+      [netpolControllerClusterRole(), controllerBinding(CONTROLLER_NAME, SYS), ...controllerLeaseRole(SYS)],
+      '/api/v1/pods?limit=1',
+    ),
+  );
+}
 
 /** An agent for node n1; `ready`: wait until its caches synced and it wrote the datapath. */
 export async function startAgent(

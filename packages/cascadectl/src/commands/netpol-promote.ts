@@ -4,9 +4,9 @@
 // written and every verdict that would change (the staged object alone applied: netpol-staged.ts).
 import { ApiError, getFirstServed, type KubeClient } from '@cascade/core/kube';
 import { STAGED_KINDS, type StagedKindName, stagedTarget } from '@cascade/netpolicy';
-import { type Command, err, oneOf, out, table, UsageError } from '../cli.ts';
+import { type Command, err, oneOf, out, UsageError } from '../cli.ts';
 import { clientFor, liveOptions } from '../cluster.ts';
-import { describeStagedSide, loadStagedPair, stagedTruthTables } from './netpol-staged.ts';
+import { changesTable, loadStagedPair, stagedTruthTables } from './netpol-staged.ts';
 
 const FIELD_MANAGER = 'cascadectl';
 
@@ -143,15 +143,7 @@ async function promote(
     for (const d of done) out(d);
     out(
       changes.length
-        ? `${changes.length} verdict(s) it ${dry ? 'would change' : 'changed'}:\n${table(
-            changes.map((c) => [
-              `${c.from} -> ${c.to}`,
-              `${c.protocol}/${c.port}`,
-              `${c.enforced} -> ${c.staged.toUpperCase()}`,
-              describeStagedSide(pair, c),
-            ]),
-            '  ',
-          )}`
+        ? changesTable(pair, changes, `${changes.length} verdict(s) it ${dry ? 'would change' : 'changed'}:`)
         : 'no verdict changes among the pods read',
     );
     return 0;

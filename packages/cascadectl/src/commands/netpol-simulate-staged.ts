@@ -2,7 +2,7 @@
 import { out, table } from '../cli.ts';
 import { labelTest, namespaceOf } from '../selector.ts';
 import { simulateProbes } from './netpol.ts';
-import { describeStagedSide, loadStagedPair, stagedTruthTables } from './netpol-staged.ts';
+import { changesTable, describeStagedSide, loadStagedPair, stagedTruthTables } from './netpol-staged.ts';
 import { ProbeMemo, type ProbeResult } from './probe-memo.ts';
 import { forEachProbe } from './probes-file.ts';
 
@@ -63,15 +63,7 @@ export function simulateStaged(
           `${t.port}   (staged: . allow, X deny, + would allow, - would deny; rows: from, columns: to)\n${table(t.rows, '  ')}`,
       ),
       changes.length
-        ? `${changes.length} verdict(s) the staged policies would change:\n${table(
-            changes.map((c) => [
-              `${c.from} -> ${c.to}`,
-              `${c.protocol}/${c.port}`,
-              `${c.enforced} -> ${c.staged.toUpperCase()}`,
-              describeStagedSide(pair, c),
-            ]),
-            '  ',
-          )}`
+        ? changesTable(pair, changes, `${changes.length} verdict(s) the staged policies would change:`)
         : 'the staged policies change no verdict here',
     ].join('\n\n'),
   );

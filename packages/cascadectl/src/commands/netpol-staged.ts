@@ -4,7 +4,7 @@
 // lists each change with the rules that decide it once staged; probes get the staged verdict beside
 // the enforced one. Nothing here enforces: it is the offline view of what a staged policy would do.
 import { mapConnection, type NetpolEngine, PROTO_NAMES, type StagedPolicy } from '@cascade/netpolicy';
-import { err, UsageError } from '../cli.ts';
+import { err, table, UsageError } from '../cli.ts';
 import { hasInput, loadManifests } from '../load.ts';
 import { buildNetpolWorld, type NetpolWorld } from '../netpol-world.ts';
 import { portsInUse, simulateProbe } from './netpol.ts';
@@ -112,4 +112,17 @@ export function describeStagedSide(pair: StagedPair, c: StagedChange): string {
   };
   const policy = by.policy ? by.policy.split(',').map(label).join(', ') : '';
   return `${side}: ${by.tier}${policy ? ` ${policy}` : ''}${by.rule ? ` ${by.rule}` : ''}`;
+}
+
+/** The changes as an indented table, under `heading` (e.g. "3 verdict(s) it would change:"). */
+export function changesTable(pair: StagedPair, changes: StagedChange[], heading: string): string {
+  return `${heading}\n${table(
+    changes.map((c) => [
+      `${c.from} -> ${c.to}`,
+      `${c.protocol}/${c.port}`,
+      `${c.enforced} -> ${c.staged.toUpperCase()}`,
+      describeStagedSide(pair, c),
+    ]),
+    '  ',
+  )}`;
 }

@@ -5,15 +5,14 @@
 // v0.2.0 that v1beta1 refuses (a network with host bits set) keeps its meaning and is named in an Event.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { controllerBinding, effectivePolicyCrd } from '@cascade/core';
-import { clientOf, createNamespace } from '@cascade/core/testing';
+import { effectivePolicyCrd } from '@cascade/core';
+import { createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, envtestPaths, olderCrdDir, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { startNetpolController } from '../../test/fixtures.ts';
+import { controllerClient, startNetpolController } from '../../test/fixtures.ts';
 import { podAddressSliceCrd } from '../cluster/slices.ts';
 import type { NetpolController } from './controller.ts';
-import { CONTROLLER_NAME, controllerLeaseRole, netpolControllerClusterRole } from './rbac.ts';
 
 const CRD = 'clusternetworkpolicies.policy.networking.k8s.io';
 const CRD_FILE = 'policy.networking.k8s.io_clusternetworkpolicies.yaml';
@@ -61,19 +60,7 @@ describe.skipIf(!apiServerTestsEnabled())(
       await env.call('POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' } });
       await env.runningPod('shop', 'cart', { node: 'n1', ip: '10.71.0.5', labels: { app: 'cart' } });
       const SYS = 'cascade-system';
-      const client = clientOf(
-        env,
-        await env.serviceAccount(
-          SYS,
-          CONTROLLER_NAME,
-          [
-            netpolControllerClusterRole(),
-            controllerBinding(CONTROLLER_NAME, SYS),
-            ...controllerLeaseRole(SYS),
-          ],
-          '/api/v1/pods?limit=1',
-        ),
-      );
+      const client = await controllerClient(env);
       start = async () => {
         const c = await startNetpolController(client, {
           identity: `c${controllers.length}`,

@@ -2,16 +2,15 @@
 // label set), read by a tenant with only namespace `view`; status conditions on the admin policies;
 // a Warning Event on a NetworkPolicy with a dead rule; pod churn inside a label set writes nothing;
 // a new label set and the last pod of one; a restart writes nothing; leader failover.
-import { controllerBinding, effectivePolicyCrd, viewClusterRole } from '@cascade/core';
+import { effectivePolicyCrd, viewClusterRole } from '@cascade/core';
 import type { KubeClient } from '@cascade/core/kube';
-import { clientOf, createNamespace } from '@cascade/core/testing';
+import { createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { isEqual } from 'lodash-es';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNetpolController } from '../../test/fixtures.ts';
+import { controllerClient, startNetpolController } from '../../test/fixtures.ts';
 import { podAddressSliceCrd, SLICES_PUBLISHED, type SliceSpec } from '../cluster/slices.ts';
 import type { NetpolController } from './controller.ts';
-import { CONTROLLER_NAME, controllerLeaseRole, netpolControllerClusterRole } from './rbac.ts';
 
 const ANP = '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies';
 const EP = (ns: string) => `/apis/cascade.dev/v1alpha1/namespaces/${ns}/effectivepolicies`;
@@ -117,18 +116,8 @@ describe.skipIf(!apiServerTestsEnabled())('netpolicy-controller against kube-api
         ingress: [{ from: [{ namespaceSelector: { matchLabels: { env: 'dev' } } }] }],
       },
     });
-    // The controller runs as its ServiceAccount with exactly the chart's RBAC: a missing grant fails
-    // these tests, not only a review of the role.
-    const SYS = 'cascade-system';
-    client = clientOf(
-      env,
-      await env.serviceAccount(
-        SYS,
-        CONTROLLER_NAME,
-        [netpolControllerClusterRole(), controllerBinding(CONTROLLER_NAME, SYS), ...controllerLeaseRole(SYS)],
-        '/api/v1/pods?limit=1',
-      ),
-    );
+    // as its ServiceAccount with exactly the chart's RBAC
+    client = await controllerClient(env);
   }, 120_000);
 
   afterAll(async () => {

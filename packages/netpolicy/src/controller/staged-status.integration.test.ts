@@ -2,16 +2,15 @@
 // chart's RBAC: Accepted True for what the standard kind accepts, False naming the field for what it
 // would refuse and for a Delete of nothing (which turns True once the policy exists); a restart
 // writes nothing. Also the condition itself, without an API server.
-import { controllerBinding, effectivePolicyCrd } from '@cascade/core';
+import { effectivePolicyCrd } from '@cascade/core';
 import type { KubeClient } from '@cascade/core/kube';
-import { clientOf, createNamespace } from '@cascade/core/testing';
+import { createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNetpolController } from '../../test/fixtures.ts';
+import { controllerClient, startNetpolController } from '../../test/fixtures.ts';
 import { podAddressSliceCrd } from '../cluster/slices.ts';
 import { stagedCrds } from '../cluster/staged-crds.ts';
 import type { NetpolController } from './controller.ts';
-import { CONTROLLER_NAME, controllerLeaseRole, netpolControllerClusterRole } from './rbac.ts';
 import { stagedCondition } from './staged-status.ts';
 
 const SNP = '/apis/cascade.dev/v1alpha1/namespaces/shop/stagednetworkpolicies';
@@ -100,16 +99,7 @@ describe.skipIf(!apiServerTestsEnabled())('staged policies: status from the netp
     await stage('deny-all', { podSelector: {}, policyTypes: ['Ingress'] });
     await stage('bad-cidr', { podSelector: {}, ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/33' } }] }] });
     await stage('drop-old', { stagedAction: 'Delete' });
-    const SYS = 'cascade-system';
-    client = clientOf(
-      env,
-      await env.serviceAccount(
-        SYS,
-        CONTROLLER_NAME,
-        [netpolControllerClusterRole(), controllerBinding(CONTROLLER_NAME, SYS), ...controllerLeaseRole(SYS)],
-        '/api/v1/pods?limit=1',
-      ),
-    );
+    client = await controllerClient(env);
   }, 120_000);
   afterAll(async () => {
     for (const c of controllers) await c.stop().catch(() => {});
