@@ -11,6 +11,7 @@ import {
   nodeFromObject,
   nodeReportFromObject,
   podFromObject,
+  policyKey,
   ServiceCatalog,
   STAGED_VERSION,
   type StagedPolicy,
@@ -144,7 +145,7 @@ export function buildNetpolWorld(
         spec: m.spec,
       };
       if (m.kind === 'NetworkPolicy') obj.namespace = m.metadata.namespace ?? 'default';
-      const key = obj.namespace ? `${obj.kind}/${obj.namespace}/${obj.name}` : `${obj.kind}/${obj.name}`;
+      const key = policyKey(obj);
       policies.set(key, obj);
       sources.set(key, at);
     } else if (isStagedKind(m.kind)) {

@@ -17,6 +17,7 @@ export { NODE_REPORT_VERSION, netpolNodeReportCrd, nodeReportFromObject } from '
 export { AddressOwners } from './cluster/owners.ts';
 export { podAddressSliceCrd, SLICE_VERSION, type SliceSpec } from './cluster/slices.ts';
 export { stagedClusterRoles, stagedCrds } from './cluster/staged-crds.ts';
+export { POLICY_PATHS } from './cluster/watch.ts';
 // controller/: the netpolicy-controller's published state, slices and RBAC
 export { conditionsWritten } from './controller/network-publisher.ts';
 export { networkEffectiveSpec } from './controller/published.ts';
@@ -62,6 +63,7 @@ export {
 export { formatPortPrefix, PROTO, PROTO_NAMES } from './engine/ports.ts';
 export { describePrecedence } from './engine/precedence.ts';
 export type { Direction } from './engine/rules.ts';
+export { policyKey } from './engine/rules.ts';
 export { ServiceCatalog } from './engine/services.ts';
 export {
   applyStaged,
@@ -74,6 +76,7 @@ export {
   type StagedPolicy,
   stagedFromObject,
   stagedTarget,
+  stagedTargetName,
 } from './engine/staged.ts';
 export { DEFAULT_TENANT_LABEL, validTenantLabel } from './engine/tenants.ts';
 export {

@@ -16,6 +16,7 @@ import {
   type StagedKindName,
   stagedFromObject,
   stagedTarget,
+  stagedTargetName,
 } from '../engine/staged.ts';
 
 const BASE = `/apis/${EFFECTIVE_GROUP}/${STAGED_VERSION}`;
@@ -39,7 +40,7 @@ export function stagedCondition(
   const s = stagedFromObject(kind, o);
   if ('error' in s) return { type: 'Accepted', status: 'False', reason: 'Invalid', message: cut(s.error) };
   const target = stagedTarget(s);
-  const named = `${s.policy.kind} ${target.slice(target.indexOf('/') + 1)}`;
+  const named = stagedTargetName(s);
   if (s.action === 'Delete')
     return has(target)
       ? {

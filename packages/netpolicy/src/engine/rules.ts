@@ -95,7 +95,8 @@ export interface BuiltPolicy {
 const ANY: LabelSelector = {};
 const protoOf = (p: string | undefined): number => PROTO[(p ?? 'TCP') as keyof typeof PROTO];
 
-function policyKey(o: NetPolicyObject): string {
+/** The key the engine gives a policy: `Kind/namespace/name` or `Kind/name`. */
+export function policyKey(o: NetPolicyObject): string {
   return o.namespace ? `${o.kind}/${o.namespace}/${o.name}` : `${o.kind}/${o.name}`;
 }
 

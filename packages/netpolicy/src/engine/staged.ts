@@ -5,6 +5,7 @@
 // enforces is the standard set; the staged set is that set with every staged action applied, judged
 // beside it. Pure: the CLI (offline) and the programs build the staged set with the same function.
 import type { NetPolicyObject, PolicyKindName } from './model.ts';
+import { policyKey } from './rules.ts';
 
 export const STAGED_VERSION = 'v1alpha1';
 export const STAGED_ACTIONS = ['Set', 'Delete'] as const;
@@ -53,10 +54,11 @@ export interface StagedPolicy {
 }
 
 /** The key the engine gives the standard policy a staged object stands for. */
-export const stagedTarget = (s: StagedPolicy): string =>
-  s.policy.namespace
-    ? `${s.policy.kind}/${s.policy.namespace}/${s.policy.name}`
-    : `${s.policy.kind}/${s.policy.name}`;
+export const stagedTarget = (s: StagedPolicy): string => policyKey(s.policy);
+
+/** That policy as people name it: `NetworkPolicy shop/deny`, `ClusterNetworkPolicy x`. */
+export const stagedTargetName = (s: StagedPolicy): string =>
+  `${s.policy.kind} ${s.policy.namespace ? `${s.policy.namespace}/` : ''}${s.policy.name}`;
 
 /** A staged object as read from the API or a file; an error names the field. */
 export function stagedFromObject(
@@ -92,7 +94,7 @@ export function applyStaged(
     else if (!policies.delete(key))
       problems.push({
         staged: s,
-        error: `spec.stagedAction: Delete: there is no ${s.policy.kind} ${key.slice(key.indexOf('/') + 1)} to delete`,
+        error: `spec.stagedAction: Delete: there is no ${stagedTargetName(s)} to delete`,
       });
   }
   return { policies, problems };
