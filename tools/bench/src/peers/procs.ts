@@ -32,21 +32,28 @@ function read(path: string): string | undefined {
   }
 }
 
-export function enforcerProcs(): Proc[] {
-  const out: Proc[] = [];
+/** The host's processes with their command lines (every node's pods are among them). */
+export function* processes(): Generator<{ pid: number; argv: string[] }> {
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     const argv = (read(`/proc/${d}/cmdline`) ?? '').split('\0').filter(Boolean);
+    if (argv.length) yield { pid: Number(d), argv };
+  }
+}
+
+export function enforcerProcs(): Proc[] {
+  const out: Proc[] = [];
+  for (const { pid, argv } of processes()) {
     const role = roleOf(argv);
     if (!role) continue;
-    const stat = read(`/proc/${d}/stat`);
-    const status = read(`/proc/${d}/status`);
+    const stat = read(`/proc/${pid}/stat`);
+    const status = read(`/proc/${pid}/status`);
     if (!stat || !status) continue;
     // fields after the command's closing parenthesis: utime, stime, cutime, cstime are the 14th-17th
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const cpu = (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / TICKS;
     const rss = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0) / 1024;
-    out.push({ pid: Number(d), role, cpu, rssMiB: rss });
+    out.push({ pid, role, cpu, rssMiB: rss });
   }
   return out;
 }

@@ -10,13 +10,12 @@
 //   client on each node to a server on each node; 200 changes; p50/p99).
 // A fresh cluster per enforcer: nothing one leaves (tc programs, nftables) meets the next. Needs root
 // and the cluster binaries; CASCADE_BENCH_PEERS picks enforcers, CASCADE_BENCH_CHANGES the count.
-import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { CLUSTER_SH, clusterBin, env, KUBECONFIG, sh } from '@cascade/cluster/harness';
 import { KubeClient } from '@cascade/core/kube';
 import { KubeConfig } from '@kubernetes/client-node';
 import { type Attempt, changeLatencies, firstVerdict, parseWatch, settled } from '../peers/enforcement.ts';
-import { cpuBetween, enforcerProcs, hostBusy } from '../peers/procs.ts';
+import { cpuBetween, enforcerProcs, hostBusy, processes } from '../peers/procs.ts';
 import {
   allowClients,
   backgroundPolicy,
@@ -84,8 +83,6 @@ async function measure(enforcer: Enforcer, changes: number): Promise<Figure[]> {
   const fig = (name: string, value: number, unit: string, input: string) =>
     figures.push({ suite: 'peers', name: `${name} [${tag}]`, value, unit, input });
   const log = (m: string) => process.stderr.write(`[bench] peers ${enforcer}: ${m}\n`);
-  const kubectlRaw = (args: string[], timeoutMs = 600_000) =>
-    execFileSync('kubectl', args, { env: env(), timeout: timeoutMs, maxBuffer: 64 << 20 }).toString();
 
   sh('bash', [CLUSTER_SH, 'down'], { timeoutMs: 300_000 });
   const t0 = Date.now();
@@ -114,14 +111,17 @@ async function measure(enforcer: Enforcer, changes: number): Promise<Figure[]> {
     const deadline = Date.now() + 300_000;
     for (;;) {
       const pods = await Promise.all(
-        [NS, ...Array.from({ length: 10 }, (_, i) => `bg-${i}`)].map((ns) =>
-          api.request<{
-            items: {
-              metadata: { name: string; namespace: string };
-              status: { phase?: string; podIP?: string };
-            }[];
-          }>('GET', `/api/v1/namespaces/${ns}/pods`),
-        ),
+        objs
+          .filter((o) => o.kind === 'Namespace')
+          .map((o) => (o as Obj).metadata.name)
+          .map((ns) =>
+            api.request<{
+              items: {
+                metadata: { name: string; namespace: string };
+                status: { phase?: string; podIP?: string };
+              }[];
+            }>('GET', `/api/v1/namespaces/${ns}/pods`),
+          ),
       );
       const all = pods.flatMap((p) => p.items);
       for (const p of all)
@@ -182,7 +182,7 @@ async function measure(enforcer: Enforcer, changes: number): Promise<Figure[]> {
 
     // new connections across nodes
     const probeOut = (pod: string, args: string[], timeoutMs = 600_000) =>
-      kubectlRaw(['exec', '-n', NS, pod, '--', PROBE, ...args], timeoutMs);
+      sh('kubectl', ['exec', '-n', NS, pod, '--', PROBE, ...args], { timeoutMs });
     log('connections');
     const times = probeOut(clientName(0), ['connect-times', srv(1), String(HTTP), String(CONNECTS)])
       .trim()
@@ -313,13 +313,11 @@ async function measure(enforcer: Enforcer, changes: number): Promise<Figure[]> {
 
 /** Every `cascade-probe watch` on the host (every node's pods are its processes). */
 function killWatches(): void {
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const argv = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
-      if (argv[0]?.endsWith('cascade-probe') && argv[1] === 'watch') process.kill(Number(d), 'SIGKILL');
-    } catch {}
-  }
+  for (const { pid, argv } of processes())
+    if (argv[0]?.endsWith('cascade-probe') && argv[1] === 'watch')
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {} // gone meanwhile
 }
 
 async function changesEnforced(
