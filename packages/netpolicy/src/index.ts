@@ -62,6 +62,15 @@ export {
 } from './engine/model.ts';
 export { formatPortPrefix, PROTO, PROTO_NAMES } from './engine/ports.ts';
 export { describePrecedence } from './engine/precedence.ts';
+export {
+  type Protocol as RecommendProtocol,
+  type Recommendation,
+  type RecommendConnection,
+  type RecommendEnd,
+  type RecommendedPolicy,
+  recommend,
+  stableSelector,
+} from './engine/recommend.ts';
 export type { Direction } from './engine/rules.ts';
 export { policyKey } from './engine/rules.ts';
 export { ServiceCatalog } from './engine/services.ts';
