@@ -18,6 +18,7 @@ import { explainNetpolCommand } from './commands/netpol-explain.ts';
 import { exposureCommand } from './commands/netpol-exposure.ts';
 import { mapsCommand } from './commands/netpol-maps.ts';
 import { promoteCommand } from './commands/netpol-promote.ts';
+import { recommendCommand } from './commands/netpol-recommend.ts';
 import { traceCommand } from './commands/netpol-trace.ts';
 import { renderCommand } from './commands/render.ts';
 import { reportCommand } from './commands/report.ts';
@@ -36,6 +37,7 @@ export const COMMANDS: Command[] = [
   mapsCommand,
   traceCommand,
   promoteCommand,
+  recommendCommand,
   lintCommand,
   diffCommand,
   graphCommand,

@@ -27,6 +27,7 @@ describe('cascadectl completion', () => {
       'exposure',
       'maps',
       'promote',
+      'recommend',
       'simulate',
       'trace',
     ]);

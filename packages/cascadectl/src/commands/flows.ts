@@ -7,7 +7,7 @@ import { onAgent } from '../agent-exec.ts';
 import { type Command, oneOf, out, table, UsageError } from '../cli.ts';
 
 /** The agent image's node and the reader of its flow stream (packages/netpolicy/src/agent/flows-read.ts). */
-const FLOWS_READ = ['/usr/local/bin/node', '/app/packages/netpolicy/src/agent/flows-read.ts'];
+export const FLOWS_READ = ['/usr/local/bin/node', '/app/packages/netpolicy/src/agent/flows-read.ts'];
 
 interface Flow {
   time: string;
