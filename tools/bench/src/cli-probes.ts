@@ -5,6 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { recommendFigures } from './cli-recommend.ts';
 import { clusterManifests, type ProbeForm, probesCluster, probesFile } from './netpol-manifests.ts';
 import type { Figure } from './report.ts';
 
@@ -98,6 +99,7 @@ export function probeFigures(dir: string): Figure[] {
   const exposureInput = `${INPUT}; every workload (pods of one identity) both ways: workloads, a new namespace, nodes, outside ranges`;
   fig('netpol exposure: time', exposure.ms, 'ms', exposureInput);
   fig('netpol exposure: peak RSS', exposure.rss, 'MiB', exposureInput);
+  figures.push(...recommendFigures(c, dir, env, INPUT));
   // policy-assistant is not served by this machine's Go module proxy: its figures on this input
   // are the ones issue 30 reports, measured elsewhere (no ratio is computed from them here)
   const peer =
