@@ -20,6 +20,7 @@ import {
   upstreamSubsets,
 } from './e2e/lifecycle.ts';
 import { effectivePoliciesExplain, flowsOfRefusedConnection, netpolExampleOnRealPods } from './e2e/netpol.ts';
+import { recommendFromAuditedFlows } from './e2e/recommend.ts';
 import { kubeletProbesUnderIsolation, servicesAndDns } from './e2e/services.ts';
 import { figures, helm, NS, net, work } from './e2e/shared.ts';
 import { gatewayWiring } from './e2e/wiring.ts';
@@ -98,6 +99,11 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
     'cascadectl flows --node shows the refused connection with its deciding rule, as a snapshot and followed (pods/exec)',
     flowsOfRefusedConnection,
     120_000,
+  );
+  it(
+    "netpol recommend --kubeconfig: an audited namespace's allowed flows become staged policies, proved and Accepted; they change nothing staged; promoted, what was seen passes and a pod never seen talking is denied",
+    recommendFromAuditedFlows,
+    240_000,
   );
   it(
     'Services and DNS under an egress policy: a pod reaches exactly the Services (ClusterIP, NodePort) and DNS its policy allows',

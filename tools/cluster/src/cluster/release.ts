@@ -58,6 +58,9 @@ export function addons(npapi?: string, withNpapi = false): void {
   kubectlApply(ns);
 }
 
+/** The namespace whose allowed flows the agents report (the e2e's recommend step; nothing else uses it). */
+export const AUDITED_NAMESPACE = 'recommend';
+
 // 5 minutes: one CI run of three nodes saw an install take over 3 (every other run: 38-48 s); the
 // unready pod's log is printed when it times out
 export function install(tag = TAG, timeout = '5m'): void {
@@ -105,6 +108,9 @@ export function install(tag = TAG, timeout = '5m'): void {
               `agent.cni.binDir=${paths.cniBinDir}`,
               '--set',
               `agent.cni.confDir=${paths.cniConfDir}`,
+              // the e2e's `netpol recommend` step learns from this namespace's allowed flows
+              '--set',
+              `agent.auditNamespaces={${AUDITED_NAMESPACE}}`,
               // a cluster whose network-policy-api CRDs the harness applied (an older bundle)
               ...(recordedFile()?.npapiCrds ? ['--set', 'networkPolicyAPI.install=false'] : []),
             ]),
