@@ -102,6 +102,27 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       expect(text).toMatch(/\ncascade_datapath_conntrack_entries \d+/);
     });
 
+    it('a drift check on a quiet node rebuilds no rule set; a cluster change does', async () => {
+      await agent.idle();
+      const built = agent.syncs.get();
+      const unchanged = agent.unchangedSyncs.get();
+      // three housekeeping rounds hold one drift check (every third round: 30 s)
+      for (let i = 0; i < 3; i++) await agent.housekeeping();
+      await agent.idle();
+      expect(agent.unchangedSyncs.get()).toBeGreaterThan(unchanged);
+      expect(agent.syncs.get()).toBe(built);
+      const r = await env.call(
+        'PATCH',
+        '/api/v1/namespaces/app',
+        { metadata: { labels: { team: 'app', drift: 'check' } } },
+        'application/merge-patch+json',
+      );
+      expect(r.status).toBe(200);
+      await waitFor('a rebuild after the change', async () => (agent.syncs.get() > built ? true : undefined));
+      expect(await verdict(80)).toBe('allow');
+      expect(await verdict(81)).toBe('deny');
+    });
+
     it('an AdminNetworkPolicy Deny beats the NetworkPolicy; deleting it restores the allow', async () => {
       const r = await env.call('POST', ANP, {
         apiVersion: 'policy.networking.k8s.io/v1alpha1',

@@ -27,7 +27,7 @@ import {
   WorkQueue,
   watchHealth,
 } from '@cascade/core/kube';
-import type { Finding, NodeReportSpec } from '../cluster/node-report.ts';
+import type { NodeReportSpec } from '../cluster/node-report.ts';
 import { AddressOwners } from '../cluster/owners.ts';
 import { SLICES_PUBLISHED, SliceIndex } from '../cluster/slices.ts';
 import { clusterInformers } from '../cluster/watch.ts';
@@ -36,11 +36,12 @@ import { NetpolEngine } from '../engine/engine.ts';
 import { ServiceCatalog } from '../engine/services.ts';
 import { datapathState } from './datapath.ts';
 import { datapathMetrics } from './datapath-metrics.ts';
+import { NodeFindings } from './findings.ts';
 import { FlowLog, serveRules, serveTenantMetrics } from './flows.ts';
 import { preferNodeSource, readInterfaces, tunnelAddresses } from './host-source.ts';
 import type { AgentOptions } from './options.ts';
 import { PodLinks } from './pod-links.ts';
-import { finding, NodeReporter } from './report.ts';
+import { NodeReporter } from './report.ts';
 
 export class NetpolAgent {
   readonly engine: NetpolEngine;
@@ -51,6 +52,10 @@ export class NetpolAgent {
    */
   readonly tenantMetrics = new Metrics();
   readonly syncs = this.metrics.counter('cascade_datapath_syncs_total', 'Datapath syncs');
+  readonly unchangedSyncs = this.metrics.counter(
+    'cascade_datapath_syncs_unchanged_total',
+    'Syncs (the 30-s drift checks, mostly) whose desired state would be built from what the last one was: not rebuilt',
+  );
   readonly entriesWritten = this.metrics.counter(
     'cascade_datapath_entries_written_total',
     'Policy map entries written',
@@ -78,13 +83,19 @@ export class NetpolAgent {
   private readonly owners = new AddressOwners();
   /** This node's NetpolNodeReport: what the controller relays as Events. */
   private readonly reporter: NodeReporter;
+  /** Refused Services, address conflicts: logged once per change, and the report's findings. */
+  private readonly found: NodeFindings;
+  /** Cluster changes seen (informers, watch recoveries): part of what the desired state is built from. */
+  private inputs = 0;
+  /** The engine revisions the last problems were read at. */
+  private problemsAt = '';
+  /** What the last good sync built its desired state from (syncDesired): the same again, no rebuild. */
+  private lastDesiredFrom?: string;
   /** Every pod from the PodAddressSlices (podSource 'slices'). */
   readonly slices: SliceIndex;
   private readonly podSource?: { slices: SliceIndex; namespace?: string };
   /** Services and EndpointSlices: the frontends translated to their backends in the datapath. */
   readonly services: ServiceCatalog;
-  /** Services refused now (`ns/name` -> reason), reported once per change. */
-  private refusedServices = new Map<string, string>();
   readonly serviceRefusals = this.metrics.counter(
     'cascade_datapath_services_refused_total',
     'Services refused for their namespace Service budget or full maps (untranslated, ClusterIPs fail closed)',
@@ -99,7 +110,6 @@ export class NetpolAgent {
     'cascade_netpol_policies_refused_total',
     'NetworkPolicies refused for their namespace policy-map budget (enforced as isolation only)',
   );
-  private readonly reportedConflicts = new Set<string>();
   readonly addressConflicts = this.metrics.counter(
     'cascade_datapath_address_conflicts_total',
     'Pod addresses claimed by two live pods (the newest owns it)',
@@ -144,6 +154,15 @@ export class NetpolAgent {
       opts.interfaces ?? new KernelInterfaces({ recordDir: opts.cniRecordDir ?? '/run/cascade/cni' }),
       this.log,
     );
+    this.found = new NodeFindings({
+      node: opts.node,
+      services: this.services,
+      owners: this.owners,
+      refusedPolicies: this.refusedPolicies,
+      log: this.log,
+      serviceRefusals: this.serviceRefusals,
+      addressConflicts: this.addressConflicts,
+    });
     this.reporter = new NodeReporter({
       client: opts.client,
       node: opts.node,
@@ -169,8 +188,11 @@ export class NetpolAgent {
         owners: this.owners,
         refusedPolicies: this.refusedPolicies,
         log: this.log,
-        changed: () => this.queue.add('sync'),
-        ownersChanged: () => this.reportConflicts(),
+        changed: () => {
+          this.inputs++;
+          this.queue.add('sync');
+        },
+        ownersChanged: () => this.found.reportConflicts(),
         ...(this.podSource ? { podSource: this.podSource } : {}),
       }),
     );
@@ -190,13 +212,14 @@ export class NetpolAgent {
       this.lastReport ? this.localPods().length : 0,
     );
     this.metrics.processMetrics();
-    watchHealth(this.informers, this.metrics, this.log, 'the datapath keeps what it enforces', () =>
-      this.queue.add('sync'),
-    );
+    watchHealth(this.informers, this.metrics, this.log, 'the datapath keeps what it enforces', () => {
+      this.inputs++;
+      this.queue.add('sync');
+    });
     this.metrics.gauge(
       'cascade_datapath_services_refused',
       'Services refused now on this node (namespace budget or full maps)',
-      () => this.refusedServices.size,
+      () => this.found.servicesRefused,
     );
     this.metrics.gauge(
       'cascade_netpol_policies_refused',
@@ -354,7 +377,12 @@ export class NetpolAgent {
         reason: r.reason,
       });
     }
-    const problems = JSON.stringify(this.engine.problems());
+    // the policies' problems, logged when they change (read again only after a change: a drift check
+    // on a quiet node reads nothing)
+    const revisions = `${this.engine.policyRevision}|${this.engine.populationRevision}`;
+    const problems =
+      revisions === this.problemsAt ? this.lastProblems : JSON.stringify(this.engine.problems());
+    this.problemsAt = revisions;
     if (problems !== this.lastProblems) {
       this.lastProblems = problems;
       for (const p of this.engine.problems())
@@ -362,12 +390,41 @@ export class NetpolAgent {
           this.log('warn', 'policy problem', { policy: p.policy, problem: e });
     }
     await this.links.resolve(new Set(this.localPods().flatMap((p) => p.ips)), () => this.queue.add('sync'));
+    await this.syncDesired();
+    this.found.reportRefusedServices();
+    if (this.opts.manageAttachments !== false)
+      await this.links.reconcile(this.opts.datapath, () => this.attachFailures.inc());
+    await this.checkNodeAddresses();
+    await this.reporter.publish(
+      this.found.findings(),
+      { bridges: this.bridgeAddresses, tunnels: this.tunnelAddresses },
+      this.identity(),
+    );
+    this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+  }
+
+  /**
+   * The node's desired kernel state built and synced, unless it would be built from exactly what the
+   * last good sync built it from (no cluster change, no policy or population change in the engine,
+   * the same pod interfaces) and that sync left nothing refused or failing closed: the 30-s drift
+   * check then costs the interface and attachment checks only, not a rebuild of every rule set.
+   */
+  private async syncDesired(): Promise<void> {
+    const ifindexes = [...this.links.ifindexByIp].sort().join(',');
+    const from = `${this.inputs}|${this.engine.policyRevision}|${this.engine.populationRevision}|${ifindexes}`;
+    const last = this.lastReport;
+    if (from === this.lastDesiredFrom && last && !last.refused.length && !last.failClosed.length) {
+      this.unchangedSyncs.inc();
+      return;
+    }
     const desired = datapathState(this.engine, this.opts.node, {
       ifindexOf: (ip) => this.links.ifindexByIp.get(ip),
       services: this.services,
       ...(this.opts.auditNamespaces?.length ? { auditNamespaces: new Set(this.opts.auditNamespaces) } : {}),
     });
+    this.lastDesiredFrom = undefined;
     const report = await this.opts.datapath.sync(desired);
+    this.lastDesiredFrom = from;
     this.lastRules = desired.rules;
     this.lastReport = report;
     this.syncs.inc();
@@ -378,75 +435,6 @@ export class NetpolAgent {
     }
     if (report.failClosed.length)
       this.log('error', 'endpoints fail closed until their rule set fits', { endpoints: report.failClosed });
-    this.reportRefusedServices();
-    if (this.opts.manageAttachments !== false)
-      await this.links.reconcile(this.opts.datapath, () => this.attachFailures.inc());
-    await this.checkNodeAddresses();
-    await this.reporter.publish(
-      this.findings(),
-      { bridges: this.bridgeAddresses, tunnels: this.tunnelAddresses },
-      this.identity(),
-    );
-    this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
-  }
-
-  /**
-   * Services the node's budgets leave out (service-budget.ts): logged, counted and a Warning Event on
-   * the Service, once each time a Service becomes refused or its reason changes.
-   */
-  private reportRefusedServices(): void {
-    const now = new Map<string, string>();
-    for (const r of this.services.refused(this.opts.node)) {
-      now.set(r.service, r.reason);
-      if (this.refusedServices.get(r.service) === r.reason) continue;
-      this.serviceRefusals.inc();
-      this.log(
-        'error',
-        'Service refused: not translated on this node, new flows to its ClusterIPs are dropped',
-        {
-          service: r.service,
-          reason: r.reason,
-        },
-      );
-    }
-    for (const k of this.refusedServices.keys())
-      if (!now.has(k)) this.log('info', 'Service translated again', { service: k });
-    this.refusedServices = now;
-  }
-
-  /**
-   * What this node found that a tenant or an admin must hear about, as it stands now: refused
-   * NetworkPolicies and Services, pods whose address a newer pod took. The controller turns each into a
-   * Warning Event on the object (the agent has no Event grant: agent/rbac.ts).
-   */
-  private findings(): Finding[] {
-    const out: Finding[] = [];
-    for (const r of this.refusedPolicies.values())
-      out.push(finding('PolicyMapBudgetExceeded', 'NetworkPolicy', r.namespace, r.original.name, r.reason));
-    for (const r of this.services.refused(this.opts.node))
-      out.push(
-        finding(
-          'ServiceBudgetExceeded',
-          'Service',
-          r.namespace,
-          r.name,
-          `not translated on node ${this.opts.node}: ${r.reason}; new connections to its ClusterIPs from this node's pods are dropped`,
-        ),
-      );
-    for (const c of this.owners.conflicts())
-      for (const loser of c.losers) {
-        const [namespace, name] = loser.split('/') as [string, string];
-        out.push(
-          finding(
-            'PodAddressConflict',
-            'Pod',
-            namespace,
-            name,
-            `address ${c.address} is also claimed by the newer pod ${c.owner}, which owns it on node ${this.opts.node}: this pod is not enforced under that address`,
-          ),
-        );
-      }
-    return out;
   }
 
   /** Drains the kernel's flow events (every second): named, rate-limited per flow, logged, kept. */
@@ -459,19 +447,6 @@ export class NetpolAgent {
     } catch (e) {
       this.log('warn', 'reading flow events failed', { error: String(e) });
     }
-  }
-
-  private reportConflicts(): void {
-    const now = new Set<string>();
-    for (const c of this.owners.conflicts()) {
-      const id = `${c.address} ${c.owner} ${c.losers.join(',')}`;
-      now.add(id);
-      if (this.reportedConflicts.has(id)) continue;
-      this.addressConflicts.inc();
-      this.log('warn', 'two live pods claim one address: the newest owns it', { ...c });
-    }
-    this.reportedConflicts.clear();
-    for (const id of now) this.reportedConflicts.add(id);
   }
 
   /**
