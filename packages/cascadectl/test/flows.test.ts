@@ -76,3 +76,75 @@ describe('cascadectl flows', () => {
     expect(r.stderr).toMatch(/give --agent URL, or --node N/);
   });
 });
+
+describe('cascadectl flows --staged', () => {
+  const EX = new URL('../../../examples/', import.meta.url).pathname;
+  const rec = (from: string, to: string, port: number, verdict: string, protocol = 'TCP') => ({
+    time: '2026-11-29T08:00:00.000Z',
+    node: 'node-a',
+    direction: 'ingress',
+    verdict,
+    reason: 'policy',
+    from,
+    to,
+    protocol,
+    port,
+  });
+  let server: Server;
+  let url = '';
+  beforeAll(async () => {
+    const flows = [
+      rec('monitoring/prometheus', 'payments/ledger', 9090, 'allow'), // its policy staged for deletion
+      rec('shop/web', 'sandbox/toy', 443, 'allow'), // sandbox's staged default deny
+      rec('shop/web', 'shop/cart', 9000, 'allow'), // nothing staged changes it
+      rec('sandbox/toy', 'shop/gone', 80, 'deny'), // a pod that is gone
+      rec('shop/web', 'sandbox/toy', 0, 'allow', 'ICMP'),
+    ];
+    server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.end(flows.map((f) => `${JSON.stringify(f)}\n`).join(''));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  });
+  afterAll(() => server.close());
+
+  it('marks each flow the staged set would change, with the staged rule; the rest =', async () => {
+    const r = await run('flows', '--agent', url, '--staged', `${EX}netpol`, `${EX}staged`);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/VERDICT\s+DECIDED BY\s+STAGED/);
+    expect(r.stdout).toMatch(
+      /monitoring\/prometheus\s+payments\/ledger\s+TCP\/9090\s+ALLOW\s+.*WOULD DENY \(ingress: networkpolicy NetworkPolicy payments\/ledger-from-shop isolation\)/,
+    );
+    expect(r.stdout).toMatch(
+      /shop\/web\s+sandbox\/toy\s+TCP\/443\s+ALLOW\s+.*WOULD DENY \(ingress: networkpolicy StagedNetworkPolicy sandbox\/default-deny isolation\)/,
+    );
+    expect(r.stdout).toMatch(/shop\/web\s+shop\/cart\s+TCP\/9000\s+ALLOW\s+.*\s=$/m);
+    expect(r.stdout).toMatch(
+      /shop\/gone.*\? \(not judged: "shop\/gone" is neither an address nor a known pod/,
+    );
+    expect(r.stdout).toMatch(/ICMP\/0.*\? \(not judged: no policy names ICMP\)/);
+    expect(r.stderr).toMatch(/2 of 3 flow\(s\) judged would change under the staged set/);
+  });
+
+  it('-o json carries the staged verdict; without policies --staged is a usage error', async () => {
+    const r = await run('flows', '--agent', url, '--staged', `${EX}netpol`, `${EX}staged`, '-o', 'json');
+    const lines = r.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
+    expect(lines[0].staged).toEqual({
+      verdict: 'deny',
+      changed: true,
+      decidedBy: 'ingress: networkpolicy NetworkPolicy payments/ledger-from-shop isolation',
+    });
+    expect(lines[2].staged).toEqual({ verdict: 'allow', changed: false });
+    const bad = await run('flows', '--agent', url, '--staged');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(
+      /--staged judges the flows against the policies: give --kubeconfig PATH or FILES/,
+    );
+    const stray = await run('flows', '--agent', url, `${EX}netpol`);
+    expect(stray.stderr).toMatch(/FILES are the policies --staged judges flows against/);
+  });
+});

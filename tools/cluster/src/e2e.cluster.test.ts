@@ -101,7 +101,7 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
     120_000,
   );
   it(
-    "netpol recommend --kubeconfig: an audited namespace's allowed flows become staged policies, proved and Accepted; they change nothing staged; promoted, what was seen passes and a pod never seen talking is denied",
+    "netpol recommend --kubeconfig: an audited namespace's allowed flows become staged policies, proved and Accepted; they change nothing staged and flows --staged marks the flow they would deny; promoted, what was seen passes and a pod never seen talking is denied",
     recommendFromAuditedFlows,
     240_000,
   );

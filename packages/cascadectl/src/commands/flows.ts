@@ -4,7 +4,11 @@
 // the API server's pods/exec (with --kubeconfig / --context): the agent serves flows on its loopback
 // only, and its own flows-read copies them out.
 import { onAgent } from '../agent-exec.ts';
-import { type Command, oneOf, out, table, UsageError } from '../cli.ts';
+import { type Command, err, oneOf, out, table, UsageError } from '../cli.ts';
+import { liveOptions } from '../cluster.ts';
+import { hasInput } from '../load.ts';
+import { type StagedMark, stagedCell, stagedJudge } from './flows-staged.ts';
+import { loadStagedPair } from './netpol-staged.ts';
 
 /** The agent image's node and the reader of its flow stream (packages/netpolicy/src/agent/flows-read.ts). */
 export const FLOWS_READ = ['/usr/local/bin/node', '/app/packages/netpolicy/src/agent/flows-read.ts'];
@@ -43,6 +47,21 @@ const row = (f: Flow) => [
   f.verdict.toUpperCase(),
   decidedBy(f),
 ];
+/** The flow records of NDJSON text; a line that is not one (cut by a closed stream) is left out. */
+function parseFlows(text: string): Flow[] {
+  return text
+    .split('\n')
+    .filter((l) => l.trim())
+    .flatMap((l) => {
+      try {
+        const f = JSON.parse(l) as Flow;
+        return typeof f === 'object' && f && typeof f.from === 'string' ? [f] : [];
+      } catch {
+        return [];
+      }
+    });
+}
+
 const HEADER = ['TIME', 'NODE', 'DIRECTION', 'FROM', 'TO', 'PROTO/PORT', 'VERDICT', 'DECIDED BY'];
 
 export const flowsCommand: Command = {
@@ -50,38 +69,58 @@ export const flowsCommand: Command = {
   summary:
     "flows a node's BPF program denied (and audited allows), with the deciding rule (like hubble observe)",
   usage:
-    'cascadectl flows (--agent URL | --node N --kubeconfig PATH) [--follow] [--verdict deny|allow] [-n NS] [-o table|json]',
+    "cascadectl flows (--agent URL | --node N --kubeconfig PATH) [--follow] [--verdict deny|allow] [-n NS] [-o table|json]\n  cascadectl flows --staged --kubeconfig PATH [--node N | --agent URL] [FILES...] [...]\n  (--staged: each flow judged again by the staged set (every Staged* policy applied) beside the enforced\n   one: STAGED says = or WOULD DENY / WOULD ALLOW with the staged rule; every node's agent without\n   --node; judged by cascadectl on the flows the agents report, not in the datapath)",
   options: {
     agent: { type: 'string' },
+    staged: { type: 'boolean' },
     node: { type: 'string' },
     follow: { type: 'boolean', short: 'f' },
     verdict: { type: 'string' },
     namespace: { type: 'string', short: 'n' },
     output: { type: 'string', short: 'o' },
   },
-  async run(values) {
+  async run(values, files) {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
     const verdict =
       values.verdict === undefined ? undefined : oneOf('verdict', values.verdict, ['deny', 'allow'], 'deny');
     const query = new URLSearchParams();
     if (verdict) query.set('verdict', verdict);
     if (values.namespace) query.set('namespace', String(values.namespace));
-    const print = (flows: Flow[], header: boolean) => {
-      if (format === 'json') for (const f of flows) out(JSON.stringify(f));
-      else if (flows.length) out(table(header ? [HEADER, ...flows.map(row)] : flows.map(row)));
+    if (!values.staged && files.length)
+      throw new UsageError(`unexpected ${files[0]}: FILES are the policies --staged judges flows against`);
+    if (values.staged && !hasInput(files))
+      throw new UsageError('--staged judges the flows against the policies: give --kubeconfig PATH or FILES');
+    const pair = values.staged ? loadStagedPair(files) : undefined;
+    const judge = pair ? stagedJudge(pair) : undefined;
+    const marks = { changed: 0, judged: 0 };
+    const markOf = (f: Flow): StagedMark | undefined => {
+      if (!judge) return undefined;
+      const m = judge(f);
+      if (m.verdict !== undefined) marks.judged++;
+      if (m.changed) marks.changed++;
+      return m;
     };
-    const parse = (text: string) =>
-      text
-        .split('\n')
-        .filter((l) => l.trim())
-        .flatMap((l) => {
-          try {
-            const f = JSON.parse(l) as Flow;
-            return typeof f === 'object' && f && typeof f.from === 'string' ? [f] : [];
-          } catch {
-            return []; // not a flow (a line cut by a closed stream): left out
-          }
+    const header = judge ? [...HEADER, 'STAGED'] : HEADER;
+    const print = (flows: Flow[], withHeader: boolean) => {
+      if (format === 'json')
+        for (const f of flows) {
+          const m = markOf(f);
+          out(JSON.stringify(m ? { ...f, staged: m } : f));
+        }
+      else if (flows.length) {
+        const rows = flows.map((f) => {
+          const m = markOf(f);
+          return m ? [...row(f), stagedCell(m)] : row(f);
         });
+        out(table(withHeader ? [header, ...rows] : rows));
+      }
+    };
+    const summary = () => {
+      if (judge && format === 'table')
+        err(
+          `${marks.changed} of ${marks.judged} flow(s) judged would change under the staged set (judged by cascadectl against the policies; the datapath does not judge staged policies yet)`,
+        );
+    };
     if (values.agent) {
       const base = String(values.agent).replace(/\/$/, '');
       if (!/^https?:\/\//.test(base))
@@ -90,31 +129,45 @@ export const flowsCommand: Command = {
       const res = await fetch(`${base}/flows?${query}`);
       if (!res.ok || !res.body) throw new UsageError(`--agent ${base}: ${res.status} ${res.statusText}`);
       if (!values.follow) {
-        print(parse(await res.text()), true);
+        print(parseFlows(await res.text()), true);
+        summary();
         return 0;
       }
-      out(format === 'table' ? HEADER.join('  ') : '');
+      out(format === 'table' ? header.join('  ') : '');
       let buf = '';
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
         buf += Buffer.from(chunk).toString('utf8');
         const lines = buf.split('\n');
         buf = lines.pop() ?? '';
-        print(parse(lines.join('\n')), false);
+        print(parseFlows(lines.join('\n')), false);
       }
       return 0;
     }
-    if (!values.node) throw new UsageError('give --agent URL, or --node N with --kubeconfig/--context');
+    // --staged without --node: every node's agent (the cluster's Nodes)
+    const nodes = values.node
+      ? [String(values.node)]
+      : pair && liveOptions()
+        ? [...pair.enforced.engine.nodes.keys()].sort()
+        : [];
+    if (!nodes.length) throw new UsageError('give --agent URL, or --node N with --kubeconfig/--context');
+    if (values.follow && nodes.length > 1) throw new UsageError('--follow reads one node: give --node N');
     // The agent serves flows on its loopback only (they name every tenant's pods): they are read by
     // its own flows-read inside the container, through pods/exec (cluster admins), as cilium-dbg.
-    const agent = await onAgent('--node', String(values.node), 'the flows');
-    if (format === 'table' && values.follow) out(HEADER.join('  '));
+    if (format === 'table' && values.follow) out(header.join('  '));
     const collected: Flow[] = [];
-    await agent.run([...FLOWS_READ, query.toString(), ...(values.follow ? ['--follow'] : [])], (lines) => {
-      const flows = parse(lines.join('\n'));
-      if (values.follow) print(flows, false);
-      else collected.push(...flows);
-    });
-    if (!values.follow) print(collected, true);
+    for (const node of nodes) {
+      const agent = await onAgent('--node', node, 'the flows');
+      await agent.run([...FLOWS_READ, query.toString(), ...(values.follow ? ['--follow'] : [])], (lines) => {
+        const flows = parseFlows(lines.join('\n'));
+        if (values.follow) print(flows, false);
+        else collected.push(...flows);
+      });
+    }
+    if (!values.follow) {
+      collected.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
+      print(collected, true);
+      summary();
+    }
     return 0;
   },
 };

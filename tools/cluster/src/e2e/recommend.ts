@@ -1,8 +1,8 @@
 // `cascadectl netpol recommend --kubeconfig` on real pods: an audited namespace (the cluster is
 // installed with agent.auditNamespaces={recommend}) where a client talks to an api and looks up a
 // name; the agents' allowed flows become staged policies, proved; the controller accepts them; they
-// change nothing while staged; promoted, the client still reaches the api and DNS, and a pod never
-// seen talking is denied.
+// change nothing while staged (flows --staged marks the flow they would deny); promoted, the client
+// still reaches the api and DNS, and a pod never seen talking is denied.
 import { expect } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { AUDITED_NAMESPACE } from '../cluster/release.ts';
@@ -101,6 +101,42 @@ export async function recommendFromAuditedFlows(): Promise<void> {
       : undefined;
   });
   expect(await probe('intruder', 'probe', 'tcp', api, '8080', '800')).toBe('ALLOW');
+  // flows --staged: the intruder's (allowed, audited) flow is marked "would deny" by the staged api
+  // policy; the client's is not
+  const marked = await until('the intruder flow marked would deny', 30, () => {
+    const lines = sh(NODE, [
+      CASCADECTL,
+      'flows',
+      '--staged',
+      '--kubeconfig',
+      KUBECONFIG,
+      '-n',
+      NSR,
+      '-o',
+      'json',
+    ])
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            from: string;
+            to: string;
+            staged?: { verdict?: string; changed?: boolean; decidedBy?: string };
+          },
+      );
+    const intruder = lines.find((f) => f.from === `${NSR}/intruder` && f.to === `${NSR}/api`);
+    return intruder ? lines : undefined;
+  });
+  expect(marked.find((f) => f.from === `${NSR}/intruder` && f.to === `${NSR}/api`)?.staged).toEqual({
+    verdict: 'deny',
+    changed: true,
+    decidedBy: `ingress: networkpolicy StagedNetworkPolicy ${NSR}/recommended-api isolation`,
+  });
+  expect(marked.find((f) => f.from === `${NSR}/client` && f.to === `${NSR}/api`)?.staged).toMatchObject({
+    verdict: 'allow',
+    changed: false,
+  });
 
   // promoted: what was seen still passes, what was not is denied
   for (const name of ['recommended-api', 'recommended-client'])
