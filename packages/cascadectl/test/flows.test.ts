@@ -125,6 +125,10 @@ describe('cascadectl flows --staged', () => {
     );
     expect(r.stdout).toMatch(/ICMP\/0.*\? \(not judged: no policy names ICMP\)/);
     expect(r.stderr).toMatch(/2 of 3 flow\(s\) judged would change under the staged set/);
+    // counted by the staged rule that decides
+    expect(r.stderr).toMatch(
+      /\n {2}1 would deny by ingress: networkpolicy NetworkPolicy payments\/ledger-from-shop isolation\n {2}1 would deny by ingress: networkpolicy StagedNetworkPolicy sandbox\/default-deny isolation/,
+    );
   });
 
   it('-o json carries the staged verdict; without policies --staged is a usage error', async () => {

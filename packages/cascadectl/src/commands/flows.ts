@@ -92,12 +92,16 @@ export const flowsCommand: Command = {
       throw new UsageError('--staged judges the flows against the policies: give --kubeconfig PATH or FILES');
     const pair = values.staged ? loadStagedPair(files) : undefined;
     const judge = pair ? stagedJudge(pair) : undefined;
-    const marks = { changed: 0, judged: 0 };
+    const marks = { changed: 0, judged: 0, by: new Map<string, number>() };
     const markOf = (f: Flow): StagedMark | undefined => {
       if (!judge) return undefined;
       const m = judge(f);
       if (m.verdict !== undefined) marks.judged++;
-      if (m.changed) marks.changed++;
+      if (m.changed) {
+        marks.changed++;
+        const k = `would ${m.verdict} by ${m.decidedBy}`;
+        marks.by.set(k, (marks.by.get(k) ?? 0) + 1);
+      }
       return m;
     };
     const header = judge ? [...HEADER, 'STAGED'] : HEADER;
@@ -118,7 +122,12 @@ export const flowsCommand: Command = {
     const summary = () => {
       if (judge && format === 'table')
         err(
-          `${marks.changed} of ${marks.judged} flow(s) judged would change under the staged set (judged by cascadectl against the policies; the datapath does not judge staged policies yet)`,
+          [
+            `${marks.changed} of ${marks.judged} flow(s) judged would change under the staged set (judged by cascadectl against the policies; the datapath does not judge staged policies yet)`,
+            ...[...marks.by]
+              .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+              .map(([k, n]) => `  ${n} ${k}`),
+          ].join('\n'),
         );
     };
     if (values.agent) {
