@@ -18,6 +18,8 @@ const file = (name: string, text: string) => {
   writeFileSync(p, text);
   return p;
 };
+/** `netpol recommend -n shop` on the example cluster, with more arguments. */
+const shop = (...more: string[]) => run('netpol', 'recommend', '-n', 'shop', CLUSTER, ...more);
 const flow = (o: Record<string, unknown>) =>
   JSON.stringify({
     time: new Date().toISOString(),
@@ -32,7 +34,7 @@ const flow = (o: Record<string, unknown>) =>
 
 describe('netpol recommend (offline)', () => {
   it('writes staged least-privilege policies and proves every observed connection allowed', async () => {
-    const r = await run('netpol', 'recommend', '-n', 'shop', CLUSTER, '--flows', FLOWS);
+    const r = await shop('--flows', FLOWS);
     expect(r.code).toBe(0);
     const docs = parseAllDocuments(r.stdout).map((d) => d.toJS());
     expect(docs.map((d) => `${d.kind} ${d.metadata.name}`)).toEqual([
@@ -69,18 +71,7 @@ describe('netpol recommend (offline)', () => {
   });
 
   it('--standard -o json: NetworkPolicies, the proof and the workloads', async () => {
-    const r = await run(
-      'netpol',
-      'recommend',
-      '-n',
-      'shop',
-      CLUSTER,
-      '--flows',
-      FLOWS,
-      '--standard',
-      '-o',
-      'json',
-    );
+    const r = await shop('--flows', FLOWS, '--standard', '-o', 'json');
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j.policies.map((p: { kind: string }) => p.kind)).toEqual(['NetworkPolicy', 'NetworkPolicy']);
@@ -95,10 +86,7 @@ describe('netpol recommend (offline)', () => {
   });
 
   it('its own output, simulated as staged policies, changes no observed connection', async () => {
-    const out = file(
-      'recommended.yaml',
-      (await run('netpol', 'recommend', '-n', 'shop', CLUSTER, '--flows', FLOWS)).stdout,
-    );
+    const out = file('recommended.yaml', (await shop('--flows', FLOWS)).stdout);
     const probes = file(
       'probes.yaml',
       [
@@ -139,7 +127,7 @@ describe('netpol recommend (offline)', () => {
         '{"level":"info","msg":"another log line, passed over"}',
       ].join('\n'),
     );
-    const r = await run('netpol', 'recommend', '-n', 'shop', CLUSTER, '--flows', bad);
+    const r = await shop('--flows', bad);
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     const errors = r.stderr.trim().split('\n');
@@ -160,7 +148,7 @@ describe('netpol recommend (offline)', () => {
 
   it('lists 20 errors of many, and counts the rest', async () => {
     const many = file('many.ndjson', Array.from({ length: 5000 }, () => flow({ port: 0 })).join('\n'));
-    const r = await run('netpol', 'recommend', '-n', 'shop', CLUSTER, '--flows', many);
+    const r = await shop('--flows', many);
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split('\n')).toHaveLength(21);
     expect(r.stderr).toMatch(/error: \.\.\. and 4980 more/);
@@ -175,19 +163,7 @@ describe('netpol recommend (offline)', () => {
         flow({}), // prometheus -> cart, now
       ].join('\n'),
     );
-    const r = await run(
-      'netpol',
-      'recommend',
-      '-n',
-      'shop',
-      CLUSTER,
-      '--flows',
-      f,
-      '--since',
-      '1h',
-      '-o',
-      'json',
-    );
+    const r = await shop('--flows', f, '--since', '1h', '-o', 'json');
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j.policies[0].spec.ingress).toEqual([
@@ -213,20 +189,11 @@ describe('netpol recommend (offline)', () => {
     expect((await run('netpol', 'recommend', '-n', 'Shop!', CLUSTER, '--flows', FLOWS)).stderr).toMatch(
       /-n NS/,
     );
-    expect(
-      (await run('netpol', 'recommend', '-n', 'shop', CLUSTER, '--flows', FLOWS, '--since', 'an hour'))
-        .stderr,
-    ).toMatch(/--since an hour: a duration such as 30m, 1h or 2d/);
-    expect((await run('netpol', 'recommend', '-n', 'shop', CLUSTER)).stderr).toMatch(/give --flows FILE/);
-    const missing = await run(
-      'netpol',
-      'recommend',
-      '-n',
-      'shop',
-      CLUSTER,
-      '--flows',
-      join(dir, 'nope.ndjson'),
+    expect((await shop('--flows', FLOWS, '--since', 'an hour')).stderr).toMatch(
+      /--since an hour: a duration such as 30m, 1h or 2d/,
     );
+    expect((await run('netpol', 'recommend', '-n', 'shop', CLUSTER)).stderr).toMatch(/give --flows FILE/);
+    const missing = await shop('--flows', join(dir, 'nope.ndjson'));
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/nope\.ndjson: cannot read: ENOENT/);
   });

@@ -56,35 +56,18 @@ describe.skipIf(!apiServerTestsEnabled())('netpol recommend on a live API server
     }
   }, 180_000);
   afterAll(async () => env?.stop());
+  const recommendLive = (...more: string[]) =>
+    run('netpol', 'recommend', '-n', 'shop', '--kubeconfig', env.kubeconfig, '--flows', FLOWS, ...more);
 
   it('reads the objects from the cluster and proves the flows allowed', async () => {
-    const r = await run(
-      'netpol',
-      'recommend',
-      '-n',
-      'shop',
-      '--kubeconfig',
-      env.kubeconfig,
-      '--flows',
-      FLOWS,
-    );
+    const r = await recommendLive();
     expect(r.stderr).toMatch(/proof: 9 of 9 observed connection\(s\) allowed/);
     expect(r.code).toBe(0);
   });
 
   it('what it writes the API server takes as written: NetworkPolicies and StagedNetworkPolicies', async () => {
     for (const standard of [true, false]) {
-      const r = await run(
-        'netpol',
-        'recommend',
-        '-n',
-        'shop',
-        '--kubeconfig',
-        env.kubeconfig,
-        '--flows',
-        FLOWS,
-        ...(standard ? ['--standard'] : []),
-      );
+      const r = await recommendLive(...(standard ? ['--standard'] : []));
       const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj);
       expect(docs).toHaveLength(2);
       for (const d of docs) {
