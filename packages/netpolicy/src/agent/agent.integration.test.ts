@@ -10,6 +10,31 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent } from '../../test/fixtures.ts';
 import type { NetpolAgent } from './agent.ts';
 
+/** FixedInterface whose look-ups can be held: a sync then waits inside its interface step. */
+class GatedInterface extends FixedInterface {
+  private held?: { promise: Promise<void>; release: () => void };
+  waiting = false;
+  hold(): void {
+    let release = () => {};
+    const promise = new Promise<void>((r) => {
+      release = r;
+    });
+    this.held = { promise, release };
+  }
+  release(): void {
+    this.held?.release();
+    this.held = undefined;
+  }
+  override async resolve(addresses: readonly string[]): Promise<Map<string, number>> {
+    if (this.held) {
+      this.waiting = true;
+      await this.held.promise;
+      this.waiting = false;
+    }
+    return super.resolve(addresses);
+  }
+}
+
 const CLIENT = '10.60.0.1';
 const SERVER = '10.60.0.2';
 const ANP = '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies';
@@ -20,6 +45,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
     let env: Envtest;
     let dp: Awaited<ReturnType<typeof freshDatapath>>;
     let agent: NetpolAgent;
+    const gated = new GatedInterface(TEST_RUN_IFINDEX);
     const verdict = (dport: number) =>
       kernelVerdict(dp.dp, 'ingress', { src: CLIENT, dst: SERVER, proto: 6, sport: 40000 + dport, dport });
     const becomes = (what: string, dport: number, want: 'allow' | 'deny') =>
@@ -73,7 +99,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       // Packets go through BPF_PROG_TEST_RUN (the loopback): every pod address is bound there, and the
       // agent attaches nothing (agent.attach.integration.test.ts covers discovery and attachment).
       agent = await startAgent(env, dp.dp, {
-        interfaces: new FixedInterface(TEST_RUN_IFINDEX),
+        interfaces: gated,
         manageAttachments: false,
         // every address of the host, as `agent.metricsHost: ""` would: /metrics answers other peers
         // without the series that name tenants' policies
@@ -121,6 +147,60 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       await waitFor('a rebuild after the change', async () => (agent.syncs.get() > built ? true : undefined));
       expect(await verdict(80)).toBe('allow');
       expect(await verdict(81)).toBe('deny');
+    });
+
+    it('a change that arrives while a sync is under way is built by the next sync, never taken as built', async () => {
+      await agent.idle();
+      gated.hold();
+      try {
+        // a new local pod: its address is unknown, so the sync it starts waits in the (held) look-up
+        const made = await env.call('POST', '/api/v1/namespaces/app/pods', {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'late', namespace: 'app', labels: { app: 'late' } },
+          spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'example/c' }] },
+        });
+        expect(made.status).toBe(201);
+        const ip = '10.60.0.9';
+        const st = await env.call('PUT', '/api/v1/namespaces/app/pods/late/status', {
+          ...(made.body as object),
+          status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
+        });
+        expect(st.status).toBe(200);
+        await waitFor('a sync waiting on the interfaces', async () => (gated.waiting ? true : undefined));
+        // meanwhile an ANP allows app -> db on TCP 81 (the NetworkPolicy's isolation denies it): the
+        // agent takes it in while that sync is under way (an allow: no flow record for the next tests)
+        const rev = agent.engine.policyRevision;
+        const r = await env.call('POST', ANP, {
+          apiVersion: 'policy.networking.k8s.io/v1alpha1',
+          kind: 'AdminNetworkPolicy',
+          metadata: { name: 'mid-sync' },
+          spec: {
+            priority: 6,
+            subject: { namespaces: { matchLabels: { team: 'db' } } },
+            ingress: [
+              {
+                name: 'app-81',
+                action: 'Allow',
+                from: [{ namespaces: { matchLabels: { team: 'app' } } }],
+                ports: [{ portNumber: { protocol: 'TCP', port: 81 } }],
+              },
+            ],
+          },
+        });
+        expect(r.status).toBe(201);
+        await waitFor('the ANP in the engine', async () =>
+          agent.engine.policyRevision > rev ? true : undefined,
+        );
+      } finally {
+        gated.release();
+      }
+      await becomes('the ANP that came mid-sync', 81, 'allow');
+      expect((await env.call('DELETE', `${ANP}/mid-sync`)).status).toBe(200);
+      await becomes('the ANP deleted', 81, 'deny');
+      expect((await env.call('DELETE', '/api/v1/namespaces/app/pods/late?gracePeriodSeconds=0')).status).toBe(
+        200,
+      );
     });
 
     it('an AdminNetworkPolicy Deny beats the NetworkPolicy; deleting it restores the allow', async () => {

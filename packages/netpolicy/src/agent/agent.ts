@@ -360,6 +360,10 @@ export class NetpolAgent {
   private async sync(): Promise<void> {
     if (!this.started) return;
     const t0 = process.hrtime.bigint();
+    // what this sync builds from, read before the engine is flushed: a change that arrives later (an
+    // informer event while a step below awaits) makes the next sync's key differ, so it is never
+    // taken as already built (the CI run of 5286ebd lost a ClusterNetworkPolicy that way)
+    const from = `${this.inputs}|${this.engine.policyRevision}|${this.engine.populationRevision}`;
     this.engine.flush();
     // a namespace changed tenant: the Service budgets are shared anew
     if (this.tenancySeen !== this.engine.tenancyRevision) {
@@ -390,7 +394,7 @@ export class NetpolAgent {
           this.log('warn', 'policy problem', { policy: p.policy, problem: e });
     }
     await this.links.resolve(new Set(this.localPods().flatMap((p) => p.ips)), () => this.queue.add('sync'));
-    await this.syncDesired();
+    await this.syncDesired(from);
     this.found.reportRefusedServices();
     if (this.opts.manageAttachments !== false)
       await this.links.reconcile(this.opts.datapath, () => this.attachFailures.inc());
@@ -409,9 +413,8 @@ export class NetpolAgent {
    * the same pod interfaces) and that sync left nothing refused or failing closed: the 30-s drift
    * check then costs the interface and attachment checks only, not a rebuild of every rule set.
    */
-  private async syncDesired(): Promise<void> {
-    const ifindexes = [...this.links.ifindexByIp].sort().join(',');
-    const from = `${this.inputs}|${this.engine.policyRevision}|${this.engine.populationRevision}|${ifindexes}`;
+  private async syncDesired(inputs: string): Promise<void> {
+    const from = `${inputs}|${[...this.links.ifindexByIp].sort().join(',')}`;
     const last = this.lastReport;
     if (from === this.lastDesiredFrom && last && !last.refused.length && !last.failClosed.length) {
       this.unchangedSyncs.inc();
