@@ -2,35 +2,15 @@
 // ports per pod), run as a user runs it: a separate `cascadectl` process (the bin, which runs the
 // bundle), wall time from spawn to exit, output discarded, peak RSS reported by the process. Start-up
 // is timed on --help and on one probe (cold: an empty parse cache; warm: the second run).
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { timed } from './cli-bin.ts';
 import { recommendFigures } from './cli-recommend.ts';
 import { clusterManifests, type ProbeForm, probesCluster, probesFile } from './netpol-manifests.ts';
 import type { Figure } from './report.ts';
 
-const BIN = resolve(import.meta.dirname, '../../../packages/cascadectl/bin/cascadectl.js');
 const INPUT =
   '500 pods, 25 namespaces, 100 NetworkPolicies, 20 ANPs x 10 rules, 1 BANP, 3 named ports per pod';
-
-/** Runs the bin with `args`; wall ms (spawn to exit) and the process's own peak RSS (MiB). */
-function timed(args: string[], env: NodeJS.ProcessEnv): { ms: number; rss: number; code: number | null } {
-  const wrapper = `process.on('exit', () => process.stderr.write('\\n@@' + process.resourceUsage().maxRSS));
-process.argv = [process.argv[0], ${JSON.stringify(BIN)}, ...${JSON.stringify(args)}];
-await import(${JSON.stringify(BIN)});`;
-  const t0 = performance.now();
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', wrapper], {
-    encoding: 'utf8',
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    maxBuffer: 1 << 26,
-  });
-  const ms = performance.now() - t0;
-  const rss = Number(/@@(\d+)/.exec(r.stderr)?.[1] ?? Number.NaN) / 1024;
-  if (r.status !== 0)
-    throw new Error(`cascadectl ${args.join(' ')}: exit ${r.status}: ${r.stderr.slice(0, 400)}`);
-  return { ms, rss, code: r.status };
-}
 
 export function probeFigures(dir: string): Figure[] {
   const figures: Figure[] = [];

@@ -4,10 +4,10 @@
 // allowed ones are reported allowed and the others denied, as the agents report them. Time and peak
 // RSS of the bin (spawned, output captured), policies written, connections and the share of
 // observed connections the proof allows (must be 100%).
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { type Cluster, NetpolEngine, oracleConnection, type Pod } from '@cascade/netpolicy';
+import { timed } from './cli-bin.ts';
 import { rng } from './gateway-topology.ts';
 import { clusterManifests } from './netpol-manifests.ts';
 import type { Figure } from './report.ts';
@@ -15,7 +15,6 @@ import type { Figure } from './report.ts';
 type End = { pod?: Pod; address?: string };
 type Candidate = { src: End; dst: End; port: number; outbound: boolean };
 
-const BIN = resolve(import.meta.dirname, '../../../packages/cascadectl/bin/cascadectl.js');
 export const RECOMMEND_FLOWS = 10_000;
 
 /** The flow file: NDJSON records, in the namespace with the most pods. */
@@ -97,29 +96,14 @@ export function recommendFigures(
   const { namespace, text } = recommendFlows(c);
   const flows = join(dir, 'flows.ndjson');
   writeFileSync(flows, text);
-  const wrapper = `process.on('exit', () => process.stderr.write('\\n@@' + process.resourceUsage().maxRSS));
-process.argv = [process.argv[0], ${JSON.stringify(BIN)}, ...${JSON.stringify(['netpol', 'recommend', '-n', namespace, cluster, '--flows', flows, '-o', 'json'])}];
-await import(${JSON.stringify(BIN)});`;
-  let best: { ms: number; rss: number; out: string } | undefined;
-  for (let run = 0; run < 3; run++) {
-    const t0 = performance.now();
-    const res = spawnSync(process.execPath, ['--input-type=module', '-e', wrapper], {
-      encoding: 'utf8',
-      env,
-      maxBuffer: 1 << 28,
-    });
-    const ms = performance.now() - t0;
-    if (res.status !== 0)
-      throw new Error(`netpol recommend: exit ${res.status}: ${res.stderr.slice(0, 400)}`);
-    const rss = Number(/@@(\d+)/.exec(res.stderr)?.[1] ?? Number.NaN) / 1024;
-    if (!best || ms < best.ms) best = { ms, rss, out: res.stdout };
-  }
-  const j = JSON.parse(best!.out) as {
+  const args = ['netpol', 'recommend', '-n', namespace, cluster, '--flows', flows, '-o', 'json'];
+  const best = [0, 1, 2].map(() => timed(args, env, true)).sort((a, b) => a.ms - b.ms)[0]!;
+  const j = JSON.parse(best.stdout) as {
     policies: unknown[];
     records: number;
     proof: { connections: number; allowed: number; beyondCount: number };
   };
-  const what = `${RECOMMEND_FLOWS.toLocaleString('en')} flow records of namespace ${namespace} (20 pods; ${j.proof.connections} allowed connections, a tenth of the records denied ones), ${input}, without the admin policies and ${namespace}'s own NetworkPolicies (${c.policies.length} left)`;
+  const what = `${RECOMMEND_FLOWS.toLocaleString('en')} flow records of namespace ${namespace} (${c.pods.filter((p) => p.namespace === namespace).length} pods; ${j.proof.connections} allowed connections, a tenth of the records denied ones), ${input}, without the admin policies and ${namespace}'s own NetworkPolicies (${c.policies.length} left)`;
   const fig = (name: string, value: number, unit: string, target?: string): Figure => ({
     suite: 'cli',
     name: `netpol recommend: ${name}`,
@@ -129,8 +113,8 @@ await import(${JSON.stringify(BIN)});`;
     ...(target ? { target } : {}),
   });
   return [
-    fig('time', best!.ms, 'ms'),
-    fig('peak RSS', best!.rss, 'MiB'),
+    fig('time', best.ms, 'ms'),
+    fig('peak RSS', best.rss, 'MiB'),
     fig('policies written', j.policies.length, 'policies'),
     fig(
       'observed connections allowed by the proof',
