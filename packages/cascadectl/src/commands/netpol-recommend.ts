@@ -9,7 +9,7 @@ import { stringify } from 'yaml';
 import { onAgent } from '../agent-exec.ts';
 import { type Command, err, oneOf, out, UsageError } from '../cli.ts';
 import { liveOptions } from '../cluster.ts';
-import { type LoadResult, loadManifests, type Manifest } from '../load.ts';
+import { type LoadResult, loadManifests } from '../load.ts';
 import { buildNetpolWorld } from '../netpol-world.ts';
 import { FLOWS_READ } from './flows.ts';
 import { addFlowLines, type FlowReading, newReading, readFlowFile, sinceMs } from './recommend-flows.ts';
@@ -139,27 +139,17 @@ export const recommendCommand: Command = {
     });
     notes.push(...result.notes);
 
-    // the proof: the recommended policies enforced beside everything the world holds
-    const extra: Manifest[] = result.recommendations.map((r, i) => ({
-      apiVersion: r.policy.apiVersion,
-      kind: r.policy.kind,
-      metadata: { name: r.policy.metadata.name, namespace: r.policy.metadata.namespace },
-      spec: r.policy.spec,
-      source: { file: 'recommended', doc: i + 1 },
-    }));
-    const after = buildNetpolWorld([
-      ...loaded.manifests.filter(
-        (m) =>
-          !(
-            m.kind === 'NetworkPolicy' &&
-            extra.some(
-              (x) => x.metadata.name === m.metadata.name && x.metadata.namespace === m.metadata.namespace,
-            )
-          ),
-      ),
-      ...extra,
-    ]);
-    const proof = prove(after, result.recommendations, observed.connections);
+    // the proof: the recommended policies enforced beside everything the world holds (one of the
+    // same name replaced, as an apply would)
+    for (const r of result.recommendations)
+      world.engine.upsertPolicy({
+        kind: 'NetworkPolicy',
+        namespace: r.policy.metadata.namespace,
+        name: r.policy.metadata.name,
+        spec: r.policy.spec,
+      });
+    world.engine.flush();
+    const proof = prove(world, result.recommendations, observed.connections);
     const standard = values.standard === true;
     if (format === 'json') {
       out(

@@ -2,6 +2,7 @@
 // connections of a namespace from flow records, and the proof: the recommended policies enforced
 // beside everything else in the world, every observed connection judged again (each judgement also
 // through the lowered maps, as simulate checks), and what else the policies admit.
+import { matchesSelector } from '@cascade/core';
 import {
   type NetpolEngine,
   type Pod,
@@ -52,7 +53,7 @@ export function observedConnections(
     }
     const k = `${f.from}|${f.to}|${f.protocol}|${f.port}`;
     // a ClusterIP destination is decided by its backends: checked below
-    if (!mine(f.from) && !mine(f.to) && !services.find(f.to)) continue;
+    if (!mine(f.from) && !mine(f.to) && (f.to.includes('/') || !services.find(f.to))) continue;
     records++;
     const e = byKey.get(k) ?? { f, count: 0 };
     const at = f.at ?? 0;
@@ -174,13 +175,10 @@ export function prove(
     }
   }
   const pods = [...engine.pods.values()];
-  const selects = (peer: Record<string, unknown>, home: string) => {
-    const ns = (peer.namespaceSelector as { matchLabels?: Record<string, string> } | undefined)
-      ?.matchLabels?.['kubernetes.io/metadata.name'];
-    const sel = (peer.podSelector as { matchLabels?: Record<string, string> } | undefined)?.matchLabels ?? {};
-    return pods.filter(
-      (p) => p.namespace === (ns ?? home) && Object.entries(sel).every(([k, v]) => p.labels[k] === v),
-    );
+  type Peer = NonNullable<Recommendation['policy']['spec']['ingress']>[number]['from'][number];
+  const selects = (peer: Peer, home: string) => {
+    const ns = peer.namespaceSelector?.matchLabels['kubernetes.io/metadata.name'] ?? home;
+    return pods.filter((p) => p.namespace === ns && matchesSelector(peer.podSelector ?? {}, p.labels));
   };
   const portsOn = (pod: Pod, ports: { protocol: string; port: number | string }[]) =>
     ports.flatMap((p) =>
@@ -190,15 +188,15 @@ export function prove(
             .filter((c) => c.name === p.port && c.protocol === p.protocol)
             .map((c) => ({ protocol: c.protocol, port: c.port })),
     );
+  // the ports a rule names, on the pod that answers them (named ports are the destination's)
   const consider = (
     policy: string,
     from: Pod,
     to: Pod,
-    answering: Pod,
     ports: { protocol: string; port: number | string }[],
   ) => {
     if (from === to) return;
-    for (const p of portsOn(answering, ports)) {
+    for (const p of portsOn(to, ports)) {
       const [f, t] = [`${from.namespace}/${from.name}`, `${to.namespace}/${to.name}`];
       if (seen.has(`${f}|${t}|${p.protocol}|${p.port}`)) continue;
       const r = simulateProbe(engine, f, t, PROTO[p.protocol as keyof typeof PROTO], p.port, memo);
@@ -215,14 +213,14 @@ export function prove(
     for (const rule of rec.policy.spec.ingress ?? [])
       for (const peer of rule.from)
         if (!peer.ipBlock)
-          for (const from of selects(peer as Record<string, unknown>, rec.policy.metadata.namespace))
-            for (const to of targets) consider(name, from, to, to, rule.ports);
+          for (const from of selects(peer, rec.policy.metadata.namespace))
+            for (const to of targets) consider(name, from, to, rule.ports);
     for (const rule of rec.policy.spec.egress ?? [])
       for (const peer of rule.to) {
         // the DNS rule is kept on purpose, whatever was seen
         if (peer.ipBlock || peer.podSelector?.matchLabels?.['k8s-app'] === 'kube-dns') continue;
-        for (const to of selects(peer as Record<string, unknown>, rec.policy.metadata.namespace))
-          for (const from of targets) consider(name, from, to, to, rule.ports);
+        for (const to of selects(peer, rec.policy.metadata.namespace))
+          for (const from of targets) consider(name, from, to, rule.ports);
       }
   }
   return proof;

@@ -6,6 +6,7 @@
 // (/128) ipBlocks. Every workload of the namespace with an observed connection gets one policy that
 // isolates it both ways and admits exactly the observed peer groups on the observed ports (named
 // when every pod that answers names the port the same), DNS kept.
+import { matchesSelector } from '@cascade/core';
 import type { ContainerPort, Pod } from './model.ts';
 
 type Labels = Readonly<Record<string, string>>;
@@ -116,8 +117,6 @@ export function stableSelector(labels: Labels): Record<string, string> | undefin
 
 const selectorKey = (ns: string, sel: Record<string, string> | undefined) =>
   `${ns}|${sel ? JSON.stringify(Object.entries(sel).sort()) : '*'}`;
-const matches = (sel: Record<string, string> | undefined, labels: Labels) =>
-  !sel || Object.entries(sel).every(([k, v]) => labels[k] === v);
 const NS_NAME = 'kubernetes.io/metadata.name';
 
 /** A DNS-1123 name part from label values: lower case, [a-z0-9-], at most 40 characters. */
@@ -152,7 +151,9 @@ export function recommend(opts: RecommendOptions): RecommendResult {
       g = {
         ns: p.namespace,
         sel,
-        pods: pods.filter((q) => q.namespace === p.namespace && matches(sel, q.labels)),
+        pods: pods.filter(
+          (q) => q.namespace === p.namespace && matchesSelector({ matchLabels: sel ?? {} }, q.labels),
+        ),
       };
       groups.set(k, g);
     }
