@@ -4,15 +4,14 @@ import { parseCidr } from './cidr.ts';
 import { type IdentityInfo, isPodIdentity } from './identities.ts';
 import { IdentityBook } from './identity-book.ts';
 import { type CappedNamespace, IdentityCap } from './identity-cap.ts';
-import { type Layer, lowerLayer } from './lower.ts';
-import { keyString, type MapState, type MapStateEntry, type MapStateKey } from './mapstate.ts';
+import type { Layer, LowerContext } from './lower.ts';
+import { keyString, type MapStateEntry, type MapStateKey } from './mapstate.ts';
 import type { Namespace, NetPolicyObject, Node, Pod } from './model.ts';
 import { MAX_ADMIN_RANK } from './precedence.ts';
 import { RuleGroups, subjectTests } from './rule-groups.ts';
 import {
   type BuiltPolicy,
   buildPolicy,
-  compareRules,
   type Direction,
   type Isolation,
   type Peer,
@@ -20,31 +19,17 @@ import {
 } from './rules.ts';
 import { IdentityIndex } from './selection.ts';
 import { SelectionCache } from './selection-cache.ts';
-import { layerRules, TableIds } from './table-ids.ts';
+import type { StagedPolicy } from './staged.ts';
+import { buildStaged, StagedView, splitTiers, stagedKey } from './staged-view.ts';
+import { TableIds } from './table-ids.ts';
+import { type LayerIds, sameLayers, type Table, TableStore } from './table-store.ts';
 import { DEFAULT_TENANT_LABEL, type TenantId, tenantOf } from './tenants.ts';
-import type { TieredRules } from './tiers.ts';
-
-export const DIRECTIONS: readonly Direction[] = ['ingress', 'egress'];
-export const LAYERS: readonly Layer[] = ['admin', 'lower'];
-
-function sameLayers(
-  a: Record<Direction, Record<Layer, string>>,
-  b: Record<Direction, Record<Layer, string>>,
-): boolean {
-  return DIRECTIONS.every((d) => LAYERS.every((l) => a[d][l] === b[d][l]));
-}
-
-export interface Table {
-  id: string;
-  direction: Direction;
-  layer: Layer;
-  tiers: TieredRules;
-  state: MapState;
-  /** Identities (subjects) using it. */
-  subjects: Set<number>;
-}
 
 export type { IpcacheEntry } from './addresses.ts';
+export { DIRECTIONS, LAYERS, type Table } from './table-store.ts';
+
+/** Which rules judge: those enforced, or the staged set's (staged-view.ts), which never enforce. */
+export type View = 'enforced' | 'staged';
 
 export interface FlushDiff {
   /** Tables created / deleted / whose entries changed in place, with entry counts. */
@@ -87,18 +72,29 @@ export class NetpolEngine {
     baseline: [],
   };
   /** Subject identity -> table id per direction. */
-  readonly endpointTables = new Map<number, Record<Direction, Record<Layer, string>>>();
-  readonly tables = new Map<string, Table>();
+  readonly endpointTables = new Map<number, LayerIds>();
   private byPortName = new Map<string, number[]>();
   private index = new IdentityIndex([]);
   private readonly selections = new SelectionCache(() => this.index);
-  private readonly groups = new RuleGroups((key) => this.policies.get(key)?.revision ?? 0);
-  private readonly tableIds = new TableIds(
-    (r) => this.groups.rev(r),
-    (r, i) => this.selections.get(r, i),
+  private readonly groups = new RuleGroups((key) => this.revisionOf(key));
+  /** The staged set's view over the same identities (staged-view.ts); off while nothing is staged. */
+  private readonly staged = new StagedView((key) => this.revisionOf(key));
+  private readonly store = new TableStore(
+    new TableIds(
+      (r) => this.groups.rev(r),
+      (r, i) => this.selections.get(r, i),
+    ),
+    (info, d) => this.lowerCtx(info, d),
   );
+  /** The tables of both views by id (table-store.ts). */
+  readonly tables = this.store.tables;
   private revision = 0;
   private podsRevision = 0;
+
+  /** The revision of a policy's (or a staged object's) current build; 0 when gone. */
+  private revisionOf(key: string): number {
+    return this.policies.get(key)?.revision ?? this.staged.entries.get(key)?.revision ?? 0;
+  }
 
   readonly tenantLabel: string;
 
@@ -198,11 +194,52 @@ export class NetpolEngine {
     if (!this.changedPolicies.has(key)) this.changedPolicies.set(key, prev.built);
   }
 
+  /**
+   * A staged object (staged.ts): judged beside the enforced set, never enforcing. Returns its key
+   * (`StagedNetworkPolicy/shop/x`), which its rules' ids and removeStaged use.
+   */
+  upsertStaged(s: StagedPolicy): string {
+    const key = stagedKey(s);
+    const prev = this.staged.entries.get(key);
+    if (
+      prev &&
+      prev.staged.action === s.action &&
+      JSON.stringify(prev.staged.policy.spec) === JSON.stringify(s.policy.spec)
+    )
+      return key;
+    this.staged.entries.set(key, { staged: s, built: buildStaged(s), revision: ++this.revision });
+    if (!this.changedPolicies.has(key)) this.changedPolicies.set(key, prev?.built ?? null);
+    return key;
+  }
+
+  removeStaged(key: string): void {
+    const prev = this.staged.entries.get(key);
+    if (!prev) return;
+    this.staged.entries.delete(key);
+    this.revision++;
+    if (!this.changedPolicies.has(key)) this.changedPolicies.set(key, prev.built);
+  }
+
+  /** Staged objects by key; the ids of an endpoint's staged tables where they differ from its enforced ones. */
+  get stagedEntries(): ReadonlyMap<string, import('./staged-view.ts').StagedEntry> {
+    return this.staged.entries;
+  }
+  get stagedEndpointTables(): ReadonlyMap<number, LayerIds> {
+    return this.staged.endpointTables;
+  }
+
   /** Pod identities whose applicable rules a policy change can alter: its old and new subjects. */
   private affectedSubjects(): Set<number> {
     const out = new Set<number>();
     for (const [key, prev] of this.changedPolicies) {
-      const tests = [...subjectTests(prev), ...subjectTests(this.policies.get(key)?.built)];
+      const now = this.policies.get(key)?.built ?? this.staged.entries.get(key)?.built;
+      // a staged object also moves the subjects of the policy it replaces or removes (staged view)
+      const target = key.startsWith('Staged') ? key.slice('Staged'.length) : undefined;
+      const tests = [
+        ...subjectTests(prev),
+        ...subjectTests(now),
+        ...subjectTests(target === undefined ? undefined : this.policies.get(target)?.built),
+      ];
       if (tests.length === 0) continue;
       for (const info of this.identities.values())
         if (info.kind === 'pod' && tests.some((t) => t(info))) out.add(info.id);
@@ -218,41 +255,25 @@ export class NetpolEngine {
   /** Rebuilds the tiers' rule lists; returns whether the pod-matching network prefixes changed. */
   private rebuildRules(): boolean {
     const all = [...this.policies.values()].map((p) => p.built);
-    const admin = all.flatMap((b) => b.rules.filter((r) => r.tier === 'admin')).sort(compareRules);
-    this.rules = {
-      admin,
-      np: all.flatMap((b) => b.rules.filter((r) => r.tier === 'np')),
-      isolation: all.flatMap((b) => (b.isolation ? [b.isolation] : [])),
-      baseline: all.flatMap((b) => b.rules.filter((r) => r.tier === 'baseline')).sort(compareRules),
-    };
-    this.egressNamedRules = [...admin, ...this.rules.np, ...this.rules.baseline].filter(
+    this.rules = splitTiers(all);
+    // identities, named-port expansion and CIDRs follow both views' rules (staged-view.ts)
+    const stagedOnly = this.staged.rebuild(all).flatMap((b) => b.rules);
+    this.allRules = [...this.rules.admin, ...this.rules.np, ...this.rules.baseline, ...stagedOnly];
+    this.egressNamedRules = this.allRules.filter(
       (r) => r.direction === 'egress' && r.ports?.some((p) => p.kind === 'named'),
     );
-    return this.book.setNetworks([...admin, ...this.rules.np, ...this.rules.baseline]);
+    return this.book.setNetworks(this.allRules);
   }
+
+  /** Every rule of both views (the enforced rules, then those only staging adds). */
+  private allRules: Rule[] = [];
 
   /** Egress rules with named ports: they expand wildcard peers per destination identity. */
   private egressNamedRules: Rule[] = [];
 
   private keyCache = new WeakMap<Rule, MapStateKey[]>();
-  /** Rule -> ids of the tables (layers) holding it: where a newly selected identity needs entries. */
-  private readonly ruleTables = new Map<Rule, Set<string>>();
-
-  private indexTable(t: Table, add: boolean): void {
-    for (const r of layerRules(t.tiers, t.layer)) {
-      let s = this.ruleTables.get(r);
-      if (add) {
-        if (!s) this.ruleTables.set(r, (s = new Set()));
-        s.add(t.id);
-      } else if (s) {
-        s.delete(t.id);
-        if (s.size === 0) this.ruleTables.delete(r);
-      }
-    }
-  }
-
   /** What lowering a layer for `info` in direction `d` reads (the engine's own; benches lower with it). */
-  lowerCtx(info: IdentityInfo, d: Direction) {
+  lowerCtx(info: IdentityInfo, d: Direction): LowerContext {
     return {
       direction: d,
       local: info,
@@ -316,9 +337,12 @@ export class NetpolEngine {
     for (const name of this.dirtyNodes) this.book.syncNode(name, this.nodes.get(name), added, removed);
     if (
       full ||
-      [...this.changedPolicies].some(([k, prev]) => hasCidr(prev) || hasCidr(this.policies.get(k)?.built))
+      [...this.changedPolicies].some(
+        ([k, prev]) =>
+          hasCidr(prev) || hasCidr(this.policies.get(k)?.built ?? this.staged.entries.get(k)?.built),
+      )
     )
-      this.book.syncCidrs([...this.rules.admin, ...this.rules.np, ...this.rules.baseline], added, removed);
+      this.book.syncCidrs(this.allRules, added, removed);
     const addedSet = new Set(added.filter((id) => !removed.includes(id)));
     const removedSet = new Set(removed.filter((id) => !added.includes(id)));
     diff.identitiesAdded = [...addedSet];
@@ -344,7 +368,7 @@ export class NetpolEngine {
     if (full || addedSet.size || removedSet.size) this.keyCache = new WeakMap();
     if (full) {
       this.selections.clear();
-      this.tableIds.reset();
+      this.store.resetIds();
     } else {
       for (const key of this.changedPolicies.keys()) this.selections.forgetPolicy(key);
       ({ selecting, allPodsBroken } = this.selections.patch(
@@ -356,9 +380,10 @@ export class NetpolEngine {
     if (allPodsBroken) {
       // Rare (e.g. an IPv6-only pod beside an IPv4 0.0.0.0/0 rule): lower everything again.
       this.selections.clear();
-      this.tableIds.reset();
-      this.tables.clear();
+      this.store.resetIds();
+      this.store.clear();
       this.endpointTables.clear();
+      this.staged.endpointTables.clear();
     }
 
     // 3. Tables: subject identities (re)assigned; new layers lowered; unused ones freed.
@@ -369,63 +394,36 @@ export class NetpolEngine {
       .filter((i) => i?.kind === 'pod');
     for (const id of removedSet) this.detachSubject(id);
     for (const info of subjects) {
-      const ids = {} as Record<Direction, Record<Layer, string>>;
-      const groups = this.groups.groupsOf(info);
-      for (const d of DIRECTIONS) {
-        const tiers = this.groups.tiers(info, d, groups);
-        ids[d] = { admin: '', lower: '' };
-        for (const layer of LAYERS) {
-          const tid = this.tableIds.get(info, d, tiers, layer);
-          ids[d][layer] = tid;
-          if (!this.tables.has(tid)) {
-            const state = lowerLayer(layer, tiers, this.lowerCtx(info, d));
-            const t: Table = { id: tid, direction: d, layer, tiers, state, subjects: new Set() };
-            this.tables.set(tid, t);
-            this.indexTable(t, true);
-            diff.recomputedTables++;
-          }
-        }
+      const enforced = this.store.assign(this.groups, info);
+      const ids = enforced.ids;
+      diff.recomputedTables += enforced.lowered;
+      let staged: LayerIds | undefined;
+      if (this.staged.rules) {
+        const s = this.store.assign(this.staged.groups, info);
+        diff.recomputedTables += s.lowered;
+        if (!sameLayers(s.ids, ids)) staged = s.ids;
       }
       const prev = this.endpointTables.get(info.id);
-      if (prev && sameLayers(prev, ids)) continue;
+      const prevStaged = this.staged.endpointTables.get(info.id);
+      const stagedSame = prevStaged && staged ? sameLayers(prevStaged, staged) : prevStaged === staged;
+      if (prev && sameLayers(prev, ids) && stagedSame) continue;
       if (prev) this.detachSubject(info.id);
-      for (const d of DIRECTIONS)
-        for (const layer of LAYERS) this.tables.get(ids[d][layer])!.subjects.add(info.id);
+      this.store.attach(info.id, ids);
+      if (staged) this.store.attach(info.id, staged);
       this.endpointTables.set(info.id, ids);
-      if (prev) diff.switched += this.book.memberCount(info.id);
+      if (staged) this.staged.endpointTables.set(info.id, staged);
+      if (prev && !sameLayers(prev, ids)) diff.switched += this.book.memberCount(info.id);
     }
-    for (const [id, t] of [...this.tables]) {
-      if (t.subjects.size > 0) continue;
-      this.tables.delete(id);
-      this.indexTable(t, false);
-    }
+    this.store.dropUnused();
 
-    // 4. Identities that appeared or vanished as remotes: patch their buckets in the existing layers
-    // (safe in place: no packet carries a new identity before the ipcache maps an address to it).
+    // 4. Identities that appeared or vanished as remotes: patch their buckets in the existing layers.
     if (addedSet.size || removedSet.size) {
       // Egress rules with named ports expand wildcard peers per destination identity: include them.
       for (const r of this.egressNamedRules) selecting.add(r);
-      const toPatch = new Set<string>();
-      for (const r of selecting) for (const id of this.ruleTables.get(r) ?? []) toPatch.add(id);
-      for (const t of this.tables.values()) {
-        if (!before.has(t.id)) continue; // lowered just now, already complete
-        let touched = false;
-        for (const id of removedSet) {
-          if (t.state.bucket(id).length) {
-            t.state.clear(id);
-            touched = true;
-          }
-        }
-        if (toPatch.has(t.id)) {
-          const local = this.identities.get([...t.subjects][0]!)!;
-          for (const id of addedSet) {
-            const n = t.state.bucket(id).length;
-            lowerLayer(t.layer, t.tiers, this.lowerCtx(local, t.direction), t.state, id);
-            if (n || t.state.bucket(id).length) touched = true;
-          }
-        }
-        if (touched) diff.updated++;
-      }
+      diff.updated += this.store.patchRemotes(
+        { added: addedSet, removed: removedSet, selecting, before },
+        this.identities,
+      );
     }
 
     for (const [id, t] of this.tables) {
@@ -448,12 +446,14 @@ export class NetpolEngine {
     return diff;
   }
 
+  /** An identity leaves the tables of both views. */
   private detachSubject(id: number): void {
-    const prev = this.endpointTables.get(id);
-    if (!prev) return;
-    for (const d of DIRECTIONS)
-      for (const layer of LAYERS) this.tables.get(prev[d][layer])?.subjects.delete(id);
-    this.endpointTables.delete(id);
+    for (const view of [this.endpointTables, this.staged.endpointTables]) {
+      const prev = view.get(id);
+      if (!prev) continue;
+      this.store.detach(id, prev);
+      view.delete(id);
+    }
   }
 
   // ---- reads ------------------------------------------------------------------------------------
@@ -501,10 +501,19 @@ export class NetpolEngine {
     return this.index.coversAllPods(peer);
   }
 
-  /** The two layers judging one pod in one direction. */
-  tableOf(podNs: string, podName: string, d: Direction): Record<Layer, Table> | undefined {
+  /** The two layers judging one pod in one direction (`staged`: those the staged set would). */
+  tableOf(
+    podNs: string,
+    podName: string,
+    d: Direction,
+    view: View = 'enforced',
+  ): Record<Layer, Table> | undefined {
     const id = this.podIdentity.get(`${podNs}/${podName}`);
-    const t = id === undefined ? undefined : this.endpointTables.get(id);
+    const t =
+      id === undefined
+        ? undefined
+        : ((view === 'staged' ? this.staged.endpointTables.get(id) : undefined) ??
+          this.endpointTables.get(id));
     if (!t) return undefined;
     const admin = this.tables.get(t[d].admin);
     const lower = this.tables.get(t[d].lower);

@@ -3,7 +3,7 @@
 // direction. Used by the CLI's simulate/explain and as the middle leg of the differential tests.
 
 import { isNetworkPolicyPrecedence } from '@cascade/bpf-datapath/layout';
-import type { NetpolEngine } from './engine.ts';
+import type { NetpolEngine, View } from './engine.ts';
 import { evaluateConnection, type Remote, type RuleSet, rulesAt } from './evaluate.ts';
 import { ID } from './identities.ts';
 import type { MapStateEntry } from './mapstate.ts';
@@ -32,6 +32,7 @@ export function mapDirection(
   d: Direction,
   proto: number,
   port: number,
+  view: View = 'enforced',
 ): MapDecision {
   if (local.ips.includes(remoteIp))
     return {
@@ -46,7 +47,7 @@ export function mapDirection(
   const lookup =
     host && local.node !== undefined ? (engine.nodeIdentity.get(local.node) ?? 0) : remoteIdentity;
   if (host && !lookup) return { verdict: 'allow', by: 'host', remoteIdentity };
-  const layers = engine.tableOf(local.namespace, local.name, d);
+  const layers = engine.tableOf(local.namespace, local.name, d, view);
   // A pod without tables (no identity yet) is judged fail-closed.
   if (!layers) return { verdict: 'deny', by: 'miss', remoteIdentity };
   const admin = layers.admin.state.lookup(lookup, proto, port);
@@ -81,12 +82,13 @@ export function mapConnection(
   toIp: string,
   proto: number,
   port: number,
+  view: View = 'enforced',
 ): MapConnection {
   const src = engine.podAt(fromIp);
   const dst = engine.podAt(toIp);
   const out: MapConnection = { verdict: 'allow' };
-  if (src) out.egress = mapDirection(engine, src, toIp, 'egress', proto, port);
-  if (dst) out.ingress = mapDirection(engine, dst, fromIp, 'ingress', proto, port);
+  if (src) out.egress = mapDirection(engine, src, toIp, 'egress', proto, port, view);
+  if (dst) out.ingress = mapDirection(engine, dst, fromIp, 'ingress', proto, port, view);
   if (out.egress?.verdict === 'deny' || out.ingress?.verdict === 'deny') out.verdict = 'deny';
   return out;
 }
