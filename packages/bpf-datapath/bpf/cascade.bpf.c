@@ -229,7 +229,7 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 		/* not remembered in conntrack: the endpoint gets its rule set soon */
 		d.verdict = VERDICT_DENY;
 		count(CNT_DENY);
-		report(ep, clock, &f, dir, &d, 1);
+		report(ep, clock, &f, dir, &d, 1, NULL);
 		return TC_ACT_SHOT;
 	}
 	/* a flow is judged in the direction of the packet that opened it (a reply re-judged after a
@@ -240,6 +240,15 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	} else {
 		d.verdict = VERDICT_ALLOW; /* not enforced, but tracked: its replies pass the other direction */
 		d.identity = identity_of(remote);
+	}
+	/* a new flow of an endpoint that staged policies would judge otherwise: judged by those too, never
+	 * enforced; where the two differ the flow's event says so (established packets never get here) */
+	struct decision sd = {};
+	int staged_differs = 0;
+	if (!ct && (ep->flags & EP_STAGED) && (ep->flags & (odir == DIR_EGRESS ? EP_ENFORCE_EGRESS : EP_ENFORCE_INGRESS))) {
+		staged_differs = judge_staged(local, odir, &d, f.proto, odir == DIR_EGRESS ? ck.rport : ck.lport, &sd);
+		if (staged_differs)
+			count(CNT_STAGED_DIFFER);
 	}
 	__u8 reason = ct ? 2 : 0;
 	if (ct) {
@@ -278,13 +287,13 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	if (d.verdict == VERDICT_DENY) {
 		count(CNT_DENY);
 		if (reason != 0xff)
-			report(ep, clock, &f, dir, &d, reason);
+			report(ep, clock, &f, dir, &d, reason, staged_differs ? &sd : NULL);
 		return TC_ACT_SHOT;
 	}
 	remember_fragment(&f);
 	count(CNT_ALLOW);
-	if (ep->flags & EP_AUDIT_ALLOW)
-		report(ep, clock, &f, dir, &d, reason);
+	if ((ep->flags & EP_AUDIT_ALLOW) || staged_differs)
+		report(ep, clock, &f, dir, &d, reason, staged_differs ? &sd : NULL);
 	return pass(skb, &f, &ck, revnat);
 }
 

@@ -36,6 +36,9 @@
 #define EP_FAIL_CLOSED 4
 /* report allowed flows to the ring buffer too */
 #define EP_AUDIT_ALLOW 8
+/* staged policies would judge this endpoint otherwise: its new flows are judged by its staged tables
+ * too (cascade_staged), never enforced, and an event says where the two differ */
+#define EP_STAGED 16
 
 /* ipcache: addresses as IPv6; IPv4 as ::ffff:a.b.c.d (prefix + 96) */
 struct ipcache_key {
@@ -66,6 +69,13 @@ struct endpoint_value {
 	__u32 flow_second;
 	__u32 event_tokens;
 	__u32 event_second;
+};
+
+/* the staged set's policy table ids of an endpoint ([direction][layer], as endpoint_value.tables),
+ * present while its flag EP_STAGED is set: the rules staged objects would enforce (netpolicy
+ * staged-view.ts); tables are the enforced ones' (content-addressed, shared) */
+struct staged_value {
+	__u32 tables[2][2];
 };
 
 /* policy: LPM over (table, identity, proto, port prefix); prefixlen counts bits after itself:
@@ -193,6 +203,12 @@ struct flow_event {
 	__u32 remote_identity;
 	__u32 rule;
 	__u32 precedence;
+	/* 1: the endpoint's staged tables give this new flow another verdict (staged_verdict, by
+	 * staged_rule); 0: they agree, or it has none */
+	__u8 staged;
+	__u8 staged_verdict;
+	__u16 pad;
+	__u32 staged_rule;
 };
 
 /* fragments: the first fragment of a datagram records its L4 protocol and ports; later fragments
@@ -238,6 +254,7 @@ struct frag_value {
 #define CNT_UNBOUND_SOURCE 20 /* from a pod: a source nobody holds yet (a new pod before the agent binds it, or a made-up address) */
 #define CNT_FLOW_CACHE_FILL 21 /* flow cache slots (re)filled by a conntrack hit (flowcache.h): churn, not traffic */
 #define CNT_CT_QUOTA 22       /* new flows dropped: their endpoint held CT_ENDPOINT_QUOTA conntrack entries */
-#define CNT_MAX 23
+#define CNT_STAGED_DIFFER 23  /* new flows the staged tables would judge otherwise (never enforced) */
+#define CNT_MAX 24
 
 #endif

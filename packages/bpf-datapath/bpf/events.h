@@ -8,7 +8,7 @@
 #define CASCADE_EVENTS_H
 
 static __always_inline void report(struct endpoint_value *ep, __u32 clock, struct flow *f, int dir,
-				   struct decision *d, __u8 reason)
+				   struct decision *d, __u8 reason, struct decision *staged)
 {
 	if (!take_token(&ep->event_tokens, &ep->event_second, clock, EVENTS_PER_SEC, EVENTS_BURST)) {
 		count(CNT_EVENTS_SUPPRESSED);
@@ -28,6 +28,10 @@ static __always_inline void report(struct endpoint_value *ep, __u32 clock, struc
 	e->remote_identity = d->identity;
 	e->rule = d->rule;
 	e->precedence = d->precedence;
+	e->staged = staged ? 1 : 0;
+	e->staged_verdict = staged ? staged->verdict : 0;
+	e->pad = 0;
+	e->staged_rule = staged ? staged->rule : 0;
 	bpf_ringbuf_submit(e, 0);
 }
 

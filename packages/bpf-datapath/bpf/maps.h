@@ -29,6 +29,15 @@ struct {
 	__uint(max_entries, 65536);
 } cascade_endpoints SEC(".maps");
 
+/* endpoints with EP_STAGED: their staged tables */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct endpoint_key);
+	__type(value, struct staged_value);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} cascade_staged SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__type(key, struct policy_key);

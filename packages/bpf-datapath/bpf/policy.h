@@ -66,9 +66,9 @@ static __always_inline __u32 identity_of(__u8 *addr)
 	return iv ? iv->identity : CASCADE_ID_WORLD;
 }
 
-static __always_inline void judge(struct endpoint_value *ep, int dir, __u8 *remote, __u8 proto, __u16 port, struct decision *d)
+/* A decision of two layers (admin, lower) for a remote identity, protocol and port. */
+static __always_inline void judge_tables(__u32 admin, __u32 lower, __u32 identity, __u8 proto, __u16 port, struct decision *d)
 {
-	__u32 identity = identity_of(remote);
 	d->identity = identity;
 	d->rule = 0;
 	d->precedence = 0;
@@ -89,8 +89,8 @@ static __always_inline void judge(struct endpoint_value *ep, int dir, __u8 *remo
 	}
 	/* cached under HOST itself, never under the node identity a remote node may share */
 	struct verdict_key vk = {
-		.admin = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][0] : ep->tables[DIR_EGRESS][0],
-		.lower = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][1] : ep->tables[DIR_EGRESS][1],
+		.admin = admin,
+		.lower = lower,
 		.identity = identity,
 		.proto = proto,
 		.port = port,
@@ -124,6 +124,31 @@ static __always_inline void judge(struct endpoint_value *ep, int dir, __u8 *remo
 	}
 	struct verdict_value nv = { .epoch = epoch, .precedence = d->precedence, .rule = d->rule, .verdict = d->verdict };
 	bpf_map_update_elem(&cascade_verdicts, &vk, &nv, BPF_ANY);
+}
+
+/* The endpoint's decision for a flow opened in direction dir with the remote at `remote`. */
+static __always_inline void judge(struct endpoint_value *ep, int dir, __u8 *remote, __u8 proto, __u16 port, struct decision *d)
+{
+	__u32 admin = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][0] : ep->tables[DIR_EGRESS][0];
+	__u32 lower = dir == DIR_INGRESS ? ep->tables[DIR_INGRESS][1] : ep->tables[DIR_EGRESS][1];
+	judge_tables(admin, lower, identity_of(remote), proto, port, d);
+}
+
+/* What the endpoint's staged tables would decide for the same flow (the remote identity of `d`):
+ * 1 when it differs from `d` (into `staged`), else 0. Only an endpoint flagged EP_STAGED pays for
+ * this, and only on a new flow. The verdict cache is keyed by table ids, so it serves both sets. */
+static __always_inline int judge_staged(__u8 *local, int dir, struct decision *d, __u8 proto, __u16 port,
+					struct decision *staged)
+{
+	struct endpoint_key k;
+	__builtin_memcpy(k.addr, local, 16);
+	struct staged_value *sv = bpf_map_lookup_elem(&cascade_staged, &k);
+	if (!sv)
+		return 0;
+	__u32 admin = dir == DIR_INGRESS ? sv->tables[DIR_INGRESS][0] : sv->tables[DIR_EGRESS][0];
+	__u32 lower = dir == DIR_INGRESS ? sv->tables[DIR_INGRESS][1] : sv->tables[DIR_EGRESS][1];
+	judge_tables(admin, lower, d->identity, proto, port, staged);
+	return staged->verdict != d->verdict;
 }
 
 #endif

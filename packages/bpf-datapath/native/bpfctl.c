@@ -150,7 +150,7 @@ static void add_map(const char *name, int fd) {
 }
 
 static int do_open(const char *dir) {
-	static const char *map_names[] = {"cascade_ipcache", "cascade_hosts", "cascade_verdicts", "cascade_config", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_ct_counts", "cascade_frags", "cascade_counters", "cascade_events", "cascade_services", "cascade_backends", "cascade_nat", "cascade_revnat", "cascade_flows"};
+	static const char *map_names[] = {"cascade_ipcache", "cascade_hosts", "cascade_verdicts", "cascade_config", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_ct_counts", "cascade_frags", "cascade_counters", "cascade_events", "cascade_services", "cascade_backends", "cascade_nat", "cascade_revnat", "cascade_flows", "cascade_staged"};
 	static const char *prog_names[] = {"from_endpoint", "to_endpoint", "bench_baseline"};
 	char path[512];
 	nmaps = nprogs = 0;

@@ -131,6 +131,7 @@ describe('codecs', () => {
         svcValue: size('svc_value'),
         backendKey: size('backend_key'),
         natValue: size('nat_value'),
+        stagedValue: size('staged_value'),
       }).toEqual({ ...SIZES, flowEvent: undefined });
       // (ring buffer records carry no BTF type: flow_event is checked by decoding real events)
     },

@@ -17,7 +17,8 @@ export const SIZES = {
   config: 16,
   fragKey: 40,
   fragValue: 8,
-  flowEvent: 52,
+  flowEvent: 60,
+  stagedValue: 16,
   svcKey: 20,
   svcValue: 8,
   backendKey: 8,
@@ -37,7 +38,14 @@ export const L_NP_ISOLATION = 16384;
 export const isNetworkPolicyPrecedence = (precedence: number) =>
   ((precedence >>> 1) & 0x7fff) >= L_NP_ISOLATION;
 export type VerdictName = keyof typeof VERDICT;
-export const EP_FLAGS = { ENFORCE_INGRESS: 1, ENFORCE_EGRESS: 2, FAIL_CLOSED: 4, AUDIT_ALLOW: 8 } as const;
+export const EP_FLAGS = {
+  ENFORCE_INGRESS: 1,
+  ENFORCE_EGRESS: 2,
+  FAIL_CLOSED: 4,
+  AUDIT_ALLOW: 8,
+  /** its new flows are judged by its staged tables too (cascade_staged), never enforced */
+  STAGED: 16,
+} as const;
 export const COUNTERS = {
   allow: 0,
   deny: 1,
@@ -62,6 +70,7 @@ export const COUNTERS = {
   unboundSource: 20,
   flowCacheFill: 21,
   ctQuota: 22,
+  stagedDiffer: 23,
 } as const;
 /** The interface BPF_PROG_TEST_RUN runs packets on (loopback): offline states bind endpoints to it. */
 export const TEST_RUN_IFINDEX = 1;
@@ -220,9 +229,16 @@ export interface FlowEvent {
   remoteIdentity: number;
   rule: number;
   precedence: number;
+  /** What the endpoint's staged tables would decide instead (only where it differs; never enforced). */
+  staged?: { verdict: 'allow' | 'deny'; rule: number };
 }
 
+/** Decodes a flow event (a 52-byte record of a program older than the staged fields: no staged part). */
 export function decodeFlowEvent(b: Buffer): FlowEvent {
+  const staged =
+    b.length >= SIZES.flowEvent && b.readUInt8(52) === 1
+      ? { verdict: b.readUInt8(53) === 1 ? ('deny' as const) : ('allow' as const), rule: b.readUInt32LE(56) }
+      : undefined;
   return {
     src: formatAddr16(b.subarray(0, 16)),
     dst: formatAddr16(b.subarray(16, 32)),
@@ -235,7 +251,25 @@ export function decodeFlowEvent(b: Buffer): FlowEvent {
     remoteIdentity: b.readUInt32LE(40),
     rule: b.readUInt32LE(44),
     precedence: b.readUInt32LE(48),
+    ...(staged ? { staged } : {}),
   };
+}
+
+/** An endpoint's staged tables (struct staged_value): [direction][layer] as EndpointValue.tables. */
+export function encodeStagedValue(tables: readonly (readonly [number, number])[]): Buffer {
+  const b = Buffer.alloc(SIZES.stagedValue);
+  b.writeUInt32LE(tables[0]![0] >>> 0, 0);
+  b.writeUInt32LE(tables[0]![1] >>> 0, 4);
+  b.writeUInt32LE(tables[1]![0] >>> 0, 8);
+  b.writeUInt32LE(tables[1]![1] >>> 0, 12);
+  return b;
+}
+
+export function decodeStagedValue(b: Buffer): [[number, number], [number, number]] {
+  return [
+    [b.readUInt32LE(0), b.readUInt32LE(4)],
+    [b.readUInt32LE(8), b.readUInt32LE(12)],
+  ];
 }
 
 /** One flow at one endpoint (found by the packets of both directions). Ports in host order. */

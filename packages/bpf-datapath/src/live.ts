@@ -90,6 +90,7 @@ export class LiveMaps extends KernelMaps {
       policy: await this.dump('cascade_policy'),
       services: await this.dump('cascade_services'),
       backends: await this.dump('cascade_backends'),
+      staged: await this.dump('cascade_staged'),
       hostIdentity: await this.hostIdentity(),
     });
   }

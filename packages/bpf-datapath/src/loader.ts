@@ -31,6 +31,7 @@ import {
 import { flowCacheBytes, possibleCpus } from './flowcache.ts';
 import { KernelMaps, monotonicSeconds } from './kernel.ts';
 import { ServiceState } from './services.ts';
+import { StagedState } from './staged-maps.ts';
 import {
   type DesiredState,
   entryKey,
@@ -113,6 +114,7 @@ export class Datapath extends KernelMaps {
   private ipcache = new Map<string, number>();
   private nextTable = 1;
   private services = new ServiceState();
+  private staged = new StagedState();
   /** Last endpoint revision handed out (revisions are unique across endpoints). */
   private revision = 0;
   /** Pinned maps replaced on open because an upgrade changed their layout (their content is lost). */
@@ -192,6 +194,7 @@ export class Datapath extends KernelMaps {
     for (const [k, v] of await this.dump('cascade_hosts'))
       this.ipcache.set(HOST_PREFIXLEN_HEX + hex(k), decodeIpcacheValue(v));
     this.services.readBack(await this.dump('cascade_services'), await this.dump('cascade_backends'));
+    await this.staged.readBack(this.mapOps);
     this.config = (await this.readConfig()) ?? this.config;
   }
 
@@ -276,6 +279,8 @@ export class Datapath extends KernelMaps {
       ipcacheWritten: 0,
       refused: [],
       failClosed: [],
+      stagedWritten: 0,
+      stagedRefused: [],
     };
     const wantIpcache = new Map(desired.ipcache.map((e) => [ipcacheKeyHex(e.prefix), e.identity]));
     const liveIdentities = new Set(this.ipcache.values());
@@ -386,8 +391,9 @@ export class Datapath extends KernelMaps {
     report.ipcacheWritten = ipAdds.length;
 
     await step('ipcache written');
-    // 3. Endpoints: one update each.
+    // 3. Endpoints: one update each; their staged tables first (staged-maps.ts).
     const wantEndpoints = new Map<string, EndpointValue>();
+    const wantStaged = new Map<string, [[number, number], [number, number]]>();
     for (const ep of desired.endpoints) {
       const k = endpointKeyHex(ep.ip);
       const prev = this.endpoints.get(k);
@@ -406,6 +412,22 @@ export class Datapath extends KernelMaps {
         flags |= EP_FLAGS.FAIL_CLOSED;
         report.failClosed.push(ep.ip);
       } else if (missing && prev) flags = prev.flags;
+      // staged tables, all four written (a refused one: this endpoint is not judged by the staged set)
+      const s = ep.staged;
+      const sids = s && [
+        nextAssigned.get(s.ingress.admin),
+        nextAssigned.get(s.ingress.lower),
+        nextAssigned.get(s.egress.admin),
+        nextAssigned.get(s.egress.lower),
+      ];
+      if (sids?.every((id) => id !== undefined) && !(flags & EP_FLAGS.FAIL_CLOSED)) {
+        wantStaged.set(k, [
+          [sids[0]!, sids[1]!],
+          [sids[2]!, sids[3]!],
+        ]);
+        flags |= EP_FLAGS.STAGED;
+      } else flags &= ~EP_FLAGS.STAGED;
+      if (s && !wantStaged.has(k)) report.stagedRefused.push(ep.ip);
       const changedTables =
         !prev ||
         tables[0][0] !== prev.tables[0][0] ||
@@ -421,6 +443,7 @@ export class Datapath extends KernelMaps {
       };
       wantEndpoints.set(k, v);
     }
+    report.stagedWritten = await this.staged.write(this.mapOps, wantStaged);
     const epWrites: [string, string][] = [];
     for (const [k, v] of wantEndpoints) {
       const prev = this.endpoints.get(k);
@@ -431,6 +454,7 @@ export class Datapath extends KernelMaps {
     const epDeletes = [...this.endpoints.keys()].filter((k) => !wantEndpoints.has(k));
     await this.deletes('cascade_endpoints', epDeletes);
     this.endpoints = wantEndpoints;
+    await this.staged.prune(this.mapOps, wantStaged);
     if (epWrites.length || epDeletes.length) await this.recheckConntrack();
     // The node's own identity, once the tables that hold its entries are in place (a change drops
     // the cached verdicts; flows conntrack already holds keep theirs, as for any identity change).
@@ -448,6 +472,7 @@ export class Datapath extends KernelMaps {
     let patchedDeletes = false;
     for (const { tables: t } of this.endpoints.values())
       inUse.add(t[0][0]).add(t[0][1]).add(t[1][0]).add(t[1][1]);
+    for (const id of this.staged.inUse()) inUse.add(id);
     for (const t of [...this.kernelTables.values()]) {
       if (t.pendingDeletes.length) {
         patchedDeletes = true;
@@ -468,14 +493,16 @@ export class Datapath extends KernelMaps {
     if (patchedDeletes) await this.invalidateVerdicts();
     await step('old tables freed');
     // 6. Services, last: their backends' identities are in the ipcache by now.
-    if (desired.services)
-      report.services = await this.services.sync(desired.services, {
-        updates: (m, p) => this.updates(m, p),
-        deletes: (m, k) => this.deletes(m, k),
-        dump: (m) => this.dump(m),
-      });
+    if (desired.services) report.services = await this.services.sync(desired.services, this.mapOps);
     return report;
   }
+
+  /** The map operations the Service and staged states write through. */
+  private readonly mapOps = {
+    updates: (m: string, p: [string, string][]) => this.updates(m, p),
+    deletes: (m: string, k: string[]) => this.deletes(m, k),
+    dump: (m: string) => this.dump(m),
+  };
 
   tableId(key: string): number | undefined {
     return this.assigned.get(key);

@@ -8,6 +8,7 @@ import {
   decodeIpcacheValue,
   decodePolicyKey,
   decodePolicyValue,
+  decodeStagedValue,
   type EndpointValue,
   EP_FLAGS,
   ID,
@@ -63,6 +64,8 @@ export class ReferenceDatapath {
   private readonly ipcache: { prefixlen: number; addr: Buffer; identity: number }[] = [];
   private readonly hosts = new Map<string, number>();
   private readonly endpoints = new Map<string, EndpointValue>();
+  /** endpoint key hex -> its staged tables (cascade_staged), read only with EP_STAGED as the program does */
+  private readonly staged = new Map<string, [[number, number], [number, number]]>();
   /** table -> identity -> entries */
   private readonly policy = new Map<number, Map<number, (PolicyKey & PolicyValue)[]>>();
   /** frontend `addr16hex/port/proto` -> its backends */
@@ -77,6 +80,8 @@ export class ReferenceDatapath {
     policy: [Buffer, Buffer][];
     services?: [Buffer, Buffer][];
     backends?: [Buffer, Buffer][];
+    /** cascade_staged */
+    staged?: [Buffer, Buffer][];
     /** cascade_config[0]'s host identity: what HOST is judged as (0 or absent: always allowed) */
     hostIdentity?: number;
   }) {
@@ -91,6 +96,7 @@ export class ReferenceDatapath {
     this.ipcache.sort((a, b) => b.prefixlen - a.prefixlen);
     for (const [k, v] of maps.hosts) this.hosts.set(k.toString('hex'), decodeIpcacheValue(v));
     for (const [k, v] of maps.endpoints) this.endpoints.set(k.toString('hex'), decodeEndpointValue(v));
+    for (const [k, v] of maps.staged ?? []) this.staged.set(k.toString('hex'), decodeStagedValue(v));
     for (const [k, v] of maps.policy) {
       const key = decodePolicyKey(k);
       let t = this.policy.get(key.table);
@@ -154,15 +160,20 @@ export class ReferenceDatapath {
     return better(best, this.lpm(table, ID.WILDCARD, proto, port));
   }
 
-  /** The verdict for a new flow in one direction at the endpoint owning `local`. */
+  /**
+   * The verdict for a new flow in one direction at the endpoint owning `local`; `staged`: what its
+   * staged tables would decide (its enforced ones where it has none), never what is enforced.
+   */
   judge(
     direction: 'ingress' | 'egress',
     local: string,
     remote: string,
     proto: number,
     port: number,
+    view: 'enforced' | 'staged' = 'enforced',
   ): RefDecision {
-    const ep = this.endpoints.get(addr16(local).toString('hex'));
+    const key = addr16(local).toString('hex');
+    const ep = this.endpoints.get(key);
     if (!ep) return { verdict: 'allow', reason: 'not-endpoint' };
     if (!(ep.flags & (direction === 'egress' ? EP_FLAGS.ENFORCE_EGRESS : EP_FLAGS.ENFORCE_INGRESS)))
       return { verdict: 'allow', reason: 'not-enforced' };
@@ -176,7 +187,8 @@ export class ReferenceDatapath {
     const host = identity === ID.HOST;
     const lookup = host ? this.hostIdentity : identity;
     if (host && !lookup) return { verdict: 'allow', reason: 'host', remoteIdentity: identity };
-    const [admin, lower] = ep.tables[DIR[direction]];
+    const staged = view === 'staged' && ep.flags & EP_FLAGS.STAGED ? this.staged.get(key) : undefined;
+    const [admin, lower] = (staged ?? ep.tables)[DIR[direction]]!;
     const a = this.layer(admin, lookup, proto, port);
     if (a && a.verdict !== 'pass')
       return {

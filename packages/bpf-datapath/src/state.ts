@@ -33,6 +33,11 @@ export interface DesiredEndpoint {
   flags: number;
   tables: Record<'ingress' | 'egress', { admin: string; lower: string }>;
   /**
+   * The tables the staged set would judge its new flows by, where they differ from `tables` (never
+   * enforced: cascade_staged, flag EP_STAGED). Their entries are in DesiredState.tables too.
+   */
+  staged?: Record<'ingress' | 'egress', { admin: string; lower: string }>;
+  /**
    * The endpoint's host-side interface, found from the kernel (never from pod metadata). The program
    * drops the endpoint's packets on any other interface. Offline and in BPF_PROG_TEST_RUN: the
    * loopback (TEST_RUN_IFINDEX).
@@ -71,6 +76,9 @@ export interface SyncReport {
   ipcacheWritten: number;
   refused: { table: string; entries: number; error: string }[];
   failClosed: string[];
+  /** cascade_staged entries written; endpoints whose staged tables were refused (not judged by them). */
+  stagedWritten: number;
+  stagedRefused: string[];
   services?: ServiceSyncReport;
 }
 

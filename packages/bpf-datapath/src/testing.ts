@@ -31,6 +31,7 @@ export async function referenceOf(dp: Datapath): Promise<ReferenceDatapath> {
     policy: await dump('cascade_policy'),
     services: await dump('cascade_services'),
     backends: await dump('cascade_backends'),
+    staged: await dump('cascade_staged'),
     hostIdentity: await dp.hostIdentity(),
   });
 }
