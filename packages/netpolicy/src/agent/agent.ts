@@ -67,6 +67,8 @@ export class NetpolAgent {
     'Event to datapath synced',
   );
   lastReport?: SyncReport;
+  /** Endpoint addresses judged by staged tables too at the last sync, and pods the staged budget left out. */
+  private stagedEndpoints = { judged: 0, leftOut: 0 };
   /** The kernel's verdict counters as last read (at start, then every 10 s). */
   private packets: Partial<Record<keyof typeof COUNTERS, number>> = {};
   private housekeepingTimer?: NodeJS.Timeout;
@@ -193,6 +195,7 @@ export class NetpolAgent {
           this.queue.add('sync');
         },
         ownersChanged: () => this.found.reportConflicts(),
+        staged: true,
         ...(this.podSource ? { podSource: this.podSource } : {}),
       }),
     );
@@ -257,6 +260,8 @@ export class NetpolAgent {
     datapathMetrics(this.metrics, this.tenantMetrics, {
       packets: (name) => this.packets[name] ?? 0,
       policySamples: () => this.flows.policySamples(),
+      stagedSamples: () => this.flows.stagedSamples(),
+      stagedEndpoints: () => this.stagedEndpoints,
       conntrackEntries: () => this.conntrackEntries,
       flowCache: () => ({ slots: this.opts.datapath.flowSlots, bytes: this.opts.datapath.flowCacheBytes }),
     });
@@ -424,12 +429,24 @@ export class NetpolAgent {
       ifindexOf: (ip) => this.links.ifindexByIp.get(ip),
       services: this.services,
       ...(this.opts.auditNamespaces?.length ? { auditNamespaces: new Set(this.opts.auditNamespaces) } : {}),
+      ...(this.opts.stagedEntryBudget !== undefined
+        ? { stagedEntryBudget: this.opts.stagedEntryBudget }
+        : {}),
     });
     this.lastDesiredFrom = undefined;
     const report = await this.opts.datapath.sync(desired);
     this.lastDesiredFrom = from;
     this.lastRules = desired.rules;
     this.lastReport = report;
+    this.stagedEndpoints = {
+      judged: desired.endpoints.filter((e) => e.staged).length - report.stagedRefused.length,
+      leftOut: desired.stagedLeftOut.length,
+    };
+    if (desired.stagedLeftOut.length)
+      this.log('warn', "staged policies not judged for pods over the node's staged budget", {
+        pods: desired.stagedLeftOut.slice(0, 20),
+        count: desired.stagedLeftOut.length,
+      });
     this.syncs.inc();
     this.entriesWritten.inc(report.entriesWritten);
     for (const r of report.refused) {

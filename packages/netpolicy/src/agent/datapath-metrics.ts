@@ -40,6 +40,10 @@ export const KERNEL_COUNTERS: readonly (readonly [keyof typeof COUNTERS, string]
     "Flow cache slots filled by a conntrack hit (churn of the per-CPU cache that answers established flows' packets)",
   ],
   ['icmpTrimmed', 'Related ICMP errors cut to the headers a stack reads'],
+  [
+    'stagedDiffer',
+    'New flows the staged policies would judge otherwise (judged beside the enforced set; never enforced)',
+  ],
 ];
 
 /** Registers the families on the agent's registries; `read` gives their values at each scrape. */
@@ -49,6 +53,9 @@ export function datapathMetrics(
   read: {
     packets(name: keyof typeof COUNTERS): number;
     policySamples(): [{ policy: string; direction: string; verdict: string }, number][];
+    stagedSamples(): [{ policy: string; direction: string; verdict: string }, number][];
+    /** Endpoints judged by staged tables too, and those the node's staged budget left out. */
+    stagedEndpoints(): { judged: number; leftOut: number };
     conntrackEntries(): number;
     /** The flow cache as loaded: slots per CPU and bytes on this node. */
     flowCache(): { slots: number; bytes: number };
@@ -65,6 +72,22 @@ export function datapathMetrics(
     `Flows the kernel reported with their deciding policy (denied flows, and allowed ones of audited endpoints), by direction and verdict; flows over an endpoint's event budget are not seen (events_suppressed counts them); ${MAX_POLICY_SERIES} policies at most, the rest as policy="other"`,
     ['policy', 'direction', 'verdict'],
     () => read.policySamples(),
+  );
+  tenant.counterFamily(
+    'cascade_datapath_staged_flows_total',
+    `New flows the staged policies would decide otherwise (judged by the datapath beside the enforced set, never enforced), by the policy of the staged verdict's rule, direction and staged verdict; within each endpoint's event budget; ${MAX_POLICY_SERIES} policies at most, the rest as policy="other"`,
+    ['policy', 'direction', 'verdict'],
+    () => read.stagedSamples(),
+  );
+  node.gauge(
+    'cascade_datapath_staged_endpoints',
+    'Endpoint addresses of this node whose new flows its staged tables judge too',
+    () => read.stagedEndpoints().judged,
+  );
+  node.gauge(
+    'cascade_datapath_staged_left_out',
+    "Pods of this node not judged by the staged set: its staged tables' entries were over the node's staged budget",
+    () => read.stagedEndpoints().leftOut,
   );
   node.gauge('cascade_datapath_conntrack_entries', 'Conntrack entries at the last collection', () =>
     read.conntrackEntries(),

@@ -10,7 +10,12 @@ import type { ServiceCatalog } from '../engine/services.ts';
 export interface NodeDatapathState extends DesiredState {
   /** Numeric rule id (in map values and flow events) -> rule id string. */
   rules: Map<number, string>;
+  /** Pods whose staged tables were left out for the node's staged budget (not judged by the staged set). */
+  stagedLeftOut: string[];
 }
+
+/** Entries the tables only staged policies use may add to one node's policy map (the rest is left out). */
+export const DEFAULT_STAGED_ENTRY_BUDGET = 100_000;
 
 /**
  * Per engine, kept across calls so that an agent's sync after a small change reuses the converted
@@ -28,6 +33,13 @@ const converted = new WeakMap<NetpolEngine, Converted>();
 /** Prefix text by prefix object (host prefixes are shared objects, see cidr.hostPrefix). */
 const formatted = new WeakMap<Prefix, string>();
 const NONE: readonly string[] = [];
+type Refs = Record<'ingress' | 'egress', Record<'admin' | 'lower', string>>;
+const LAYER_IDS = [
+  ['ingress', 'admin'],
+  ['ingress', 'lower'],
+  ['egress', 'admin'],
+  ['egress', 'lower'],
+] as const;
 
 export interface DatapathStateOptions {
   /**
@@ -44,6 +56,11 @@ export interface DatapathStateOptions {
    * flows then show allowed flows beside denied ones), within each endpoint's event budget.
    */
   auditNamespaces?: ReadonlySet<string>;
+  /**
+   * Entries the staged set's own tables (those no enforced rule set of the node uses) may add; pods past
+   * it (in the engine's order) are not judged by the staged set on this node, and said so.
+   */
+  stagedEntryBudget?: number;
 }
 
 /** Desired datapath state of the agent on `node` (every pod when node is undefined, e.g. offline). */
@@ -71,6 +88,29 @@ export function datapathState(
   const tables = new Map<string, TableEntry[]>();
   const adminTables = new Set<string>();
   const endpoints: DesiredState['endpoints'] = [];
+  /** A table's entries in the datapath's terms, converted once per MapState version. */
+  const entriesOf = (id: string): TableEntry[] => {
+    const state = engine.tables.get(id)!.state;
+    let done = c.tables.get(state);
+    if (done?.version !== state.version) {
+      done = {
+        version: state.version,
+        entries: [...state.entries()].map((e) => ({
+          identity: e.identity,
+          proto: e.proto,
+          port: e.port,
+          plen: e.plen,
+          precedence: e.precedence,
+          verdict: e.verdict,
+          rule: ruleNumber(e.rule),
+        })),
+      };
+      c.tables.set(state, done);
+    }
+    return done.entries;
+  };
+  /** Endpoints with staged tables, given them once every enforced table is known (the budget). */
+  const stagedCandidates: { key: string; refs: Refs; at: DesiredState['endpoints'] }[] = [];
   for (const [key, pod] of engine.pods) {
     if (node !== undefined && pod.node !== node) continue;
     const identity = engine.podIdentity.get(key);
@@ -85,29 +125,14 @@ export function datapathState(
       for (const layer of ['admin', 'lower'] as const) {
         const id = refs[d][layer];
         if (layer === 'admin') adminTables.add(id);
-        if (tables.has(id)) continue;
-        const state = engine.tables.get(id)!.state;
-        let done = c.tables.get(state);
-        if (done?.version !== state.version) {
-          done = {
-            version: state.version,
-            entries: [...state.entries()].map((e) => ({
-              identity: e.identity,
-              proto: e.proto,
-              port: e.port,
-              plen: e.plen,
-              precedence: e.precedence,
-              verdict: e.verdict,
-              rule: ruleNumber(e.rule),
-            })),
-          };
-          c.tables.set(state, done);
-        }
-        tables.set(id, done.entries);
+        if (!tables.has(id)) tables.set(id, entriesOf(id));
       }
     }
+    const staged = engine.stagedEndpointTables.get(identity);
+    const mine: DesiredState['endpoints'] = [];
+    if (staged) stagedCandidates.push({ key, refs: staged, at: mine });
     for (const { ip, ifindex } of bound) {
-      endpoints.push({
+      mine.push({
         ip,
         identity,
         flags:
@@ -118,6 +143,22 @@ export function datapathState(
         ifindex,
       });
     }
+    endpoints.push(...mine);
+  }
+  // The staged set's tables, within the node's staged budget (what enforces is never left out for it).
+  let stagedBudget = opts.stagedEntryBudget ?? DEFAULT_STAGED_ENTRY_BUDGET;
+  const stagedLeftOut: string[] = [];
+  for (const { key, refs, at } of stagedCandidates) {
+    const fresh = [...new Set(LAYER_IDS.map(([d, l]) => refs[d][l]))].filter((id) => !tables.has(id));
+    const cost = fresh.reduce((n, id) => n + entriesOf(id).length, 0);
+    if (cost > stagedBudget) {
+      stagedLeftOut.push(key);
+      continue;
+    }
+    stagedBudget -= cost;
+    for (const id of fresh) tables.set(id, entriesOf(id));
+    for (const [d, l] of LAYER_IDS) if (l === 'admin') adminTables.add(refs[d][l]);
+    for (const ep of at) ep.staged = refs;
   }
   // engine.ipcache(node) is memoised until the next change: convert it once per change too. The
   // ClusterIPs of Services the node's budgets left out (memoised by the catalog) join it as
@@ -145,6 +186,7 @@ export function datapathState(
     tables,
     adminTables,
     rules,
+    stagedLeftOut,
     ...(opts.services ? { services: opts.services.desired(node) } : {}),
     // the node's own addresses (HOST) are judged as its node identity (admin tier, baseline)
     ...(node !== undefined ? { hostIdentity: engine.nodeIdentity.get(node) ?? 0 } : {}),

@@ -24,6 +24,20 @@ export interface FlowRecord {
   rule?: string;
   /** Reports of this flow left out since its last record (one record per flow per period). */
   repeats?: number;
+  /**
+   * What the staged set would decide instead, judged by the datapath beside the enforced set (only
+   * where the two differ; never enforced): its verdict and deciding rule (a staged object's, or an
+   * enforced policy's where staging removed what decides now).
+   */
+  staged?: { verdict: 'allow' | 'deny'; rule?: string };
+}
+
+function stagedPart(
+  s: NonNullable<FlowEvent['staged']>,
+  rules: ReadonlyMap<number, string>,
+): NonNullable<FlowRecord['staged']> {
+  const rule = s.rule ? rules.get(s.rule) : undefined;
+  return { verdict: s.verdict, ...(rule ? { rule } : {}) };
 }
 
 /** 127.0.0.0/8 or ::1, as a socket reports its peer (IPv4-mapped included). */
@@ -41,6 +55,9 @@ export class FlowLog {
   /** `policy|direction|verdict` -> flows the kernel reported (every event, before the per-flow limit). */
   private readonly byPolicy = new Map<string, number>();
   private readonly policies = new Set<string>();
+  /** `policy|direction|staged verdict` -> new flows the staged set would judge otherwise. */
+  private readonly byStaged = new Map<string, number>();
+  private readonly stagedPolicies = new Set<string>();
   /** flow -> when it was last recorded, and the reports left out since */
   private readonly lastByFlow = new Map<string, { at: number; repeats: number }>();
   private readonly followers = new Set<{ res: ServerResponse; match: (r: FlowRecord) => boolean }>();
@@ -72,7 +89,9 @@ export class FlowLog {
     const out: FlowRecord[] = [];
     for (const e of events) {
       this.countPolicy(e, rules);
-      const key = `${e.src}|${e.dst}|${e.proto}|${e.dport}|${e.direction}|${e.verdict}`;
+      if (e.staged) this.countStaged(e, rules);
+      // a staged verdict is part of the flow's identity: a staged change shows at once
+      const key = `${e.src}|${e.dst}|${e.proto}|${e.dport}|${e.direction}|${e.verdict}|${e.staged?.verdict ?? ''}`;
       const last = this.lastByFlow.get(key);
       if (last !== undefined && now - last.at < this.perFlowMs) {
         this.dropped++;
@@ -97,6 +116,7 @@ export class FlowLog {
         port: e.dport,
         ...(e.rule && rules.get(e.rule) ? { rule: rules.get(e.rule)! } : {}),
         ...(last?.repeats ? { repeats: last.repeats } : {}),
+        ...(e.staged ? { staged: stagedPart(e.staged, rules) } : {}),
       };
       out.push(r);
       this.ring.push(r);
@@ -119,6 +139,30 @@ export class FlowLog {
     }
     const k = `${policy}|${e.direction}|${e.verdict}`;
     this.byPolicy.set(k, (this.byPolicy.get(k) ?? 0) + 1);
+  }
+
+  /**
+   * One new flow the staged set would judge otherwise, for the policy of the staged verdict's rule
+   * (a staged object, `StagedNetworkPolicy/shop/x`, or the enforced policy that would decide instead),
+   * bounded as countPolicy.
+   */
+  private countStaged(e: FlowEvent, rules: ReadonlyMap<number, string>): void {
+    const rule = e.staged!.rule ? rules.get(e.staged!.rule) : undefined;
+    let policy = rule ? rule.split('#')[0]! : '(default)';
+    if (!this.stagedPolicies.has(policy)) {
+      if (this.stagedPolicies.size >= MAX_POLICY_SERIES) policy = 'other';
+      else this.stagedPolicies.add(policy);
+    }
+    const k = `${policy}|${e.direction}|${e.staged!.verdict}`;
+    this.byStaged.set(k, (this.byStaged.get(k) ?? 0) + 1);
+  }
+
+  /** cascade_datapath_staged_flows_total's samples: flows the staged set would decide otherwise. */
+  stagedSamples(): [{ policy: string; direction: string; verdict: string }, number][] {
+    return [...this.byStaged].map(([k, n]) => {
+      const [policy, direction, verdict] = k.split('|') as [string, string, string];
+      return [{ policy, direction, verdict }, n];
+    });
   }
 
   /** cascade_datapath_policy_flows_total's samples. */

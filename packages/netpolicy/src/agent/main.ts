@@ -44,6 +44,9 @@ Flags (defaults from the environment variable named, then the value shown):
                                     every namespace its own; the controller's must match)
   --namespace-entry-budget N        policy map entries one tenant's NetworkPolicies may use on this
                                     node for peers it controls ($CASCADE_NAMESPACE_ENTRY_BUDGET, 100000)
+  --staged-entry-budget N           policy map entries the staged policies' own rule sets may add on
+                                    this node; pods past it are not judged by the staged set (a metric
+                                    and a log line say so) ($CASCADE_STAGED_ENTRY_BUDGET, 100000)
   --foreign-identity-cap N          label sets per tenant that other namespaces' NetworkPolicies
                                     select one by one; newer ones are left out of those peers
                                     ($CASCADE_FOREIGN_IDENTITY_CAP, 512; the controller's must match)
@@ -87,6 +90,7 @@ const b = binary(
     daemonset: { type: 'string', default: env.CASCADE_DAEMONSET ?? '' },
     'namespace-entry-budget': { type: 'string', default: env.CASCADE_NAMESPACE_ENTRY_BUDGET ?? '100000' },
     'foreign-identity-cap': { type: 'string', default: env.CASCADE_FOREIGN_IDENTITY_CAP ?? '512' },
+    'staged-entry-budget': { type: 'string', default: env.CASCADE_STAGED_ENTRY_BUDGET ?? '100000' },
     'tenant-label': { type: 'string', default: env.CASCADE_TENANT_LABEL ?? DEFAULT_TENANT_LABEL },
     'pod-source': { type: 'string', default: env.CASCADE_POD_SOURCE ?? 'pods' },
     'service-namespace-frontends': {
@@ -172,6 +176,7 @@ const agent = new NetpolAgent({
   ...(cniConfDir ? { cniConfDir } : {}),
   identity: { version: b.version(), program: hashOf(readFileSync(ARTIFACTS.object), 12) },
   namespaceEntryBudget: budget,
+  stagedEntryBudget: b.whole('staged-entry-budget', 'entries', 1_048_576),
   foreignIdentityCap: b.whole('foreign-identity-cap', 'label sets', 1_000_000),
   tenantLabel,
   serviceBudget,

@@ -52,6 +52,8 @@ export interface AgentOptions {
    * Service over its namespace's budget is refused alone: untranslated, its ClusterIPs fail closed.
    */
   serviceBudget?: ServiceBudget;
+  /** Entries the staged set's own rule sets may add on this node (--staged-entry-budget; datapathState). */
+  stagedEntryBudget?: number;
   /** Namespaces whose allowed flows are reported too (--audit-namespaces; see datapathState). */
   auditNamespaces?: readonly string[];
   /**

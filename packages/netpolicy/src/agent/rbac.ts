@@ -1,4 +1,5 @@
-// RBAC of the node agent: it reads what its engine resolves (namespaces, nodes, the four policy kinds,
+// RBAC of the node agent: it reads what its engine resolves (namespaces, nodes, the four policy kinds
+// and their Staged* kinds,
 // and either every Pod or, with --pod-source=slices, the PodAddressSlices and no Pod at all), the
 // Services and EndpointSlices it translates in the datapath. RBAC cannot limit a DaemonSet to its own
 // node, so what it can do anywhere is kept to reads of policy inputs: with slices it reads no Pod
@@ -6,6 +7,8 @@
 // object, its node's NetpolNodeReport (cluster/node-report.ts), and a ValidatingAdmissionPolicy lets
 // it write only the one named after the node its ServiceAccount token is bound to; the controller
 // turns the findings into Events. No status, no EffectivePolicies, no Leases.
+import { STAGED_KINDS } from '../engine/staged.ts';
+
 const READ = ['get', 'list', 'watch'];
 
 export const AGENT_NAME = 'netpolicy-agent';
@@ -31,6 +34,12 @@ export function agentClusterRole(
       {
         apiGroups: ['policy.networking.k8s.io'],
         resources: ['adminnetworkpolicies', 'baselineadminnetworkpolicies', 'clusternetworkpolicies'],
+        verbs: READ,
+      },
+      // staged policies: judged by the datapath beside the enforced ones (never enforced)
+      {
+        apiGroups: ['cascade.dev'],
+        resources: Object.values(STAGED_KINDS).map((k) => k.plural),
         verbs: READ,
       },
       ...(podSource === 'slices'

@@ -6,6 +6,7 @@
 // (fieldSelector spec.nodeName) and the PodAddressSlices the netpolicy-controller publishes for the
 // others; a pod the Pod API shows wins over what a slice says of it.
 
+import { EFFECTIVE_GROUP } from '@cascade/core';
 import {
   Informer,
   type InformerEvent,
@@ -23,6 +24,7 @@ import {
   podFromObject,
 } from '../engine/model.ts';
 import type { ServiceCatalog } from '../engine/services.ts';
+import { STAGED_KINDS, STAGED_VERSION, type StagedKindName, stagedFromObject } from '../engine/staged.ts';
 import { NodeAddresses } from './node-addresses.ts';
 import { NODE_REPORT_PATH, nodeReportFromObject } from './node-report.ts';
 import type { AddressOwners } from './owners.ts';
@@ -33,6 +35,9 @@ import { addressSliceFromObject, SLICE_PATH, type SliceIndex } from './slices.ts
  * where network-policy-api v0.3 is installed, v1alpha2 where v0.2 is; the informer takes the first one
  * served at each list, one object whichever version shows it) and whether it is optional (a CRD).
  */
+/** Where the Staged* kinds are served (cluster/staged-crds.ts). */
+export const STAGED_BASE = `/apis/${EFFECTIVE_GROUP}/${STAGED_VERSION}`;
+
 export const POLICY_PATHS: [NetPolicyObject['kind'], readonly string[], boolean][] = [
   ['NetworkPolicy', ['/apis/networking.k8s.io/v1/networkpolicies'], false],
   ['AdminNetworkPolicy', ['/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies'], true],
@@ -65,6 +70,8 @@ export interface WatchContext {
   ownersChanged: () => void;
   /** this pod's claim changed (the controller's slices follow it) */
   podChanged?: (key: string) => void;
+  /** Watch the Staged* kinds into the engine's staged view (the agent: its datapath judges by both). */
+  staged?: boolean;
   /** a NetpolNodeReport changed (the controller relays its findings) */
   reportChanged?: () => void;
   /**
@@ -181,6 +188,23 @@ export function clusterInformers(ctx: WatchContext): Informer[] {
         }),
       ),
     );
+  if (ctx.staged)
+    for (const kind of Object.keys(STAGED_KINDS) as StagedKindName[])
+      informers.push(
+        new Informer(
+          c,
+          `${STAGED_BASE}/${STAGED_KINDS[kind].plural}`,
+          on((t, o) => {
+            const s = stagedFromObject(kind, o as never);
+            const key = `${kind}/${STAGED_KINDS[kind].namespaced ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
+            // a staged object that cannot be read stages nothing (its status says why)
+            if (t === 'DELETED' || 'error' in s) ctx.engine.removeStaged(key);
+            else ctx.engine.upsertStaged(s);
+          }),
+          undefined,
+          true,
+        ),
+      );
   for (const [kind, paths, optional] of POLICY_PATHS) {
     informers.push(
       new Informer(

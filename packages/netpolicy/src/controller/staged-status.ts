@@ -5,6 +5,7 @@
 // Written only when it differs from what the live object says (a restart writes nothing).
 import { EFFECTIVE_GROUP } from '@cascade/core';
 import { Informer, type KubeClient, type KubeObject, type Logger } from '@cascade/core/kube';
+import { STAGED_BASE } from '../cluster/watch.ts';
 
 type Counter = { inc(n?: number): void };
 
@@ -19,7 +20,7 @@ import {
   stagedTargetName,
 } from '../engine/staged.ts';
 
-const BASE = `/apis/${EFFECTIVE_GROUP}/${STAGED_VERSION}`;
+const BASE = STAGED_BASE;
 /** A condition's message at most (the API has no limit of its own; a reader does). */
 const MAX_MESSAGE = 1024;
 

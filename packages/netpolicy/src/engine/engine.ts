@@ -195,7 +195,8 @@ export class NetpolEngine {
   }
 
   /**
-   * A staged object (staged.ts): judged beside the enforced set, never enforcing. Returns its key
+   * A staged object (staged.ts): judged beside the enforced set, never enforcing; one whose policy
+   * its kind would refuse stages nothing. Returns its key
    * (`StagedNetworkPolicy/shop/x`), which its rules' ids and removeStaged use.
    */
   upsertStaged(s: StagedPolicy): string {
@@ -207,7 +208,14 @@ export class NetpolEngine {
       JSON.stringify(prev.staged.policy.spec) === JSON.stringify(s.policy.spec)
     )
       return key;
-    this.staged.entries.set(key, { staged: s, built: buildStaged(s), revision: ++this.revision });
+    const built = buildStaged(s);
+    // one its kind's validation refuses could never be enforced as written: it stages nothing (its
+    // status says Invalid, controller/staged-status.ts)
+    if (built?.errors.length) {
+      this.removeStaged(key);
+      return key;
+    }
+    this.staged.entries.set(key, { staged: s, built, revision: ++this.revision });
     if (!this.changedPolicies.has(key)) this.changedPolicies.set(key, prev?.built ?? null);
     return key;
   }
