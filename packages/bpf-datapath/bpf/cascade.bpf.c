@@ -245,11 +245,13 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	 * enforced; where the two differ the flow's event says so (established packets never get here) */
 	struct decision sd = {};
 	int staged_differs = 0;
+#ifndef CASCADE_BENCH_NO_STAGED /* bench build only: the step removed, to time what it costs */
 	if (!ct && (ep->flags & EP_STAGED) && (ep->flags & (odir == DIR_EGRESS ? EP_ENFORCE_EGRESS : EP_ENFORCE_INGRESS))) {
 		staged_differs = judge_staged(local, odir, &d, f.proto, odir == DIR_EGRESS ? ck.rport : ck.lport, &sd);
 		if (staged_differs)
 			count(CNT_STAGED_DIFFER);
 	}
+#endif
 	__u8 reason = ct ? 2 : 0;
 	if (ct) {
 		if (ct->verdict == VERDICT_DENY && d.verdict == VERDICT_DENY)
