@@ -29,6 +29,13 @@ describe('cascadectl flows', () => {
       seen.push(req.url ?? '');
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
       res.write(`${JSON.stringify(flow(1, 'deny'))}\n`);
+      if ((req.url ?? '').includes('namespace=staged')) {
+        // a flow the node's datapath judged by its staged tables too
+        res.end(
+          `${JSON.stringify({ ...flow(3, 'allow'), rule: 'NetworkPolicy/db/server#ingress[0]', staged: { verdict: 'deny', rule: 'StagedNetworkPolicy/db/server' } })}\n`,
+        );
+        return;
+      }
       if ((req.url ?? '').includes('follow=1')) {
         setTimeout(() => res.end(`${JSON.stringify(flow(2, 'deny'))}\n`), 100);
       } else res.end();
@@ -46,6 +53,28 @@ describe('cascadectl flows', () => {
       /n1\s+ingress\s+app\/client\s+db\/server\s+TCP\/5432\s+DENY\s+AdminNetworkPolicy\/db-lockdown#ingress\[0\]/,
     );
     expect(seen.at(-1)).toBe('/flows?verdict=deny&namespace=db');
+  });
+
+  it("shows the datapath's staged mark as it is, in a STAGED column, without --staged too", async () => {
+    const r = await run('flows', '--agent', url, '-n', 'staged');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/VERDICT\s+DECIDED BY\s+STAGED/);
+    // the flow the datapath did not mark: "="; the marked one: what the staged set would do, and where
+    expect(r.stdout).toMatch(/DENY\s+AdminNetworkPolicy\/db-lockdown#ingress\[0\]\s+=/);
+    expect(r.stdout).toMatch(
+      /ALLOW\s+NetworkPolicy\/db\/server#ingress\[0\]\s+WOULD DENY \(ingress: StagedNetworkPolicy\/db\/server isolation \(no rule of it allows the flow\); datapath\)/,
+    );
+    const j = await run('flows', '--agent', url, '-n', 'staged', '-o', 'json');
+    const marked = j.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+      .find((f) => f.verdict === 'allow');
+    expect(marked.staged).toEqual({
+      verdict: 'deny',
+      changed: true,
+      decidedBy: 'ingress: StagedNetworkPolicy/db/server isolation (no rule of it allows the flow); datapath',
+    });
   });
 
   it('--follow streams until the agent closes; -o json prints one object per line', async () => {

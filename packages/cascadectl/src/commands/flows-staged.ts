@@ -1,9 +1,9 @@
 // `cascadectl flows --staged`: each flow the agents report judged again by the staged set (every
 // Staged* policy's action applied: engine/staged.ts) beside the enforced set, from the cluster's (or
 // the files') policies; a flow whose verdict the staged set would change is marked "would deny" or
-// "would allow" with the staged rule that decides it. The judging is cascadectl's, on the flows the
-// agents report (denied ones, and allowed ones of audited namespaces); the datapath itself does not
-// judge staged policies yet.
+// "would allow" with the staged rule that decides it. The nodes' datapath judges new flows by the
+// staged tables itself and reports those the staged set would decide otherwise (flows.ts takes its
+// mark as is); this judges the other reported flows (denied ones, allowed ones of audited namespaces).
 import { PROTO } from '@cascade/netpolicy';
 import { simulateProbe } from './netpol.ts';
 import { describeStagedSide, type StagedPair } from './netpol-staged.ts';

@@ -24,11 +24,14 @@ interface Flow {
   port: number;
   rule?: string;
   reason?: string;
+  /** The datapath's own staged judgement (only where the staged set decides otherwise). */
+  staged?: { verdict: 'allow' | 'deny'; rule?: string };
 }
 
 /** What decided a flow when the kernel names no rule: why, from the event's reason. */
 export function decidedBy(f: Pick<Flow, 'rule' | 'reason' | 'verdict' | 'direction'>): string {
-  if (f.rule) return f.rule;
+  // a rule without `#rule` is a NetworkPolicy isolation entry (the policies isolating the pod)
+  if (f.rule) return f.rule.includes('#') ? f.rule : `${f.rule} isolation (no rule of it allows the flow)`;
   if (f.reason === 'fail-closed')
     return 'fail closed (its rule set was refused, or the endpoint is not known yet)';
   if (f.reason === 'rejudged') return 'rejudged after a policy change';
@@ -62,6 +65,16 @@ function parseFlows(text: string): Flow[] {
     });
 }
 
+/** A flow the node's datapath marked: its staged verdict and the rule that decides it there. */
+function datapathMark(f: Flow): StagedMark {
+  const s = f.staged!;
+  return {
+    verdict: s.verdict,
+    changed: true,
+    decidedBy: `${f.direction}: ${decidedBy({ verdict: s.verdict, direction: f.direction, ...(s.rule ? { rule: s.rule } : {}) })}; datapath`,
+  };
+}
+
 const HEADER = ['TIME', 'NODE', 'DIRECTION', 'FROM', 'TO', 'PROTO/PORT', 'VERDICT', 'DECIDED BY'];
 
 export const flowsCommand: Command = {
@@ -69,7 +82,7 @@ export const flowsCommand: Command = {
   summary:
     "flows a node's BPF program denied (and audited allows), with the deciding rule (like hubble observe)",
   usage:
-    "cascadectl flows (--agent URL | --node N --kubeconfig PATH) [--follow] [--verdict deny|allow] [-n NS] [-o table|json]\n  cascadectl flows --staged --kubeconfig PATH [--node N | --agent URL] [FILES...] [...]\n  (--staged: each flow judged again by the staged set (every Staged* policy applied) beside the enforced\n   one: STAGED says = or WOULD DENY / WOULD ALLOW with the staged rule; every node's agent without\n   --node; judged by cascadectl on the flows the agents report, not in the datapath)",
+    "cascadectl flows (--agent URL | --node N --kubeconfig PATH) [--follow] [--verdict deny|allow] [-n NS] [-o table|json]\n  cascadectl flows --staged --kubeconfig PATH [--node N | --agent URL] [FILES...] [...]\n  (--staged: each flow judged again by the staged set (every Staged* policy applied) beside the enforced\n   one: STAGED says = or WOULD DENY / WOULD ALLOW with the staged rule; every node's agent without\n   --node. The nodes' datapath judges new flows by the staged tables and reports those it would\n   decide otherwise (marked datapath, shown also without --staged); cascadectl judges the rest)",
   options: {
     agent: { type: 'string' },
     staged: { type: 'boolean' },
@@ -92,11 +105,13 @@ export const flowsCommand: Command = {
       throw new UsageError('--staged judges the flows against the policies: give --kubeconfig PATH or FILES');
     const pair = values.staged ? loadStagedPair(files) : undefined;
     const judge = pair ? stagedJudge(pair) : undefined;
-    const marks = { changed: 0, judged: 0, by: new Map<string, number>() };
+    const marks = { changed: 0, judged: 0, datapath: 0, by: new Map<string, number>() };
     const markOf = (f: Flow): StagedMark | undefined => {
-      if (!judge) return undefined;
-      const m = judge(f);
+      // the node judged it by its staged tables itself: that is the answer (it saw the flow's packet)
+      const m = f.staged ? datapathMark(f) : judge?.(f);
+      if (!m) return undefined;
       if (m.verdict !== undefined) marks.judged++;
+      if (f.staged) marks.datapath++;
       if (m.changed) {
         marks.changed++;
         const k = `would ${m.verdict} by ${m.decidedBy}`;
@@ -104,7 +119,6 @@ export const flowsCommand: Command = {
       }
       return m;
     };
-    const header = judge ? [...HEADER, 'STAGED'] : HEADER;
     const print = (flows: Flow[], withHeader: boolean) => {
       if (format === 'json')
         for (const f of flows) {
@@ -112,18 +126,20 @@ export const flowsCommand: Command = {
           out(JSON.stringify(m ? { ...f, staged: m } : f));
         }
       else if (flows.length) {
+        // a STAGED column with --staged, or when the datapath marked a flow of this batch
+        const column = Boolean(judge) || flows.some((f) => f.staged);
         const rows = flows.map((f) => {
           const m = markOf(f);
-          return m ? [...row(f), stagedCell(m)] : row(f);
+          return column ? [...row(f), m ? stagedCell(m) : '='] : row(f);
         });
-        out(table(withHeader ? [header, ...rows] : rows));
+        out(table(withHeader ? [[...HEADER, ...(column ? ['STAGED'] : [])], ...rows] : rows));
       }
     };
     const summary = () => {
       if (judge && format === 'table')
         err(
           [
-            `${marks.changed} of ${marks.judged} flow(s) judged would change under the staged set (judged by cascadectl against the policies; the datapath does not judge staged policies yet)`,
+            `${marks.changed} of ${marks.judged} flow(s) judged would change under the staged set (${marks.datapath} marked by the nodes' datapath, which judges new flows by the staged tables; the rest judged by cascadectl against the policies)`,
             ...[...marks.by]
               .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
               .map(([k, n]) => `  ${n} ${k}`),
@@ -142,7 +158,7 @@ export const flowsCommand: Command = {
         summary();
         return 0;
       }
-      out(format === 'table' ? header.join('  ') : '');
+      out(format === 'table' ? [...HEADER, ...(judge ? ['STAGED'] : [])].join('  ') : '');
       let buf = '';
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
         buf += Buffer.from(chunk).toString('utf8');
@@ -162,7 +178,7 @@ export const flowsCommand: Command = {
     if (values.follow && nodes.length > 1) throw new UsageError('--follow reads one node: give --node N');
     // The agent serves flows on its loopback only (they name every tenant's pods): they are read by
     // its own flows-read inside the container, through pods/exec (cluster admins), as cilium-dbg.
-    if (format === 'table' && values.follow) out(header.join('  '));
+    if (format === 'table' && values.follow) out([...HEADER, ...(judge ? ['STAGED'] : [])].join('  '));
     const collected: Flow[] = [];
     for (const node of nodes) {
       const agent = await onAgent('--node', node, 'the flows');

@@ -1,7 +1,7 @@
 // `cascadectl netpol recommend --kubeconfig` on real pods: an audited namespace (the cluster is
 // installed with agent.auditNamespaces={recommend}) where a client talks to an api and looks up a
 // name; the agents' allowed flows become staged policies, proved; the controller accepts them; they
-// change nothing while staged (flows --staged marks the flow they would deny); promoted, the client
+// change nothing while staged (the datapath marks the flow they would deny); promoted, the client
 // still reaches the api and DNS, and a pod never seen talking is denied.
 import { expect } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -100,10 +100,16 @@ export async function recommendFromAuditedFlows(): Promise<void> {
       ? true
       : undefined;
   });
-  expect(await probe('intruder', 'probe', 'tcp', api, '8080', '800')).toBe('ALLOW');
-  // flows --staged: the intruder's (allowed, audited) flow is marked "would deny" by the staged api
-  // policy; the client's is not
-  const marked = await until('the intruder flow marked would deny', 30, () => {
+  // flows --staged: the intruder's flow is marked "would deny" by the staged api policy, judged by the
+  // node's datapath itself (its staged tables: a new flow of the intruder, still allowed, reported
+  // because the staged set would deny it); the client's is not
+  type Marked = {
+    from: string;
+    to: string;
+    staged?: { verdict?: string; changed?: boolean; decidedBy?: string };
+  };
+  const marked = await until('the intruder flow marked would deny by the datapath', 60, async () => {
+    expect(await probe('intruder', 'probe', 'tcp', api, '8080', '800')).toBe('ALLOW');
     const lines = sh(NODE, [
       CASCADECTL,
       'flows',
@@ -117,21 +123,22 @@ export async function recommendFromAuditedFlows(): Promise<void> {
     ])
       .split('\n')
       .filter((l) => l.startsWith('{'))
-      .map(
-        (l) =>
-          JSON.parse(l) as {
-            from: string;
-            to: string;
-            staged?: { verdict?: string; changed?: boolean; decidedBy?: string };
-          },
-      );
-    const intruder = lines.find((f) => f.from === `${NSR}/intruder` && f.to === `${NSR}/api`);
+      .map((l) => JSON.parse(l) as Marked);
+    const intruder = lines.find(
+      (f) =>
+        f.from === `${NSR}/intruder` && f.to === `${NSR}/api` && f.staged?.decidedBy?.endsWith('; datapath'),
+    );
     return intruder ? lines : undefined;
   });
-  expect(marked.find((f) => f.from === `${NSR}/intruder` && f.to === `${NSR}/api`)?.staged).toEqual({
+  expect(
+    marked.find(
+      (f) =>
+        f.from === `${NSR}/intruder` && f.to === `${NSR}/api` && f.staged?.decidedBy?.endsWith('; datapath'),
+    )?.staged,
+  ).toEqual({
     verdict: 'deny',
     changed: true,
-    decidedBy: `ingress: networkpolicy StagedNetworkPolicy ${NSR}/recommended-api isolation`,
+    decidedBy: `ingress: StagedNetworkPolicy/${NSR}/recommended-api isolation (no rule of it allows the flow); datapath`,
   });
   expect(marked.find((f) => f.from === `${NSR}/client` && f.to === `${NSR}/api`)?.staged).toMatchObject({
     verdict: 'allow',
