@@ -14,6 +14,7 @@ import type { Server } from 'node:http';
 import {
   type COUNTERS,
   cniChained,
+  type FlowEvent,
   KernelInterfaces,
   runCommand,
   type SyncReport,
@@ -408,6 +409,7 @@ export class NetpolAgent {
       this.found.findings(),
       { bridges: this.bridgeAddresses, tunnels: this.tunnelAddresses },
       this.identity(),
+      this.flows.stagedWindow(),
     );
     this.latency.observe(Number(process.hrtime.bigint() - t0) / 1e9);
   }
@@ -462,7 +464,19 @@ export class NetpolAgent {
     try {
       const events = await this.opts.datapath.events();
       if (!events.length) return;
-      for (const r of this.flows.add(events, (ip) => this.owners.ownerOf(ip), this.lastRules, this.opts.node))
+      const answerable = (e: FlowEvent) => {
+        const local = this.owners.ownerOf(e.direction === 'ingress' ? e.dst : e.src);
+        const slash = local?.indexOf('/') ?? -1;
+        return local && slash > 0 ? this.engine.stagedOf(local.slice(0, slash), local.slice(slash + 1)) : [];
+      };
+      for (const r of this.flows.add(
+        events,
+        (ip) => this.owners.ownerOf(ip),
+        this.lastRules,
+        this.opts.node,
+        Date.now(),
+        answerable,
+      ))
         this.log('info', 'flow', { ...r });
     } catch (e) {
       this.log('warn', 'reading flow events failed', { error: String(e) });

@@ -29,6 +29,54 @@ const ev = (dport: number): FlowEvent => ({
 });
 
 describe('flow log', () => {
+  it('counts staged flows per answerable staged object over the last ten complete minutes', () => {
+    const log = new FlowLog(100, 5000);
+    const rules = new Map([
+      [7, 'NetworkPolicy/app/x#ingress[0]'],
+      [9, 'StagedNetworkPolicy/app/x#ingress[0]'],
+    ]);
+    const staged = (dport: number, rule: number): FlowEvent => ({
+      ...ev(dport),
+      verdict: 'allow',
+      staged: { verdict: 'deny', rule },
+    });
+    const T = 60_000 * 1000; // a minute boundary
+    const answerable = () => ['StagedNetworkPolicy/app/x', 'StagedNetworkPolicy/app/y'];
+    const recs = log.add([staged(80, 9), staged(81, 0), ev(82)], podAt, rules, 'n1', T + 1_000, answerable);
+    // the record carries the staged part; an unmarked event counts nothing
+    expect(recs.map((r) => r.staged)).toEqual([
+      { verdict: 'deny', rule: 'StagedNetworkPolicy/app/x#ingress[0]' },
+      { verdict: 'deny' },
+      undefined,
+    ]);
+    // the current minute is not complete: nothing yet (the report changes at most once a minute)
+    expect(log.stagedWindow(T + 30_000)).toEqual([]);
+    expect(log.stagedWindow(T + 60_000)).toEqual([
+      { staged: 'StagedNetworkPolicy/app/x', direction: 'ingress', verdict: 'deny', flows: 1 },
+      {
+        staged: 'StagedNetworkPolicy/app/x',
+        direction: 'ingress',
+        verdict: 'deny',
+        rule: 'StagedNetworkPolicy/app/x#ingress[0]',
+        flows: 1,
+      },
+      { staged: 'StagedNetworkPolicy/app/y', direction: 'ingress', verdict: 'deny', flows: 1 },
+      {
+        staged: 'StagedNetworkPolicy/app/y',
+        direction: 'ingress',
+        verdict: 'deny',
+        rule: 'StagedNetworkPolicy/app/x#ingress[0]',
+        flows: 1,
+      },
+    ]);
+    // ten minutes later the minute has left the window
+    expect(log.stagedWindow(T + 11 * 60_000)).toEqual([]);
+    expect(log.stagedSamples()).toContainEqual([
+      { policy: 'StagedNetworkPolicy/app/x', direction: 'ingress', verdict: 'deny' },
+      1,
+    ]);
+  });
+
   it('names pods and the rule; one report per flow per period (the rest counted)', () => {
     const log = new FlowLog(100, 5000);
     const rules = new Map([[7, 'NetworkPolicy/app/x#ingress[0]']]);

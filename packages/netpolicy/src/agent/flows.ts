@@ -5,7 +5,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FlowEvent } from '@cascade/bpf-datapath';
 import type { Metrics } from '@cascade/core/kube';
+import { MAX_STAGED_COUNTS, type NodeReportSpec, STAGED_WINDOW_SECONDS } from '../cluster/node-report.ts';
 import { PROTO_NAMES } from '../engine/ports.ts';
+
+export type StagedCount = NonNullable<NodeReportSpec['stagedFlows']>[number];
+const MINUTE = 60_000;
 
 export interface FlowRecord {
   time: string;
@@ -55,6 +59,8 @@ export class FlowLog {
   /** `policy|direction|verdict` -> flows the kernel reported (every event, before the per-flow limit). */
   private readonly byPolicy = new Map<string, number>();
   private readonly policies = new Set<string>();
+  /** Per minute: `staged object|direction|verdict|rule` -> flows (the staged objects' status counts). */
+  private readonly stagedMinutes = new Map<number, Map<string, number>>();
   /** `policy|direction|staged verdict` -> new flows the staged set would judge otherwise. */
   private readonly byStaged = new Map<string, number>();
   private readonly stagedPolicies = new Set<string>();
@@ -81,6 +87,8 @@ export class FlowLog {
     rules: ReadonlyMap<number, string>,
     node: string,
     now = Date.now(),
+    /** The staged objects answerable for a flow the staged set judges otherwise (engine.stagedOf). */
+    answerable: (e: FlowEvent) => string[] = () => [],
   ): FlowRecord[] {
     const name = (ip: string) => {
       const key = podAt(ip);
@@ -89,7 +97,10 @@ export class FlowLog {
     const out: FlowRecord[] = [];
     for (const e of events) {
       this.countPolicy(e, rules);
-      if (e.staged) this.countStaged(e, rules);
+      if (e.staged) {
+        this.countStaged(e, rules);
+        this.tallyStaged(e, rules, answerable(e), now);
+      }
       // a staged verdict is part of the flow's identity: a staged change shows at once
       const key = `${e.src}|${e.dst}|${e.proto}|${e.dport}|${e.direction}|${e.verdict}|${e.staged?.verdict ?? ''}`;
       const last = this.lastByFlow.get(key);
@@ -155,6 +166,51 @@ export class FlowLog {
     }
     const k = `${policy}|${e.direction}|${e.staged!.verdict}`;
     this.byStaged.set(k, (this.byStaged.get(k) ?? 0) + 1);
+  }
+
+  /** One staged flow, in its minute, for each staged object answerable (its own rule's first). */
+  private tallyStaged(e: FlowEvent, rules: ReadonlyMap<number, string>, keys: string[], now: number): void {
+    const rule = e.staged!.rule ? rules.get(e.staged!.rule) : undefined;
+    const own = rule?.startsWith('Staged') ? rule.split('#')[0]! : undefined;
+    const minute = Math.floor(now / MINUTE);
+    let m = this.stagedMinutes.get(minute);
+    if (!m) this.stagedMinutes.set(minute, (m = new Map()));
+    for (const key of new Set([...(own ? [own] : []), ...keys])) {
+      const k = `${key}|${e.direction}|${e.staged!.verdict}|${rule ?? ''}`;
+      // bounded: a minute holds at most the report's worth of distinct counts
+      if (!m.has(k) && m.size >= MAX_STAGED_COUNTS) continue;
+      m.set(k, (m.get(k) ?? 0) + 1);
+    }
+  }
+
+  /**
+   * Staged-flow counts over the last STAGED_WINDOW_SECONDS of complete minutes (so they change at
+   * most once a minute: the report is not rewritten at every flow), sorted, at most MAX_STAGED_COUNTS.
+   */
+  stagedWindow(now = Date.now()): StagedCount[] {
+    const current = Math.floor(now / MINUTE);
+    const first = current - STAGED_WINDOW_SECONDS / 60;
+    const sums = new Map<string, number>();
+    for (const [minute, m] of this.stagedMinutes) {
+      if (minute < first) {
+        this.stagedMinutes.delete(minute);
+        continue;
+      }
+      if (minute >= current) continue;
+      for (const [k, n] of m) sums.set(k, (sums.get(k) ?? 0) + n);
+    }
+    return [...sums]
+      .sort((a, b) => (a[0] < b[0] ? -1 : 1))
+      .slice(0, MAX_STAGED_COUNTS)
+      .map(([k, flows]) => {
+        const [staged, direction, verdict, rule] = k.split('|') as [
+          string,
+          'ingress' | 'egress',
+          'allow' | 'deny',
+          string,
+        ];
+        return { staged, direction, verdict, ...(rule ? { rule } : {}), flows };
+      });
   }
 
   /** cascade_datapath_staged_flows_total's samples: flows the staged set would decide otherwise. */

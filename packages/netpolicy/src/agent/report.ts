@@ -56,6 +56,7 @@ export class NodeReporter {
     findings: Finding[],
     found: NodeAddressesFound = {},
     agent?: NodeReportSpec['agent'],
+    stagedFlows: NodeReportSpec['stagedFlows'] = [],
   ): NodeReportSpec {
     const sorted = findings
       .map((f) => ({ ...f, message: f.message.slice(0, 1024) }))
@@ -69,6 +70,7 @@ export class NodeReporter {
       ...(bridges.length ? { podBridgeAddresses: bridges } : {}),
       ...(tunnels.length ? { tunnelAddresses: tunnels } : {}),
       ...(agent ? { agent } : {}),
+      ...(stagedFlows.length ? { stagedFlows } : {}),
     };
   }
 
@@ -76,8 +78,9 @@ export class NodeReporter {
     findings: Finding[],
     found: NodeAddressesFound = {},
     agent?: NodeReportSpec['agent'],
+    stagedFlows: NodeReportSpec['stagedFlows'] = [],
   ): Promise<void> {
-    const spec = NodeReporter.spec(findings, found, agent);
+    const spec = NodeReporter.spec(findings, found, agent, stagedFlows);
     const text = JSON.stringify(spec);
     if (text === this.written || Date.now() < this.retryAt) return;
     const path = `${NODE_REPORT_PATH}/${encodeURIComponent(this.node)}`;
@@ -92,6 +95,7 @@ export class NodeReporter {
               liveSpec.findings ?? [],
               { bridges: liveSpec.podBridgeAddresses, tunnels: liveSpec.tunnelAddresses },
               liveSpec.agent,
+              liveSpec.stagedFlows,
             ),
           ) === text
         ) {

@@ -24,6 +24,11 @@ export const MAX_BRIDGE_ADDRESSES = 16;
 /** Tunnel-device addresses one report holds at most (flannel.1, vxlan.calico, tunl0: one or two). */
 export const MAX_TUNNEL_ADDRESSES = 16;
 
+/** Staged-flow counts one report holds (by staged object, direction, staged verdict and rule). */
+export const MAX_STAGED_COUNTS = 256;
+/** The window staged-flow counts cover: the last ten complete minutes. */
+export const STAGED_WINDOW_SECONDS = 600;
+
 export const FINDING_REASONS = [
   'ServiceBudgetExceeded',
   'PolicyMapBudgetExceeded',
@@ -65,6 +70,24 @@ export const nodeReportSpecSchema = z.object({
    * flannel.1), so every agent counts them among this node's addresses.
    */
   tunnelAddresses: z.array(ipAddress).max(MAX_TUNNEL_ADDRESSES).optional(),
+  /**
+   * New flows of this node's pods that the staged set would judge otherwise (its datapath judges them
+   * by the staged tables too), in the last STAGED_WINDOW_SECONDS, by the staged object answerable
+   * (`StagedNetworkPolicy/shop/x`), direction, staged verdict and the rule that decides it there
+   * (none: no rule, the default). The controller sums them into each staged object's status.
+   */
+  stagedFlows: z
+    .array(
+      z.object({
+        staged: z.string().min(1).max(300),
+        direction: z.enum(['ingress', 'egress']),
+        verdict: z.enum(['allow', 'deny']),
+        rule: z.string().min(1).max(600).optional(),
+        flows: z.number().int().min(1),
+      }),
+    )
+    .max(MAX_STAGED_COUNTS)
+    .optional(),
   /** The agent that wrote it: its version, its BPF program's digest, cascade-cni in the node's chain. */
   agent: z
     .object({

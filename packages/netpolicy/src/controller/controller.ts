@@ -172,6 +172,7 @@ export class NetpolController {
       writes: this.writes,
       skipped: this.skipped,
       log: this.log,
+      reports: () => this.reports.cache.values(),
     });
     this.informers.push(...this.staged.informers);
     this.observe();
@@ -424,6 +425,8 @@ export class NetpolController {
   private async relayReports(): Promise<void> {
     if (!this.started || !this.elector.leader || !this.reports.synced) return;
     if ((await this.relay.relay()) > 0) setTimeout(() => this.queue.add('reports'), 5000).unref();
+    // the reports carry the staged-flow counts of the staged objects' status
+    if (this.staged.informers.some((i) => i.cache.size)) this.queue.add('staged');
   }
 
   /**

@@ -8,6 +8,7 @@ import { createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controllerClient, startNetpolController } from '../../test/fixtures.ts';
+import { NODE_REPORT_PATH, netpolNodeReportCrd } from '../cluster/node-report.ts';
 import { podAddressSliceCrd } from '../cluster/slices.ts';
 import { stagedCrds } from '../cluster/staged-crds.ts';
 import type { NetpolController } from './controller.ts';
@@ -94,7 +95,9 @@ describe.skipIf(!apiServerTestsEnabled())('staged policies: status from the netp
     });
 
   beforeAll(async () => {
-    env = await Envtest.start({ crdObjects: [effectivePolicyCrd, podAddressSliceCrd, ...stagedCrds()] });
+    env = await Envtest.start({
+      crdObjects: [effectivePolicyCrd, podAddressSliceCrd, netpolNodeReportCrd, ...stagedCrds()],
+    });
     await createNamespace(env, 'shop', {});
     await stage('deny-all', { podSelector: {}, policyTypes: ['Ingress'] });
     await stage('bad-cidr', { podSelector: {}, ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/33' } }] }] });
@@ -136,6 +139,80 @@ describe.skipIf(!apiServerTestsEnabled())('staged policies: status from the netp
     await waitFor('drop-old accepted', async () =>
       (await cond('drop-old'))?.status === 'True' ? true : undefined,
     );
+  });
+
+  it("sums the nodes' staged-flow counts into status.flows, by rule; gone when the window empties", async () => {
+    const report = async (node: string, flows: number) => {
+      const live = (await env.call('GET', `${NODE_REPORT_PATH}/${node}`)).body as {
+        metadata: { resourceVersion: string };
+      };
+      return env.call('PUT', `${NODE_REPORT_PATH}/${node}`, {
+        apiVersion: 'cascade.dev/v1alpha1',
+        kind: 'NetpolNodeReport',
+        metadata: { name: node, resourceVersion: live.metadata.resourceVersion },
+        spec: {
+          findings: [],
+          ...(flows
+            ? {
+                stagedFlows: [
+                  {
+                    staged: 'StagedNetworkPolicy/shop/deny-all',
+                    direction: 'ingress',
+                    verdict: 'deny',
+                    rule: 'StagedNetworkPolicy/shop/deny-all',
+                    flows,
+                  },
+                  {
+                    staged: 'StagedNetworkPolicy/shop/deny-all',
+                    direction: 'egress',
+                    verdict: 'allow',
+                    flows: 1,
+                  },
+                ],
+              }
+            : {}),
+        },
+      });
+    };
+    for (const node of ['n1', 'n2'])
+      expect(
+        (
+          await env.call('POST', NODE_REPORT_PATH, {
+            apiVersion: 'cascade.dev/v1alpha1',
+            kind: 'NetpolNodeReport',
+            metadata: { name: node },
+            spec: { findings: [] },
+          })
+        ).status,
+      ).toBe(201);
+    expect((await report('n1', 3)).status).toBe(200);
+    expect((await report('n2', 4)).status).toBe(200);
+    const flowsOf = async () =>
+      (
+        (await env.call('GET', `${SNP}/deny-all`)).body as {
+          status?: { flows?: { wouldDeny: number; wouldAllow: number; byRule: unknown[] } };
+        }
+      ).status?.flows;
+    const f = await waitFor('status.flows', async () => {
+      const x = await flowsOf();
+      return x?.wouldDeny === 7 ? x : undefined;
+    });
+    expect(f).toEqual({
+      windowSeconds: 600,
+      wouldDeny: 7,
+      wouldAllow: 2,
+      byRule: [
+        { direction: 'ingress', verdict: 'deny', rule: 'StagedNetworkPolicy/shop/deny-all', flows: 7 },
+        { direction: 'egress', verdict: 'allow', rule: '(no rule: default)', flows: 2 },
+      ],
+    });
+    // the other staged objects: no flows, no field
+    expect(
+      ((await env.call('GET', `${SNP}/drop-old`)).body as { status?: { flows?: unknown } }).status?.flows,
+    ).toBeUndefined();
+    expect((await report('n1', 0)).status).toBe(200);
+    expect((await report('n2', 0)).status).toBe(200);
+    await waitFor('status.flows gone', async () => ((await flowsOf()) === undefined ? true : undefined));
   });
 
   it('a restart writes nothing', async () => {

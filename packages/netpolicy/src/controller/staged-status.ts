@@ -5,6 +5,7 @@
 // Written only when it differs from what the live object says (a restart writes nothing).
 import { EFFECTIVE_GROUP } from '@cascade/core';
 import { Informer, type KubeClient, type KubeObject, type Logger } from '@cascade/core/kube';
+import { nodeReportFromObject, STAGED_WINDOW_SECONDS } from '../cluster/node-report.ts';
 import { STAGED_BASE } from '../cluster/watch.ts';
 
 type Counter = { inc(n?: number): void };
@@ -74,6 +75,50 @@ export function stagedCondition(
   };
 }
 
+/**
+ * A staged object's `status.flows`: the new flows the nodes' datapath judged otherwise under the
+ * staged set in the last window, summed over every node's NetpolNodeReport, by rule.
+ */
+export interface StagedFlows {
+  windowSeconds: number;
+  wouldDeny: number;
+  wouldAllow: number;
+  byRule: { direction: 'ingress' | 'egress'; verdict: 'allow' | 'deny'; rule: string; flows: number }[];
+}
+
+/** Every staged object's flows from the nodes' reports, by staged key (`StagedNetworkPolicy/ns/x`). */
+export function stagedFlowsByKey(reports: Iterable<{ spec?: unknown }>): Map<string, StagedFlows> {
+  const out = new Map<string, StagedFlows>();
+  const byRule = new Map<string, number>();
+  for (const o of reports) {
+    const spec = nodeReportFromObject(o);
+    if ('error' in spec) continue;
+    for (const c of spec.stagedFlows ?? []) {
+      let f = out.get(c.staged);
+      if (!f)
+        out.set(
+          c.staged,
+          (f = { windowSeconds: STAGED_WINDOW_SECONDS, wouldDeny: 0, wouldAllow: 0, byRule: [] }),
+        );
+      if (c.verdict === 'deny') f.wouldDeny += c.flows;
+      else f.wouldAllow += c.flows;
+      const k = JSON.stringify([c.staged, c.direction, c.verdict, c.rule ?? '(no rule: default)']);
+      byRule.set(k, (byRule.get(k) ?? 0) + c.flows);
+    }
+  }
+  for (const [k, flows] of [...byRule].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))) {
+    const [staged, direction, verdict, rule] = JSON.parse(k) as [
+      string,
+      'ingress' | 'egress',
+      'allow' | 'deny',
+      string,
+    ];
+    const f = out.get(staged)!;
+    if (f.byRule.length < 32) f.byRule.push({ direction, verdict, rule, flows });
+  }
+  return out;
+}
+
 export interface StagedStatusDeps {
   client: KubeClient;
   name: string;
@@ -82,6 +127,8 @@ export interface StagedStatusDeps {
   writes: Counter;
   skipped: Counter;
   log: Logger;
+  /** The NetpolNodeReports (their staged-flow counts go into each staged object's status.flows). */
+  reports?: () => Iterable<KubeObject>;
 }
 
 export class StagedStatus {
@@ -109,10 +156,12 @@ export class StagedStatus {
   /** Every staged object's condition compared with its live status; the differing ones written. */
   async publish(): Promise<void> {
     const has = (key: string) => this.deps.engine.policies.has(key);
+    const flows = stagedFlowsByKey(this.deps.reports?.() ?? []);
     for (const [kind, inf] of this.byKind)
       for (const o of [...inf.cache.values()]) {
+        const key = `${kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
         try {
-          await this.write(kind, inf, o, stagedCondition(kind, o as never, has));
+          await this.write(kind, inf, o, stagedCondition(kind, o as never, has), flows.get(key));
         } catch (e) {
           this.deps.log('warn', 'staged policy status not written; retried on the next change', {
             object: `${kind} ${Informer.key(o)}`,
@@ -122,19 +171,28 @@ export class StagedStatus {
       }
   }
 
-  private async write(kind: StagedKindName, inf: Informer, o: KubeObject, c: StagedCondition): Promise<void> {
-    const old = (
-      o.status as {
-        conditions?: (StagedCondition & { lastTransitionTime?: string; observedGeneration?: number })[];
-      }
-    )?.conditions?.find((x) => x.type === c.type);
+  private async write(
+    kind: StagedKindName,
+    inf: Informer,
+    o: KubeObject,
+    c: StagedCondition,
+    flows: StagedFlows | undefined,
+  ): Promise<void> {
+    const status = o.status as
+      | {
+          conditions?: (StagedCondition & { lastTransitionTime?: string; observedGeneration?: number })[];
+          flows?: StagedFlows;
+        }
+      | undefined;
+    const old = status?.conditions?.find((x) => x.type === c.type);
     const generation = o.metadata.generation ?? 0;
     if (
       old &&
       old.status === c.status &&
       old.reason === c.reason &&
       old.message === c.message &&
-      old.observedGeneration === generation
+      old.observedGeneration === generation &&
+      JSON.stringify(status?.flows ?? null) === JSON.stringify(flows ?? null)
     ) {
       this.deps.skipped.inc();
       return;
@@ -156,7 +214,7 @@ export class StagedStatus {
         apiVersion: `${EFFECTIVE_GROUP}/${STAGED_VERSION}`,
         kind,
         metadata: { name: o.metadata.name, ...(ns ? { namespace: ns } : {}) },
-        status: { conditions: [condition] },
+        status: { conditions: [condition], ...(flows ? { flows } : {}) },
       },
       this.deps.name,
     );

@@ -232,6 +232,23 @@ export class NetpolEngine {
   get stagedEntries(): ReadonlyMap<string, import('./staged-view.ts').StagedEntry> {
     return this.staged.entries;
   }
+  /**
+   * The staged objects that change how a pod is judged: those whose staged policy, or whose target
+   * (the policy they replace or remove), selects it. Where the staged set judges one of its flows
+   * otherwise, these are the objects answerable for it.
+   */
+  stagedOf(namespace: string, name: string): string[] {
+    const id = this.podIdentity.get(`${namespace}/${name}`);
+    const info = id === undefined ? undefined : this.identities.get(id);
+    if (!info || !this.staged.endpointTables.has(info.id)) return [];
+    const out: string[] = [];
+    for (const [key, e] of this.staged.entries) {
+      const target = this.policies.get(key.slice('Staged'.length))?.built;
+      if ([...subjectTests(e.built), ...subjectTests(target)].some((t) => t(info))) out.push(key);
+    }
+    return out;
+  }
+
   get stagedEndpointTables(): ReadonlyMap<number, LayerIds> {
     return this.staged.endpointTables;
   }
