@@ -8,30 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { NetpolEngine } from './engine.ts';
 import type { Cluster } from './model.ts';
 import { policyKey } from './rules.ts';
-import { applyStaged, STAGED_KINDS, type StagedKindName, type StagedPolicy } from './staged.ts';
-import { clusterArb, type Probe, probesFor } from './testing.ts';
-
-const stagedKindOf = (kind: string): StagedKindName =>
-  (Object.keys(STAGED_KINDS) as StagedKindName[]).find((k) => STAGED_KINDS[k].stages === kind)!;
-
-/** An enforced cluster, staged objects (Sets from a second cluster's policies, Deletes of its own), probes. */
-const arb = fc
-  .tuple(clusterArb, clusterArb, fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }))
-  .chain(([enforced, other, picks]) => {
-    const staged: StagedPolicy[] = [];
-    const seen = new Set<string>();
-    other.policies.forEach((p, i) => {
-      if (!picks[i] || seen.has(policyKey(p))) return;
-      seen.add(policyKey(p));
-      staged.push({ kind: stagedKindOf(p.kind), action: 'Set', policy: p });
-    });
-    enforced.policies.forEach((p, i) => {
-      if (!picks[(i + 6) % 12] || seen.has(policyKey(p))) return;
-      seen.add(policyKey(p));
-      staged.push({ kind: stagedKindOf(p.kind), action: 'Delete', policy: { ...p, spec: {} } });
-    });
-    return fc.tuple(fc.constant(enforced), fc.constant(staged), probesFor(enforced));
-  });
+import { applyStaged } from './staged.ts';
+import { stagedClusterArb as arb, type Probe } from './testing.ts';
 
 function verdicts(e: NetpolEngine, probes: Probe[], view: 'enforced' | 'staged'): string[] {
   return probes.map((p) => `${p.from}>${p.to} ${p.proto}/${p.port} ${mapVerdict(e, p, view)}`);

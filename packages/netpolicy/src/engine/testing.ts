@@ -3,6 +3,8 @@
 import fc from 'fast-check';
 import { NetpolEngine } from './engine.ts';
 import type { Cluster, NetPolicyObject, Node, Pod } from './model.ts';
+import { policyKey } from './rules.ts';
+import { STAGED_KINDS, type StagedKindName, type StagedPolicy } from './staged.ts';
 
 export interface Probe {
   from: string;
@@ -378,3 +380,28 @@ export function identityFloodCluster(n: number, extra: NetPolicyObject[] = []): 
     policies: [floodVictimPolicy, ...extra],
   };
 }
+
+const stagedKindOf = (kind: string): StagedKindName =>
+  (Object.keys(STAGED_KINDS) as StagedKindName[]).find((k) => STAGED_KINDS[k].stages === kind)!;
+
+/**
+ * An enforced cluster, staged objects (Sets from a second cluster's policies, some replacing policies
+ * of the same name, Deletes of its own), and probes over it.
+ */
+export const stagedClusterArb: fc.Arbitrary<[Cluster, StagedPolicy[], Probe[]]> = fc
+  .tuple(clusterArb, clusterArb, fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }))
+  .chain(([enforced, other, picks]) => {
+    const staged: StagedPolicy[] = [];
+    const seen = new Set<string>();
+    other.policies.forEach((p, i) => {
+      if (!picks[i] || seen.has(policyKey(p))) return;
+      seen.add(policyKey(p));
+      staged.push({ kind: stagedKindOf(p.kind), action: 'Set', policy: p });
+    });
+    enforced.policies.forEach((p, i) => {
+      if (!picks[(i + 6) % 12] || seen.has(policyKey(p))) return;
+      seen.add(policyKey(p));
+      staged.push({ kind: stagedKindOf(p.kind), action: 'Delete', policy: { ...p, spec: {} } });
+    });
+    return fc.tuple(fc.constant(enforced), fc.constant(staged), probesFor(enforced));
+  });
