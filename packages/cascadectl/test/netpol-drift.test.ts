@@ -38,6 +38,11 @@ const live = (over: Partial<LiveState> = {}): LiveState => ({
 describe('netpol maps --node: drift between the model and the kernel', () => {
   it("none when the kernel holds what the model says (identity numbers are the agent's own)", () => {
     expect(mapsDrift(model, live())).toEqual([]);
+    // audited or judged by staged tables too: neither changes what is enforced
+    const flags = EP_FLAGS.ENFORCE_INGRESS | EP_FLAGS.STAGED | EP_FLAGS.AUDIT_ALLOW;
+    expect(
+      mapsDrift(model, live({ endpoints: [{ address: '10.0.0.1', identity: 9, flags, ifindex: 5 }] })),
+    ).toEqual([]);
   });
 
   it('names a missing, a stale and a fail-closed endpoint, hosts and Services that differ', () => {

@@ -40,9 +40,16 @@ const flagsText = (f: number) =>
     f & EP_FLAGS.ENFORCE_EGRESS ? 'egress' : '',
     f & EP_FLAGS.FAIL_CLOSED ? 'FAIL-CLOSED' : '',
     f & EP_FLAGS.AUDIT_ALLOW ? 'audit' : '',
+    f & EP_FLAGS.STAGED ? 'staged' : '',
   ]
     .filter(Boolean)
     .join('+') || 'none';
+
+/**
+ * Flags that say nothing of what is enforced: audit (the agent's --audit-namespaces) and staged (the
+ * staged tables the agent loads within its node's staged budget; never enforced).
+ */
+const NOT_COMPARED = EP_FLAGS.AUDIT_ALLOW | EP_FLAGS.STAGED;
 
 /** Lines saying how the kernel differs from the model (empty: no drift), at most `max` per kind. */
 export function mapsDrift(model: DesiredState, live: LiveState, max = 20): string[] {
@@ -58,7 +65,7 @@ export function mapsDrift(model: DesiredState, live: LiveState, max = 20): strin
     const h = have.get(a);
     if (!h)
       ep.push(`endpoint ${a}: the model has it, the kernel does not (no interface found yet, or not synced)`);
-    else if ((h.flags & ~EP_FLAGS.AUDIT_ALLOW) !== (e.flags & ~EP_FLAGS.AUDIT_ALLOW))
+    else if ((h.flags & ~NOT_COMPARED) !== (e.flags & ~NOT_COMPARED))
       ep.push(
         `endpoint ${a}: enforces ${flagsText(h.flags)} in the kernel, ${flagsText(e.flags)} in the model`,
       );
