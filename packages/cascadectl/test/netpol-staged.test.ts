@@ -199,6 +199,26 @@ spec:
     );
     const t = JSON.parse(r.stdout) as Table[];
     expect(t.flatMap((x) => x.changes).some((c) => c.to === 'sandbox/toy')).toBe(true);
+    // lint says of staged objects what their status would: refused (exit 1), a Delete of nothing
+    const l = await run('lint', bad, '-o', 'json');
+    expect(l.code).toBe(2); // the unreadable staged objects above
+    const findings = JSON.parse(l.stdout) as { severity: string; object: string; message: string }[];
+    expect(findings).toContainEqual({
+      severity: 'error',
+      kind: 'StagedNetworkPolicy',
+      object: 'StagedNetworkPolicy payments/bad-cidr',
+      namespace: 'payments',
+      message: expect.stringMatching(
+        /^NetworkPolicy payments\/bad-cidr would be refused: spec\.ingress\[0\]\.from\[0\]\.ipBlock: "10\.0\.0\.0\/33" is not a valid CIDR/,
+      ),
+    });
+    expect(findings).toContainEqual({
+      severity: 'warning',
+      kind: 'StagedNetworkPolicy',
+      object: 'StagedNetworkPolicy shop/not-there',
+      namespace: 'shop',
+      message: 'there is no NetworkPolicy shop/not-there to delete',
+    });
   });
 
   it('says so when there is nothing staged', async () => {

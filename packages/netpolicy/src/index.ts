@@ -83,6 +83,7 @@ export {
   type StagedAction,
   type StagedKindName,
   type StagedPolicy,
+  stagedErrors,
   stagedFromObject,
   stagedTarget,
   stagedTargetName,

@@ -1,5 +1,12 @@
 import { policyConditions, policyName } from '@cascade/core';
-import { lintNetpol, type NetpolEngine } from '@cascade/netpolicy';
+import {
+  lintNetpol,
+  type NetpolEngine,
+  type StagedPolicy,
+  stagedErrors,
+  stagedTarget,
+  stagedTargetName,
+} from '@cascade/netpolicy';
 import { type Command, oneOf, out } from '../cli.ts';
 import { GATEWAY_KINDS, NETPOL_KINDS, resolveKind } from '../kinds.ts';
 import { namespaceOf, namespaceOptions } from '../selector.ts';
@@ -35,9 +42,9 @@ export const lintCommand: Command = {
     const format = oneOf('output', values.output, ['table', 'json'], 'table');
     const {
       gateway: { world, problems: p1 },
-      netpol: { engine: np, problems: p2 },
+      netpol: { engine: np, problems: p2, staged },
     } = loadBothWorlds(files);
-    const findings = lintFindings(world, np);
+    const findings = [...lintFindings(world, np), ...stagedFindings(np, staged)];
     const only = resolveKind(values.kind, [...GATEWAY_KINDS, ...NETPOL_KINDS]);
     const ns = namespaceOf(values);
     const shown = findings.filter(
@@ -55,6 +62,32 @@ export const lintCommand: Command = {
     return values.strict && shown.length > 0 ? 1 : 0;
   },
 };
+
+/**
+ * Staged objects as their status would read: a staged Set the standard kind would refuse (an error,
+ * the fields named), a Delete of a policy the files do not hold (a warning).
+ */
+export function stagedFindings(np: NetpolEngine, staged: { policy: StagedPolicy }[]): Finding[] {
+  const out: Finding[] = [];
+  for (const { policy: s } of staged) {
+    const name = `${s.policy.namespace ? `${s.policy.namespace}/` : ''}${s.policy.name}`;
+    const at = {
+      kind: s.kind,
+      object: `${s.kind} ${name}`,
+      ...(s.policy.namespace ? { namespace: s.policy.namespace } : {}),
+    };
+    const errors = stagedErrors(s);
+    if (errors.length)
+      out.push({
+        severity: 'error',
+        ...at,
+        message: `${stagedTargetName(s)} would be refused: ${errors.join('; ')}`,
+      });
+    else if (s.action === 'Delete' && !np.policies.has(stagedTarget(s)))
+      out.push({ severity: 'warning', ...at, message: `there is no ${stagedTargetName(s)} to delete` });
+  }
+  return out;
+}
 
 /** Every finding of both worlds: gateway policies (refused unsets, invalid, not found, applies nowhere) and network policy. */
 export function lintFindings(world: GatewayWorld, np: NetpolEngine): Finding[] {

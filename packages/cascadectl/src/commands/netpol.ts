@@ -9,6 +9,7 @@ import {
   PROTO,
   PROTO_NAMES,
   type ServiceCatalog,
+  type StagedPolicy,
 } from '@cascade/netpolicy';
 import { type Command, err, oneOf, out, table, UsageError } from '../cli.ts';
 import { hasInput, type LoadResult, loadManifests } from '../load.ts';
@@ -32,6 +33,8 @@ export function loadNetpol(
   services: ServiceCatalog;
   problems: number;
   reported: ReportedAddresses;
+  /** The staged objects read (never applied here), each with where it was read. */
+  staged: { policy: StagedPolicy; at: string }[];
 } {
   if (!hasInput(files))
     throw new UsageError('at least one file or folder (or --kubeconfig/--context) is required');
@@ -44,6 +47,7 @@ export function loadNetpol(
     engine: world.engine,
     services: world.services,
     reported: world.reported,
+    staged: world.staged,
     problems: loaded.problems.length + world.problems.filter((p) => !p.includes('warning:')).length,
   };
 }

@@ -195,8 +195,7 @@ export class NetpolEngine {
   }
 
   /**
-   * A staged object (staged.ts): judged beside the enforced set, never enforcing; one whose policy
-   * its kind would refuse stages nothing. Returns its key
+   * A staged object (staged.ts): judged beside the enforced set, never enforcing. Returns its key
    * (`StagedNetworkPolicy/shop/x`), which its rules' ids and removeStaged use.
    */
   upsertStaged(s: StagedPolicy): string {
@@ -208,14 +207,10 @@ export class NetpolEngine {
       JSON.stringify(prev.staged.policy.spec) === JSON.stringify(s.policy.spec)
     )
       return key;
-    const built = buildStaged(s);
-    // one its kind's validation refuses could never be enforced as written: it stages nothing (its
-    // status says Invalid, controller/staged-status.ts)
-    if (built?.errors.length) {
-      this.removeStaged(key);
-      return key;
-    }
-    this.staged.entries.set(key, { staged: s, built, revision: ++this.revision });
+    // one its kind's validation refuses is judged as the engine enforces such a policy (a NetworkPolicy
+    // fails closed: its isolation kept, no rule allowing), as `netpol simulate --staged` judges it;
+    // its status says Invalid (controller/staged-status.ts)
+    this.staged.entries.set(key, { staged: s, built: buildStaged(s), revision: ++this.revision });
     if (!this.changedPolicies.has(key)) this.changedPolicies.set(key, prev?.built ?? null);
     return key;
   }

@@ -5,7 +5,7 @@
 // enforces is the standard set; the staged set is that set with every staged action applied, judged
 // beside it. Pure: the CLI (offline) and the programs build the staged set with the same function.
 import type { NetPolicyObject, PolicyKindName } from './model.ts';
-import { policyKey } from './rules.ts';
+import { buildPolicy, policyKey } from './rules.ts';
 
 export const STAGED_VERSION = 'v1alpha1';
 export const STAGED_ACTIONS = ['Set', 'Delete'] as const;
@@ -59,6 +59,13 @@ export const stagedTarget = (s: StagedPolicy): string => policyKey(s.policy);
 /** That policy as people name it: `NetworkPolicy shop/deny`, `ClusterNetworkPolicy x`. */
 export const stagedTargetName = (s: StagedPolicy): string =>
   `${s.policy.kind} ${s.policy.namespace ? `${s.policy.namespace}/` : ''}${s.policy.name}`;
+
+/**
+ * What the standard kind's validation would refuse in a staged Set (its errors, naming the fields);
+ * nothing for a Delete. Its status says Invalid; it is judged as the engine enforces such a policy.
+ */
+export const stagedErrors = (s: StagedPolicy): string[] =>
+  s.action === 'Delete' ? [] : buildPolicy(s.policy).errors;
 
 /** A staged object as read from the API or a file; an error names the field. */
 export function stagedFromObject(

@@ -23,6 +23,7 @@ import {
   networkPolicyCosts,
 } from '@cascade/netpolicy';
 import { floodFigures } from '../datapath-flood.ts';
+import { stagedFigures } from '../datapath-staged.ts';
 import { stageFigures } from '../datapath-stages.ts';
 import { generateNetpolCluster, ISSUE_SCALE } from '../netpol-cluster.ts';
 import { type Figure, ms } from '../report.ts';
@@ -286,6 +287,7 @@ export async function run(): Promise<Figure[]> {
         }
       await serviceFigures(fig);
       await stageFigures(fig, stateWith(10), A, B, A6, B6);
+      await stagedFigures(fig, stateWith(1000), B, A);
       await floodFigures(fig);
       const at = (n: number) => memlock(loaded[COUNTS.indexOf(n)]!.pinDir, 'cascade_policy');
       fig(
