@@ -6,17 +6,14 @@
 // it: the program looks an endpoint's entry up only with the flag, and without an entry judges as
 // if it had none, so no order shows a packet anything but the enforced verdict.
 import { decodeStagedValue, encodeStagedValue } from './codecs.ts';
+import type { MapOps } from './services.ts';
 
 type Ids = [[number, number], [number, number]];
 const hex = (b: Buffer) => b.toString('hex');
 const same = (a: Ids, b: Ids) =>
   a[0][0] === b[0][0] && a[0][1] === b[0][1] && a[1][0] === b[1][0] && a[1][1] === b[1][1];
 
-export interface StagedMapOps {
-  updates(map: string, pairs: [string, string][]): Promise<void>;
-  deletes(map: string, keys: string[]): Promise<void>;
-  dump(map: string): Promise<[Buffer, Buffer][]>;
-}
+type StagedMapOps = MapOps;
 
 export class StagedState {
   /** endpoint key hex -> staged table ids as in the kernel */

@@ -40,6 +40,33 @@ export async function startAgent(
   return agent;
 }
 
+/**
+ * A pod on node n1 with its addresses in its status (as a kubelet and CNI would make it Running), for
+ * the agent tests; returns the Pod as the API server has it.
+ */
+export async function runningPod(
+  env: Envtest,
+  ns: string,
+  name: string,
+  ip: string,
+  ports: { name: string; containerPort: number }[] = [],
+): Promise<Record<string, unknown>> {
+  const r = await env.call('POST', `/api/v1/namespaces/${ns}/pods`, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: ns, labels: { app: name } },
+    spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'example/c', ports }] },
+  });
+  if (r.status !== 201)
+    throw new Error(`pod ${ns}/${name}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+  const s = await env.call('PUT', `/api/v1/namespaces/${ns}/pods/${name}/status`, {
+    ...(r.body as object),
+    status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
+  });
+  if (s.status !== 200) throw new Error(`pod ${ns}/${name} status: ${s.status}`);
+  return s.body as Record<string, unknown>;
+}
+
 /** A netpolicy-controller with test settings (silent log, a 2 s lease), started. */
 export async function startNetpolController(
   client: NetpolControllerOptions['client'],

@@ -7,7 +7,7 @@ import { freshDatapath, kernelTestsEnabled, kernelVerdict } from '@cascade/bpf-d
 import { createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent } from '../../test/fixtures.ts';
+import { runningPod, startAgent } from '../../test/fixtures.ts';
 import type { NetpolAgent } from './agent.ts';
 
 /** FixedInterface whose look-ups can be held: a sync then waits inside its interface step. */
@@ -66,24 +66,8 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
         kind: 'Node',
         metadata: { name: 'n1', labels: { zone: 'a' } },
       });
-      for (const [ns, name, ip, ports] of [
-        ['app', 'client', CLIENT, []],
-        ['db', 'server', SERVER, [{ name: 'http', containerPort: 80 }]],
-      ] as const) {
-        const r = await env.call('POST', `/api/v1/namespaces/${ns}/pods`, {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: { name, namespace: ns, labels: { app: name } },
-          spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'example/c', ports }] },
-        });
-        expect(r.status).toBe(201);
-        const pod = r.body as Record<string, unknown>;
-        const s = await env.call('PUT', `/api/v1/namespaces/${ns}/pods/${name}/status`, {
-          ...pod,
-          status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
-        });
-        expect(s.status).toBe(200);
-      }
+      await runningPod(env, 'app', 'client', CLIENT);
+      await runningPod(env, 'db', 'server', SERVER, [{ name: 'http', containerPort: 80 }]);
       await env.call('POST', '/apis/networking.k8s.io/v1/namespaces/db/networkpolicies', {
         apiVersion: 'networking.k8s.io/v1',
         kind: 'NetworkPolicy',

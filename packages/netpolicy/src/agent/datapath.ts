@@ -145,7 +145,8 @@ export function datapathState(
     }
     endpoints.push(...mine);
   }
-  // The staged set's tables, within the node's staged budget (what enforces is never left out for it).
+  // The staged set's tables, within the node's staged budget, after every enforced table (the loader
+  // writes them in this order, so in one sync a staged table never takes room an enforced one needs).
   let stagedBudget = opts.stagedEntryBudget ?? DEFAULT_STAGED_ENTRY_BUDGET;
   const stagedLeftOut: string[] = [];
   for (const { key, refs, at } of stagedCandidates) {

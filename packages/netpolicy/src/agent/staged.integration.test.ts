@@ -8,7 +8,7 @@ import { freshDatapath, kernelTestsEnabled, kernelVerdict } from '@cascade/bpf-d
 import { createNamespace } from '@cascade/core/testing';
 import { apiServerTestsEnabled, Envtest, waitFor } from '@cascade/envtest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent } from '../../test/fixtures.ts';
+import { runningPod, startAgent } from '../../test/fixtures.ts';
 import { stagedCrds } from '../cluster/staged-crds.ts';
 import type { NetpolAgent } from './agent.ts';
 import type { FlowRecord } from './flows.ts';
@@ -54,23 +54,8 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       await createNamespace(env, 'app', { team: 'app' });
       await createNamespace(env, 'db', { team: 'db' });
       await env.call('POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' } });
-      for (const [ns, name, ip] of [
-        ['app', 'client', CLIENT],
-        ['db', 'server', SERVER],
-      ] as const) {
-        const r = await env.call('POST', `/api/v1/namespaces/${ns}/pods`, {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: { name, namespace: ns, labels: { app: name } },
-          spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'example/c' }] },
-        });
-        expect(r.status).toBe(201);
-        const s = await env.call('PUT', `/api/v1/namespaces/${ns}/pods/${name}/status`, {
-          ...(r.body as object),
-          status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
-        });
-        expect(s.status).toBe(200);
-      }
+      await runningPod(env, 'app', 'client', CLIENT);
+      await runningPod(env, 'db', 'server', SERVER);
       // enforced: the server admits the app namespace on 80 only
       await env.call('POST', '/apis/networking.k8s.io/v1/namespaces/db/networkpolicies', {
         apiVersion: 'networking.k8s.io/v1',
