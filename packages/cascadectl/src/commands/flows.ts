@@ -119,6 +119,8 @@ export const flowsCommand: Command = {
       }
       return m;
     };
+    // a stream's header is printed before any flow: STAGED with --staged
+    const streamHeader = [...HEADER, ...(judge ? ['STAGED'] : [])];
     const print = (flows: Flow[], withHeader: boolean) => {
       if (format === 'json')
         for (const f of flows) {
@@ -158,7 +160,7 @@ export const flowsCommand: Command = {
         summary();
         return 0;
       }
-      out(format === 'table' ? [...HEADER, ...(judge ? ['STAGED'] : [])].join('  ') : '');
+      out(format === 'table' ? streamHeader.join('  ') : '');
       let buf = '';
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
         buf += Buffer.from(chunk).toString('utf8');
@@ -178,7 +180,7 @@ export const flowsCommand: Command = {
     if (values.follow && nodes.length > 1) throw new UsageError('--follow reads one node: give --node N');
     // The agent serves flows on its loopback only (they name every tenant's pods): they are read by
     // its own flows-read inside the container, through pods/exec (cluster admins), as cilium-dbg.
-    if (format === 'table' && values.follow) out([...HEADER, ...(judge ? ['STAGED'] : [])].join('  '));
+    if (format === 'table' && values.follow) out(streamHeader.join('  '));
     const collected: Flow[] = [];
     for (const node of nodes) {
       const agent = await onAgent('--node', node, 'the flows');

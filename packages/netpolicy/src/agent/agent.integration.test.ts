@@ -138,19 +138,7 @@ describe.skipIf(!(apiServerTestsEnabled() && kernelTestsEnabled()))(
       gated.hold();
       try {
         // a new local pod: its address is unknown, so the sync it starts waits in the (held) look-up
-        const made = await env.call('POST', '/api/v1/namespaces/app/pods', {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: { name: 'late', namespace: 'app', labels: { app: 'late' } },
-          spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'example/c' }] },
-        });
-        expect(made.status).toBe(201);
-        const ip = '10.60.0.9';
-        const st = await env.call('PUT', '/api/v1/namespaces/app/pods/late/status', {
-          ...(made.body as object),
-          status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
-        });
-        expect(st.status).toBe(200);
+        await runningPod(env, 'app', 'late', '10.60.0.9');
         await waitFor('a sync waiting on the interfaces', async () => (gated.waiting ? true : undefined));
         // meanwhile an ANP allows app -> db on TCP 81 (the NetworkPolicy's isolation denies it): the
         // agent takes it in while that sync is under way (an allow: no flow record for the next tests)

@@ -466,8 +466,7 @@ export class NetpolAgent {
       if (!events.length) return;
       const answerable = (e: FlowEvent) => {
         const local = this.owners.ownerOf(e.direction === 'ingress' ? e.dst : e.src);
-        const slash = local?.indexOf('/') ?? -1;
-        return local && slash > 0 ? this.engine.stagedOf(local.slice(0, slash), local.slice(slash + 1)) : [];
+        return local ? this.engine.stagedOf(local) : [];
       };
       for (const r of this.flows.add(
         events,

@@ -2,10 +2,11 @@
 // as that node's agent sees it, its endpoints, and their rule-set layers with numeric rule ids.
 import { type DesiredState, EP_FLAGS, type TableEntry, TEST_RUN_IFINDEX } from '@cascade/bpf-datapath';
 import { formatPrefix, hostPrefix, type Prefix } from '../engine/cidr.ts';
-import type { NetpolEngine } from '../engine/engine.ts';
+import { DIRECTIONS, LAYERS, type NetpolEngine } from '../engine/engine.ts';
 import { ID } from '../engine/identities.ts';
 import type { MapState } from '../engine/mapstate.ts';
 import type { ServiceCatalog } from '../engine/services.ts';
+import type { LayerIds } from '../engine/table-store.ts';
 
 export interface NodeDatapathState extends DesiredState {
   /** Numeric rule id (in map values and flow events) -> rule id string. */
@@ -33,13 +34,8 @@ const converted = new WeakMap<NetpolEngine, Converted>();
 /** Prefix text by prefix object (host prefixes are shared objects, see cidr.hostPrefix). */
 const formatted = new WeakMap<Prefix, string>();
 const NONE: readonly string[] = [];
-type Refs = Record<'ingress' | 'egress', Record<'admin' | 'lower', string>>;
-const LAYER_IDS = [
-  ['ingress', 'admin'],
-  ['ingress', 'lower'],
-  ['egress', 'admin'],
-  ['egress', 'lower'],
-] as const;
+/** Every (direction, layer) of an endpoint's table ids. */
+const LAYER_IDS = DIRECTIONS.flatMap((d) => LAYERS.map((l) => [d, l] as const));
 
 export interface DatapathStateOptions {
   /**
@@ -110,7 +106,7 @@ export function datapathState(
     return done.entries;
   };
   /** Endpoints with staged tables, given them once every enforced table is known (the budget). */
-  const stagedCandidates: { key: string; refs: Refs; at: DesiredState['endpoints'] }[] = [];
+  const stagedCandidates: { key: string; refs: LayerIds; at: DesiredState['endpoints'] }[] = [];
   for (const [key, pod] of engine.pods) {
     if (node !== undefined && pod.node !== node) continue;
     const identity = engine.podIdentity.get(key);
@@ -121,12 +117,10 @@ export function datapathState(
       return ifindex === undefined ? [] : [{ ip, ifindex }];
     });
     if (!bound.length) continue;
-    for (const d of ['ingress', 'egress'] as const) {
-      for (const layer of ['admin', 'lower'] as const) {
-        const id = refs[d][layer];
-        if (layer === 'admin') adminTables.add(id);
-        if (!tables.has(id)) tables.set(id, entriesOf(id));
-      }
+    for (const [d, layer] of LAYER_IDS) {
+      const id = refs[d][layer];
+      if (layer === 'admin') adminTables.add(id);
+      if (!tables.has(id)) tables.set(id, entriesOf(id));
     }
     const staged = engine.stagedEndpointTables.get(identity);
     const mine: DesiredState['endpoints'] = [];

@@ -7,6 +7,7 @@ import type { FlowEvent } from '@cascade/bpf-datapath';
 import type { Metrics } from '@cascade/core/kube';
 import { MAX_STAGED_COUNTS, type NodeReportSpec, STAGED_WINDOW_SECONDS } from '../cluster/node-report.ts';
 import { PROTO_NAMES } from '../engine/ports.ts';
+import { stagedTargetKey } from '../engine/staged-view.ts';
 
 export type StagedCount = NonNullable<NodeReportSpec['stagedFlows']>[number];
 const MINUTE = 60_000;
@@ -44,6 +45,32 @@ function stagedPart(
   return { verdict: s.verdict, ...(rule ? { rule } : {}) };
 }
 
+/**
+ * Flows counted by policy, direction and verdict for a metric family: policies one by one up to
+ * MAX_POLICY_SERIES, the rest as "other" (a series per policy is bounded).
+ */
+class PolicySeries {
+  private readonly counts = new Map<string, number>();
+  private readonly policies = new Set<string>();
+
+  inc(policy: string, direction: string, verdict: string): void {
+    let p = policy;
+    if (!this.policies.has(p)) {
+      if (this.policies.size >= MAX_POLICY_SERIES) p = 'other';
+      else this.policies.add(p);
+    }
+    const k = `${p}|${direction}|${verdict}`;
+    this.counts.set(k, (this.counts.get(k) ?? 0) + 1);
+  }
+
+  samples(): [{ policy: string; direction: string; verdict: string }, number][] {
+    return [...this.counts].map(([k, n]) => {
+      const [policy, direction, verdict] = k.split('|') as [string, string, string];
+      return [{ policy, direction, verdict }, n];
+    });
+  }
+}
+
 /** 127.0.0.0/8 or ::1, as a socket reports its peer (IPv4-mapped included). */
 export function isLoopback(address: string | undefined): boolean {
   if (!address) return false;
@@ -57,13 +84,11 @@ export const MAX_POLICY_SERIES = 500;
 export class FlowLog {
   private readonly ring: FlowRecord[] = [];
   /** `policy|direction|verdict` -> flows the kernel reported (every event, before the per-flow limit). */
-  private readonly byPolicy = new Map<string, number>();
-  private readonly policies = new Set<string>();
+  private readonly byPolicy = new PolicySeries();
   /** Per minute: `staged object|direction|verdict|rule` -> flows (the staged objects' status counts). */
   private readonly stagedMinutes = new Map<number, Map<string, number>>();
-  /** `policy|direction|staged verdict` -> new flows the staged set would judge otherwise. */
-  private readonly byStaged = new Map<string, number>();
-  private readonly stagedPolicies = new Set<string>();
+  /** By policy, direction and staged verdict: new flows the staged set would judge otherwise. */
+  private readonly byStaged = new PolicySeries();
   /** flow -> when it was last recorded, and the reports left out since */
   private readonly lastByFlow = new Map<string, { at: number; repeats: number }>();
   private readonly followers = new Set<{ res: ServerResponse; match: (r: FlowRecord) => boolean }>();
@@ -143,13 +168,7 @@ export class FlowLog {
    */
   private countPolicy(e: FlowEvent, rules: ReadonlyMap<number, string>): void {
     const rule = e.rule ? rules.get(e.rule) : undefined;
-    let policy = rule ? rule.split('#')[0]! : `(${e.reason})`;
-    if (!this.policies.has(policy)) {
-      if (this.policies.size >= MAX_POLICY_SERIES) policy = 'other';
-      else this.policies.add(policy);
-    }
-    const k = `${policy}|${e.direction}|${e.verdict}`;
-    this.byPolicy.set(k, (this.byPolicy.get(k) ?? 0) + 1);
+    this.byPolicy.inc(rule ? rule.split('#')[0]! : `(${e.reason})`, e.direction, e.verdict);
   }
 
   /**
@@ -159,19 +178,14 @@ export class FlowLog {
    */
   private countStaged(e: FlowEvent, rules: ReadonlyMap<number, string>): void {
     const rule = e.staged!.rule ? rules.get(e.staged!.rule) : undefined;
-    let policy = rule ? rule.split('#')[0]! : '(default)';
-    if (!this.stagedPolicies.has(policy)) {
-      if (this.stagedPolicies.size >= MAX_POLICY_SERIES) policy = 'other';
-      else this.stagedPolicies.add(policy);
-    }
-    const k = `${policy}|${e.direction}|${e.staged!.verdict}`;
-    this.byStaged.set(k, (this.byStaged.get(k) ?? 0) + 1);
+    this.byStaged.inc(rule ? rule.split('#')[0]! : '(default)', e.direction, e.staged!.verdict);
   }
 
   /** One staged flow, in its minute, for each staged object answerable (its own rule's first). */
   private tallyStaged(e: FlowEvent, rules: ReadonlyMap<number, string>, keys: string[], now: number): void {
     const rule = e.staged!.rule ? rules.get(e.staged!.rule) : undefined;
-    const own = rule?.startsWith('Staged') ? rule.split('#')[0]! : undefined;
+    const policy = rule?.split('#')[0];
+    const own = policy !== undefined && stagedTargetKey(policy) !== undefined ? policy : undefined;
     const minute = Math.floor(now / MINUTE);
     let m = this.stagedMinutes.get(minute);
     if (!m) this.stagedMinutes.set(minute, (m = new Map()));
@@ -215,18 +229,12 @@ export class FlowLog {
 
   /** cascade_datapath_staged_flows_total's samples: flows the staged set would decide otherwise. */
   stagedSamples(): [{ policy: string; direction: string; verdict: string }, number][] {
-    return [...this.byStaged].map(([k, n]) => {
-      const [policy, direction, verdict] = k.split('|') as [string, string, string];
-      return [{ policy, direction, verdict }, n];
-    });
+    return this.byStaged.samples();
   }
 
   /** cascade_datapath_policy_flows_total's samples. */
   policySamples(): [{ policy: string; direction: string; verdict: string }, number][] {
-    return [...this.byPolicy].map(([k, n]) => {
-      const [policy, direction, verdict] = k.split('|') as [string, string, string];
-      return [{ policy, direction, verdict }, n];
-    });
+    return this.byPolicy.samples();
   }
 
   /** `GET /flows[?verdict=deny][&namespace=NS][&follow=1]`: NDJSON. Returns false for other paths. */

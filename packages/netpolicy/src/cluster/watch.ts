@@ -25,6 +25,7 @@ import {
 } from '../engine/model.ts';
 import type { ServiceCatalog } from '../engine/services.ts';
 import { STAGED_KINDS, STAGED_VERSION, type StagedKindName, stagedFromObject } from '../engine/staged.ts';
+import { stagedObjectKey } from '../engine/staged-view.ts';
 import { NodeAddresses } from './node-addresses.ts';
 import { NODE_REPORT_PATH, nodeReportFromObject } from './node-report.ts';
 import type { AddressOwners } from './owners.ts';
@@ -196,7 +197,7 @@ export function clusterInformers(ctx: WatchContext): Informer[] {
           `${STAGED_BASE}/${STAGED_KINDS[kind].plural}`,
           on((t, o) => {
             const s = stagedFromObject(kind, o as never);
-            const key = `${kind}/${STAGED_KINDS[kind].namespaced ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
+            const key = stagedObjectKey(kind, o.metadata);
             // a staged object that cannot be read stages nothing (its status says why)
             if (t === 'DELETED' || 'error' in s) ctx.engine.removeStaged(key);
             else ctx.engine.upsertStaged(s);

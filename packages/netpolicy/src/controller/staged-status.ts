@@ -20,8 +20,8 @@ import {
   stagedTarget,
   stagedTargetName,
 } from '../engine/staged.ts';
+import { stagedObjectKey } from '../engine/staged-view.ts';
 
-const BASE = STAGED_BASE;
 /** A condition's message at most (the API has no limit of its own; a reader does). */
 const MAX_MESSAGE = 1024;
 
@@ -89,7 +89,8 @@ export interface StagedFlows {
 /** Every staged object's flows from the nodes' reports, by staged key (`StagedNetworkPolicy/ns/x`). */
 export function stagedFlowsByKey(reports: Iterable<{ spec?: unknown }>): Map<string, StagedFlows> {
   const out = new Map<string, StagedFlows>();
-  const byRule = new Map<string, number>();
+  /** each staged object's counts by direction, verdict and rule, summed over the nodes */
+  const byRule = new Map<string, { staged: string; rule: StagedFlows['byRule'][number] }>();
   for (const o of reports) {
     const spec = nodeReportFromObject(o);
     if ('error' in spec) continue;
@@ -102,19 +103,21 @@ export function stagedFlowsByKey(reports: Iterable<{ spec?: unknown }>): Map<str
         );
       if (c.verdict === 'deny') f.wouldDeny += c.flows;
       else f.wouldAllow += c.flows;
-      const k = JSON.stringify([c.staged, c.direction, c.verdict, c.rule ?? '(no rule: default)']);
-      byRule.set(k, (byRule.get(k) ?? 0) + c.flows);
+      const rule = c.rule ?? '(no rule: default)';
+      const k = JSON.stringify([c.staged, c.direction, c.verdict, rule]);
+      const known = byRule.get(k);
+      if (known) known.rule.flows += c.flows;
+      else
+        byRule.set(k, {
+          staged: c.staged,
+          rule: { direction: c.direction, verdict: c.verdict, rule, flows: c.flows },
+        });
     }
   }
-  for (const [k, flows] of [...byRule].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))) {
-    const [staged, direction, verdict, rule] = JSON.parse(k) as [
-      string,
-      'ingress' | 'egress',
-      'allow' | 'deny',
-      string,
-    ];
+  const sorted = [...byRule].sort((a, b) => b[1].rule.flows - a[1].rule.flows || (a[0] < b[0] ? -1 : 1));
+  for (const [, { staged, rule }] of sorted) {
     const f = out.get(staged)!;
-    if (f.byRule.length < 32) f.byRule.push({ direction, verdict, rule, flows });
+    if (f.byRule.length < 32) f.byRule.push(rule);
   }
   return out;
 }
@@ -143,7 +146,7 @@ export class StagedStatus {
       // optional: a cluster without the staged CRDs has nothing to report
       const inf = new Informer(
         deps.client,
-        `${BASE}/${STAGED_KINDS[kind].plural}`,
+        `${STAGED_BASE}/${STAGED_KINDS[kind].plural}`,
         () => deps.changed(),
         undefined,
         true,
@@ -159,7 +162,7 @@ export class StagedStatus {
     const flows = stagedFlowsByKey(this.deps.reports?.() ?? []);
     for (const [kind, inf] of this.byKind)
       for (const o of [...inf.cache.values()]) {
-        const key = `${kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
+        const key = stagedObjectKey(kind, o.metadata);
         try {
           await this.write(kind, inf, o, stagedCondition(kind, o as never, has), flows.get(key));
         } catch (e) {
@@ -206,7 +209,7 @@ export class StagedStatus {
           : new Date().toISOString(),
     };
     const ns = o.metadata.namespace;
-    const path = `${BASE}${ns ? `/namespaces/${encodeURIComponent(ns)}` : ''}/${STAGED_KINDS[kind].plural}/${encodeURIComponent(o.metadata.name)}/status`;
+    const path = `${STAGED_BASE}${ns ? `/namespaces/${encodeURIComponent(ns)}` : ''}/${STAGED_KINDS[kind].plural}/${encodeURIComponent(o.metadata.name)}/status`;
     this.deps.writes.inc();
     const applied = await this.deps.client.apply(
       path,

@@ -20,7 +20,7 @@ import {
 import { IdentityIndex } from './selection.ts';
 import { SelectionCache } from './selection-cache.ts';
 import type { StagedPolicy } from './staged.ts';
-import { buildStaged, StagedView, splitTiers, stagedKey } from './staged-view.ts';
+import { buildStaged, StagedView, splitTiers, stagedKey, stagedTargetKey } from './staged-view.ts';
 import { TableIds } from './table-ids.ts';
 import { type LayerIds, sameLayers, type Table, TableStore } from './table-store.ts';
 import { DEFAULT_TENANT_LABEL, type TenantId, tenantOf } from './tenants.ts';
@@ -223,27 +223,24 @@ export class NetpolEngine {
     if (!this.changedPolicies.has(key)) this.changedPolicies.set(key, prev.built);
   }
 
-  /** Staged objects by key; the ids of an endpoint's staged tables where they differ from its enforced ones. */
-  get stagedEntries(): ReadonlyMap<string, import('./staged-view.ts').StagedEntry> {
-    return this.staged.entries;
-  }
   /**
-   * The staged objects that change how a pod is judged: those whose staged policy, or whose target
-   * (the policy they replace or remove), selects it. Where the staged set judges one of its flows
-   * otherwise, these are the objects answerable for it.
+   * The staged objects that change how a pod (`ns/name`) is judged: those whose staged policy, or
+   * whose target (the policy they replace or remove), selects it. Where the staged set judges one of
+   * its flows otherwise, these are the objects answerable for it.
    */
-  stagedOf(namespace: string, name: string): string[] {
-    const id = this.podIdentity.get(`${namespace}/${name}`);
+  stagedOf(pod: string): string[] {
+    const id = this.podIdentity.get(pod);
     const info = id === undefined ? undefined : this.identities.get(id);
     if (!info || !this.staged.endpointTables.has(info.id)) return [];
     const out: string[] = [];
     for (const [key, e] of this.staged.entries) {
-      const target = this.policies.get(key.slice('Staged'.length))?.built;
+      const target = this.policies.get(stagedTargetKey(key)!)?.built;
       if ([...subjectTests(e.built), ...subjectTests(target)].some((t) => t(info))) out.push(key);
     }
     return out;
   }
 
+  /** The ids of an endpoint's staged tables, where they differ from its enforced ones. */
   get stagedEndpointTables(): ReadonlyMap<number, LayerIds> {
     return this.staged.endpointTables;
   }
@@ -254,7 +251,7 @@ export class NetpolEngine {
     for (const [key, prev] of this.changedPolicies) {
       const now = this.policies.get(key)?.built ?? this.staged.entries.get(key)?.built;
       // a staged object also moves the subjects of the policy it replaces or removes (staged view)
-      const target = key.startsWith('Staged') ? key.slice('Staged'.length) : undefined;
+      const target = stagedTargetKey(key);
       const tests = [
         ...subjectTests(prev),
         ...subjectTests(now),

@@ -6,13 +6,26 @@
 // identities; never another verdict). Tables are content-addressed and shared: a staged view that
 // equals the enforced one for an endpoint costs nothing and is not recorded (endpointTables holds
 // only the endpoints whose staged tables differ).
-import type { Layer } from './lower.ts';
 import { type EngineRules, RuleGroups } from './rule-groups.ts';
-import { type BuiltPolicy, buildPolicy, compareRules, type Direction } from './rules.ts';
-import { type StagedPolicy, stagedTarget } from './staged.ts';
+import { type BuiltPolicy, buildPolicy, compareRules } from './rules.ts';
+import { STAGED_KINDS, type StagedKindName, type StagedPolicy, stagedTarget } from './staged.ts';
+import type { LayerIds } from './table-store.ts';
+
+const PREFIX = 'Staged';
 
 /** The key the engine gives a staged object: its kind and name (`StagedNetworkPolicy/shop/x`). */
-export const stagedKey = (s: StagedPolicy): string => `Staged${stagedTarget(s)}`;
+export const stagedKey = (s: StagedPolicy): string => `${PREFIX}${stagedTarget(s)}`;
+
+/** The same key from a staged object as the API serves it (also one that cannot be read). */
+export const stagedObjectKey = (kind: StagedKindName, m: { name: string; namespace?: string }): string =>
+  `${kind}/${STAGED_KINDS[kind].namespaced ? `${m.namespace}/` : ''}${m.name}`;
+
+/**
+ * The enforced policy a staged key stands for (`StagedNetworkPolicy/shop/x` -> `NetworkPolicy/shop/x`),
+ * or undefined for a key that is not a staged object's (a standard policy's key, a rule's policy part).
+ */
+export const stagedTargetKey = (key: string): string | undefined =>
+  key.startsWith(PREFIX) ? key.slice(PREFIX.length) : undefined;
 
 export interface StagedEntry {
   staged: StagedPolicy;
@@ -40,7 +53,7 @@ export class StagedView {
   /** The staged set's rules by tier, or null when nothing is staged (the view is then off). */
   rules: EngineRules | null = null;
   /** Subject identity -> its staged table ids, only where they differ from its enforced ones. */
-  readonly endpointTables = new Map<number, Record<Direction, Record<Layer, string>>>();
+  readonly endpointTables = new Map<number, LayerIds>();
 
   constructor(revisionOf: (policyKey: string) => number) {
     this.groups = new RuleGroups(revisionOf);
