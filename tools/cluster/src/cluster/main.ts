@@ -95,16 +95,19 @@ function archives(): string[] {
     .map((f) => join(dir, f));
 }
 
-/** A node's services, in its namespaces when it has them (with flannel: flanneld, once it has its lease). */
+/**
+ * A node's services, in its namespaces when it has them (with flannel: flanneld, once it has its
+ * lease); returns the refs of images rebuilt since the node had them.
+ */
 function nodeUp(n: NodeSpec, l: Layout, images: string[], cni: Cni): string[] {
   const flannel = cni === 'flannel';
   const enter = n.placement === 'netns' ? machineUp(n, l, !flannel) : undefined;
   containerdUp(n, enter, flannel ? flannelBins() : undefined);
-  const imported = importArchives(n, images);
+  const rebuilt = importArchives(n, images);
   kubeletUp(n, bins(), `https://${l.hostIp}:6443`, enter);
   kubeProxyUp(n, bins(), enter);
   if (flannel) flanneldUp(n, flannelBins(), `https://${l.hostIp}:6443`, kubectl, enter);
-  return imported;
+  return rebuilt;
 }
 
 /**
@@ -204,7 +207,8 @@ function up(args: string[]): void {
     },
   );
   const images = archives();
-  const imported = new Set(l.nodes.flatMap((n) => nodeUp(n, l, images, cni)));
+  // images rebuilt since the nodes had them (a node joining imports everything: that restarts nothing)
+  const rebuilt = new Set(l.nodes.flatMap((n) => nodeUp(n, l, images, cni)));
   for (const n of l.nodes)
     waitFor(
       120,
@@ -238,7 +242,7 @@ function up(args: string[]): void {
   if (withCascade && !peer) {
     install();
     // a rebuilt image under the same tag changes no pod template: what runs it is restarted
-    if (before && [...imported].some((ref) => ref.endsWith(`:${TAG}`))) {
+    if (before && [...rebuilt].some((ref) => ref.endsWith(`:${TAG}`))) {
       log('restarting Cascade on its rebuilt images');
       kubectl('-n', 'cascade-system', 'rollout', 'restart', 'deployment,daemonset');
       for (const w of kubectl('-n', 'cascade-system', 'get', 'deployment,daemonset', '-o', 'name')

@@ -118,27 +118,31 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   waitFor(30, `containerd of ${n.name}`, () => run('ctr', ['-a', socket(n), 'version'], { timeoutMs: 5000 }));
 }
 
-/** Imports image archives (each with its .json beside it) unless the same reference and digest are there. */
-/** Imports the archives whose image (ref and digest) the node lacks; returns the refs imported. */
+/**
+ * Imports the image archives (each with its .json beside it) whose image (ref and digest) the node
+ * lacks; returns the refs whose image was rebuilt: the node had that ref with another digest, so
+ * what runs it must restart. A ref new to the node (a node joining) restarts nothing.
+ */
 export function importArchives(n: NodeSpec, archives: string[]): string[] {
-  const imported: string[] = [];
-  const have = new Set(
+  const rebuilt: string[] = [];
+  const had = new Map(
     run('ctr', ['-a', socket(n), '-n', 'k8s.io', 'images', 'ls'])
       .split('\n')
       .slice(1)
       .map((l) => l.split(/\s+/))
-      .map((f) => `${f[0]} ${f[2]}`),
+      .filter((f) => f[0])
+      .map((f) => [f[0]!, f[2]] as const),
   );
   for (const archive of archives) {
     const meta = JSON.parse(readFileSync(`${archive}.json`, 'utf8')) as { ref: string; digest: string };
-    if (have.has(`${meta.ref} ${meta.digest}`)) continue;
+    if (had.get(meta.ref) === meta.digest) continue;
     log(`importing ${meta.ref} into ${n.name}`);
     run('ctr', ['-a', socket(n), '-n', 'k8s.io', 'images', 'import', '--no-unpack=false', archive], {
       timeoutMs: 600_000,
     });
-    imported.push(meta.ref);
+    if (had.has(meta.ref)) rebuilt.push(meta.ref);
   }
-  return imported;
+  return rebuilt;
 }
 
 function writeIfChanged(file: string, text: string): void {
