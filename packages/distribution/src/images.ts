@@ -19,7 +19,7 @@ import {
 } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { CONTROLLER_BINARIES } from './manifest.ts';
-import { type BuiltImage, buildImage, type Entry, type ImageSpec } from './oci.ts';
+import { type BuiltImage, buildImage, type Entry, type ImageSpec, LayerCache } from './oci.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
 export const REGISTRY = 'cascade.local';
@@ -77,15 +77,21 @@ function userFiles(): Entry[] {
   ];
 }
 
-/** Node 24 with its libraries, CA certificates and a non-root user: the base layer of every Node image. */
+let base: Entry[] | undefined;
+/**
+ * Node 24 with its libraries, CA certificates and a non-root user: the base layer of every Node
+ * image, read once per process (the same array, so buildImage packs it once too).
+ */
 function nodeBase(): Entry[] {
+  if (base) return base;
   if (!existsSync(NODE)) throw new Error(`images: ${NODE} missing (npm install)`);
-  return [
+  base = [
     ...userFiles(),
     file('etc/ssl/certs/ca-certificates.crt', '/etc/ssl/certs/ca-certificates.crt'),
     file('usr/local/bin/node', NODE, 0o755),
     ...libraries([NODE]),
   ];
+  return base;
 }
 
 const SKIP_NAME =
@@ -282,7 +288,8 @@ export interface ImageReport {
 }
 
 /** Builds the named images (all when none) into outDir; an archive whose inputs did not change is
- * rebuilt in memory only to compare digests, and the file is left alone. */
+ * rebuilt in memory only to compare digests (its layers' compression comes from outDir/.layers), and
+ * the file is left alone. */
 export function buildImages(opts: {
   names?: string[];
   tag: string;
@@ -300,10 +307,11 @@ export function buildImages(opts: {
       `images: unknown image ${unknown.join(', ')} (have: ${all.map((r) => r.name).join(', ')})`,
     );
   const reports: ImageReport[] = [];
+  const layers = new LayerCache(join(opts.outDir, '.layers'));
   for (const r of chosen) {
     for (const need of r.needs ?? [])
       if (!existsSync(need)) throw new Error(`images: ${r.name} needs ${need} (run scripts/setup.sh)`);
-    const built: BuiltImage = buildImage(r.build(opts.tag));
+    const built: BuiltImage = buildImage(r.build(opts.tag), layers);
     const archive = join(opts.outDir, `${r.name}.tar`);
     const meta = `${archive}.json`;
     const previous = existsSync(meta) ? (JSON.parse(readFileSync(meta, 'utf8')) as ImageReport) : undefined;
@@ -321,6 +329,7 @@ export function buildImages(opts: {
     }
     reports.push(report);
   }
+  layers.prune();
   return reports;
 }
 

@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { buildImage, tar, withParents } from './oci.ts';
+import { buildImage, LayerCache, tar, withParents } from './oci.ts';
 
 const spec = () => ({
   ref: 'cascade.local/test:1',
@@ -26,6 +26,23 @@ describe('OCI image archives', () => {
     const b = buildImage(spec());
     expect(a.digest).toBe(b.digest);
     expect(a.archive.equals(b.archive)).toBe(true);
+  });
+
+  it('a layer cache on disk gives the same image as none, and a damaged cached layer is replaced, never used', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cascade-layers-'));
+    try {
+      const plain = buildImage(spec());
+      expect(buildImage(spec(), new LayerCache(dir)).digest).toBe(plain.digest);
+      const [cached] = readdirSync(dir);
+      expect(cached).toMatch(/^[0-9a-f]{64}-zlib.*\.gz$/);
+      // a second process reads it back: same bytes
+      expect(buildImage(spec(), new LayerCache(dir)).archive.equals(plain.archive)).toBe(true);
+      writeFileSync(join(dir, cached!), Buffer.from('not gzip'));
+      expect(buildImage(spec(), new LayerCache(dir)).archive.equals(plain.archive)).toBe(true);
+      expect(gunzipSync(readFileSync(join(dir, cached!))).length).toBeGreaterThan(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('GNU tar reads the layers: long names, symlinks, modes, parents', () => {

@@ -3,7 +3,19 @@
 // OCI image layout (oci-layout, index.json, blobs/sha256/*) written as one tar that
 // `ctr images import` and `skopeo` read. Same inputs give the same bytes, so the same digest.
 import { createHash } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
 
 export type Entry =
   | { path: string; type: 'dir'; mode?: number }
@@ -132,15 +144,77 @@ function json(value: unknown): Buffer {
   return Buffer.from(JSON.stringify(value));
 }
 
-export function buildImage(spec: ImageSpec): BuiltImage {
+/**
+ * Compressed layers by their uncompressed digest (diff id), zlib's version and level: gzip is most of
+ * an image's build time, and every Node image shares its base layer. In memory for one process, and
+ * on disk when `dir` is given (a second build of unchanged inputs compresses nothing). The bytes are
+ * those gzipSync gives for that input, so digests stay what a build without the cache gives.
+ */
+export class LayerCache {
+  private readonly mem = new Map<string, Blob>();
+  private readonly dir: string | undefined;
+  constructor(dir?: string) {
+    this.dir = dir;
+  }
+
+  compressed(raw: Buffer, diffId: string): Blob {
+    const key = `${diffId.slice(7)}-zlib${process.versions.zlib}-6`;
+    const hit = this.mem.get(key);
+    if (hit) return hit;
+    const path = this.dir && join(this.dir, `${key}.gz`);
+    let b: Blob | undefined;
+    if (path && existsSync(path)) {
+      // a file that does not unpack to this layer (damaged, cut short) is replaced, never used
+      const data = readFileSync(path);
+      try {
+        if (sha256(gunzipSync(data)) === diffId.slice(7)) b = blob(data);
+      } catch {}
+    }
+    if (!b) {
+      b = blob(gzipSync(raw, { level: 6 }));
+      if (path && this.dir) {
+        mkdirSync(this.dir, { recursive: true });
+        writeFileSync(`${path}.tmp`, b.data);
+        renameSync(`${path}.tmp`, path);
+      }
+    }
+    if (path && existsSync(path)) utimesSync(path, new Date(), new Date()); // in use: kept by prune
+    this.mem.set(key, b);
+    return b;
+  }
+
+  /** Removes the layers no build used for `days` days: the directory holds what builds still need. */
+  prune(days = 3): void {
+    if (!this.dir || !existsSync(this.dir)) return;
+    const before = Date.now() - days * 86_400_000;
+    for (const f of readdirSync(this.dir)) {
+      const p = join(this.dir, f);
+      if (statSync(p).mtimeMs < before) rmSync(p, { force: true });
+    }
+  }
+}
+
+/** A layer's tar and digest by its entries array: images sharing a base layer's array pack it once. */
+const packed = new WeakMap<Entry[], { raw: Buffer; diffId: string }>();
+function pack(entries: Entry[]): { raw: Buffer; diffId: string } {
+  let p = packed.get(entries);
+  if (!p) {
+    const raw = tar(withParents(entries));
+    p = { raw, diffId: `sha256:${sha256(raw)}` };
+    packed.set(entries, p);
+  }
+  return p;
+}
+
+export function buildImage(spec: ImageSpec, layers = new LayerCache()): BuiltImage {
   const layerBlobs: Blob[] = [];
   const diffIds: string[] = [];
   let unpackedSize = 0;
   for (const entries of spec.layers) {
-    const raw = tar(withParents(entries));
+    const { raw, diffId } = pack(entries);
     unpackedSize += raw.length;
-    diffIds.push(`sha256:${sha256(raw)}`);
-    layerBlobs.push(blob(gzipSync(raw, { level: 6 })));
+    diffIds.push(diffId);
+    layerBlobs.push(layers.compressed(raw, diffId));
   }
   const config = blob(
     json({
