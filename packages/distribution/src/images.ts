@@ -287,9 +287,11 @@ export interface ImageReport {
   unpackedBytes: number;
 }
 
-/** Builds the named images (all when none) into outDir; an archive whose inputs did not change is
- * rebuilt in memory only to compare digests (its layers' compression comes from outDir/.layers), and
- * the file is left alone. */
+/**
+ * Builds the named images (all when none) into outDir; an archive whose inputs did not change is
+ * rebuilt in memory only to compare digests (its layers compressed once, kept in
+ * build/images/.layers), and the file is left alone.
+ */
 export function buildImages(opts: {
   names?: string[];
   tag: string;
@@ -307,7 +309,8 @@ export function buildImages(opts: {
       `images: unknown image ${unknown.join(', ')} (have: ${all.map((r) => r.name).join(', ')})`,
     );
   const reports: ImageReport[] = [];
-  const layers = new LayerCache(join(opts.outDir, '.layers'));
+  // one cache whatever the output directory (the e2e builds a retagged set elsewhere)
+  const layers = new LayerCache(join(ROOT, 'build/images/.layers'));
   for (const r of chosen) {
     for (const need of r.needs ?? [])
       if (!existsSync(need)) throw new Error(`images: ${r.name} needs ${need} (run scripts/setup.sh)`);
