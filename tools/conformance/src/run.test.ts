@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFS, defFor, parseGinkgo, parseGoTest, ROOT, type SuiteResults } from './run.ts';
+import { DEFS, defFor, mergeParts, parseGinkgo, parseGoTest, ROOT, type SuiteResults } from './run.ts';
 
 describe('conformance result parsing', () => {
   it('ginkgo JSON: one result per spec, suite-level failures kept, setup nodes that passed dropped', () => {
@@ -145,5 +145,44 @@ describe("npm test's subsets", () => {
         .args('/bin', '/report.json', false, DEFS.netpol)
         .some((a) => a.startsWith('--ginkgo.focus')),
     ).toBe(false);
+  });
+
+  it('side by side: the parts of the NetworkPolicy focus split the subset, and their results merge into one with each test as the part that ran it', () => {
+    const focusOf = (tests: string[]) =>
+      DEFS.netpol
+        .args('/bin', '/r.json', true, { ...DEFS.netpol, subsetTests: tests })
+        .find((a) => a.startsWith('--ginkgo.focus='))!;
+    const all = DEFS.netpol.subsetTests!;
+    const parts = [0, 1].map((i) => all.filter((_, j) => j % 2 === i));
+    expect(parts.flat().sort()).toEqual([...all].sort());
+    expect(parts.every((p) => p.length === 2)).toBe(true);
+    const result = (part: string[], seconds: number): SuiteResults => ({
+      suite: 'netpol',
+      title: 't',
+      module: 'm',
+      version: 'v',
+      kubernetes: 'v',
+      cascadeCommit: 'c',
+      date: 'd',
+      subset: true,
+      nodes: 1,
+      command: ['netpol.test', focusOf(part)],
+      passed: 2,
+      failed: 0,
+      failedByEnvironment: 0,
+      skipped: 2,
+      seconds,
+      adaptations: [],
+      tests: all.map((name) => ({
+        name,
+        result: part.includes(name) ? (name === all[1] ? 'failed' : 'passed') : 'skipped',
+        seconds: 1,
+      })),
+    });
+    const merged = mergeParts([result(parts[0]!, 200), result(parts[1]!, 230)]);
+    expect(merged.tests.map((t) => t.result).sort()).toEqual(['failed', 'passed', 'passed', 'passed']);
+    expect([merged.passed, merged.failed, merged.skipped, merged.seconds]).toEqual([3, 1, 0, 230]);
+    expect(merged.command[1]).toBe(focusOf(all));
+    expect(merged.adaptations.join()).toMatch(/2 processes side by side/);
   });
 });

@@ -84,6 +84,8 @@ interface SuiteDef {
   /** features Cascade implements that cannot be shown on this cluster (not passed to the suite) */
   notShownHere?: string[];
   args: (bin: string, report: string, subset: boolean, def: SuiteDef) => string[];
+  /** the subset's tests by name, where the suite can run a part of them (netpol: --ginkgo.focus) */
+  subsetTests?: string[];
   /** tests not run on this machine, matched by name, and why */
   skips: [RegExp, string][];
   adaptations: string[];
@@ -197,12 +199,13 @@ export const DEFS: Record<SuiteName, SuiteDef> = {
     module: 'k8s.io/kubernetes',
     version: 'v1.34.4',
     binary: 'netpol.test',
-    args: (bin, report, subset) => [
+    subsetTests: NETPOL_SUBSET,
+    args: (bin, report, subset, d) => [
       join(bin, 'netpol.test'),
       `--kubeconfig=${KUBECONFIG}`,
       '--provider=local',
       '--ginkgo.skip=SCTPConnectivity',
-      ...(subset ? [`--ginkgo.focus=${NETPOL_SUBSET.map(escapeRegex).join('|')}`] : []),
+      ...(subset ? [`--ginkgo.focus=${(d.subsetTests ?? NETPOL_SUBSET).map(escapeRegex).join('|')}`] : []),
       `--ginkgo.json-report=${report}`,
       '--ginkgo.no-color',
       '--ginkgo.timeout=90m',
@@ -311,13 +314,26 @@ export function prepare(log: (s: string) => void = () => {}, nodes = 1, netpol =
 export async function runSuite(
   name: SuiteName,
   bin: string,
-  opts: { subset?: boolean; nodes?: number; echo?: (chunk: string) => void } = {},
+  opts: {
+    subset?: boolean;
+    nodes?: number;
+    echo?: (chunk: string) => void;
+    /** this part of the subset's tests only (every `of`-th from `index`), in files of its own */
+    part?: { index: number; of: number };
+  } = {},
 ): Promise<SuiteResults> {
   const nodes = opts.nodes ?? 1;
-  const def = defFor(name, nodes);
+  const whole = defFor(name, nodes);
+  const part = opts.part;
+  if (part && !(opts.subset && whole.subsetTests))
+    throw new Error(`${name}: only a subset of a suite that names its tests can run in parts`);
+  const def = part
+    ? { ...whole, subsetTests: whole.subsetTests!.filter((_, i) => i % part.of === part.index) }
+    : whole;
+  const stem = part ? `${name}.part${part.index + 1}` : name;
   const work = join(ROOT, 'tools/conformance/.local');
   mkdirSync(work, { recursive: true });
-  const report = join(work, `${name}.report.${def.upstreamReport ? 'yaml' : 'json'}`);
+  const report = join(work, `${stem}.report.${def.upstreamReport ? 'yaml' : 'json'}`);
   rmSync(report, { force: true }); // what exists after the run is this run's
   const [cmd, ...args] = def.args(bin, report, Boolean(opts.subset), def);
   // a previous network-policy-api run's namespaces must be gone: its set-up creates them again
@@ -350,7 +366,7 @@ export async function runSuite(
     for (const sig of ['SIGINT', 'SIGTERM'] as const) process.off(sig, onSignal);
     restoreBundles(hidden);
   });
-  writeFileSync(join(work, `${name}.log`), output);
+  writeFileSync(join(work, `${stem}.log`), output);
   let tests: TestResult[];
   try {
     tests = def.parse(report, output);
@@ -403,6 +419,70 @@ export async function runSuite(
     seconds: Math.round((Date.now() - t0) / 1000),
     adaptations: def.adaptations,
     ...(def.upstreamReport && existsSync(report) ? { upstreamReport: readFileSync(report, 'utf8') } : {}),
+    tests,
+  };
+}
+
+/**
+ * npm test's subsets side by side, which takes the time of the longest instead of the sum: the
+ * NetworkPolicy e2e tests in `netpolParts` processes (each test makes three namespaces of its own
+ * with generated names, so parts share nothing) beside the network-policy-api suites, run one after
+ * the other (they share fixed namespaces and base workloads, and their policies' subjects are those
+ * namespaces' pods only). Most of a test's time is waiting: pods starting, servers becoming ready,
+ * probes timing out.
+ */
+export async function runSubsets(
+  bin: string,
+  opts: { nodes?: number; echo?: (chunk: string) => void; netpolParts?: number } = {},
+): Promise<SuiteResults[]> {
+  const of = Math.max(1, Math.min(opts.netpolParts ?? 2, NETPOL_SUBSET.length));
+  const run = { nodes: opts.nodes, echo: opts.echo, subset: true };
+  const netpol = Promise.all(
+    Array.from({ length: of }, (_, index) => runSuite('netpol', bin, { ...run, part: { index, of } })),
+  ).then(mergeParts);
+  const npapi = (async () => {
+    const out: SuiteResults[] = [];
+    for (const s of SUBSET_SUITES.filter((n) => n !== 'netpol')) out.push(await runSuite(s, bin, run));
+    return out;
+  })();
+  const [n, rest] = await Promise.all([netpol, npapi]);
+  return [n, ...rest];
+}
+
+/**
+ * One suite's results from the results of its parts run side by side: a test counts with the result
+ * of the part that ran it (every part lists the others' tests as skipped by its focus), the time is
+ * the longest part's, the command the whole subset's focus.
+ */
+export function mergeParts(parts: SuiteResults[]): SuiteResults {
+  const first = parts[0];
+  if (!first) throw new Error('mergeParts: no part');
+  const byName = new Map<string, TestResult>();
+  for (const t of parts.flatMap((p) => p.tests)) {
+    const had = byName.get(t.name);
+    if (!had || (had.result === 'skipped' && t.result !== 'skipped')) byName.set(t.name, t);
+  }
+  const tests = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const focus = DEFS[first.suite].subsetTests;
+  const count = (r: TestResult['result']) => tests.filter((t) => t.result === r).length;
+  return {
+    ...first,
+    command: first.command.map((a) =>
+      a.startsWith('--ginkgo.focus=') && focus ? `--ginkgo.focus=${focus.map(escapeRegex).join('|')}` : a,
+    ),
+    passed: count('passed'),
+    failed: tests.filter((t) => t.result === 'failed' && !t.environment).length,
+    failedByEnvironment: tests.filter((t) => t.result === 'failed' && t.environment).length,
+    skipped: count('skipped'),
+    seconds: Math.max(...parts.map((p) => p.seconds)),
+    adaptations: [
+      ...first.adaptations,
+      ...(parts.length > 1
+        ? [
+            `run as ${parts.length} processes side by side, each focused on a part of the subset's tests (each test makes its own namespaces); seconds are the longest part's`,
+          ]
+        : []),
+    ],
     tests,
   };
 }
@@ -466,9 +546,19 @@ if (import.meta.main) {
   const log = (s: string) => process.stderr.write(`[conformance] ${s}\n`);
   const bin = prepare(log, nodes, netpol);
   let failed = 0;
-  for (const name of names.length ? names : SUITES) {
-    log(`running ${name}${subset ? ' (subset)' : ''}`);
-    const r = await runSuite(name, bin, { subset, nodes, echo: (c) => process.stderr.write(c) });
+  // `--subset` alone: npm test's subsets as npm test runs them, side by side (their output in
+  // tools/conformance/.local/SUITE[.partN].log, not echoed: it would interleave)
+  const sideBySide = subset && !names.length;
+  if (sideBySide) log(`running ${SUBSET_SUITES.join(', ')} (subsets, side by side)`);
+  const runs = sideBySide
+    ? await runSubsets(bin, { nodes })
+    : (names.length ? names : SUITES).map((name) => async () => {
+        log(`running ${name}${subset ? ' (subset)' : ''}`);
+        return runSuite(name, bin, { subset, nodes, echo: (c) => process.stderr.write(c) });
+      });
+  for (const next of runs) {
+    const r = typeof next === 'function' ? await next() : next;
+    const name = r.suite;
     const file = writeResults(
       netpol === 'cascade' ? r : { ...r, implementation: netpol },
       // a peer's runs are all kept (its subset too: the suite npm test runs against Cascade)
