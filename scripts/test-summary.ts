@@ -54,9 +54,17 @@ for (const group of ['packages', 'tools']) {
       p.from = Math.min(p.from, f.startTime);
       p.to = Math.max(p.to, f.endTime);
       phase.set(kind, p);
-      if (kind === 'e2e')
+      if (kind === 'e2e') {
+        // each e2e file is a phase (one cluster): its steps, and what its set-up and teardown took
+        // (beforeAll/afterAll: the cluster's up and down)
+        const steps = f.assertionResults.reduce((n, t) => n + (t.duration ?? 0), 0);
+        const whole = f.endTime - f.startTime;
+        e2eSteps.push(
+          `  e2e phase ${relative(process.cwd(), f.name)}: ${Math.round(whole / 1000)} s (steps ${Math.round(steps / 1000)} s, set-up and teardown ${Math.round((whole - steps) / 1000)} s)`,
+        );
         for (const t of f.assertionResults)
-          e2eSteps.push(`  e2e ${Math.round((t.duration ?? 0) / 1000)} s: ${t.title.slice(0, 90)}`);
+          e2eSteps.push(`    e2e ${Math.round((t.duration ?? 0) / 1000)} s: ${t.title.slice(0, 90)}`);
+      }
     }
     for (const f of r.testResults as FileResult[])
       for (const t of f.assertionResults)
@@ -71,6 +79,18 @@ const setupTimes = existsSync('node_modules/.cascade-setup-times')
   ? readFileSync('node_modules/.cascade-setup-times', 'utf8').trim().split('\n')
   : [];
 console.log(`phases: set-up ${setupTimes.map((l) => `${l} s`).join(', ') || 'not run'}`);
+// the test phase's own steps (scripts/test.sh: the workspace's type check) and its wall time
+const testTimes = existsSync('node_modules/.cascade-test-times')
+  ? readFileSync('node_modules/.cascade-test-times', 'utf8').trim().split('\n').filter(Boolean)
+  : [];
+const setupSeconds = setupTimes.reduce((n, l) => n + (Number(l.split(' ')[1]) || 0), 0);
+const testStart = Number(process.env.CASCADE_TEST_T0);
+if (testStart > 0) {
+  const testSeconds = Math.round(Date.now() / 1000 - testStart);
+  console.log(
+    `  tests ${testSeconds} s${testTimes.length ? ` (${testTimes.map((l) => `${l} s`).join(', ')})` : ''}; set-up and tests ${((setupSeconds + testSeconds) / 60).toFixed(1)} min`,
+  );
+}
 // when each kind started and ended, in seconds from the first test file's start (they overlap: the
 // e2e runs beside the rest)
 const t0 = Math.min(...[...phase.values()].map((p) => p.from));

@@ -13,6 +13,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 rm -f packages/*/.vitest-results.json tools/*/.vitest-results.json
+# the test phase's start and its own steps' seconds, for the phase report (scripts/test-summary.ts)
+export CASCADE_TEST_T0=$(date +%s)
+times=node_modules/.cascade-test-times
+: > "$times"
 # In CI every target runs for real: a result restored from a cache would prove nothing.
 skip_cache=()
 [[ ${CI:-} == true ]] && skip_cache=(--skip-nx-cache)
@@ -33,8 +37,10 @@ else
   # every project it imports again (core ten times), about 200 s of CPU in all beside the e2e. The
   # nx targets then run without their `build` dependencies.
   echo "> tsc -p tsconfig.json (every project, once)"
+  t0=$SECONDS
   node_modules/.bin/tsc -p tsconfig.json
   status=$?
+  echo "typecheck $((SECONDS - t0))" >> "$times"
   npx nx run-many -t lint test --exclude="$e2e" --parallel=1 --excludeTaskDependencies --outputStyle=stream "${skip_cache[@]}" || status=1
   npx nx run-many -t lint --projects="$e2e" --excludeTaskDependencies --outputStyle=stream "${skip_cache[@]}" || status=1
   wait "$e2e_pid" || status=1
