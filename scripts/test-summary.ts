@@ -32,7 +32,7 @@ const KINDS = [
   ['unit', /\.test\.ts$/],
 ] as const;
 const phase = new Map<string, { files: number; seconds: number; from: number; to: number }>();
-const e2eSteps: string[] = [];
+const e2ePhases: { start: number; lines: string[] }[] = [];
 for (const group of ['packages', 'tools']) {
   for (const name of readdirSync(group)) {
     const dir = join(group, name);
@@ -55,15 +55,24 @@ for (const group of ['packages', 'tools']) {
       p.to = Math.max(p.to, f.endTime);
       phase.set(kind, p);
       if (kind === 'e2e') {
-        // each e2e file is a phase (one cluster): its steps, and what its set-up and teardown took
-        // (beforeAll/afterAll: the cluster's up and down)
-        const steps = f.assertionResults.reduce((n, t) => n + (t.duration ?? 0), 0);
-        const whole = f.endTime - f.startTime;
-        e2eSteps.push(
-          `  e2e phase ${relative(process.cwd(), f.name)}: ${Math.round(whole / 1000)} s (steps ${Math.round(steps / 1000)} s, set-up and teardown ${Math.round((whole - steps) / 1000)} s)`,
-        );
-        for (const t of f.assertionResults)
-          e2eSteps.push(`    e2e ${Math.round((t.duration ?? 0) / 1000)} s: ${t.title.slice(0, 90)}`);
+        // each e2e file is a phase (one cluster); a file's times cover its steps only, so its
+        // set-up (beforeAll: the cluster's up) shows as the wait since the file before it in the
+        // same process ended (that file's afterAll included), or since the tests started
+        const before = (r.testResults as FileResult[])
+          .filter((o) => o.endTime <= f.startTime)
+          .reduce(
+            (n, o) => Math.max(n, o.endTime),
+            Number(process.env.CASCADE_TEST_T0) * 1000 || f.startTime,
+          );
+        e2ePhases.push({
+          start: f.startTime,
+          lines: [
+            `  e2e phase ${relative(process.cwd(), f.name)}: ${Math.round((f.endTime - before) / 1000)} s (set-up before its first step ${Math.round((f.startTime - before) / 1000)} s, steps ${Math.round((f.endTime - f.startTime) / 1000)} s)`,
+            ...f.assertionResults.map(
+              (t) => `    e2e ${Math.round((t.duration ?? 0) / 1000)} s: ${t.title.slice(0, 90)}`,
+            ),
+          ],
+        });
       }
     }
     for (const f of r.testResults as FileResult[])
@@ -101,7 +110,7 @@ for (const [kind] of KINDS) {
       `  ${kind}: ${p.files} files, ${Math.round(p.seconds)} s of file time, from +${Math.round((p.from - t0) / 1000)} s to +${Math.round((p.to - t0) / 1000)} s`,
     );
 }
-for (const line of e2eSteps) console.log(line);
+for (const p of e2ePhases.sort((a, b) => a.start - b.start)) for (const line of p.lines) console.log(line);
 for (const line of notPassed) console.log(line);
 if (missing.length) console.log(`no test results from: ${missing.join(', ')}`);
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
