@@ -15,7 +15,27 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${CASCADE_CACHE:-$HOME/.cache/cascade}
 out="$cache/cluster/flannel-$FLANNEL_VERSION-cni-$FLANNEL_CNI_MODULE_VERSION"
 log() { printf '[flannel-build] %s\n' "$*" >&2; }
-if [[ -x $out/bin/flanneld && -x $out/bin/flannel ]]; then
+# FLANNEL_PATH_ONLY=1: where the binaries are (or will be), built or not
+if [[ ${FLANNEL_PATH_ONLY:-} == 1 ]]; then
+  echo "$out/bin"
+  exit 0
+fi
+cached() { [[ -x $out/bin/flanneld && -x $out/bin/flannel ]]; }
+if cached; then
+  log "binaries cached in $out/bin"
+  echo "$out/bin"
+  exit 0
+fi
+# The set-up starts the first build in the background (scripts/setup.d/40-cluster.sh): whoever needs
+# flannel (the three-node cluster) waits here for it, then finds the binaries, or builds them itself
+# (failing with the build's error) when that build failed.
+mkdir -p "$cache/cluster"
+exec 9>"$cache/cluster/.flannel-build.lock"
+if ! flock -n 9; then
+  log "flannel is being built (by the set-up, in the background; its log: $cache/cluster/flannel-build.log): waiting"
+  flock 9
+fi
+if cached; then
   log "binaries cached in $out/bin"
   echo "$out/bin"
   exit 0
