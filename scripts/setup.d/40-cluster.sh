@@ -27,13 +27,11 @@ bin=$(bash "$root/tools/cluster/build/build.sh")
 # suites' does; flannel.sh holds a lock, and the cluster's call to it waits for that build.
 flannel=$(FLANNEL_PATH_ONLY=1 bash "$root/tools/cluster/build/flannel.sh")
 if [[ ! -x $flannel/flanneld || ! -x $flannel/flannel ]]; then
-  cache=${CASCADE_CACHE:-$HOME/.cache/cascade}
-  mkdir -p "$cache/cluster"
-  lowest=(nice -n 19)
-  command -v ionice >/dev/null && lowest+=(ionice -c 3)
-  setsid "${lowest[@]}" bash "$root/tools/cluster/build/flannel.sh" \
-    </dev/null >"$cache/cluster/flannel-build.log" 2>&1 &
-  log "building flannel in the background (pid $!, log $cache/cluster/flannel-build.log); the three-node cluster waits for it"
+  # shellcheck source=../lib/background.sh
+  source "$root/scripts/lib/background.sh"
+  flannel_log=${CASCADE_CACHE:-$HOME/.cache/cascade}/cluster/flannel-build.log
+  pid=$(in_background "$flannel_log" bash "$root/tools/cluster/build/flannel.sh")
+  log "building flannel in the background (pid $pid, log $flannel_log); the three-node cluster waits for it"
 fi
 mkdir -p "$root/tools/cluster/.local"
 printf '{"bin":"%s","flannel":"%s"}\n' "$bin" "$flannel" > "$root/tools/cluster/.local/paths.json"

@@ -15,9 +15,7 @@ if bin=$(CONFORMANCE_CACHED_ONLY=1 bash "$root/tools/conformance/build/build.sh"
   log "suites in $bin"
   exit 0
 fi
-mkdir -p "$cache/conformance"
-lowest=(nice -n 19)
-command -v ionice >/dev/null && lowest+=(ionice -c 3)
-setsid "${lowest[@]}" bash "$root/tools/conformance/build/build.sh" \
-  </dev/null >"$cache/conformance/build.log" 2>&1 &
-log "building the suites in the background (pid $!, log $cache/conformance/build.log); the cluster e2e waits for them"
+# shellcheck source=../lib/background.sh
+source "$root/scripts/lib/background.sh"
+pid=$(in_background "$cache/conformance/build.log" bash "$root/tools/conformance/build/build.sh")
+log "building the suites in the background (pid $pid, log $cache/conformance/build.log); the cluster e2e waits for them"
