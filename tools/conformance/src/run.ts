@@ -205,7 +205,7 @@ export const DEFS: Record<SuiteName, SuiteDef> = {
       `--kubeconfig=${KUBECONFIG}`,
       '--provider=local',
       '--ginkgo.skip=SCTPConnectivity',
-      ...(subset ? [`--ginkgo.focus=${(d.subsetTests ?? NETPOL_SUBSET).map(escapeRegex).join('|')}`] : []),
+      ...(subset ? [focusArg(d.subsetTests ?? NETPOL_SUBSET)] : []),
       `--ginkgo.json-report=${report}`,
       '--ginkgo.no-color',
       '--ginkgo.timeout=90m',
@@ -262,6 +262,22 @@ export function defFor(name: SuiteName, nodes: number): SuiteDef {
 }
 
 const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\']/g, (c) => (c === "'" ? '.' : `\\${c}`));
+
+/** ginkgo's focus on exactly these tests (by name) */
+const focusArg = (tests: string[]) => `--ginkgo.focus=${tests.map(escapeRegex).join('|')}`;
+
+const byName = (a: TestResult, b: TestResult) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+/** The counts a SuiteResults gives of its tests (a failure this machine caused counted apart). */
+function tally(tests: TestResult[]) {
+  const count = (r: TestResult['result']) => tests.filter((t) => t.result === r).length;
+  return {
+    passed: count('passed'),
+    failed: tests.filter((t) => t.result === 'failed' && !t.environment).length,
+    failedByEnvironment: tests.filter((t) => t.result === 'failed' && t.environment).length,
+    skipped: count('skipped'),
+  };
+}
 
 function sh(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}) {
   return execFileSync(cmd, args, {
@@ -397,8 +413,7 @@ export async function runSuite(
     for (const s of sctpTestsOf(def))
       if (!tests.some((t) => t.name === s))
         tests.push({ name: s, result: 'skipped', seconds: 0, reason: NO_SCTP });
-  tests.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const count = (r: TestResult['result']) => tests.filter((t) => t.result === r).length;
+  tests.sort(byName);
   return {
     suite: name,
     title: def.title,
@@ -412,10 +427,7 @@ export async function runSuite(
     ...(def.features ? { features: def.features } : {}),
     ...(def.notShownHere ? { notShownHere: def.notShownHere } : {}),
     command: [def.binary, ...args.map((a) => a.replace(ROOT, '.'))],
-    passed: count('passed'),
-    failed: tests.filter((t) => t.result === 'failed' && !t.environment).length,
-    failedByEnvironment: tests.filter((t) => t.result === 'failed' && t.environment).length,
-    skipped: count('skipped'),
+    ...tally(tests),
     seconds: Math.round((Date.now() - t0) / 1000),
     adaptations: def.adaptations,
     ...(def.upstreamReport && existsSync(report) ? { upstreamReport: readFileSync(report, 'utf8') } : {}),
@@ -428,15 +440,16 @@ export async function runSuite(
  * NetworkPolicy e2e tests in `netpolParts` processes (each test makes three namespaces of its own
  * with generated names, so parts share nothing) beside the network-policy-api suites, run one after
  * the other (they share fixed namespaces and base workloads, and their policies' subjects are those
- * namespaces' pods only). Most of a test's time is waiting: pods starting, servers becoming ready,
- * probes timing out.
+ * namespaces' pods only). On two cores it saves a third, not more: the NetworkPolicy suite's probes
+ * are `kubectl exec`s, so its tests are CPU-bound. Their output is not echoed (it would interleave):
+ * each run's log is kept in tools/conformance/.local.
  */
 export async function runSubsets(
   bin: string,
-  opts: { nodes?: number; echo?: (chunk: string) => void; netpolParts?: number } = {},
+  opts: { nodes?: number; netpolParts?: number } = {},
 ): Promise<SuiteResults[]> {
   const of = Math.max(1, Math.min(opts.netpolParts ?? 2, NETPOL_SUBSET.length));
-  const run = { nodes: opts.nodes, echo: opts.echo, subset: true };
+  const run = { nodes: opts.nodes, subset: true };
   const netpol = Promise.all(
     Array.from({ length: of }, (_, index) => runSuite('netpol', bin, { ...run, part: { index, of } })),
   ).then(mergeParts);
@@ -457,23 +470,17 @@ export async function runSubsets(
 export function mergeParts(parts: SuiteResults[]): SuiteResults {
   const first = parts[0];
   if (!first) throw new Error('mergeParts: no part');
-  const byName = new Map<string, TestResult>();
+  const ran = new Map<string, TestResult>();
   for (const t of parts.flatMap((p) => p.tests)) {
-    const had = byName.get(t.name);
-    if (!had || (had.result === 'skipped' && t.result !== 'skipped')) byName.set(t.name, t);
+    const had = ran.get(t.name);
+    if (!had || (had.result === 'skipped' && t.result !== 'skipped')) ran.set(t.name, t);
   }
-  const tests = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const tests = [...ran.values()].sort(byName);
   const focus = DEFS[first.suite].subsetTests;
-  const count = (r: TestResult['result']) => tests.filter((t) => t.result === r).length;
   return {
     ...first,
-    command: first.command.map((a) =>
-      a.startsWith('--ginkgo.focus=') && focus ? `--ginkgo.focus=${focus.map(escapeRegex).join('|')}` : a,
-    ),
-    passed: count('passed'),
-    failed: tests.filter((t) => t.result === 'failed' && !t.environment).length,
-    failedByEnvironment: tests.filter((t) => t.result === 'failed' && t.environment).length,
-    skipped: count('skipped'),
+    command: first.command.map((a) => (a.startsWith('--ginkgo.focus=') && focus ? focusArg(focus) : a)),
+    ...tally(tests),
     seconds: Math.max(...parts.map((p) => p.seconds)),
     adaptations: [
       ...first.adaptations,
