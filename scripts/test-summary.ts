@@ -32,6 +32,8 @@ const KINDS = [
   ['unit', /\.test\.ts$/],
 ] as const;
 const phase = new Map<string, { files: number; seconds: number; from: number; to: number }>();
+/** when scripts/test.sh started the tests (epoch seconds; 0 when run on its own) */
+const testStart = Number(process.env.CASCADE_TEST_T0) || 0;
 const e2ePhases: { start: number; lines: string[] }[] = [];
 for (const group of ['packages', 'tools']) {
   for (const name of readdirSync(group)) {
@@ -60,10 +62,7 @@ for (const group of ['packages', 'tools']) {
         // same process ended (that file's afterAll included), or since the tests started
         const before = (r.testResults as FileResult[])
           .filter((o) => o.endTime <= f.startTime)
-          .reduce(
-            (n, o) => Math.max(n, o.endTime),
-            Number(process.env.CASCADE_TEST_T0) * 1000 || f.startTime,
-          );
+          .reduce((n, o) => Math.max(n, o.endTime), testStart * 1000 || f.startTime);
         e2ePhases.push({
           start: f.startTime,
           lines: [
@@ -93,7 +92,6 @@ const testTimes = existsSync('node_modules/.cascade-test-times')
   ? readFileSync('node_modules/.cascade-test-times', 'utf8').trim().split('\n').filter(Boolean)
   : [];
 const setupSeconds = setupTimes.reduce((n, l) => n + (Number(l.split(' ')[1]) || 0), 0);
-const testStart = Number(process.env.CASCADE_TEST_T0);
 if (testStart > 0) {
   const testSeconds = Math.round(Date.now() / 1000 - testStart);
   console.log(

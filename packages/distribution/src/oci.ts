@@ -169,6 +169,7 @@ export class LayerCache {
       try {
         if (sha256(gunzipSync(data)) === diffId.slice(7)) b = blob(data);
       } catch {}
+      if (b) utimesSync(path, new Date(), new Date()); // in use: kept by prune
     }
     if (!b) {
       b = blob(gzipSync(raw, { level: 6 }));
@@ -178,7 +179,6 @@ export class LayerCache {
         renameSync(`${path}.tmp`, path);
       }
     }
-    if (path && existsSync(path)) utimesSync(path, new Date(), new Date()); // in use: kept by prune
     this.mem.set(key, b);
     return b;
   }
