@@ -11,7 +11,7 @@ import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import { KUBECONFIG, kubectlJson, ROOT, sh, until } from '../harness.ts';
 import { agreesWithSimulate } from './netpol.ts';
-import { predicted, probeLoop, probesFor } from './probes.ts';
+import { lateAnswersAllowed, predicted, probeLoop, probesFor, wrongVerdicts } from './probes.ts';
 import { figures, NS, net } from './shared.ts';
 
 const CRDS = ['clusternetworkpolicies', 'adminnetworkpolicies', 'baselineadminnetworkpolicies'].map(
@@ -118,12 +118,15 @@ export async function clusterNetworkPolicyUpgrade(): Promise<void> {
     } finally {
       await loop.stop();
     }
-    const { rounds, whole, unmeasured, wrong } = loop.progress();
+    const r = loop.progress();
+    const { rounds, whole, unmeasured } = r;
     figures.npapiUpgradeSeconds = (Date.now() - t0) / 1000;
     figures.npapiUpgradeRounds = rounds;
     figures.npapiUpgradeProbes = rounds * probes.length - unmeasured;
     figures.npapiUpgradeUnmeasured = unmeasured;
-    expect(wrong).toEqual([]);
+    figures.npapiUpgradeLateAnswers = r.late.length;
+    expect(await wrongVerdicts(r, t0)).toEqual([]);
+    expect(r.late.length, JSON.stringify(r.late.slice(0, 10))).toBeLessThanOrEqual(lateAnswersAllowed(r));
     expect(whole).toBeGreaterThanOrEqual(3);
     // the chart's bundle now, kept on uninstall; every agent reads v1beta1
     const after = cnpCrd();

@@ -2,7 +2,7 @@
 // cluster, and what real TCP and UDP connections get.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cascadectl, KUBECONFIG, shAsync } from '../harness.ts';
+import { CASCADECTL, cascadectl, KUBECONFIG, kubectlJson, NODE, shAsync } from '../harness.ts';
 import { NODE_PORT, net, type Obj, work } from './shared.ts';
 
 /** TCP probes from each source to every other example pod on every port (UDP on the first), and to the nodes. */
@@ -78,30 +78,64 @@ export const mismatches = (probes: ReturnType<typeof probesFor>, want: string[],
     .filter((r) => r.want !== r.have)
     .map((r) => `${r.protocol}/${r.port} ${r.from} -> ${r.to}: simulate ${r.want}, kernel ${r.have}`);
 
+type Probe = ReturnType<typeof probesFor>[number];
+
+/** A probe the kernel first left unanswered where simulate allows it, answered on a second try. */
+export interface LateAnswer {
+  at: number;
+  probe: Probe;
+}
+
 /** What a probe loop saw: rounds run, rounds measured whole, probes left unmeasured, wrong verdicts. */
 export interface LoopResult {
   rounds: number;
   whole: number;
+  /** verdicts measured (probes that returned one) */
+  measured: number;
   unmeasured: number;
   wrong: string[];
+  late: LateAnswer[];
 }
+
+/** How long a second try waits: past TCP's first SYN retransmission (1 s). */
+const SECOND_TRY_MS = 2500;
 
 /**
  * Probes round after round until stopped, each real verdict compared with `want`. A probe whose exec
  * returned no line ('?': kubectl exec cut short on a loaded machine) is not a verdict: it is counted,
- * and callers require enough rounds measured whole. `progress()` is what it saw so far.
+ * and callers require enough rounds measured whole. A probe simulate allows that got no answer within
+ * the round's timeout is tried again at once with a longer one: denied again, it is a wrong verdict;
+ * answered, it is a late answer (a SYN lost or slow on a loaded machine), which `wrongVerdicts` still
+ * counts as wrong if a kernel reported refusing that flow meanwhile. `progress()` is what it saw so far.
  */
 export function probeLoop(
-  probes: ReturnType<typeof probesFor>,
+  probes: Probe[],
   want: string[],
+  timeoutMs = 400,
 ): { stop: () => Promise<LoopResult>; progress: () => LoopResult } {
   let stopped = false;
-  const r: LoopResult = { rounds: 0, whole: 0, unmeasured: 0, wrong: [] };
+  const r: LoopResult = { rounds: 0, whole: 0, measured: 0, unmeasured: 0, wrong: [], late: [] };
   const loop = (async () => {
     while (!stopped) {
-      const have = await measured(probes, 400);
+      const at = Date.now();
+      const have = await measured(probes, timeoutMs);
+      const unanswered = probes.flatMap((_, i) => (want[i] === 'ALLOW' && have[i] === 'DENY' ? [i] : []));
+      const again = unanswered.length
+        ? await measured(
+            unanswered.map((i) => probes[i]!),
+            SECOND_TRY_MS,
+          )
+        : [];
+      unanswered.forEach((i, k) => {
+        if (again[k] === 'ALLOW') r.late.push({ at, probe: probes[i]! });
+        have[i] =
+          again[k] === 'ALLOW' || again[k] === '?'
+            ? again[k]!
+            : `DENY (${again[k]} again after ${SECOND_TRY_MS} ms)`;
+      });
       const missing = have.filter((v) => v === '?').length;
       r.unmeasured += missing;
+      r.measured += have.length - missing;
       if (missing === 0) r.whole++;
       const known = (xs: string[]) => xs.filter((_, i) => have[i] !== '?');
       r.wrong.push(
@@ -109,7 +143,7 @@ export function probeLoop(
           probes.filter((_, i) => have[i] !== '?'),
           known(want),
           known(have),
-        ).map((w) => `round ${r.rounds}: ${w}`),
+        ).map((w) => `round ${r.rounds} (${new Date(at).toISOString()}): ${w}`),
       );
       r.rounds++;
     }
@@ -123,3 +157,69 @@ export function probeLoop(
     },
   };
 }
+
+/** A refusal an agent reported (`cascadectl flows -o json`, every node's agent). */
+interface Refusal {
+  time: string;
+  node: string;
+  direction: string;
+  from: string;
+  to: string;
+  protocol: string;
+  port: number;
+  rule?: string;
+  reason: string;
+}
+
+/** The refusals every node's agent reported since `since` (its ring of recent flows). */
+export async function kernelRefusals(since: number): Promise<Refusal[]> {
+  const nodes = kubectlJson<{ items: { metadata: { name: string } }[] }>('get', 'nodes').items;
+  const out: Refusal[] = [];
+  for (const n of nodes) {
+    const text = await shAsync(
+      NODE,
+      [
+        CASCADECTL,
+        'flows',
+        '--node',
+        n.metadata.name,
+        '--kubeconfig',
+        KUBECONFIG,
+        '--verdict',
+        'deny',
+        '-o',
+        'json',
+      ],
+      60_000,
+    );
+    for (const line of text.split('\n'))
+      if (line.trim()) {
+        const f = JSON.parse(line) as Refusal;
+        if (Date.parse(f.time) >= since - 1000) out.push(f);
+      }
+  }
+  return out;
+}
+
+/**
+ * The loop's wrong verdicts, and its late answers that some kernel reported refusing (any refusal of
+ * that flow since `since`: simulate allows it throughout the loop, so no refusal of it is right).
+ */
+export async function wrongVerdicts(r: LoopResult, since: number): Promise<string[]> {
+  if (!r.late.length) return r.wrong;
+  const refused = await kernelRefusals(since);
+  const late = r.late.flatMap(({ at, probe: p }) =>
+    refused
+      .filter((f) => f.from === p.from && f.to === p.to && f.port === p.port && f.protocol === p.protocol)
+      .slice(0, 1)
+      .map(
+        (f) =>
+          `${new Date(at).toISOString()}: ${p.protocol}/${p.port} ${p.from} -> ${p.to}: simulate ALLOW, answered late, ` +
+          `and ${f.node} refused it at ${f.time} (${f.direction}, ${f.rule ?? f.reason})`,
+      ),
+  );
+  return [...r.wrong, ...late];
+}
+
+/** Late answers are losses, not verdicts, but must stay rare: at most 1 in 100 verdicts (at least 2). */
+export const lateAnswersAllowed = (r: LoopResult) => Math.max(2, Math.floor(r.measured / 100));
