@@ -286,4 +286,50 @@ describe('the probe memo', () => {
     // the direction memo answered: fewer directions judged than the two of each pair judged
     expect(directions).toBeLessThan(judged * 2);
   });
+
+  it('writes as JSON exactly what serialising each result gives (pod names and addresses, twice)', async () => {
+    const fc = (await import('fast-check')).default;
+    const { engineFor, probedClusterArb } = await import('@cascade/netpolicy/testing');
+    const { ServiceCatalog } = await import('@cascade/netpolicy');
+    const { ProbeMemo, simulateProbes } = await import('../src/commands/netpol.ts');
+    const { ProbeJson } = await import('../src/commands/probe-json.ts');
+    const { ProbeColumns } = await import('../src/commands/probes-file.ts');
+    let fast = 0;
+    fc.assert(
+      fc.property(probedClusterArb, fc.nat(), (x, seed) => {
+        const e = engineFor(x);
+        const services = new ServiceCatalog();
+        const reported = { bridges: new Map(), tunnels: new Map() };
+        // a pod's address as its name in about half the probes (the writer's own path)
+        const named = (ip: string, k: number) => {
+          const pod =
+            (Math.imul(seed ^ k, 2654435761) >>> 16) & 1
+              ? x.cluster.pods.find((p) => p.ips[0] === ip)
+              : undefined;
+          return pod ? `${pod.namespace}/${pod.name}` : ip;
+        };
+        const probes = [...x.probes, ...x.probes].map((p, i) => ({
+          ...p,
+          from: named(p.from, 2 * i),
+          to: named(p.to, 2 * i + 1),
+        }));
+        const cols = new ProbeColumns();
+        for (const p of probes) cols.push(p);
+        const chunks: Buffer[] = [];
+        const memo = new ProbeMemo();
+        const json = new ProbeJson(e, services, reported, memo, cols, (b) => chunks.push(Buffer.from(b)));
+        for (let i = 0; i < cols.length; i++) json.write(i);
+        json.end();
+        const want = probes.flatMap((p) =>
+          simulateProbes(e, services, p.from, p.to, p.proto, p.port, undefined, reported).map((r) =>
+            JSON.stringify(r),
+          ),
+        );
+        expect(Buffer.concat(chunks).toString()).toBe(`[\n  ${want.join(',\n  ')}\n]\n`);
+        fast += memo.hits;
+      }),
+      { numRuns: 300 },
+    );
+    expect(fast).toBeGreaterThan(0);
+  });
 });

@@ -17,8 +17,9 @@ import { buildNetpolWorld, type ReportedAddresses } from '../netpol-world.ts';
 import { labelTest, namespaceOf, namespaceOptions, selectorOption } from '../selector.ts';
 import { masqueradedSource, serviceDestination } from './netpol-services.ts';
 import { simulateStaged } from './netpol-simulate-staged.ts';
-import { describeDecision, ProbeMemo, type ProbeResult } from './probe-memo.ts';
-import { forEachProbe, type Probe } from './probes-file.ts';
+import { ProbeJson } from './probe-json.ts';
+import { describeDecision, ProbeMemo, type ProbeResult, type Remembered } from './probe-memo.ts';
+import { forEachProbe, readProbeColumns } from './probes-file.ts';
 
 export { describeDecision, ProbeMemo, type ProbeResult } from './probe-memo.ts';
 
@@ -80,31 +81,65 @@ export function simulateProbe(
   const src = resolveAddr(engine, from);
   const dst = resolveAddr(engine, to);
   const key = memo?.keyOf(engine, src, dst, proto, port);
-  const known = key === undefined ? undefined : memo!.get(key);
-  if (known) {
+  if (key !== undefined) {
+    const known = memo!.get(key) ?? judgeKeyed(engine, memo!, key, src, dst, proto, port, from, to);
     const result = { from, to, ...known.decided };
     memo!.last = { result, tail: known.tail };
     return result;
   }
-  // The verdict and the rules that decide it come from the direct evaluation (each direction from the
-  // memo's own when the pair is new but a direction is not); the same judgement through the lowered
-  // maps (as the datapath reaches it) is compared as a self-check on a single probe, on a run's
-  // first LOWERING_CHECK_ALL judgements, then on one in LOWERING_CHECK_EVERY (the engine's
-  // differential tests compare the two legs on every input they generate).
-  let egress: ProbeResult['egress'];
-  let ingress: ProbeResult['ingress'];
-  let parts: { egress?: string; ingress?: string } | undefined;
-  if (key !== undefined) {
-    const j = memo!.judgePair(engine, src, dst, proto, port);
-    egress = j.egress.described;
-    ingress = j.ingress.described;
-    parts = { egress: j.egress.json, ingress: j.ingress.json };
-  } else {
-    const direct = oracleConnection(engine, src, dst, proto, port);
-    egress = describeDecision(direct.egress);
-    ingress = describeDecision(direct.ingress);
-  }
+  const direct = oracleConnection(engine, src, dst, proto, port);
+  const egress = describeDecision(direct.egress);
+  const ingress = describeDecision(direct.ingress);
   const verdict = egress?.verdict === 'deny' || ingress?.verdict === 'deny' ? 'deny' : 'allow';
+  checkLowering(engine, memo, src, dst, proto, port, verdict, from, to);
+  const r: ProbeResult = { from, to, protocol: PROTO_NAMES[proto] ?? String(proto), port, verdict };
+  if (egress) r.egress = egress;
+  if (ingress) r.ingress = ingress;
+  return r;
+}
+
+/**
+ * The pair memo.keyOf (or keyOfAddrs) just gave `key` for, judged now: each direction from the memo's
+ * own when another pair met it, else by the direct evaluation; checked against the lowered maps;
+ * remembered. `from` and `to` name the pair in an error.
+ */
+export function judgeKeyed(
+  engine: NetpolEngine,
+  memo: ProbeMemo,
+  key: number,
+  src: string,
+  dst: string,
+  proto: number,
+  port: number,
+  from: string,
+  to: string,
+): Remembered {
+  const judged = memo.judgePair(engine, src, dst, proto, port);
+  const egress = judged.egress.described;
+  const ingress = judged.ingress.described;
+  const verdict = egress.verdict === 'deny' || ingress.verdict === 'deny' ? 'deny' : 'allow';
+  checkLowering(engine, memo, src, dst, proto, port, verdict, from, to);
+  const protocol = PROTO_NAMES[proto] ?? String(proto);
+  return memo.remember(key, { protocol, port, verdict, egress, ingress }, judged);
+}
+
+/**
+ * The verdict and the rules that decide it come from the direct evaluation; the same judgement
+ * through the lowered maps (as the datapath reaches it) is compared as a self-check on a single
+ * probe, on a run's first LOWERING_CHECK_ALL judgements, then on one in LOWERING_CHECK_EVERY (the
+ * engine's differential tests compare the two legs on every input they generate).
+ */
+function checkLowering(
+  engine: NetpolEngine,
+  memo: ProbeMemo | undefined,
+  src: string,
+  dst: string,
+  proto: number,
+  port: number,
+  verdict: 'allow' | 'deny',
+  from: string,
+  to: string,
+): void {
   const n = memo ? memo.judged++ : 0;
   if (n < LOWERING_CHECK_ALL || n % LOWERING_CHECK_EVERY === 0) {
     const viaMaps = mapConnection(engine, src, dst, proto, port);
@@ -113,14 +148,6 @@ export function simulateProbe(
         `lowering disagrees with the policy for ${from} -> ${to} ${proto}/${port}: please report`,
       );
   }
-  const r: ProbeResult = { from, to, protocol: PROTO_NAMES[proto] ?? String(proto), port, verdict };
-  if (egress) r.egress = egress;
-  if (ingress) r.ingress = ingress;
-  if (key !== undefined) {
-    const { from: _f, to: _t, ...decided } = r;
-    memo!.last = { result: r, tail: memo!.set(key, decided, parts) };
-  }
-  return r;
 }
 
 /**
@@ -263,28 +290,20 @@ export const simulateCommand: Command = {
     if (values.probes !== undefined) {
       // Each probe's result is turned into its output at once and dropped: memory per probe is its
       // output line (JSON items are written one by one), not its full decision.
-      const probes = { forEach: (f: (p: Probe) => void) => forEachProbe(String(values.probes), f) };
       const memo = new ProbeMemo();
       if (format === 'json') {
-        // '[' goes out with the first result: every item is checked before (forEachProbe)
-        let chunk: string[] = ['['];
-        let n = 0;
-        probes.forEach((p) => {
-          for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port, memo, reported))
-            chunk.push(`${n++ ? ',' : ''}\n  ${memo.json(r)}`);
-          if (chunk.length >= 1000) {
-            process.stdout.write(chunk.join(''));
-            chunk = [];
-          }
-        });
-        process.stdout.write(`${chunk.join('')}\n]\n`);
+        // every item is read and checked before '[' goes out (readProbeColumns)
+        const probes = readProbeColumns(String(values.probes));
+        const json = new ProbeJson(engine, services, reported, memo, probes, (b) => process.stdout.write(b));
+        for (let i = 0; i < probes.length; i++) json.write(i);
+        json.end();
       } else {
         const by = (d: ProbeResult['egress']) =>
           d
             ? `${d.verdict.toUpperCase()} (${d.decidedBy.tier}${d.decidedBy.policy ? ` ${d.decidedBy.policy}` : ''}${d.decidedBy.rule ? ` ${d.decidedBy.rule}` : ''})`
             : '-';
         const rows: string[][] = [];
-        probes.forEach((p) => {
+        forEachProbe(String(values.probes), (p) => {
           for (const r of simulateProbes(engine, services, p.from, p.to, p.proto, p.port, memo, reported))
             rows.push([
               r.from,

@@ -49,13 +49,56 @@ export interface ProbeResult {
   ingress?: Described;
 }
 
-/** One direction's decision, described, and that as JSON. */
+/** One direction's decision, described, and that as JSON; `id` numbers the distinct ones of a memo. */
 export interface Judged {
   described: Described;
   json: string;
+  id: number;
 }
 
-type Addr = { pod: Pod; id: number };
+/** An address's pod and identity, when probes from or to it may be remembered. */
+export type MemoAddr = { readonly pod: Pod; readonly id: number };
+type Addr = MemoAddr;
+/** A remembered result: all but its pair's names, and its JSON after `"to":...,`. */
+export type Remembered = { decided: Omit<ProbeResult, 'from' | 'to'>; tail: string };
+
+const LOW = 1 << 20;
+
+/**
+ * A map by a key of up to 52 bits, kept as its high part then its low 20 bits (same pod, protocol,
+ * port): two small-integer lookups rather than one by a number V8 keeps as a heap number. Cleared
+ * whole when it holds ProbeMemo.MAX entries.
+ */
+class SplitMap<V> {
+  private readonly m = new Map<number, Map<number, V>>();
+  private size = 0;
+
+  get(key: number): V | undefined {
+    const high = Math.floor(key / LOW);
+    return this.m.get(high)?.get(key - high * LOW);
+  }
+
+  set(key: number, v: V): void {
+    if (this.size >= ProbeMemo.MAX) this.clear();
+    const high = Math.floor(key / LOW);
+    let low = this.m.get(high);
+    if (!low) this.m.set(high, (low = new Map()));
+    const k = key - high * LOW;
+    if (!low.has(k)) this.size++;
+    low.set(k, v);
+  }
+
+  clear(): void {
+    this.m.clear();
+    this.size = 0;
+  }
+}
+
+/** A key for a decision's content: each part with its length, so no name can pass for two. */
+const contentKey = (d: Decision) => {
+  const part = (s: string | undefined) => (s === undefined ? '-' : `${s.length}:${s}`);
+  return `${d.verdict}|${d.tier}|${part(d.policy)}|${part(d.rule)}|${d.priority ?? '-'}|${d.passedBy ? d.passedBy.map(part).join('') : '-'}`;
+};
 
 /**
  * Decisions of one run's probes by what decides them. For two pods (neither address a node's) a whole
@@ -67,8 +110,18 @@ type Addr = { pod: Pod; id: number };
  */
 export class ProbeMemo {
   static readonly MAX = 200_000;
-  private readonly m = new Map<number, { decided: Omit<ProbeResult, 'from' | 'to'>; tail: string }>();
-  private readonly dirs: Record<Direction, Map<number, Judged>> = { egress: new Map(), ingress: new Map() };
+  private readonly m = new SplitMap<Remembered>();
+  private readonly dirs: Record<Direction, SplitMap<Judged>> = {
+    egress: new SplitMap(),
+    ingress: new SplitMap(),
+  };
+  /**
+   * The distinct decisions met, by content: a direction's JSON is made once per deciding rule, and
+   * results decided alike share their text (tails: by both directions, the protocol and the port).
+   */
+  private readonly judgedByContent = new Map<string, Judged>();
+  private readonly tails = new SplitMap<string>();
+  private nextJudged = 0;
   /** small numbers for the identities, classes and protocols met, so that a key is one number (52 bits) */
   private readonly idIndex = new Map<number, number>();
   private readonly classIndex = new Map<string, number>();
@@ -95,7 +148,8 @@ export class ProbeMemo {
   /** The last result simulateProbe returned with the memo, and its JSON after `"to":...,` */
   last?: { result: ProbeResult; tail: string };
 
-  private addr(engine: NetpolEngine, ip: string): Addr | null {
+  /** The address's pod and identity when probes from or to it may be remembered, else null. */
+  addr(engine: NetpolEngine, ip: string): Addr | null {
     let a = this.addrs.get(ip);
     if (a !== undefined) return a;
     const pod = engine.podAt(ip);
@@ -118,7 +172,12 @@ export class ProbeMemo {
     this.pa = this.pb = undefined;
     const a = this.addr(engine, src);
     const b = a && this.addr(engine, dst);
-    if (!a || !b) return undefined;
+    return a && b ? this.keyOfAddrs(a, b, proto, port) : undefined;
+  }
+
+  /** keyOf for two addresses `addr` gave. */
+  keyOfAddrs(a: Addr, b: Addr, proto: number, port: number): number | undefined {
+    this.pa = this.pb = undefined;
     const ia = ProbeMemo.small(this.idIndex, a.id, 1 << 16);
     const ib = ProbeMemo.small(this.idIndex, b.id, 1 << 16);
     const ip = ProbeMemo.small(this.protoIndex, proto, 8);
@@ -133,7 +192,7 @@ export class ProbeMemo {
     return (((ia * 65536 + ib) * 2 + same) * 8 + ip) * 65536 + port;
   }
 
-  get(key: number): { decided: Omit<ProbeResult, 'from' | 'to'>; tail: string } | undefined {
+  get(key: number): Remembered | undefined {
     const r = this.m.get(key);
     if (r) this.hits++;
     return r;
@@ -188,34 +247,52 @@ export class ProbeMemo {
     const known = key === undefined ? undefined : memo.get(key);
     if (known) return known;
     this.directionsJudged++;
-    const decision = evaluateDirection(at, local, remoteOf(engine, remoteIp), d, proto, port);
-    const described = describeDecision(decision)!;
-    const judged = { described, json: JSON.stringify(described) };
-    if (key !== undefined) {
-      if (memo.size >= ProbeMemo.MAX) memo.clear();
-      memo.set(key, judged);
-    }
+    const judged = this.intern(evaluateDirection(at, local, remoteOf(engine, remoteIp), d, proto, port));
+    if (key !== undefined) memo.set(key, judged);
     return judged;
   }
 
+  /** The memo's one Judged for a decision of this content. */
+  private intern(decision: Decision): Judged {
+    const k = contentKey(decision);
+    let j = this.judgedByContent.get(k);
+    if (!j) {
+      if (this.judgedByContent.size >= ProbeMemo.MAX) this.judgedByContent.clear();
+      const described = describeDecision(decision)!;
+      // ids never repeat (a cleared map's ones stay in use in the other memos)
+      j = { described, json: JSON.stringify(described), id: this.nextJudged++ };
+      this.judgedByContent.set(k, j);
+    }
+    return j;
+  }
+
   /**
-   * Remembers a result; returns its JSON after `"to":...,`. `parts` are its directions' JSON when the
-   * caller has them (then the text is put together rather than serialised again).
+   * Remembers the result of the pair keyOf just gave `key` for. `judged` are its directions as
+   * judgePair gave them: the text is put together from theirs, once for each pair of directions,
+   * protocol and port, rather than serialised again.
    */
-  set(
+  remember(
     key: number,
     decided: Omit<ProbeResult, 'from' | 'to'>,
-    parts?: { egress?: string; ingress?: string },
-  ): string {
-    if (this.m.size >= ProbeMemo.MAX) this.m.clear();
-    const tail =
-      parts && decided.service === undefined
-        ? `"protocol":${JSON.stringify(decided.protocol)},"port":${decided.port},"verdict":"${decided.verdict}"${
-            parts.egress ? `,"egress":${parts.egress}` : ''
-          }${parts.ingress ? `,"ingress":${parts.ingress}` : ''}}`
-        : JSON.stringify(decided).slice(1);
-    this.m.set(key, { decided, tail });
-    return tail;
+    judged?: { egress: Judged; ingress: Judged },
+  ): Remembered {
+    let tail: string | undefined;
+    if (judged && decided.service === undefined) {
+      const { egress, ingress } = judged;
+      // 18 bits per id (past them, the text is made for this result alone)
+      const tk =
+        egress.id < 262144 && ingress.id < 262144
+          ? (egress.id * 262144 + ingress.id) * LOW + this.pip * 65536 + decided.port
+          : undefined;
+      tail = tk === undefined ? undefined : this.tails.get(tk);
+      if (tail === undefined) {
+        tail = `"protocol":${JSON.stringify(decided.protocol)},"port":${decided.port},"verdict":"${decided.verdict}","egress":${egress.json},"ingress":${ingress.json}}`;
+        if (tk !== undefined) this.tails.set(tk, tail);
+      }
+    } else tail = JSON.stringify(decided).slice(1);
+    const r = { decided, tail };
+    this.m.set(key, r);
+    return r;
   }
 
   /** `r` as JSON: from the remembered text when it is the result simulateProbe just gave. */

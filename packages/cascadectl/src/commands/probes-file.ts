@@ -26,6 +26,8 @@ export const PROBES_FORMS =
   'a YAML list one item per line (- {from: a, to: b, protocol: TCP, port: 80}) or in block style, a JSON array of objects, or JSON lines';
 
 export function protoNumber(p: unknown): number {
+  if (p === 'TCP') return PROTO.TCP;
+  if (p === 'UDP') return PROTO.UDP;
   const s = String(p ?? 'TCP').toUpperCase();
   if (s in PROTO) return PROTO[s as keyof typeof PROTO];
   if (/^\d+$/.test(s)) return Number(s);
@@ -150,42 +152,73 @@ function jsonLines(text: string): Iterable<unknown> | undefined {
   };
 }
 
-/** A JSON array, element by element: each is cut out at its top-level comma and parsed on its own. */
+const isJsonSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+/** How many elements of a JSON array are parsed in one JSON.parse. */
+const JSON_BATCH = 512;
+
+/**
+ * A JSON array, element by element: each is cut out at its top-level comma (strings and nesting
+ * followed as JSON does), and a batch of them is parsed in one call, as `[` + their text + `]`; a
+ * batch that does not parse is parsed element by element, so an error is the bad element's own.
+ */
 function jsonArray(text: string): Iterable<unknown> | undefined {
-  const open = text.search(/\S/);
-  if (open < 0 || text[open] !== '[') return undefined;
+  const n = text.length;
+  let open = 0;
+  while (open < n && isJsonSpace(text.charCodeAt(open))) open++;
+  if (open >= n || text.charCodeAt(open) !== 0x5b) return undefined;
+  const checkEnd = (from: number) => {
+    if (text.slice(from).trim() !== '') throw new Error('text after the JSON array');
+  };
+  function* parsed(bounds: number[]): Generator<unknown> {
+    let all: unknown[] | undefined;
+    try {
+      all = JSON.parse(`[${text.slice(bounds[0], bounds[bounds.length - 1])}]`) as unknown[];
+    } catch {
+      all = undefined;
+    }
+    if (all?.length === bounds.length / 2) yield* all;
+    else for (let k = 0; k < bounds.length; k += 2) yield JSON.parse(text.slice(bounds[k], bounds[k + 1]));
+  }
   return {
     *[Symbol.iterator]() {
       let at = open + 1;
-      const ws = () => {
-        while (at < text.length && /\s/.test(text[at]!)) at++;
-      };
-      ws();
-      if (text[at] === ']') return checkEnd(at + 1);
+      while (at < n && isJsonSpace(text.charCodeAt(at))) at++;
+      if (text.charCodeAt(at) === 0x5d) return checkEnd(at + 1);
+      const bounds: number[] = [];
       for (;;) {
         const start = at;
         let depth = 0;
-        for (; at < text.length; at++) {
-          const c = text[at]!;
-          if (c === '"') {
-            for (at++; at < text.length && text[at] !== '"'; at++) if (text[at] === '\\') at++;
-          } else if (c === '{' || c === '[') depth++;
-          else if (c === '}' || c === ']') {
+        for (; at < n; at++) {
+          const c = text.charCodeAt(at);
+          if (c === 0x22) {
+            for (at++; at < n; at++) {
+              const d = text.charCodeAt(at);
+              if (d === 0x22) break;
+              if (d === 0x5c) at++;
+            }
+          } else if (c === 0x7b || c === 0x5b) depth++;
+          else if (c === 0x7d || c === 0x5d) {
             if (depth === 0) break;
             depth--;
-          } else if (c === ',' && depth === 0) break;
+          } else if (c === 0x2c && depth === 0) break;
         }
-        if (at >= text.length) throw new Error('the JSON array is not closed');
-        yield JSON.parse(text.slice(start, at));
-        if (text[at] === ']') return checkEnd(at + 1);
+        if (at >= n) {
+          if (bounds.length) yield* parsed(bounds);
+          throw new Error('the JSON array is not closed');
+        }
+        bounds.push(start, at);
+        const closing = text.charCodeAt(at) === 0x5d;
+        if (closing || bounds.length >= 2 * JSON_BATCH) {
+          yield* parsed(bounds);
+          bounds.length = 0;
+        }
+        if (closing) return checkEnd(at + 1);
         at++;
-        ws();
+        while (at < n && isJsonSpace(text.charCodeAt(at))) at++;
       }
     },
   };
-  function checkEnd(from: number) {
-    if (text.slice(from).trim() !== '') throw new Error('text after the JSON array');
-  }
 }
 
 /** An item line: `- ` at column 0, or a lone `-`. */
@@ -317,8 +350,9 @@ function probeItems(path: string): Iterable<unknown> {
  * quarter of the text they came from), so that every item is checked before anything is written
  * without reading the file twice.
  */
-class ProbeColumns {
-  private readonly names: string[] = [];
+export class ProbeColumns {
+  /** the names met (pods, addresses, port names), by id */
+  readonly names: string[] = [];
   private readonly ids = new Map<string, number>();
   private cols = [new Int32Array(1024), new Int32Array(1024), new Int32Array(1024), new Int32Array(1024)];
   length = 0;
@@ -349,6 +383,20 @@ class ProbeColumns {
     this.length++;
   }
 
+  /** Probe i's source and destination as name ids, its protocol, and its port (-1 - a name id: a name). */
+  fromId(i: number): number {
+    return this.cols[0]![i]!;
+  }
+  toId(i: number): number {
+    return this.cols[1]![i]!;
+  }
+  protoAt(i: number): number {
+    return this.cols[2]![i]!;
+  }
+  portCode(i: number): number {
+    return this.cols[3]![i]!;
+  }
+
   at(i: number): Probe {
     const [from, to, proto, port] = this.cols as [Int32Array, Int32Array, Int32Array, Int32Array];
     const n = port[i]!;
@@ -367,10 +415,16 @@ class ProbeColumns {
  * read, then 16 bytes a probe; plain items of every streamed form skip the YAML library.
  */
 export function forEachProbe(path: string, f: (p: Probe) => void): void {
+  const probes = readProbeColumns(path);
+  for (let j = 0; j < probes.length; j++) f(probes.at(j));
+}
+
+/** Every item of a probes file read and checked, into compact columns. */
+export function readProbeColumns(path: string): ProbeColumns {
   const probes = new ProbeColumns();
   let i = 0;
   for (const p of probeItems(path)) probes.push(toProbe(p, i++));
-  for (let j = 0; j < probes.length; j++) f(probes.at(j));
+  return probes;
 }
 
 export function readProbes(path: string): Probe[] {
