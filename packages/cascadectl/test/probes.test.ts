@@ -287,6 +287,24 @@ describe('the probe memo', () => {
     expect(directions).toBeLessThan(judged * 2);
   });
 
+  it('past 65,536 distinct decisions a result text is its own, and still exact', async () => {
+    const { loadNetpol, ProbeMemo, simulateProbe } = await import('../src/commands/netpol.ts');
+    const { engine } = loadNetpol([NP]);
+    const pods = [...engine.pods.keys()];
+    for (const start of [0, 65_534, 200_000]) {
+      const memo = new ProbeMemo();
+      // decisions numbered from `start`: across the bound of the shared texts' key
+      (memo as unknown as { nextJudged: number }).nextJudged = start;
+      for (let round = 0; round < 2; round++)
+        for (const from of pods)
+          for (const to of pods)
+            for (const port of [80, 81, 82, 7443, 9000]) {
+              const r = simulateProbe(engine, from, to, 6, port, memo);
+              expect(memo.json(r)).toBe(JSON.stringify(simulateProbe(engine, from, to, 6, port)));
+            }
+    }
+  });
+
   it('writes as JSON exactly what serialising each result gives (pod names and addresses, twice)', async () => {
     const fc = (await import('fast-check')).default;
     const { engineFor, probedClusterArb } = await import('@cascade/netpolicy/testing');

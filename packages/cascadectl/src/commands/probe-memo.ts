@@ -279,10 +279,10 @@ export class ProbeMemo {
     let tail: string | undefined;
     if (judged && decided.service === undefined) {
       const { egress, ingress } = judged;
-      // 18 bits per id (past them, the text is made for this result alone)
+      // 16 bits per id, so that the key stays below 2^52 (past them, the text is this result's alone)
       const tk =
-        egress.id < 262144 && ingress.id < 262144
-          ? (egress.id * 262144 + ingress.id) * LOW + this.pip * 65536 + decided.port
+        egress.id < 65536 && ingress.id < 65536
+          ? (egress.id * 65536 + ingress.id) * LOW + this.pip * 65536 + decided.port
           : undefined;
       tail = tk === undefined ? undefined : this.tails.get(tk);
       if (tail === undefined) {
