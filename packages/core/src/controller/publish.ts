@@ -47,7 +47,12 @@ export class ObjectTooLarge extends Error {}
 
 /** Throws when an object would be larger than the API server takes; its size in bytes otherwise. */
 export function checkSize(obj: unknown, limit = MAX_OBJECT_BYTES): number {
-  const n = Buffer.byteLength(JSON.stringify(obj));
+  return checkTextSize(JSON.stringify(obj), limit);
+}
+
+/** checkSize of an object already serialised. */
+export function checkTextSize(text: string, limit = MAX_OBJECT_BYTES): number {
+  const n = Buffer.byteLength(text);
   if (n > limit)
     throw new ObjectTooLarge(
       `object too large: ${n.toLocaleString('en')} bytes (the limit is ${limit.toLocaleString('en')})`,

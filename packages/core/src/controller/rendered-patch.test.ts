@@ -72,8 +72,9 @@ describe('renderedPatch', () => {
         for (const [k, v] of Object.entries(ll)) if (!(k in wl)) expect(am.labels[k]).toBe(v);
         for (const [k, v] of Object.entries(la))
           if (!(k in wa) && !k.startsWith('cascade.dev/')) expect(am.annotations[k]).toBe(v);
-        // equal objects: only the version test
-        if (renderedEqual(live, want)) expect(ops).toHaveLength(1);
+        // equal objects: only the version test, and only they (the publisher skips a large object
+        // whose patch is the version test alone, instead of comparing it again)
+        expect(ops.length === 1).toBe(renderedEqual(live, want));
       }),
       { numRuns: 2000 },
     );

@@ -52,9 +52,14 @@ interface Meta {
 
 /** The patch from `live` to `want` (see the header); only the resourceVersion test when they agree. */
 export function renderedPatch(liveObject: KubeObject, want: RenderedObject): PatchOp[] {
-  const live = liveObject as unknown as Record<string, unknown>;
   // JSON data as it will be sent: undefined values dropped, as the API server would never hold them
-  const to = JSON.parse(JSON.stringify(want)) as Record<string, unknown> & { metadata: Meta };
+  return renderedPatchTo(liveObject, JSON.parse(JSON.stringify(want)) as RenderedObject);
+}
+
+/** renderedPatch to a rendered object that is JSON data already (parsed from its serialisation). */
+export function renderedPatchTo(liveObject: KubeObject, json: RenderedObject): PatchOp[] {
+  const live = liveObject as unknown as Record<string, unknown>;
+  const to = json as unknown as Record<string, unknown> & { metadata: Meta };
   const lm = liveObject.metadata as Meta;
   const out: PatchOp[] = [{ op: 'test', path: '/metadata/resourceVersion', value: lm.resourceVersion }];
   for (const [f, v] of Object.entries(to)) {

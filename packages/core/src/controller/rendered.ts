@@ -18,8 +18,8 @@ import { Informer } from '../kube/informer.ts';
 import type { Logger } from '../kube/logging.ts';
 import { referenceGrantFromObject } from '../topology/from-k8s.ts';
 import { gatewayKey } from '../topology/types.ts';
-import { checkSize, type PublishFailure, type WriterDeps } from './publish.ts';
-import { renderedPatch } from './rendered-patch.ts';
+import { checkSize, checkTextSize, type PublishFailure, type WriterDeps } from './publish.ts';
+import { type PatchOp, renderedPatch, renderedPatchTo } from './rendered-patch.ts';
 
 /** An informer of the rendered objects of one resource that a controller manages. */
 export interface RenderInformer {
@@ -266,12 +266,23 @@ export class RenderedPublisher {
       const live = target.informer.cache.get(`${ns}/${name}`);
       const path = `${target.base}/namespaces/${ns}/${target.plural}/${name}`;
       if (want) {
-        if (live && renderedEqual(live, want)) {
+        // a large object that exists is serialised once: its size, and the patch to it, whose being
+        // empty (the version test alone) is renderedEqual (rendered-patch.test.ts)
+        const from = this.deps.patchFrom;
+        const text = live && from !== undefined ? JSON.stringify(want) : undefined;
+        const bytes = text === undefined ? undefined : checkTextSize(text);
+        const ops =
+          text !== undefined && bytes! >= from!
+            ? renderedPatchTo(live!, JSON.parse(text) as RenderedObject)
+            : undefined;
+        if (ops ? ops.length === 1 : live && renderedEqual(live, want)) {
           this.deps.skipped.inc();
           return;
         }
-        const bytes = checkSize(want);
-        target.informer.cache.set(`${ns}/${name}`, await this.write(path, live, want, bytes));
+        target.informer.cache.set(
+          `${ns}/${name}`,
+          await this.write(path, live, want, bytes ?? checkSize(want), ops),
+        );
         this.deps.writes.inc();
       } else if (
         live &&
@@ -291,14 +302,16 @@ export class RenderedPublisher {
   }
 
   /**
-   * A server-side apply of the object; for a large object that exists, a JSON patch of what changed,
-   * tested against the live resourceVersion (a stale copy: applied whole instead).
+   * A server-side apply of the object; for a large object that exists, a JSON patch of what changed
+   * (`ops` when the caller made it), tested against the live resourceVersion (a stale copy: applied
+   * whole instead).
    */
   private async write(
     path: string,
     live: KubeObject | undefined,
     want: RenderedObject,
     bytes: number,
+    ops?: PatchOp[],
   ): Promise<KubeObject> {
     const c = this.deps.client;
     const from = this.deps.patchFrom;
@@ -307,7 +320,7 @@ export class RenderedPublisher {
         return await c.request<KubeObject>(
           'PATCH',
           `${path}?fieldManager=${encodeURIComponent(this.deps.name)}`,
-          renderedPatch(live, want),
+          ops ?? renderedPatch(live, want),
           'application/json-patch+json',
         );
       } catch (e) {
