@@ -19,7 +19,7 @@ import type { Logger } from '../kube/logging.ts';
 import { referenceGrantFromObject } from '../topology/from-k8s.ts';
 import { gatewayKey } from '../topology/types.ts';
 import { checkSize, checkTextSize, type PublishFailure, type WriterDeps } from './publish.ts';
-import { type PatchOp, renderedPatch, renderedPatchTo } from './rendered-patch.ts';
+import { type PatchOp, renderedPatchTo } from './rendered-patch.ts';
 
 /** An informer of the rendered objects of one resource that a controller manages. */
 export interface RenderInformer {
@@ -269,20 +269,19 @@ export class RenderedPublisher {
         // a large object that exists is serialised once: its size, and the patch to it, whose being
         // empty (the version test alone) is renderedEqual (rendered-patch.test.ts)
         const from = this.deps.patchFrom;
-        const text = live && from !== undefined ? JSON.stringify(want) : undefined;
-        const bytes = text === undefined ? undefined : checkTextSize(text);
-        const ops =
-          text !== undefined && bytes! >= from!
-            ? renderedPatchTo(live!, JSON.parse(text) as RenderedObject)
-            : undefined;
+        let ops: PatchOp[] | undefined;
+        let sized = false;
+        if (live && from !== undefined) {
+          const text = JSON.stringify(want);
+          sized = true;
+          if (checkTextSize(text) >= from) ops = renderedPatchTo(live, JSON.parse(text) as RenderedObject);
+        }
         if (ops ? ops.length === 1 : live && renderedEqual(live, want)) {
           this.deps.skipped.inc();
           return;
         }
-        target.informer.cache.set(
-          `${ns}/${name}`,
-          await this.write(path, live, want, bytes ?? checkSize(want), ops),
-        );
+        if (!sized) checkSize(want);
+        target.informer.cache.set(`${ns}/${name}`, await this.write(path, want, ops));
         this.deps.writes.inc();
       } else if (
         live &&
@@ -302,25 +301,17 @@ export class RenderedPublisher {
   }
 
   /**
-   * A server-side apply of the object; for a large object that exists, a JSON patch of what changed
-   * (`ops` when the caller made it), tested against the live resourceVersion (a stale copy: applied
-   * whole instead).
+   * A server-side apply of the object, or the JSON patch `ops` of what changed (a large object that
+   * exists), tested against the live resourceVersion (a stale copy: applied whole instead).
    */
-  private async write(
-    path: string,
-    live: KubeObject | undefined,
-    want: RenderedObject,
-    bytes: number,
-    ops?: PatchOp[],
-  ): Promise<KubeObject> {
+  private async write(path: string, want: RenderedObject, ops: PatchOp[] | undefined): Promise<KubeObject> {
     const c = this.deps.client;
-    const from = this.deps.patchFrom;
-    if (live && from !== undefined && bytes >= from) {
+    if (ops) {
       try {
         return await c.request<KubeObject>(
           'PATCH',
           `${path}?fieldManager=${encodeURIComponent(this.deps.name)}`,
-          ops ?? renderedPatch(live, want),
+          ops,
           'application/json-patch+json',
         );
       } catch (e) {
