@@ -267,29 +267,26 @@ export class ProbeMemo {
   }
 
   /**
-   * Remembers the result of the pair keyOf just gave `key` for. `judged` are its directions as
-   * judgePair gave them: the text is put together from theirs, once for each pair of directions,
+   * Remembers the result of the pair keyOf just gave `key` for, decided by `judged` (its directions as
+   * judgePair gave them): its text is put together from theirs, once for each pair of directions,
    * protocol and port, rather than serialised again.
    */
   remember(
     key: number,
-    decided: Omit<ProbeResult, 'from' | 'to'>,
-    judged?: { egress: Judged; ingress: Judged },
+    decided: Omit<ProbeResult, 'from' | 'to' | 'service'>,
+    judged: { egress: Judged; ingress: Judged },
   ): Remembered {
-    let tail: string | undefined;
-    if (judged && decided.service === undefined) {
-      const { egress, ingress } = judged;
-      // 16 bits per id, so that the key stays below 2^52 (past them, the text is this result's alone)
-      const tk =
-        egress.id < 65536 && ingress.id < 65536
-          ? (egress.id * 65536 + ingress.id) * LOW + this.pip * 65536 + decided.port
-          : undefined;
-      tail = tk === undefined ? undefined : this.tails.get(tk);
-      if (tail === undefined) {
-        tail = `"protocol":${JSON.stringify(decided.protocol)},"port":${decided.port},"verdict":"${decided.verdict}","egress":${egress.json},"ingress":${ingress.json}}`;
-        if (tk !== undefined) this.tails.set(tk, tail);
-      }
-    } else tail = JSON.stringify(decided).slice(1);
+    const { egress, ingress } = judged;
+    // 16 bits per id, so that the key stays below 2^52 (past them, the text is this result's alone)
+    const tk =
+      egress.id < 65536 && ingress.id < 65536
+        ? (egress.id * 65536 + ingress.id) * LOW + this.pip * 65536 + decided.port
+        : undefined;
+    let tail = tk === undefined ? undefined : this.tails.get(tk);
+    if (tail === undefined) {
+      tail = `"protocol":${JSON.stringify(decided.protocol)},"port":${decided.port},"verdict":"${decided.verdict}","egress":${egress.json},"ingress":${ingress.json}}`;
+      if (tk !== undefined) this.tails.set(tk, tail);
+    }
     const r = { decided, tail };
     this.m.set(key, r);
     return r;
