@@ -2,6 +2,7 @@
 // cluster, and what real TCP and UDP connections get.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { expect } from 'vitest';
 import { CASCADECTL, cascadectl, KUBECONFIG, kubectlJson, NODE, shAsync } from '../harness.ts';
 import { NODE_PORT, net, type Obj, work } from './shared.ts';
 
@@ -205,7 +206,7 @@ export async function kernelRefusals(since: number): Promise<Refusal[]> {
  * The loop's wrong verdicts, and its late answers that some kernel reported refusing (any refusal of
  * that flow since `since`: simulate allows it throughout the loop, so no refusal of it is right).
  */
-export async function wrongVerdicts(r: LoopResult, since: number): Promise<string[]> {
+async function wrongVerdicts(r: LoopResult, since: number): Promise<string[]> {
   if (!r.late.length) return r.wrong;
   const refused = await kernelRefusals(since);
   const late = r.late.flatMap(({ at, probe: p }) =>
@@ -222,4 +223,19 @@ export async function wrongVerdicts(r: LoopResult, since: number): Promise<strin
 }
 
 /** Late answers are losses, not verdicts, but must stay rare: at most 1 in 100 verdicts (at least 2). */
-export const lateAnswersAllowed = (r: LoopResult) => Math.max(2, Math.floor(r.measured / 100));
+const lateAnswersAllowed = (r: LoopResult) => Math.max(2, Math.floor(r.measured / 100));
+
+/**
+ * No wrong verdict in the loop since `since` (wrongVerdicts: its late answers a kernel refused
+ * included), and its late answers rare; `count` is told how many verdicts were wrong first.
+ */
+export async function expectNoWrongVerdict(
+  r: LoopResult,
+  since: number,
+  count?: (wrong: number) => void,
+): Promise<void> {
+  const wrong = await wrongVerdicts(r, since);
+  count?.(wrong.length);
+  expect(wrong.slice(0, 20)).toEqual([]);
+  expect(r.late.length, JSON.stringify(r.late.slice(0, 10))).toBeLessThanOrEqual(lateAnswersAllowed(r));
+}
