@@ -23,7 +23,7 @@ if ((${#need[@]})); then
   apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 stamp="$pkg/build/.stamp"
-sum=$(cat "$pkg"/bpf/*.c "$pkg"/bpf/*.h "$pkg"/native/*.c "$0" | sha256sum | cut -c1-16)
+sum=$(cat "$pkg"/bpf/*.c "$pkg"/bpf/*.h "$pkg"/native/*.c "$pkg"/native/*.h "$0" | sha256sum | cut -c1-16)
 if [[ -f $stamp && $(cat "$stamp") == "$sum" && -f $pkg/build/cascade.bpf.o && -f $pkg/build/cascade-bench-cold.bpf.o && -x $pkg/build/cascade-bpfctl && -x $pkg/build/cascade-cni ]]; then
   log "datapath build up to date"
 else
@@ -35,7 +35,7 @@ else
   clang -O2 -g -Wall -target bpf -I"$arch_inc" -DCASCADE_BENCH_NEW_FLOWS -c "$pkg/bpf/cascade.bpf.c" -o "$pkg/build/cascade-bench-new-flows.bpf.o"
   clang -O2 -g -Wall -target bpf -I"$arch_inc" -DCASCADE_BENCH_NEW_FLOWS -DCASCADE_BENCH_COLD -c "$pkg/bpf/cascade.bpf.c" -o "$pkg/build/cascade-bench-cold.bpf.o"
   log "compiling the libbpf helper"
-  gcc -O2 -Wall -o "$pkg/build/cascade-bpfctl" "$pkg/native/bpfctl.c" -lbpf
+  gcc -O2 -Wall -o "$pkg/build/cascade-bpfctl" "$pkg/native/bpfctl.c" "$pkg/native/ct.c" -lbpf
   log "compiling the CNI chaining plugin"
   # static: the agent's init container copies it onto nodes whatever libbpf (if any) they have
   gcc -O2 -Wall -static -o "$pkg/build/cascade-cni" "$pkg/native/cni.c" -lbpf -lelf -lz

@@ -129,10 +129,14 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	 * and quota: a pod flooding new flows */
 	bench_new_flow(&ck);
 #endif
+	/* ct: what the packet reads of the flow's entry, copied stable, and where it is (conntrack.h) */
+	struct ct_view *ctv = ct_scratch();
+	if (!ctv)
+		return TC_ACT_SHOT;
 #ifndef CASCADE_BENCH_NO_CT_LOOKUP /* bench build only: the stage removed, to time it */
-	struct ct_value *ct = bpf_map_lookup_elem(&cascade_ct, &ck);
+	struct ct_view *ct = ct_find(&ck, ctv) ? ctv : NULL;
 #else
-	struct ct_value *ct = NULL;
+	struct ct_view *ct = NULL;
 #endif
 	/* an entry answers only on the interface it was judged on (the source binding, checked then) */
 	if (ct && ct->ifindex != ifindex)
@@ -165,7 +169,7 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 		if (translated) {
 			__builtin_memcpy(ck.remote, f.dst, 16);
 			ck.rport = f.dport;
-			ct = bpf_map_lookup_elem(&cascade_ct, &ck);
+			ct = ct_find(&ck, ctv) ? ctv : NULL;
 			if (ct && ct->ifindex != ifindex)
 				ct = NULL;
 		}
@@ -187,10 +191,10 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	/* a reply of a translated flow, towards the pod: its source becomes the frontend again */
 	int revnat = ct && ct->nat && dir == DIR_INGRESS && ct->dir == DIR_EGRESS;
 	if (ct) {
-		/* at most one write per flow and clock tick */
-		if (ct->seen != clock)
-			ct->seen = clock;
-		if ((f.tcp_flags & (TCP_FIN | TCP_RST)) && !ct->closing)
+		/* at most one write per flow and clock tick (ct_touch compares first) */
+		int closing = (f.tcp_flags & (TCP_FIN | TCP_RST)) && !ct->closing;
+		ct_touch(ct, clock, closing);
+		if (closing)
 			ct->closing = 1;
 	}
 	if (ct && ct->generation == generation) {
@@ -213,7 +217,7 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	if (same_addr(f.src, f.dst) || svc_self)
 		return pass(skb, &f, &ck, revnat);
 	if (ct && ct->revision == ep->revision) {
-		ct->generation = generation;
+		ct_refresh(ct, generation);
 		count(CNT_CT_HIT);
 		if (ct->verdict == VERDICT_DENY) {
 			count(CNT_DENY);
@@ -256,9 +260,7 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	if (ct) {
 		if (ct->verdict == VERDICT_DENY && d.verdict == VERDICT_DENY)
 			reason = 0xff; /* still denied: reported when it was first denied */
-		ct->revision = ep->revision;
-		ct->generation = generation;
-		ct->verdict = d.verdict;
+		ct_rejudge(ct, ep->revision, generation, d.verdict);
 		count(CNT_CT_REJUDGED);
 	} else if (d.verdict == VERDICT_ALLOW) {
 		/* a new allowed flow is tracked within its endpoint's budget of new flows (the node's maps
@@ -268,7 +270,7 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 			count(CNT_FLOW_BUDGET);
 			return TC_ACT_SHOT;
 		}
-		/* and within its quota of conntrack entries: the table is shared, an LRU evicts */
+		/* and within its quota of conntrack entries: the table is shared, a full set evicts */
 		if (!take_ct_place(ck.local)) {
 			count(CNT_CT_QUOTA);
 			return TC_ACT_SHOT;

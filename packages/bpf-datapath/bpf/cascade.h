@@ -103,7 +103,7 @@ struct ct_key {
 	__u16 rport;
 	__u8 proto;
 	__u8 pad[3];
-};
+} __attribute__((aligned(8))); /* read as five 8-byte words (ct_table.h) */
 struct ct_value {
 	__u32 revision;   /* the endpoint's policy revision it was judged under */
 	__u32 generation; /* config generation when last checked against that revision */
@@ -119,6 +119,7 @@ struct ct_value {
 	 * written before hold nanoseconds. */
 	__u64 created;
 };
+#include "ct_table.h"
 
 /* Services (ClusterIP, NodePort): a pod's new flow to a frontend (address, port, protocol) is sent to
  * one of its backends, translated at the pod's interface and judged against that backend. A NodePort
@@ -152,9 +153,10 @@ struct nat_value {
 #define EVENTS_BURST 640
 #define FLOWS_PER_SEC 4096
 #define FLOWS_BURST 40960
-/* conntrack entries one endpoint address may hold: an eighth of cascade_ct, so one pod opening
- * allowed flows as fast as its budget lets it can never fill the table and evict another pod's
- * live connections (round three: it did within 63 s). Counted in cascade_ct_counts by the program
+/* conntrack entries one endpoint address may hold: a sixteenth of cascade_ct's slots, so one pod
+ * opening allowed flows as fast as its budget lets it can never fill the table (round three: it
+ * evicted another pod's live connection within 63 s); where its flows fill a set of four, it evicts
+ * its own first (ct_table.h). Counted in cascade_ct_counts by the program
  * at each new entry and set to the true count by the collector (bpfctl ctgc) every 10 s. */
 #define CT_ENDPOINT_QUOTA 32768
 
@@ -255,6 +257,8 @@ struct frag_value {
 #define CNT_FLOW_CACHE_FILL 21 /* flow cache slots (re)filled by a conntrack hit (flowcache.h): churn, not traffic */
 #define CNT_CT_QUOTA 22       /* new flows dropped: their endpoint held CT_ENDPOINT_QUOTA conntrack entries */
 #define CNT_STAGED_DIFFER 23  /* new flows the staged tables would judge otherwise (never enforced) */
-#define CNT_MAX 24
+#define CNT_CT_EVICTED 24     /* conntrack entries of live flows overwritten by a new flow (their set was full: ct_table.h) */
+#define CNT_CT_BUSY 25        /* allowed new flows passed untracked: their conntrack slot was being written by another CPU */
+#define CNT_MAX 26
 
 #endif

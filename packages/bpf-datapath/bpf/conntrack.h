@@ -1,10 +1,176 @@
-/* Conntrack: one entry per flow and endpoint (cascade_ct, LRU), found from both directions
- * by (local, remote, ports, protocol), holding the flow's verdict, the endpoint revision and policy
- * generation it was judged in, the interface it was judged on, and whether it was translated. A
- * current entry answers a packet in one lookup. The lookups stay in handle() (cascade.bpf.c), in
- * the order a packet meets them; this is how an entry is made. (Steps 4 and 8 of handle().) */
+/* Conntrack: one entry per flow and endpoint (cascade_ct, the set-associative table of ct_table.h),
+ * found from both directions by (local, remote, ports, protocol), holding the flow's verdict, the
+ * endpoint revision and policy generation it was judged in, the interface it was judged on, and
+ * whether it was translated. A current entry answers a packet in one lookup. The lookups stay in
+ * handle() (cascade.bpf.c), in the order a packet meets them; this is how an entry is found, made
+ * and changed. (Steps 4 and 8 of handle().) */
 #ifndef CASCADE_CONNTRACK_H
 #define CASCADE_CONNTRACK_H
+
+#define READ_SEQ(w) (*(volatile __u64 *)&(w)->seq)
+
+/* the node's conntrack hash seed, written by the helper before load (from cascade_ct_seed, where it
+ * keeps it across loads: a new seed would lose every entry); a constant to the verifier */
+const volatile __u64 ct_seed SEC(".rodata.ctseed") = 0;
+
+static __always_inline struct ct_set *ct_set_for(const struct ct_key *ck)
+{
+	__u32 idx = ct_set_of(ck, ct_seed);
+	return bpf_map_lookup_elem(&cascade_ct, &idx);
+}
+
+/* What a packet reads of a flow's entry, copied while the slot was stable, with where the slot is and
+ * its seq for the writes. Per CPU, not on the stack (handle() is within a few bytes of the
+ * verifier's 512-byte limit); a program run never nests on its CPU. */
+struct ct_view {
+	__u64 seq;
+	__u32 set;
+	__u32 way;
+	__u32 revision;
+	__u32 generation;
+	__u32 ifindex;
+	__u8 dir;
+	__u8 verdict;
+	__u8 closing;
+	__u8 nat;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct ct_view);
+	__uint(max_entries, 1);
+} cascade_ct_scratch SEC(".maps");
+
+static __always_inline struct ct_view *ct_scratch(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&cascade_ct_scratch, &zero);
+}
+
+/* Finds `ck`'s flow: 1 with what a packet reads of it copied to `out` (read stable: a slot another CPU
+ * is rewriting is read again, twice at most, then counts as a miss), else 0. */
+static __always_inline int ct_find(const struct ct_key *ck, struct ct_view *out)
+{
+	__u32 idx = ct_set_of(ck, ct_seed);
+	struct ct_set *s = bpf_map_lookup_elem(&cascade_ct, &idx);
+	if (!s)
+		return 0;
+#pragma unroll
+	for (int i = 0; i < CT_WAYS; i++) {
+		struct ct_slot *w = &s->way[i];
+#pragma unroll
+		for (int t = 0; t < 3; t++) {
+			__u64 s1 = READ_SEQ(w);
+			if (s1 & 1)
+				continue;
+			asm volatile("" ::: "memory");
+			if (!ct_same_key(&w->key, ck))
+				break;
+			out->revision = w->val.revision;
+			out->generation = w->val.generation;
+			out->ifindex = w->val.ifindex;
+			out->dir = w->val.dir;
+			out->verdict = w->val.verdict;
+			out->closing = w->val.closing;
+			out->nat = w->val.nat;
+			asm volatile("" ::: "memory");
+			if (READ_SEQ(w) != s1)
+				continue;
+			out->seq = s1;
+			out->set = idx;
+			out->way = i;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The slot a view was read from, while it still holds that flow as it was read (seq unchanged). */
+static __always_inline struct ct_slot *ct_slot_of(const struct ct_view *v)
+{
+	__u32 idx = v->set;
+	struct ct_set *s = bpf_map_lookup_elem(&cascade_ct, &idx);
+	if (!s)
+		return NULL;
+	struct ct_slot *w = &s->way[v->way & (CT_WAYS - 1)];
+	return READ_SEQ(w) == v->seq ? w : NULL;
+}
+
+/* ct_victim (ct_table.h) as a global function, verified once on its own: inlined, its comparisons
+ * took handle() past the 512-byte stack. */
+__attribute__((noinline)) int cascade_ct_victim(struct ct_set *s, const struct ct_key *ck, __u32 clock)
+{
+	if (!s || !ck)
+		return 0;
+	return (int)ct_victim(s, ck, clock);
+}
+
+/* Writes a new allowed flow's entry into its set (ct_victim: its own way, else an empty one, else the
+ * stalest, counted as an eviction when that was another flow), field by field (no copy on the
+ * stack: handle() is within a few bytes of the 512-byte limit). 0 when the way was being written by
+ * another CPU: the flow passes untracked (CNT_CT_BUSY). */
+static __always_inline int ct_insert(const struct ct_key *ck, __u32 revision, __u32 generation, __u8 dir,
+				     __u8 closing, __u8 nat, __u32 clock, __u32 ifindex)
+{
+	struct ct_set *s = ct_set_for(ck);
+	if (!s)
+		return 0;
+	__u32 i = cascade_ct_victim(s, ck, clock) & (CT_WAYS - 1);
+	struct ct_slot *w = &s->way[i];
+	__u64 s1 = READ_SEQ(w);
+	if ((s1 & 1) || __sync_val_compare_and_swap(&w->seq, s1, s1 + 1) != s1) {
+		count(CNT_CT_BUSY);
+		return 0;
+	}
+	if (w->key.proto && !ct_same_key(&w->key, ck))
+		count(CNT_CT_EVICTED);
+	__builtin_memcpy(&w->key, ck, sizeof(*ck));
+	w->val.revision = revision;
+	w->val.generation = generation;
+	w->val.dir = dir;
+	w->val.verdict = VERDICT_ALLOW;
+	w->val.closing = closing;
+	w->val.nat = nat;
+	w->val.seen = clock;
+	w->val.ifindex = ifindex;
+	w->val.pad2 = 0;
+	w->val.created = clock;
+	__sync_fetch_and_add(&w->seq, 1);
+	return 1;
+}
+
+/* A flow's own fields that change in place: single stores, made only while the slot still holds the
+ * flow as it was read. */
+static __always_inline void ct_touch(const struct ct_view *v, __u32 clock, int closing)
+{
+	struct ct_slot *w = ct_slot_of(v);
+	if (!w)
+		return;
+	if (w->val.seen != clock)
+		w->val.seen = clock;
+	if (closing && !w->val.closing)
+		w->val.closing = 1;
+}
+
+static __always_inline void ct_refresh(const struct ct_view *v, __u32 generation)
+{
+	struct ct_slot *w = ct_slot_of(v);
+	if (w)
+		w->val.generation = generation;
+}
+
+/* A re-judged flow's revision, generation and verdict: written together, under the slot's seq. */
+static __always_inline void ct_rejudge(const struct ct_view *v, __u32 revision, __u32 generation, __u8 verdict)
+{
+	struct ct_slot *w = ct_slot_of(v);
+	if (!w || __sync_val_compare_and_swap(&w->seq, v->seq, v->seq + 1) != v->seq)
+		return;
+	w->val.revision = revision;
+	w->val.generation = generation;
+	w->val.verdict = verdict;
+	__sync_fetch_and_add(&w->seq, 1);
+}
 
 /* Takes one of the endpoint address's conntrack places (CT_ENDPOINT_QUOTA): 1, or 0 when it holds
  * its quota already. One hash lookup per new allowed flow; established packets never come here. */
@@ -30,18 +196,8 @@ static __always_inline int take_ct_place(const __u8 *local)
 static __always_inline void track(struct ct_key *ck, int dir, struct flow *f, __u32 revision, __u32 generation,
 				  __u32 clock, __u32 ifindex, struct nat_value *front, struct nat_value *to)
 {
-	struct ct_value nv = {
-		.revision = revision,
-		.generation = generation,
-		.dir = dir,
-		.verdict = VERDICT_ALLOW,
-		.closing = (f->tcp_flags & (TCP_FIN | TCP_RST)) ? 1 : 0,
-		.nat = front ? 1 : 0,
-		.seen = clock,
-		.ifindex = ifindex,
-		.created = clock,
-	};
-	bpf_map_update_elem(&cascade_ct, ck, &nv, BPF_ANY);
+	ct_insert(ck, revision, generation, dir, (f->tcp_flags & (TCP_FIN | TCP_RST)) ? 1 : 0, front ? 1 : 0, clock,
+		  ifindex);
 	if (front && to) {
 		struct ct_key nk = { .lport = ck->lport, .rport = front->port, .proto = ck->proto };
 		__builtin_memcpy(nk.local, ck->local, 16);
@@ -80,8 +236,9 @@ __attribute__((noinline)) int cascade_icmp_related(struct flow *f, int dir, __u3
 		rk.lport = f->isport;
 		rk.rport = f->idport;
 	}
-	struct ct_value *rc = bpf_map_lookup_elem(&cascade_ct, &rk);
-	return rc && rc->ifindex == ifindex && rc->verdict == VERDICT_ALLOW && rc->generation == generation;
+	struct ct_view rc;
+	return ct_find(&rk, &rc) && rc.ifindex == ifindex && rc.verdict == VERDICT_ALLOW &&
+	       rc.generation == generation;
 }
 
 /* What of an ICMP error travels: its 8-byte header, the embedded IP header, the 8 bytes of the embedded

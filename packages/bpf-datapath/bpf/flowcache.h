@@ -125,7 +125,7 @@ static __always_inline int flow_cached(struct __sk_buff *skb, int dir)
 
 /* After a conntrack hit that passes the packet: remember the flow in this CPU's slot when the cache
  * may answer its next packets (see above). */
-static __always_inline void flow_fill(struct flow *f, struct ct_key *ck, struct ct_value *ct, __u32 ifindex,
+static __always_inline void flow_fill(struct flow *f, struct ct_key *ck, struct ct_view *ct, __u32 ifindex,
 				      __u32 generation, __u32 clock)
 {
 	/* only what flow_cached() can match: IPv4 without options, IPv6 without extension headers */

@@ -46,12 +46,24 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } cascade_policy SEC(".maps");
 
+/* conntrack: CT_SETS sets of CT_WAYS flows (ct_table.h), mmapable so the helper collects and migrates
+ * entries with the same slot protocol as the program */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct ct_key);
-	__type(value, struct ct_value);
-	__uint(max_entries, 262144);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct ct_set);
+	__uint(max_entries, CT_SETS);
+	__uint(map_flags, BPF_F_MMAPABLE);
 } cascade_ct SEC(".maps");
+
+/* the node's conntrack hash seed: random, chosen by the helper's first load and kept here across
+ * restarts; each load copies it into the program's .rodata.ctseed (conntrack.h) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1);
+} cascade_ct_seed SEC(".maps");
 
 /* conntrack entries per local endpoint address (CT_ENDPOINT_QUOTA): the program adds one per new
  * entry, the collector (bpfctl ctgc) writes the true count after each collection */

@@ -3,13 +3,18 @@
 //   load OBJ PINDIR [MAX [SLOTS]]  load the object, adopting maps already pinned in PINDIR/maps
 //                          (MAX: policy map capacity, 0 the default; SLOTS: the flow cache's slots
 //                          per CPU, a power of two from 256 to 65536, 0 the default); answers
-//                          "ok [replaced MAP...]" naming pinned maps whose layout was incompatible
+//                          "ok [replaced MAP...] [migrated cascade_ct N]": pinned maps whose layout
+//                          was incompatible (their content lost), and the flows copied from an older
+//                          Cascade's conntrack (an LRU hash, kept aside as cascade_ct_legacy)
 //   open PINDIR            use maps and programs pinned in PINDIR
 //   update MAP KEYHEX VALHEX | delete MAP KEYHEX | lookup MAP KEYHEX
 //   updates MAP N          then N lines "KEYHEX VALHEX" (one answer: ok N | err at line i)
 //   deletes MAP N          then N lines "KEYHEX"
 //   writeb MAP N           then N binary records key+value (batch update; answer ok N | err at i)
 //   eraseb MAP N           then N binary keys (batch delete; keys already gone are fine)
+//   ctmigrate              copy what an older Cascade's conntrack (set aside by load) holds that the
+//                          table does not, then unpin it: ok N (copied)
+//   ctclear                empty the conntrack table: ok N (entries removed)
 //   ctgc NOW [TCP OTHER CLOSING]  delete conntrack entries idle longer than their limit (seconds of
 //                          the config clock; defaults CT_IDLE_*), then write each endpoint
 //                          address's true count into cascade_ct_counts: ok SCANNED DELETED
@@ -41,10 +46,12 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include "../bpf/cascade.h"
+#include "ct.h"
 
 #define MAX_MAPS 24
 #define MAX_PROGS 8
-static struct { char name[64]; int fd; __u32 key_size, value_size; int type; } maps[MAX_MAPS];
+/* ct: the conntrack table (ct.c), whose key and value sizes here are a flow's, not the array's */
+static struct { char name[64]; int fd; __u32 key_size, value_size; int type, ct; } maps[MAX_MAPS];
 static int nmaps;
 static struct { char name[64]; int fd; } progs[MAX_PROGS];
 static int nprogs;
@@ -95,44 +102,6 @@ static int map_index(const char *name) {
 	return -1;
 }
 
-/* ctgc's count of the entries it kept, per local endpoint address (open addressing; the endpoints
- * map holds at most 65,536 addresses, so 2^17 slots never fill) */
-enum { SURVIVOR_SLOTS = 1 << 17 };
-static struct { __u8 addr[16]; __u32 n; } survivors[SURVIVOR_SLOTS];
-static void survivors_reset(void) { memset(survivors, 0, sizeof(survivors)); }
-static __u32 *survivor_slot(const __u8 *addr, int add) {
-	__u32 h = 2166136261u;
-	for (int i = 0; i < 16; i++) h = (h ^ addr[i]) * 16777619u;
-	for (__u32 probe = 0; probe < SURVIVOR_SLOTS; probe++) {
-		__u32 i = (h + probe) & (SURVIVOR_SLOTS - 1);
-		if (survivors[i].n && !memcmp(survivors[i].addr, addr, 16)) return &survivors[i].n;
-		if (!survivors[i].n) {
-			if (!add) return NULL;
-			memcpy(survivors[i].addr, addr, 16);
-			return &survivors[i].n;
-		}
-	}
-	return NULL;
-}
-static void survivor(const __u8 *addr) {
-	__u32 *n = survivor_slot(addr, 1);
-	if (n) (*n)++;
-}
-/* cascade_ct_counts set to what the collection kept: addresses with entries get their count, the
- * others are removed (the program counts up from there until the next collection) */
-static void write_ct_counts(void) {
-	int ci = map_index("cascade_ct_counts");
-	if (ci < 0) return;
-	for (__u32 i = 0; i < SURVIVOR_SLOTS; i++)
-		if (survivors[i].n) bpf_map_update_elem(maps[ci].fd, survivors[i].addr, &survivors[i].n, BPF_ANY);
-	__u8 key[16], next[16];
-	int more = !bpf_map_get_next_key(maps[ci].fd, NULL, next);
-	while (more) {
-		memcpy(key, next, 16);
-		more = !bpf_map_get_next_key(maps[ci].fd, key, next);
-		if (!survivor_slot(key, 0)) bpf_map_delete_elem(maps[ci].fd, key);
-	}
-}
 static int prog_fd(const char *name) {
 	for (int i = 0; i < nprogs; i++) if (!strcmp(progs[i].name, name)) return progs[i].fd;
 	return -1;
@@ -146,11 +115,38 @@ static void add_map(const char *name, int fd) {
 	maps[nmaps].key_size = info.key_size;
 	maps[nmaps].value_size = info.value_size;
 	maps[nmaps].type = info.type;
+	maps[nmaps].ct = !strcmp(name, "cascade_ct");
+	if (maps[nmaps].ct) {
+		maps[nmaps].key_size = sizeof(struct ct_key);
+		maps[nmaps].value_size = sizeof(struct ct_value);
+	}
 	nmaps++;
 }
 
+/* one map operation, through ct.c for the conntrack table: 0 or -1 with errno set */
+static int op_update(int mi, const void *k, const void *v) {
+	if (!maps[mi].ct) return bpf_map_update_elem(maps[mi].fd, k, v, BPF_ANY);
+	int r = ct_update(k, v, 0);
+	if (r) errno = -r;
+	return r ? -1 : 0;
+}
+static int op_delete(int mi, const void *k) {
+	if (!maps[mi].ct) return bpf_map_delete_elem(maps[mi].fd, k);
+	int r = ct_delete(k);
+	if (r) errno = -r;
+	return r ? -1 : 0;
+}
+static int op_lookup(int mi, const void *k, void *v) {
+	if (!maps[mi].ct) return bpf_map_lookup_elem(maps[mi].fd, k, v);
+	if (ct_lookup(k, v)) return 0;
+	errno = ENOENT;
+	return -1;
+}
+static char pin_dir[400];
+static long migrate_legacy(int final) { return ct_migrate_pinned(pin_dir, final); }
+
 static int do_open(const char *dir) {
-	static const char *map_names[] = {"cascade_ipcache", "cascade_hosts", "cascade_verdicts", "cascade_config", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_ct_counts", "cascade_frags", "cascade_counters", "cascade_events", "cascade_services", "cascade_backends", "cascade_nat", "cascade_revnat", "cascade_flows", "cascade_staged"};
+	static const char *map_names[] = {"cascade_ipcache", "cascade_hosts", "cascade_verdicts", "cascade_config", "cascade_endpoints", "cascade_policy", "cascade_ct", "cascade_ct_counts", "cascade_frags", "cascade_counters", "cascade_events", "cascade_services", "cascade_backends", "cascade_nat", "cascade_revnat", "cascade_flows", "cascade_staged", "cascade_ct_seed"};
 	static const char *prog_names[] = {"from_endpoint", "to_endpoint", "bench_baseline"};
 	char path[512];
 	nmaps = nprogs = 0;
@@ -160,6 +156,14 @@ static int do_open(const char *dir) {
 		if (fd < 0) { printf("err open %s: %s\n", path, strerror(errno)); return -1; }
 		add_map(map_names[i], fd);
 	}
+	__u64 seed = 0;
+	__u32 zero = 0;
+	int ct = map_index("cascade_ct"), sd = map_index("cascade_ct_seed");
+	if (bpf_map_lookup_elem(maps[sd].fd, &zero, &seed) || ct_attach(maps[ct].fd, seed)) {
+		printf("err conntrack table: %s\n", strerror(errno));
+		return -1;
+	}
+	snprintf(pin_dir, sizeof(pin_dir), "%s", dir);
 	for (unsigned i = 0; i < sizeof(prog_names) / sizeof(*prog_names); i++) {
 		snprintf(path, sizeof(path), "%s/progs/%s", dir, prog_names[i]);
 		int fd = bpf_obj_get(path);
@@ -191,6 +195,9 @@ static int set_flow_slots(struct bpf_object *obj, const char *flow_slots) {
 	return 0;
 }
 
+/* an older Cascade's conntrack was set aside on the last load */
+static int legacy;
+
 static int do_load(const char *obj_path, const char *dir, const char *policy_max, const char *flow_slots) {
 	char path[512];
 	struct bpf_object *obj = bpf_object__open_file(obj_path, NULL);
@@ -204,9 +211,16 @@ static int do_load(const char *obj_path, const char *dir, const char *policy_max
 	mkdir(dir, 0700);
 	mkdir(path, 0700);
 	struct bpf_map *m;
+	/* the node's conntrack seed: the one pinned beside the table, else a new random one */
+	__u64 seed = 0;
+	__u32 zero = 0;
+	int seed_kept = ct_seed_object(obj, dir, &seed);
+	if (seed_kept < 0) { printf("err conntrack seed: no .rodata.ctseed in the object\n"); bpf_object__close(obj); return -1; }
 	/* adopt maps that are already pinned: their state (policy, conntrack) survives a restart. A pinned
-	 * map whose layout differs from this object's (an upgrade changed it) is replaced by a new one. */
+	 * map whose layout differs from this object's (an upgrade changed it) is replaced by a new one;
+	 * an older Cascade's conntrack is kept aside and its entries copied (migrate_legacy). */
 	replaced[0] = 0;
+	legacy = 0;
 	bpf_object__for_each_map(m, obj) {
 		/* the object's own data sections (the flow cache's shift) are never adopted: they are this load's */
 		if (bpf_map__is_internal(m)) continue;
@@ -215,7 +229,19 @@ static int do_load(const char *obj_path, const char *dir, const char *policy_max
 		if (fd < 0) continue;
 		struct bpf_map_info info = {};
 		__u32 len = sizeof(info);
-		if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.type != bpf_map__type(m) ||
+		int is_ct = !strcmp(bpf_map__name(m), "cascade_ct");
+		if (is_ct && ct_is_legacy(fd)) {
+			char aside[520];
+			snprintf(aside, sizeof(aside), "%s_legacy", path);
+			/* bpffs has no rename: pinned again aside, then unpinned here */
+			unlink(aside);
+			if (!bpf_obj_pin(fd, aside)) legacy = 1;
+			close(fd);
+			unlink(path);
+			continue;
+		}
+		/* a table whose seed is gone cannot be read: replaced */
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) || (is_ct && !seed_kept) || info.type != bpf_map__type(m) ||
 		    info.key_size != bpf_map__key_size(m) || info.value_size != bpf_map__value_size(m) ||
 		    info.max_entries != bpf_map__max_entries(m) || info.map_flags != bpf_map__map_flags(m)) {
 			close(fd);
@@ -227,6 +253,8 @@ static int do_load(const char *obj_path, const char *dir, const char *policy_max
 		close(fd);
 	}
 	if (bpf_object__load(obj)) { printf("err load: %s\n", strerror(errno)); return -1; }
+	struct bpf_map *sm = bpf_object__find_map_by_name(obj, "cascade_ct_seed");
+	if (!sm || bpf_map_update_elem(bpf_map__fd(sm), &zero, &seed, BPF_ANY)) { printf("err conntrack seed\n"); return -1; }
 	bpf_object__for_each_map(m, obj) {
 		if (bpf_map__is_internal(m)) continue;
 		snprintf(path, sizeof(path), "%s/maps/%s", dir, bpf_map__name(m));
@@ -263,18 +291,26 @@ int main(void) {
 		if (!cmd) continue;
 		char *a = strtok(NULL, " "), *b = strtok(NULL, " "), *c = strtok(NULL, " ");
 		if (!strcmp(cmd, "quit")) break;
-		if (!strcmp(cmd, "load")) { char *d = strtok(NULL, " "); if (!do_load(a, b, c, d)) printf("ok%s%s\n", replaced[0] ? " replaced" : "", replaced); }
+		if (!strcmp(cmd, "load")) {
+			char *d = strtok(NULL, " ");
+			if (!do_load(a, b, c, d)) {
+				printf("ok%s%s", replaced[0] ? " replaced" : "", replaced);
+				if (legacy) printf(" migrated cascade_ct %ld", migrate_legacy(0));
+				printf("\n");
+			}
+		} else if (!strcmp(cmd, "ctmigrate")) printf("ok %ld\n", migrate_legacy(1));
+		else if (!strcmp(cmd, "ctclear")) printf("ok %zu\n", ct_clear());
 		else if (!strcmp(cmd, "open")) { if (!do_open(a)) printf("ok\n"); }
 		else if (!strcmp(cmd, "update") || !strcmp(cmd, "delete") || !strcmp(cmd, "lookup") || !strcmp(cmd, "sum")) {
 			int mi = a ? map_index(a) : -1;
 			if (mi < 0 || !b || unhex(b, key, sizeof(key)) != (int)maps[mi].key_size) { printf("err bad map or key\n"); goto next; }
 			if (!strcmp(cmd, "update")) {
 				if (!c || unhex(c, val, sizeof(val)) != (int)maps[mi].value_size) { printf("err bad value\n"); goto next; }
-				if (bpf_map_update_elem(maps[mi].fd, key, val, BPF_ANY)) printf("err update: %s\n", strerror(errno)); else printf("ok\n");
+				if (op_update(mi, key, val)) printf("err update: %s\n", strerror(errno)); else printf("ok\n");
 			} else if (!strcmp(cmd, "delete")) {
-				if (bpf_map_delete_elem(maps[mi].fd, key) && errno != ENOENT) printf("err delete: %s\n", strerror(errno)); else printf("ok\n");
+				if (op_delete(mi, key) && errno != ENOENT) printf("err delete: %s\n", strerror(errno)); else printf("ok\n");
 			} else if (!strcmp(cmd, "lookup")) {
-				if (bpf_map_lookup_elem(maps[mi].fd, key, val)) printf("ok none\n"); else { printf("ok "); puthex(val, maps[mi].value_size); printf("\n"); }
+				if (op_lookup(mi, key, val)) printf("ok none\n"); else { printf("ok "); puthex(val, maps[mi].value_size); printf("\n"); }
 			} else {
 				int ncpu = libbpf_num_possible_cpus();
 				unsigned long long *vals = calloc(ncpu, 8), sum = 0;
@@ -294,8 +330,8 @@ int main(void) {
 				if (!k || unhex(k, key, sizeof(key)) != (int)maps[mi].key_size) { bad = i; continue; }
 				if (updating) {
 					if (!v || unhex(v, val, sizeof(val)) != (int)maps[mi].value_size) { bad = i; continue; }
-					if (bpf_map_update_elem(maps[mi].fd, key, val, BPF_ANY)) { bad = i; err = errno; }
-				} else if (bpf_map_delete_elem(maps[mi].fd, key) && errno != ENOENT) { bad = i; err = errno; }
+					if (op_update(mi, key, val)) { bad = i; err = errno; }
+				} else if (op_delete(mi, key) && errno != ENOENT) { bad = i; err = errno; }
 			}
 			if (mi < 0) printf("err no map\n");
 			else if (bad >= 0) printf("err at %d: %s\n", bad, err ? strerror(err) : "bad line");
@@ -323,15 +359,15 @@ int main(void) {
 			while (done < n) {
 				__u32 count = n - done;
 				LIBBPF_OPTS(bpf_map_batch_opts, bo);
-				int r = writing ? bpf_map_update_batch(maps[mi].fd, kb + done * ks, vb + done * vs, &count, &bo)
-				                : bpf_map_delete_batch(maps[mi].fd, kb + done * ks, &count, &bo);
+				int r = maps[mi].ct ? (errno = EOPNOTSUPP, -1)
+				        : writing ? bpf_map_update_batch(maps[mi].fd, kb + done * ks, vb + done * vs, &count, &bo)
+				                  : bpf_map_delete_batch(maps[mi].fd, kb + done * ks, &count, &bo);
 				if (!r) { done += count; break; }
 				err = errno;
 				if (err == EINVAL || err == ENOTSUPP || err == EOPNOTSUPP) {
 					/* no batch ops for this map: one at a time */
 					for (; done < n; done++) {
-						int e2 = writing ? bpf_map_update_elem(maps[mi].fd, kb + done * ks, vb + done * vs, BPF_ANY)
-						                 : bpf_map_delete_elem(maps[mi].fd, kb + done * ks);
+						int e2 = writing ? op_update(mi, kb + done * ks, vb + done * vs) : op_delete(mi, kb + done * ks);
 						if (e2 && !(!writing && errno == ENOENT)) { err = errno; break; }
 					}
 					if (done == n) err = 0;
@@ -345,62 +381,31 @@ int main(void) {
 			else printf("ok %u\n", n);
 			free(buf); free(kb); free(vb);
 		} else if (!strcmp(cmd, "ctgc")) {
-			/* conntrack collector: deletes entries idle for longer than their limit */
+			/* conntrack collector: deletes entries idle for longer than their limit, after copying
+			 * what an older Cascade's programs may still have added to its conntrack */
 			char *d = strtok(NULL, " ");
-			int mi = map_index("cascade_ct");
-			if (mi < 0 || !a) { printf("err usage: ctgc NOW [TCP OTHER CLOSING]\n"); goto next; }
+			if (!a) { printf("err usage: ctgc NOW [TCP OTHER CLOSING]\n"); goto next; }
+			migrate_legacy(1);
 			__u32 now = (__u32)strtoul(a, NULL, 10);
 			__u32 lim_tcp = b ? (__u32)atol(b) : CT_IDLE_TCP, lim_other = c ? (__u32)atol(c) : CT_IDLE_OTHER;
 			__u32 lim_closing = d ? (__u32)atol(d) : CT_IDLE_CLOSING;
-			/* read the table in batches (one syscall per 4,096 flows), then delete in batches */
-			enum { CHUNK = 4096 };
-			static struct ct_key keys[CHUNK];
-			static struct ct_value vals[CHUNK];
-			survivors_reset();
-			size_t scanned = 0, n = 0, cap = 4096;
-			struct ct_key *dead = malloc(cap * sizeof(*dead));
-			__u64 token = 0;
-			int first = 1, more = 1, failed = 0;
-			while (dead && more) {
-				__u32 count = CHUNK;
-				LIBBPF_OPTS(bpf_map_batch_opts, bo);
-				int r = bpf_map_lookup_batch(maps[mi].fd, first ? NULL : &token, &token, keys, vals, &count, &bo);
-				first = 0;
-				if (r && errno != ENOENT) { failed = errno; break; } /* ENOENT: the last batch */
-				more = !r;
-				for (__u32 i = 0; i < count; i++) {
-					scanned++;
-					__u32 idle = vals[i].seen > now ? 0 : now - vals[i].seen;
-					__u32 limit = vals[i].closing ? lim_closing : keys[i].proto == IPPROTO_TCP ? lim_tcp : lim_other;
-					if (idle <= limit) {
-						survivor(keys[i].local);
-						continue;
-					}
-					if (n == cap) {
-						struct ct_key *grown = realloc(dead, 2 * cap * sizeof(*dead));
-						if (!grown) { more = 0; break; }
-						dead = grown;
-						cap *= 2;
-					}
-					dead[n++] = keys[i];
-				}
-			}
-			size_t deleted = 0, done = 0;
-			while (dead && done < n) {
-				__u32 count = (__u32)(n - done);
-				LIBBPF_OPTS(bpf_map_batch_opts, bo);
-				int r = bpf_map_delete_batch(maps[mi].fd, dead + done, &count, &bo);
-				deleted += count;
-				done += count;
-				if (r) done++; /* gone already (evicted meanwhile): skip it */
-			}
-			free(dead);
-			if (!failed) write_ct_counts();
-			if (failed) printf("err ctgc: %s (after %zu scanned, %zu deleted)\n", strerror(failed), scanned, deleted);
+			int ci = map_index("cascade_ct_counts");
+			size_t scanned = 0, deleted = 0;
+			int r = ct_collect(now, lim_tcp, lim_other, lim_closing, ci >= 0 ? maps[ci].fd : -1, &scanned, &deleted);
+			if (r) printf("err ctgc: %s\n", strerror(-r));
 			else printf("ok %zu %zu\n", scanned, deleted);
 		} else if (!strcmp(cmd, "dump")) {
 			int mi = a ? map_index(a) : -1;
 			if (mi < 0) { printf("err no map\n"); goto next; }
+			if (maps[mi].ct) {
+				size_t n = 0, len = 0;
+				char *rows = ct_dump_text(&n, &len);
+				if (!rows) { printf("err dump: %s\n", strerror(errno)); goto next; }
+				printf("ok %zu\n", n);
+				fwrite(rows, 1, len, stdout);
+				free(rows);
+				goto next;
+			}
 			static unsigned char keys[1 << 22];
 			int n = 0;
 			unsigned char *prev = NULL;

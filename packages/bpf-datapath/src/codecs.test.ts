@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ARTIFACTS } from './artifacts.ts';
 import {
   addr16,
+  CT_SET_BITS,
   decodeConfig,
   decodeCtKey,
   decodeCtValue,
@@ -134,6 +135,13 @@ describe('codecs', () => {
         stagedValue: size('staged_value'),
       }).toEqual({ ...SIZES, flowEvent: undefined });
       // (ring buffer records carry no BTF type: flow_event is checked by decoding real events)
+      // the conntrack table: CT_SET_BITS sets of four 80-byte slots, as the codecs and tests assume
+      expect(size('ct_set')).toBe(4 * 80);
+      // the map's max_entries: VAR 'cascade_ct' -> its STRUCT -> 'max_entries' -> PTR -> ARRAY nr_elems
+      const type = (id: string) => new RegExp(`^\\[${id}\\] (.*(?:\\n\\t.*)*)`, 'm').exec(btf)?.[1] ?? '';
+      const def = type(/VAR 'cascade_ct' type_id=(\d+)/.exec(btf)![1]!);
+      const ptr = type(/'max_entries' type_id=(\d+)/.exec(def)![1]!);
+      expect(type(/type_id=(\d+)/.exec(ptr)![1]!)).toMatch(new RegExp(`nr_elems=${2 ** CT_SET_BITS}$`));
     },
   );
 });

@@ -71,9 +71,13 @@ export const COUNTERS = {
   flowCacheFill: 21,
   ctQuota: 22,
   stagedDiffer: 23,
+  ctEvicted: 24,
+  ctBusy: 25,
 } as const;
 /** The interface BPF_PROG_TEST_RUN runs packets on (loopback): offline states bind endpoints to it. */
 export const TEST_RUN_IFINDEX = 1;
+/** log2 of the conntrack table's sets of four (ct_table.h CT_SET_BITS). */
+export const CT_SET_BITS = 17;
 /** Conntrack entries one endpoint address may hold (cascade.h CT_ENDPOINT_QUOTA). */
 export const CT_ENDPOINT_QUOTA = 32768;
 export const DIR = { ingress: 0, egress: 1 } as const;

@@ -105,6 +105,18 @@ export class KernelMaps {
     return { scanned: Number(scanned), deleted: Number(deleted) };
   }
 
+  /**
+   * After an upgrade from the LRU-hash conntrack (`migratedFlows` set), once this load's programs are
+   * attached everywhere: copies what the older programs added since the load and lets the older
+   * table go. How many were copied (0 when there was nothing to migrate).
+   */
+  async finishMigration(): Promise<number> {
+    const [line] = await this.ctl.send('ctmigrate');
+    if (!line?.startsWith('ok ') || Number(line.split(' ')[1]) < 0)
+      throw new Error(`conntrack migration: ${line}`);
+    return Number(line.split(' ')[1]);
+  }
+
   /** Makes every conntrack entry check its endpoint's revision again (bumps the generation). */
   protected async recheckConntrack(): Promise<void> {
     this.config.generation = (this.config.generation + 1) >>> 0;
@@ -161,8 +173,8 @@ export class KernelMaps {
   }
 
   async clearConntrack(): Promise<void> {
-    const keys = (await this.dump('cascade_ct')).map(([k]) => hex(k));
-    await this.deletes('cascade_ct', keys);
+    const [cleared] = await this.ctl.send('ctclear');
+    if (!cleared?.startsWith('ok')) throw new Error(`clearing conntrack: ${cleared}`);
     // and what each endpoint address holds of its conntrack quota
     await this.deletes(
       'cascade_ct_counts',

@@ -119,6 +119,12 @@ export class Datapath extends KernelMaps {
   private revision = 0;
   /** Pinned maps replaced on open because an upgrade changed their layout (their content is lost). */
   replacedMaps: string[] = [];
+  /**
+   * Flows copied on open from the conntrack of an older Cascade (an LRU hash, before the
+   * set-associative table): undefined when there was none. What its programs add until the new ones
+   * are attached is copied by `finishMigration()` (or the next collection).
+   */
+  migratedFlows?: number;
   /** Policy map capacity, and the part of it only admin-tier tables may use. */
   capacity = 0;
   /** The flow cache's slots per CPU, as loaded, and its memory on this node (every possible CPU). */
@@ -155,7 +161,11 @@ export class Datapath extends KernelMaps {
       await dp.ctl.close().catch(() => {});
       throw e;
     }
-    dp.replacedMaps = answer?.startsWith('ok replaced ') ? answer.slice(12).trim().split(' ') : [];
+    // "ok [replaced MAP...] [migrated cascade_ct N]"
+    const words = (answer ?? '').split(' ');
+    const at = words.indexOf('migrated');
+    dp.replacedMaps = words[1] === 'replaced' ? words.slice(2, at < 0 ? undefined : at) : [];
+    dp.migratedFlows = at < 0 ? undefined : Number(words[at + 2]);
     const [cap] = await dp.ctl.send('maxentries cascade_policy');
     dp.capacity = Number(cap!.split(' ')[1]);
     const [slots] = await dp.ctl.send('maxentries cascade_flows');

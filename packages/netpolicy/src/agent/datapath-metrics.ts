@@ -36,6 +36,11 @@ export const KERNEL_COUNTERS: readonly (readonly [keyof typeof COUNTERS, string]
   ['flowBudget', 'New flows dropped: their endpoint was over its budget of new flows'],
   ['ctQuota', 'New flows dropped: their endpoint address held its quota of conntrack entries (32,768)'],
   [
+    'ctEvicted',
+    'Conntrack entries of live flows overwritten by a new flow: their set of the table (4 flows) was full',
+  ],
+  ['ctBusy', 'Allowed new flows passed untracked: their conntrack slot was being written by another CPU'],
+  [
     'flowCacheFill',
     "Flow cache slots filled by a conntrack hit (churn of the per-CPU cache that answers established flows' packets)",
   ],

@@ -14,6 +14,7 @@ export class PodLinks {
   private readonly triedAt = new Map<string, number>();
   /** Interfaces carrying the programs at the last reconcile (read from the kernel). */
   attachedCount = 0;
+  private migrationFinished = false;
 
   private readonly interfaces: InterfaceResolver;
   private readonly log: Logger;
@@ -88,5 +89,16 @@ export class PodLinks {
       }
     }
     this.attachedCount = have.size;
+    // an upgrade from the LRU-hash conntrack: once this load's programs are on every interface, what
+    // the older programs added since the load is copied over and the older table let go
+    if (dp.migratedFlows !== undefined && !this.migrationFinished && [...want].every((i) => have.has(i))) {
+      this.migrationFinished = true;
+      try {
+        const late = await dp.finishMigration();
+        this.log('info', 'conntrack migrated from the older layout', { atLoad: dp.migratedFlows, late });
+      } catch (e) {
+        this.log('warn', 'conntrack migration not finished; the collector retries', { error: String(e) });
+      }
+    }
   }
 }
