@@ -6,10 +6,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ARTIFACTS, buildPacket, type DesiredState } from '@cascade/bpf-datapath';
+import { ARTIFACTS, buildPacket, COUNTERS, type DesiredState } from '@cascade/bpf-datapath';
 import { freshDatapath } from '@cascade/bpf-datapath/testing';
 
-type Fig = (name: string, value: number, unit: string, input: string) => void;
+type Fig = (name: string, value: number, unit: string, input: string, target?: string) => void;
 
 /** The program's source compiled to `obj` with the CASCADE_BENCH_* switches `defs`; returns `obj`. */
 export function compileBenchBuild(obj: string, defs: string[]): string {
@@ -89,6 +89,12 @@ const BUILDS: [
     'first',
   ],
   [
+    'first packet of distinct flows into a full table (2,000,000 flows in first: each insert evicts)',
+    ['CASCADE_BENCH_NEW_FLOWS', 'CASCADE_BENCH_UNIQUE'],
+    'to_endpoint',
+    'first',
+  ],
+  [
     'first packet, cold verdict (rule-set lookup): full program',
     ['CASCADE_BENCH_NEW_FLOWS', 'CASCADE_BENCH_COLD'],
     'to_endpoint',
@@ -113,6 +119,7 @@ export async function stageFigures(
   const loaded: Awaited<ReturnType<typeof freshDatapath>>[] = [];
   try {
     const runs = new Map<string, number[]>();
+    const evictions = new Map<string, number[]>();
     const dps = [];
     for (const [i, [name, defs, prog, p]] of BUILDS.entries()) {
       const d = await freshDatapath(undefined, compileBenchBuild(join(dir, `${i}.o`), defs));
@@ -121,12 +128,21 @@ export async function stageFigures(
       // the flow's first packet, then a conntrack hit (which fills this CPU's flow cache slot)
       for (let k = 0; k < 3; k++) await d.dp.run(prog, packets[p], 1000);
       const unique = defs.includes('CASCADE_BENCH_UNIQUE');
+      const full = name.includes('into a full table');
       dps.push({
         name,
         run: async () => {
           if (!unique) return d.dp.run(prog, packets[p], 300_000);
           await d.dp.clearConntrack();
-          return d.dp.run(prog, packets[p], 100_000);
+          // a full table: every set of four holds flows (each of 131,072 sets gets about 15)
+          if (full) await d.dp.run(prog, packets[p], 2_000_000);
+          const evicted = await d.dp.counter(COUNTERS.ctEvicted);
+          const r = await d.dp.run(prog, packets[p], 100_000);
+          evictions.set(name, [
+            ...(evictions.get(name) ?? []),
+            (await d.dp.counter(COUNTERS.ctEvicted)) - evicted,
+          ]);
+          return r;
         },
       });
     }
@@ -164,6 +180,43 @@ export async function stageFigures(
       'first packet: without the conntrack lookup and insert',
     );
     cost('flow cache probe on a first packet (miss)', first, 'first packet: without the flow cache probe');
+    // Conntrack inserts of distinct flows (issue 47 item 1): into an emptied table and into a full one
+    // (each insert evicts), each round over the trivial program of the same round, and full / empty
+    const empty = 'first packet of distinct flows (conntrack inserts, 100,000 per run into an emptied table)';
+    const fullName = [...runs.keys()].find((k) => k.includes('into a full table'))!;
+    const medianRatio = (a: string, b: string) => {
+      const x = runs.get(a)!;
+      const y = runs.get(b)!;
+      const r = x.map((v, i) => v / Math.max(1, y[i]!)).sort((p, q) => p - q);
+      return r[r.length >> 1]!;
+    };
+    const rounds = `${ROUNDS} rounds, each over the same round's figure`;
+    fig(
+      'first packet of 100,000 distinct flows, emptied table (x trivial program, median of per-round ratios)',
+      medianRatio(empty, 'trivial program'),
+      'x',
+      `${rounds}; verdict cached, conntrack insert of a new flow each`,
+    );
+    fig(
+      'first packet of 100,000 distinct flows, full table (x trivial program, median of per-round ratios)',
+      medianRatio(fullName, 'trivial program'),
+      'x',
+      `${rounds}; every insert evicts (a set of four full)`,
+    );
+    fig(
+      'conntrack insert into a full table with eviction / into an emptied one (first packets of distinct flows)',
+      medianRatio(fullName, empty),
+      'x',
+      `${rounds}; 100,000 distinct flows per run`,
+      '<= 2x',
+    );
+    const ev = [...(evictions.get(fullName) ?? [])].sort((p, q) => p - q);
+    fig(
+      'conntrack evictions per 100,000 inserts into a full table (median run)',
+      ev[ev.length >> 1] ?? Number.NaN,
+      'evictions',
+      `${ROUNDS} runs; the rest found a set with a slot of their own endpoint or an empty one`,
+    );
     cost(
       'rule-set walk (verdict cache miss)',
       'first packet, cold verdict (rule-set lookup): full program',

@@ -366,7 +366,7 @@ export async function run(): Promise<Figure[]> {
       `${cpus().length} CPUs`,
     );
     fig(
-      'fixed map memory (conntrack 262,144 flows + verdict cache 65,536, preallocated)',
+      'fixed map memory (conntrack 524,288 slots in sets of 4 + verdict cache 65,536, preallocated)',
       (memlock(pinDir, 'cascade_ct') + memlock(pinDir, 'cascade_verdicts')) / 1048576,
       'MiB',
       'any policy',
