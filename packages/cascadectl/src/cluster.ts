@@ -129,6 +129,7 @@ export async function readCluster(opts: LiveOptions): Promise<LoadResult> {
       if (md.labels) metadata.labels = md.labels;
       if (md.creationTimestamp) metadata.creationTimestamp = md.creationTimestamp;
       if (typeof md.generation === 'number') metadata.generation = md.generation;
+      if (typeof md.deletionTimestamp === 'string') metadata.deletionTimestamp = md.deletionTimestamp;
       out.manifests.push({
         apiVersion: r.list.apiVersion,
         kind,

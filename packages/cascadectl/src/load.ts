@@ -22,6 +22,8 @@ export interface Manifest {
     namespace?: string;
     labels?: Record<string, string>;
     creationTimestamp?: string;
+    /** Set on an object being deleted (a pod without an address then is leaving, not broken). */
+    deletionTimestamp?: string;
     generation?: number;
   };
   spec?: unknown;
@@ -130,6 +132,9 @@ function accept(raw: unknown, source: SourcePos, out: LoadResult, inList = false
   if (ts instanceof Date) metadata.creationTimestamp = ts.toISOString();
   else if (typeof ts === 'string') metadata.creationTimestamp = ts;
   if (typeof md.generation === 'number') metadata.generation = md.generation;
+  const gone = md.deletionTimestamp;
+  if (gone instanceof Date) metadata.deletionTimestamp = gone.toISOString();
+  else if (typeof gone === 'string') metadata.deletionTimestamp = gone;
   out.manifests.push({
     apiVersion: typeof o.apiVersion === 'string' ? o.apiVersion : '',
     kind: o.kind,

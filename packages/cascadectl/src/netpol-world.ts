@@ -113,10 +113,14 @@ export function buildNetpolWorld(
       const p = podFromObject(raw(m));
       if ('error' in p) problems.push(`${at}: ${p.error}`);
       else if (p.ips.length === 0) {
-        // a Pending pod (being scheduled or started) has no address yet, and a host-network pod owns
-        // none (it is the node): normal in a live cluster
+        // a Pending pod (being scheduled or started) has no address yet, a host-network pod owns none
+        // (it is the node), and a pod being deleted or finished may have lost its own (its sandbox
+        // gone): normal in a live cluster, and none of them sends or receives
         const hostNetwork = (m.spec as { hostNetwork?: boolean } | undefined)?.hostNetwork === true;
-        if (!hostNetwork && (m.status as { phase?: string } | undefined)?.phase !== 'Pending')
+        const phase = (m.status as { phase?: string } | undefined)?.phase;
+        const leaving =
+          m.metadata.deletionTimestamp !== undefined || phase === 'Succeeded' || phase === 'Failed';
+        if (!hostNetwork && !leaving && phase !== 'Pending')
           problems.push(`${at}: status.podIP: the pod has no address yet; left out`);
       } else engine.upsertPod(p);
     } else if (m.kind === 'Service' || m.kind === 'EndpointSlice') {

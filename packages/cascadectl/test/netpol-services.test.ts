@@ -211,6 +211,25 @@ describe('Services as destinations', () => {
     expect(second2![2]).toBe('192.168.10.1');
   });
 
+  it('a pod without an address: left out silently while Pending, being deleted or finished (no traffic), reported otherwise', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cascade-noaddr-'));
+    const pod = (name: string, status: Record<string, unknown>, meta: Record<string, unknown> = {}) =>
+      `---\napiVersion: v1\nkind: Pod\nmetadata: ${JSON.stringify({ name, namespace: 'shop', labels: { app: name }, ...meta })}\nspec: {containers: [{name: app, image: x}]}\nstatus: ${JSON.stringify(status)}\n`;
+    const file = join(dir, 'pods.yaml');
+    writeFileSync(
+      file,
+      pod('starting', { phase: 'Pending' }) +
+        pod('leaving', { phase: 'Running' }, { deletionTimestamp: '2026-12-02T06:00:00Z' }) +
+        pod('done', { phase: 'Succeeded' }),
+    );
+    const quiet = await run('netpol', 'simulate', NP, file, '-n', 'shop');
+    expect(quiet.stderr).not.toContain('no address');
+    expect(quiet.code).toBe(0);
+    writeFileSync(file, pod('odd', { phase: 'Running' }));
+    const odd = await run('netpol', 'simulate', NP, file, '-n', 'shop');
+    expect(odd.stderr).toContain('(Pod shop/odd): status.podIP: the pod has no address yet; left out');
+  });
+
   it('a Service port that does not exist is a usage error naming what exists; a bad Service is reported by field', async () => {
     const r = await run(
       'netpol',
