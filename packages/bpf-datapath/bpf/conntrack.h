@@ -21,7 +21,8 @@ static __always_inline struct ct_set *ct_set_for(const struct ct_key *ck)
 
 /* What a packet reads of a flow's entry, copied while the slot was stable, with where the slot is and
  * its seq for the writes. Per CPU, not on the stack (handle() is within a few bytes of the
- * verifier's 512-byte limit); a program run never nests on its CPU. */
+ * verifier's 512-byte limit): tc programs run with bottom halves off, so a run never nests on its CPU
+ * (cascade_icmp_related, a separate frame, keeps its own on its stack). */
 struct ct_view {
 	__u64 seq;
 	__u32 set;

@@ -49,7 +49,7 @@ static int take(struct ct_slot *w, __u64 *held) {
 static void release(struct ct_slot *w) { __atomic_fetch_add(&w->seq, 1, __ATOMIC_RELEASE); }
 
 /* reads a slot stable: 1 with its key and value, 0 when empty or busy */
-static int read_slot(struct ct_slot *w, struct ct_key *k, struct ct_value *v, __u64 *at) {
+static int read_slot(struct ct_slot *w, struct ct_key *k, struct ct_value *v) {
 	for (int t = 0; t < 64; t++) {
 		__u64 s = seq_of(w);
 		if (s & 1) continue;
@@ -57,19 +57,18 @@ static int read_slot(struct ct_slot *w, struct ct_key *k, struct ct_value *v, __
 		memcpy(v, &w->val, sizeof(*v));
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (seq_of(w) != s) continue;
-		if (at) *at = s;
 		return k->proto != 0;
 	}
 	return 0;
 }
 
-static struct ct_slot *find(const struct ct_key *k, struct ct_value *v, __u64 *at) {
+static struct ct_slot *find(const struct ct_key *k, struct ct_value *v) {
 	if (!table) return NULL;
 	struct ct_set *s = &table[ct_set_of(k, seed)];
 	for (int i = 0; i < CT_WAYS; i++) {
 		struct ct_key got;
 		struct ct_value val;
-		if (read_slot(&s->way[i], &got, &val, at) && ct_same_key(&got, k)) {
+		if (read_slot(&s->way[i], &got, &val) && ct_same_key(&got, k)) {
 			if (v) *v = val;
 			return &s->way[i];
 		}
@@ -77,9 +76,9 @@ static struct ct_slot *find(const struct ct_key *k, struct ct_value *v, __u64 *a
 	return NULL;
 }
 
-int ct_lookup(const struct ct_key *k, struct ct_value *out) { return find(k, out, NULL) != NULL; }
+int ct_lookup(const struct ct_key *k, struct ct_value *out) { return find(k, out) != NULL; }
 
-/* empties a slot that still holds `k` as read at `at` */
+/* empties a slot if it still holds `k` once taken */
 static int erase(struct ct_slot *w, const struct ct_key *k) {
 	__u64 held;
 	if (!take(w, &held)) return -EBUSY;
@@ -92,7 +91,7 @@ static int erase(struct ct_slot *w, const struct ct_key *k) {
 }
 
 int ct_delete(const struct ct_key *k) {
-	struct ct_slot *w = find(k, NULL, NULL);
+	struct ct_slot *w = find(k, NULL);
 	return w ? erase(w, k) : 0;
 }
 
@@ -118,7 +117,7 @@ size_t ct_each(ct_visit fn, void *arg) {
 		for (int j = 0; j < CT_WAYS; j++) {
 			struct ct_key k;
 			struct ct_value v;
-			if (!read_slot(&table[i].way[j], &k, &v, NULL)) continue;
+			if (!read_slot(&table[i].way[j], &k, &v)) continue;
 			n++;
 			if (fn) fn(&k, &v, arg);
 		}
@@ -183,7 +182,7 @@ int ct_collect(__u32 now, __u32 lim_tcp, __u32 lim_other, __u32 lim_closing, int
 			struct ct_slot *w = &table[i].way[j];
 			struct ct_key k;
 			struct ct_value v;
-			if (!read_slot(w, &k, &v, NULL)) continue;
+			if (!read_slot(w, &k, &v)) continue;
 			(*scanned)++;
 			__u32 idle = v.seen > now ? 0 : now - v.seen;
 			__u32 limit = v.closing ? lim_closing : k.proto == IPPROTO_TCP ? lim_tcp : lim_other;
@@ -229,7 +228,7 @@ long ct_migrate(int legacy_fd) {
 		if (r && errno != ENOENT) return -errno; /* ENOENT: the last batch */
 		more = !r;
 		for (__u32 i = 0; i < count; i++) {
-			if (keys[i].proto == 0 || find(&keys[i], NULL, NULL)) continue;
+			if (keys[i].proto == 0 || find(&keys[i], NULL)) continue;
 			if (!ct_update(&keys[i], &vals[i], 1)) copied++;
 		}
 	}

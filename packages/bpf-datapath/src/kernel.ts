@@ -135,7 +135,13 @@ export class KernelMaps {
     return { retval: Number(r), ns: Number(d), out: Buffer.from(o ?? '', 'hex') };
   }
 
+  private counterSlots?: number;
+
+  /** A verdict counter summed over the CPUs; 0 for one the loaded program does not have (an older
+   * object has fewer: the e2e runs this agent over the previous datapath). */
   async counter(index: number): Promise<number> {
+    this.counterSlots ??= Number((await this.ctl.send('maxentries cascade_counters'))[0]!.split(' ')[1]);
+    if (index >= this.counterSlots) return 0;
     const k = Buffer.alloc(4);
     k.writeUInt32LE(index, 0);
     const [line] = await this.ctl.send(`sum cascade_counters ${hex(k)}`);
