@@ -4,7 +4,9 @@
 // (copied from this Debian host), CA certificates. The agent adds bpfctl, the CNI plugin, the BPF
 // object and iproute2's ip and bridge. Reproducible: same inputs, same digest.
 //
-//   node packages/distribution/src/images.ts [--tag TAG] [--out DIR] [NAME...]
+//   node packages/distribution/src/images.ts [--tag TAG] [--out DIR] [--datapath-build DIR] [NAME...]
+// (--datapath-build: the agent's cascade.bpf.o, cascade-bpfctl and cascade-cni from DIR instead of
+// packages/bpf-datapath/build: the e2e builds an agent with the datapath of an older Cascade)
 import { execFileSync } from 'node:child_process';
 import {
   existsSync,
@@ -223,10 +225,15 @@ function staticImage(name: string, tag: string, bin: string, path: string, user 
   };
 }
 
-export function recipes(clusterBin?: string, conformanceBin?: string, peerBin?: string): Recipe[] {
+export function recipes(
+  clusterBin?: string,
+  conformanceBin?: string,
+  peerBin?: string,
+  datapathBuild = DATAPATH_BUILD,
+): Recipe[] {
   const agentBins = [
-    join(DATAPATH_BUILD, 'cascade-bpfctl'),
-    join(DATAPATH_BUILD, 'cascade-cni'),
+    join(datapathBuild, 'cascade-bpfctl'),
+    join(datapathBuild, 'cascade-cni'),
     '/usr/bin/ip',
     '/usr/sbin/bridge',
   ];
@@ -248,7 +255,10 @@ export function recipes(clusterBin?: string, conformanceBin?: string, peerBin?: 
           application('@cascade/netpolicy', (pkg) =>
             pkg.endsWith('bpf-datapath')
               ? ['cascade.bpf.o', 'cascade-bpfctl', 'cascade-cni'].map((f) =>
-                  file(join('app/packages/bpf-datapath/build', f), join(pkg, 'build', f)),
+                  file(
+                    join('app/packages/bpf-datapath/build', f),
+                    join(datapathBuild === DATAPATH_BUILD ? join(pkg, 'build') : datapathBuild, f),
+                  ),
                 )
               : [],
           ),
@@ -299,9 +309,11 @@ export function buildImages(opts: {
   clusterBin?: string;
   conformanceBin?: string;
   peerBin?: string;
+  /** The agent's BPF object, bpfctl and CNI plugin from here (the e2e's older datapath). */
+  datapathBuild?: string;
 }): ImageReport[] {
   mkdirSync(opts.outDir, { recursive: true });
-  const all = recipes(opts.clusterBin, opts.conformanceBin, opts.peerBin);
+  const all = recipes(opts.clusterBin, opts.conformanceBin, opts.peerBin, opts.datapathBuild);
   const chosen = opts.names?.length ? all.filter((r) => opts.names?.includes(r.name)) : all;
   const unknown = (opts.names ?? []).filter((n) => !all.some((r) => r.name === n));
   if (unknown.length)
@@ -343,6 +355,7 @@ if (import.meta.main) {
   let clusterBin: string | undefined;
   let conformanceBin: string | undefined;
   let peerBin: string | undefined;
+  let datapathBuild: string | undefined;
   const names: string[] = [];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--tag') tag = args[++i] ?? tag;
@@ -350,10 +363,11 @@ if (import.meta.main) {
     else if (args[i] === '--cluster-bin') clusterBin = args[++i];
     else if (args[i] === '--conformance-bin') conformanceBin = args[++i];
     else if (args[i] === '--peer-bin') peerBin = args[++i];
+    else if (args[i] === '--datapath-build') datapathBuild = resolve(args[++i] ?? '');
     else names.push(args[i] as string);
   }
   try {
-    for (const r of buildImages({ names, tag, outDir, clusterBin, conformanceBin, peerBin }))
+    for (const r of buildImages({ names, tag, outDir, clusterBin, conformanceBin, peerBin, datapathBuild }))
       process.stdout.write(
         `${r.ref.padEnd(48)} ${r.digest.slice(0, 19)}  ${(r.compressedBytes / 2 ** 20).toFixed(1)} MiB compressed, ${(r.unpackedBytes / 2 ** 20).toFixed(1)} MiB unpacked\n`,
       );

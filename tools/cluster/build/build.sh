@@ -82,8 +82,8 @@ if need pause; then
   strip "$out/bin/pause"
 fi
 if need cascade-probe; then
-  log "building cascade-probe (the e2e workload) from tools/cluster/images/probe.c"
-  gcc -Os -static -Wall -Werror -o "$out/bin/cascade-probe" "$here/../images/probe.c"
+  log "building cascade-probe (the e2e workload) from tools/cluster/images/probe.c and probe-hold.c"
+  gcc -Os -static -Wall -Werror -o "$out/bin/cascade-probe" "$here/../images/probe.c" "$here/../images/probe-hold.c"
   strip "$out/bin/cascade-probe"
 fi
 echo "$native_sum" > "$out/bin/.native-sum"

@@ -14,7 +14,8 @@
  * R: refused or failed), so a policy change's moment of enforcement can be read off live traffic;
  * `serve ... sink:PORT` also accepts TCP connections on PORT that it reads to their end and answers
  * with `ok BYTES`, and `send HOST PORT MIB` writes MIB MiB to such a port and prints `BYTES
- * MICROSECONDS` (the bench's established transfer). Static, no allocation per connection, bounded
+ * MICROSECONDS` (the bench's established transfer); `tick:PORT` and `hold` (probe-hold.c) keep
+ * connections open across a datapath upgrade. Static, no allocation per connection, bounded
  * everything. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -71,13 +72,17 @@ static void sink(int c) {
 	_exit(0);
 }
 
+/* probe-hold.c: long-lived connections (tick:PORT and hold) */
+void tick(int c);
+int hold(const char *host, const char *port, int duration);
+
 static int serve(int argc, char **argv) {
 	struct pollfd fds[2 * MAX_PORTS];
-	int is_sink[2 * MAX_PORTS] = {0};
+	int is_sink[2 * MAX_PORTS] = {0}; /* 1 sink, 2 tick */
 	int n = 0;
 	if (argc < 1 || argc > MAX_PORTS) return 2;
 	for (int i = 0; i < argc; i++) {
-		int as_sink = strncmp(argv[i], "sink:", 5) == 0;
+		int as_sink = strncmp(argv[i], "sink:", 5) == 0 ? 1 : strncmp(argv[i], "tick:", 5) == 0 ? 2 : 0;
 		int port = port_of(argv[i] + (as_sink ? 5 : 0));
 		if (port < 0) return 2;
 		int t = listener(SOCK_STREAM, port), u = as_sink ? -2 : listener(SOCK_DGRAM, port);
@@ -104,7 +109,10 @@ static int serve(int argc, char **argv) {
 				int c = accept(fds[i].fd, NULL, NULL);
 				if (c >= 0 && is_sink[i]) {
 					fcntl(c, F_SETFL, 0);
-					if (fork() == 0) sink(c);
+					if (fork() == 0) {
+						if (is_sink[i] == 2) tick(c);
+						sink(c);
+					}
 					close(c);
 				} else if (c >= 0) {
 					(void)!write(c, reply, strlen(reply));
@@ -441,11 +449,13 @@ int main(int argc, char **argv) {
 	if (argc >= 6 && strcmp(argv[1], "watch") == 0)
 		return watch(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), argc - 5, argv + 5);
 	if (argc == 5 && strcmp(argv[1], "send") == 0) return send_bytes(argv[2], argv[3], atoi(argv[4]));
+	if (argc == 5 && strcmp(argv[1], "hold") == 0) return hold(argv[2], argv[3], atoi(argv[4]));
 	if ((argc == 5 || argc == 6) && strcmp(argv[1], "probe") == 0)
 		return probe(argv[2], argv[3], argv[4], argc == 6 ? atoi(argv[5]) : 1000);
 	fprintf(stderr, "usage: cascade-probe serve PORT... | probe tcp|udp HOST PORT [TIMEOUT_MS] |\n"
 	                "       probe-all TIMEOUT_MS tcp|udp/HOST/PORT... | dns tcp|udp SERVER NAME [TIMEOUT_MS] |\n"
 	                "       connect-times HOST PORT N | watch TIMEOUT_MS INTERVAL_MS DURATION_MS HOST/PORT... |\n"
-	                "       send HOST PORT MIB   (serve takes sink:PORT for send)\n");
+	                "       send HOST PORT MIB | hold HOST PORT DURATION_MS\n"
+	                "       (serve takes sink:PORT for send, tick:PORT for hold)\n");
 	return 2;
 }

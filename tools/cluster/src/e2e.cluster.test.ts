@@ -9,6 +9,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it } from 'vitest';
+import { conntrackAcrossDatapathUpgrade } from './e2e/conntrack-upgrade.ts';
 import { gatewayExamplePublished, leaderFailover } from './e2e/gateway.ts';
 import {
   agentCapabilities,
@@ -121,6 +122,11 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
   it(
     'agent restart and helm upgrade to a rebuilt image: no wrong verdict throughout, no EffectivePolicy rewritten',
     restartAndUpgrade,
+    600_000,
+  );
+  it(
+    'connections held across an agent upgrade from the previous datapath (LRU-hash conntrack) to this one: every one kept, none reset or stalled, the older conntrack migrated',
+    conntrackAcrossDatapathUpgrade,
     600_000,
   );
   it(
