@@ -8,14 +8,15 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import { kubectl, kubectlJson, NODE, ROOT, sh, shAsync, until } from '../harness.ts';
-import { figures, NS, probePod, work } from './shared.ts';
+import { figures, importImage, NS, probePod, work } from './shared.ts';
 
 /** The last commit whose datapath kept conntrack in the kernel's LRU hash. */
 export const LRU_DATAPATH = '7d4e4c113b804f43724d87079fb5526cfd7328f5';
 const CT_NS = 'e2e-conntrack';
 const TICK_PORT = 9100;
 const HOLDS = 4;
-const HOLD_MS = 150_000;
+/** long enough to outlast the roll (6-7 s here) by at least 15 s on a machine several times slower */
+const HOLD_MS = 75_000;
 
 /** The previous datapath's BPF object and bpfctl, compiled from git; this build's CNI plugin. */
 function olderDatapath(): string {
@@ -102,19 +103,7 @@ export async function conntrackAcrossDatapathUpgrade(): Promise<void> {
     ],
     { timeoutMs: 300_000 },
   );
-  sh(
-    'ctr',
-    [
-      '-a',
-      '/run/cascade-cluster/containerd.sock',
-      '-n',
-      'k8s.io',
-      'images',
-      'import',
-      join(work, 'lru-images', 'netpolicy-agent.tar'),
-    ],
-    { timeoutMs: 120_000 },
-  );
+  importImage(join(work, 'lru-images', 'netpolicy-agent.tar'));
   figures.conntrackUpgradeOlderImageSeconds = (Date.now() - t0) / 1000;
 
   // a server that may open nothing and a client that may open only to it
@@ -192,11 +181,19 @@ export async function conntrackAcrossDatapathUpgrade(): Promise<void> {
     expect(refused).toBe('DENY');
 
     // connections opened under it, held across the roll back to this build
+    const heldAt = Date.now();
     const held = Array.from({ length: HOLDS }, () => holdAsync(HOLD_MS));
-    await new Promise((r) => setTimeout(r, 15_000));
+    await new Promise((r) => setTimeout(r, 10_000));
     const upgradeAt = Date.now();
     rollAgent(current);
     figures.conntrackUpgradeRollSeconds = (Date.now() - upgradeAt) / 1000;
+    // the connections must outlive the roll by a while, or they prove nothing about the new datapath
+    const after = HOLD_MS - (Date.now() - heldAt);
+    figures.conntrackUpgradeHeldAfterRollSeconds = after / 1000;
+    expect(
+      after,
+      'the holds end at least 15 s after the roll (a slower roll needs a longer HOLD_MS)',
+    ).toBeGreaterThan(15_000);
     const results = await Promise.all(held);
     const parsed = results.map((r) => /^HOLD (\d+) (\d+) (\d+)$/.exec(r));
     figures.conntrackUpgradeConnections = HOLDS;

@@ -21,7 +21,7 @@ import {
   until,
 } from '../harness.ts';
 import { expectNoWrongVerdict, predicted, probeLoop, probesFor } from './probes.ts';
-import { attachedPrograms, figures, helm, install, NS, net, probePod, work } from './shared.ts';
+import { attachedPrograms, figures, helm, importImage, install, NS, net, probePod, work } from './shared.ts';
 
 /** helm install under a CPU hog (one busy process per core): every Cascade pod becomes Ready, none restarts */
 export function installUntilReady(): void {
@@ -170,20 +170,7 @@ export async function restartAndUpgrade(): Promise<void> {
       ],
       { timeoutMs: 300_000 },
     );
-    for (const img of COMPONENT_IMAGES)
-      sh(
-        'ctr',
-        [
-          '-a',
-          '/run/cascade-cluster/containerd.sock',
-          '-n',
-          'k8s.io',
-          'images',
-          'import',
-          join(work, 'images', `${img}.tar`),
-        ],
-        { timeoutMs: 120_000 },
-      );
+    for (const img of COMPONENT_IMAGES) importImage(join(work, 'images', `${img}.tar`));
     const t0 = Date.now();
     install('0.1.0-rebuilt');
     figures.upgradeSeconds = (Date.now() - t0) / 1000;
