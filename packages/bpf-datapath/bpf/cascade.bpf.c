@@ -191,9 +191,10 @@ static __always_inline int handle(struct __sk_buff *skb, int dir)
 	/* a reply of a translated flow, towards the pod: its source becomes the frontend again */
 	int revnat = ct && ct->nat && dir == DIR_INGRESS && ct->dir == DIR_EGRESS;
 	if (ct) {
-		/* at most one write per flow and clock tick (ct_touch compares first) */
+		/* at most one write per flow and clock tick: its slot is looked up again only then */
 		int closing = (f.tcp_flags & (TCP_FIN | TCP_RST)) && !ct->closing;
-		ct_touch(ct, clock, closing);
+		if (ct->seen != clock || closing)
+			ct_touch(ct, clock, closing);
 		if (closing)
 			ct->closing = 1;
 	}

@@ -13,10 +13,11 @@
  * keeps it across loads: a new seed would lose every entry); a constant to the verifier */
 const volatile __u64 ct_seed SEC(".rodata.ctseed") = 0;
 
-static __always_inline struct ct_set *ct_set_for(const struct ct_key *ck)
+/* `ck`'s set, its index in `idx` */
+static __always_inline struct ct_set *ct_set_for(const struct ct_key *ck, __u32 *idx)
 {
-	__u32 idx = ct_set_of(ck, ct_seed);
-	return bpf_map_lookup_elem(&cascade_ct, &idx);
+	*idx = ct_set_of(ck, ct_seed);
+	return bpf_map_lookup_elem(&cascade_ct, idx);
 }
 
 /* What a packet reads of a flow's entry, copied while the slot was stable, with where the slot is and
@@ -30,6 +31,7 @@ struct ct_view {
 	__u32 revision;
 	__u32 generation;
 	__u32 ifindex;
+	__u32 seen;
 	__u8 dir;
 	__u8 verdict;
 	__u8 closing;
@@ -53,8 +55,8 @@ static __always_inline struct ct_view *ct_scratch(void)
  * is rewriting is read again, twice at most, then counts as a miss), else 0. */
 static __always_inline int ct_find(const struct ct_key *ck, struct ct_view *out)
 {
-	__u32 idx = ct_set_of(ck, ct_seed);
-	struct ct_set *s = bpf_map_lookup_elem(&cascade_ct, &idx);
+	__u32 idx;
+	struct ct_set *s = ct_set_for(ck, &idx);
 	if (!s)
 		return 0;
 #pragma unroll
@@ -71,6 +73,7 @@ static __always_inline int ct_find(const struct ct_key *ck, struct ct_view *out)
 			out->revision = w->val.revision;
 			out->generation = w->val.generation;
 			out->ifindex = w->val.ifindex;
+			out->seen = w->val.seen;
 			out->dir = w->val.dir;
 			out->verdict = w->val.verdict;
 			out->closing = w->val.closing;
@@ -114,7 +117,8 @@ __attribute__((noinline)) int cascade_ct_victim(struct ct_set *s, const struct c
 static __always_inline int ct_insert(const struct ct_key *ck, __u32 revision, __u32 generation, __u8 dir,
 				     __u8 closing, __u8 nat, __u32 clock, __u32 ifindex)
 {
-	struct ct_set *s = ct_set_for(ck);
+	__u32 idx;
+	struct ct_set *s = ct_set_for(ck, &idx);
 	if (!s)
 		return 0;
 	__u32 i = cascade_ct_victim(s, ck, clock) & (CT_WAYS - 1);
@@ -142,15 +146,14 @@ static __always_inline int ct_insert(const struct ct_key *ck, __u32 revision, __
 }
 
 /* A flow's own fields that change in place: single stores, made only while the slot still holds the
- * flow as it was read. */
+ * flow as it was read. The caller asks only when one changes (seen once per tick, closing once). */
 static __always_inline void ct_touch(const struct ct_view *v, __u32 clock, int closing)
 {
 	struct ct_slot *w = ct_slot_of(v);
 	if (!w)
 		return;
-	if (w->val.seen != clock)
-		w->val.seen = clock;
-	if (closing && !w->val.closing)
+	w->val.seen = clock;
+	if (closing)
 		w->val.closing = 1;
 }
 
