@@ -96,6 +96,12 @@ export interface WiringSettings {
    * the form published. Default legacy.
    */
   configForm?: 'legacy' | 'typed';
+  /**
+   * Istio: a configuration larger than this (bytes, in the form published) is split over several
+   * WasmPlugins by hostname group (shards.ts), so a route's change rewrites a small object. 0: never
+   * split. Default 65,536.
+   */
+  shardBytes?: number;
 }
 
 export const DEFAULT_WIRING: WiringSettings = {
