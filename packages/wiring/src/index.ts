@@ -13,6 +13,7 @@ export {
 // controller/: the wiring-controller, its flags and RBAC
 export { WIRING_FLAGS, WIRING_USAGE, wiringFlags } from './controller/flags.ts';
 export { gatewayWiring } from './controller/gateway.ts';
+export { publishedShards, wiringObjects } from './controller/objects.ts';
 export { WIRING_CARRIERS, wiringClusterRole } from './controller/rbac.ts';
 export { WIRING_RESOURCES, WiringController } from './controller/wiring-controller.ts';
 // controller/: what the kind controllers read of the wiring (core's DataPlaneSource), and cleanup's list
@@ -22,11 +23,14 @@ export {
   DEFAULT_PROVIDERS,
   PROVIDER_TITLES,
   type Provider,
+  type PublishedShard,
   precedenceOf,
   providerObjects,
   providerOf,
   proxyPort,
+  SHARD_ANNOTATION,
   WASM_SHIM_IMAGES,
+  wasmPluginName,
 } from './providers/providers.ts';
 // routes/: the route the gateway's proxy picks
 export { type ProxyChoice, proxyRoute } from './routes/proxy.ts';
@@ -39,6 +43,8 @@ export {
   requestAttributes,
   traceRequest,
 } from './shim/request.ts';
+// shim/: a large configuration split over several WasmPlugins
+export { DEFAULT_SHARD_BYTES, hostnameGroups, MAX_SHARDS, type Shard, shardConfig } from './shim/shards.ts';
 // shim/: the typed configuration (wasm-shim v0.14+) and a request through it
 export {
   type ConfigForm,

@@ -4,13 +4,14 @@ import type { RenderedObject } from '@cascade/core';
 import { WIRING_CONTROLLER } from '@cascade/distribution';
 import {
   DEFAULT_PROVIDERS,
+  DEFAULT_WIRING,
   gatewayWiring,
   hasActions,
   type Provider,
-  providerObjects,
   providerOf,
   type WiringPath,
   type WiringResult,
+  wiringObjects,
 } from '@cascade/wiring';
 import type { GatewayWorld } from '../world.ts';
 
@@ -50,10 +51,11 @@ export function gatewayWirings(world: GatewayWorld): GatewayWiringView[] {
       ...(provider ? { provider } : {}),
       wiring,
       objects: provider
-        ? providerObjects(
+        ? wiringObjects(
             provider,
             { gateway: gw, controller: WIRING_CONTROLLER },
-            wiring.config,
+            wiring,
+            DEFAULT_WIRING,
             DEFAULT_PROVIDERS,
           )
         : [],

@@ -6,6 +6,7 @@ import {
   type ProviderSettings,
   WASM_SHIM_IMAGES,
 } from '../providers/providers.ts';
+import { DEFAULT_SHARD_BYTES } from '../shim/shards.ts';
 import { DEFAULT_WIRING, type WiringSettings } from '../shim/wasm.ts';
 
 export const WIRING_FLAGS = {
@@ -16,6 +17,7 @@ export const WIRING_FLAGS = {
   'max-config-bytes': { type: 'string', default: String(DEFAULT_WIRING.maxConfigBytes) },
   'max-sets-per-namespace': { type: 'string', default: String(DEFAULT_WIRING.maxSetsPerNamespace) },
   'config-form': { type: 'string', default: 'legacy' },
+  'wasm-shard-bytes': { type: 'string', default: String(DEFAULT_SHARD_BYTES) },
   'wasm-shim-image': { type: 'string', default: '' },
   'authorino-address': {
     type: 'string',
@@ -40,6 +42,9 @@ export const WIRING_USAGE = `  --auth-failure-mode deny|allow     when Authorino
                                      routes are refused and denied, shared fairly between
                                      namespaces (default 1000000)
   --max-sets-per-namespace N         action sets one namespace may have on one gateway (default 4096)
+  --wasm-shard-bytes N               Istio: a configuration larger than this is split over
+                                     several WasmPlugins by hostname group, so a route's change
+                                     rewrites a small object; 0: never split (default 65536)
   --config-form legacy|typed         the wasm-shim configuration written: legacy (services +
                                      actionSets, wasm-shim v0.12+) or typed (grpc actions with
                                      CEL message builders, wasm-shim v0.14+, as kuadrant-operator
@@ -96,6 +101,11 @@ export function wiringFlags(
   const max = Number(v['max-config-bytes']);
   const setCap = Number(v['max-sets-per-namespace']);
   const form = String(v['config-form']);
+  const shardBytes = Number(v['wasm-shard-bytes']);
+  if (!Number.isInteger(shardBytes) || (shardBytes !== 0 && (shardBytes < 10_000 || shardBytes > 1_400_000)))
+    return {
+      error: `--wasm-shard-bytes: "${String(v['wasm-shard-bytes']).slice(0, 40)}" is not 0 or a whole number from 10000 to 1400000`,
+    };
   if (form !== 'legacy' && form !== 'typed')
     return { error: `--config-form: "${form.slice(0, 40)}" is not legacy or typed` };
   const image = String(v['wasm-shim-image'] || WASM_SHIM_IMAGES[form]);
@@ -121,6 +131,7 @@ export function wiringFlags(
       maxConfigBytes: max,
       maxSetsPerNamespace: setCap,
       configForm: form,
+      shardBytes,
     },
     providers: {
       istioControllers: istio as string[],

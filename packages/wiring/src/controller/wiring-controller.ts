@@ -39,18 +39,12 @@ import {
   DEFAULT_PROVIDERS,
   PROVIDER_RESOURCES,
   type ProviderSettings,
-  providerObjects,
   providerOf,
   WIRING_LABEL,
 } from '../providers/providers.ts';
-import { publishedConfig } from '../shim/typed.ts';
 import { DEFAULT_WIRING, hasActions, type WiringProblem, type WiringSettings } from '../shim/wasm.ts';
 import { gatewayWiring } from './gateway.ts';
-import {
-  FAILED_CLOSED_ANNOTATION,
-  REFUSED_ROUTES_ANNOTATION,
-  refusedRoutesAnnotation,
-} from './wiring-state.ts';
+import { wiringObjects } from './objects.ts';
 
 export interface WiringControllerOptions extends ProcessOptions {
   kinds: readonly PolicyKind[];
@@ -300,26 +294,9 @@ export class WiringController extends ControllerProcess {
       return out;
     }
     this.unknownClassWarned.delete(gw);
-    const refused = refusedRoutesAnnotation(w.problems.filter((p) => p.size).map((p) => p.route));
-    for (const o of providerObjects(
-      provider,
-      { gateway: { namespace: ns, name, ...(uid ? { uid } : {}) }, controller: this.opts.name },
-      publishedConfig(w.config, this.opts.wiring ?? DEFAULT_WIRING),
-      providers,
-    )) {
-      // nothing fitted: the configuration denies everything, and the kinds' controllers read this
-      // annotation (wiring-state.ts) to say Enforced=False on every policy of the gateway
-      if (w.failedClosed)
-        o.metadata.annotations = {
-          ...o.metadata.annotations,
-          [FAILED_CLOSED_ANNOTATION]: w.failedClosed.slice(0, 1000),
-        };
-      // the routes refused for size, on the object that carries the configuration: their policies
-      // say they are not enforced (wiring-state.ts)
-      if (refused && (o.kind === 'WasmPlugin' || o.kind === 'EnvoyExtensionPolicy'))
-        o.metadata.annotations = { ...o.metadata.annotations, [REFUSED_ROUTES_ANNOTATION]: refused };
+    const target = { gateway: { namespace: ns, name, ...(uid ? { uid } : {}) }, controller: this.opts.name };
+    for (const o of wiringObjects(provider, target, w, this.opts.wiring ?? DEFAULT_WIRING, providers))
       out.set(renderedKey(o), o);
-    }
     return out;
   }
 

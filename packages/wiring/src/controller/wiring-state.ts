@@ -85,7 +85,8 @@ export class WiringState implements DataPlaneGaps {
     const [ns, name] = gw.split('/') as [string, string];
     if (this.carriers.every((i) => i.missing))
       return `gateway ${gw} is not wired to its data plane: neither Istio's WasmPlugin nor Envoy Gateway's EnvoyExtensionPolicy is served (install the provider's CRDs: ${CRD_NAMES})`;
-    let found: KubeObject | undefined;
+    // every object carrying the gateway's configuration: one, or an Istio gateway's shards
+    const found: KubeObject[] = [];
     for (const i of this.carriers)
       for (const o of i.cache.values())
         if (
@@ -93,19 +94,20 @@ export class WiringState implements DataPlaneGaps {
           o.metadata.labels?.['cascade.dev/gateway'] === labelValue(name) &&
           o.metadata.annotations?.['cascade.dev/gateway'] === gw
         )
-          found = o;
-    if (!found)
+          found.push(o);
+    if (!found.length)
       return `gateway ${gw} is not wired to its data plane: no WasmPlugin or EnvoyExtensionPolicy has been written for it (is the wiring-controller running, and is its GatewayClass run by Istio or Envoy Gateway?)`;
-    const failedClosed = found.metadata.annotations?.[FAILED_CLOSED_ANNOTATION];
+    const annotated = (a: string) => found.map((o) => o.metadata.annotations?.[a]).find(Boolean);
+    const failedClosed = annotated(FAILED_CLOSED_ANNOTATION);
     if (failedClosed) return `gateway ${gw}: ${failedClosed.slice(0, 300)}`;
-    const refusedList = found.metadata.annotations?.[REFUSED_ROUTES_ANNOTATION];
+    const refusedList = annotated(REFUSED_ROUTES_ANNOTATION);
     if (refusedList && routes?.size) {
       const all = refusedList === '*';
       const mine = all ? [...routes] : refusedList.split(',').filter((r) => routes.has(r));
       if (mine.length)
         return `gateway ${gw}: ${all ? 'routes' : `route${mine.length > 1 ? 's' : ''} ${mine.slice(0, 3).join(', ')}${mine.length > 3 ? ` and ${mine.length - 3} more` : ''}`} refused by the gateway wiring's size budget (see the WiringRefused Events): their requests are denied, not enforced`;
     }
-    const refused = refusedByProvider(found);
+    const refused = found.map(refusedByProvider).find(Boolean);
     if (refused)
       return `gateway ${gw}: the provider does not accept its wasm-shim configuration (${refused})`;
     return undefined;

@@ -130,24 +130,49 @@ export interface ProviderTarget {
   controller: string;
 }
 
-/** The provider objects of one gateway's configuration. */
+/** One part of a gateway's configuration, in the form published (typed.ts publishedConfig). */
+export interface PublishedShard {
+  /** 0 to count - 1 (shards.ts); 0 of 1 for a configuration that is not split. */
+  index: number;
+  count: number;
+  config: WasmConfig | TypedWasmConfig;
+}
+
+/** The annotation on a shard's WasmPlugin: which part of the gateway's configuration it holds. */
+export const SHARD_ANNOTATION = 'cascade.dev/wiring-shard';
+
+/**
+ * A WasmPlugin's name: `cascade-<gateway>` for the first shard (the only one of a configuration that
+ * is not split), `cascade.shard<i>.<gateway>` for the others. The dot keeps them apart from every
+ * gateway's first: those all begin `cascade-`.
+ */
+export const wasmPluginName = (gateway: string, index: number): string =>
+  objectName(index === 0 ? `cascade-${gateway}` : `cascade.shard${index}.${gateway}`);
+
+/**
+ * The provider objects of one gateway's configuration: a WasmPlugin per shard for Istio (several
+ * WasmPlugins on one gateway each run their filter; shards.ts makes them act as one); one
+ * EnvoyExtensionPolicy for Envoy Gateway (a second one on the same gateway would conflict), so its
+ * configuration must come as one shard.
+ */
 export function providerObjects(
   provider: Provider,
   t: ProviderTarget,
-  /** In the form published (typed.ts publishedConfig). */
-  config: WasmConfig | TypedWasmConfig,
+  shards: readonly PublishedShard[],
   s: ProviderSettings,
 ): RenderedObject[] {
+  if (provider !== 'istio' && shards.length !== 1)
+    throw new Error(`${PROVIDER_TITLES[provider]}: one configuration per gateway, not ${shards.length}`);
   const gw = t.gateway;
-  const meta = (suffix: string) => ({
-    name: objectName(`cascade-${gw.name}${suffix}`),
+  const meta = (suffix: string, name = objectName(`cascade-${gw.name}${suffix}`)) => ({
+    name,
     namespace: gw.namespace,
     labels: {
       'cascade.dev/managed-by': t.controller,
       'cascade.dev/gateway': labelValue(gw.name),
       [WIRING_LABEL]: provider,
     },
-    annotations: { 'cascade.dev/gateway': `${gw.namespace}/${gw.name}` },
+    annotations: { 'cascade.dev/gateway': `${gw.namespace}/${gw.name}` } as Record<string, string>,
     ...(gw.uid
       ? {
           ownerReferences: [
@@ -163,17 +188,21 @@ export function providerObjects(
   ];
   if (provider === 'istio')
     return [
-      {
-        apiVersion: 'extensions.istio.io/v1alpha1',
-        kind: 'WasmPlugin',
-        metadata: meta(''),
-        spec: {
-          targetRefs: [targetRef],
-          url: `oci://${s.wasmShimImage}`,
-          phase: 'STATS',
-          pluginConfig: config,
-        },
-      },
+      ...shards.map((shard) => {
+        const m = meta('', wasmPluginName(gw.name, shard.index));
+        if (shard.count > 1) m.annotations[SHARD_ANNOTATION] = `${shard.index}/${shard.count}`;
+        return {
+          apiVersion: 'extensions.istio.io/v1alpha1',
+          kind: 'WasmPlugin',
+          metadata: m,
+          spec: {
+            targetRefs: [targetRef],
+            url: `oci://${s.wasmShimImage}`,
+            phase: 'STATS',
+            pluginConfig: shard.config,
+          },
+        };
+      }),
       ...clusters.map(([suffix, name, e]) => ({
         apiVersion: 'networking.istio.io/v1alpha3',
         kind: 'EnvoyFilter',
@@ -203,7 +232,7 @@ export function providerObjects(
             rootID: 'kuadrant_wasm_shim',
             failOpen: false,
             code: { type: 'Image', image: { url: s.wasmShimImage } },
-            config,
+            config: shards[0]!.config,
           },
         ],
       },
