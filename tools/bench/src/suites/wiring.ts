@@ -1,9 +1,10 @@
 // The gateway data-plane wiring (issue 27): 5,000 HTTPRoutes x 3 rules (each rule 1-2 matches) on 25
 // Istio gateways, an AuthPolicy and a RateLimitPolicy default on every gateway and one RateLimitPolicy
-// per tenth route. Pure: the time to build every gateway's wasm-shim configuration and the largest
-// WasmPlugin. Against a real kube-apiserver with Istio's CRDs: the wiring-controller's start to every
-// WasmPlugin written, steady-state writes, and a route change to its gateway's WasmPlugin rewritten
-// (exactly one object).
+// per tenth route. Pure: the time to build every gateway's wasm-shim configuration, the largest
+// configuration, and the WasmPlugins it is published as (split by hostname group over 64 KiB).
+// Against a real kube-apiserver with Istio's CRDs: the wiring-controller's start to every WasmPlugin
+// written, steady-state writes, and a route change to the WasmPlugin that carries it rewritten
+// (exactly one object); then the same with --wasm-shard-bytes 0 (one WasmPlugin per gateway).
 
 import { PolicyEngine, type PolicyObject, policyCrd, type RouteMatch, type RouteObject } from '@cascade/core';
 import { Informer, KubeClient } from '@cascade/core/kube';
@@ -16,6 +17,7 @@ import {
   gatewayWiring,
   providerObjects,
   WiringController,
+  wiringObjects,
 } from '@cascade/wiring';
 import { testWiringPath } from '@cascade/wiring/testing';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -93,7 +95,7 @@ function policies(): { kind: string; ns: string; name: string; spec: Record<stri
   return out;
 }
 
-function pure(fig: (n: string, v: number, u: string, t?: string) => void): void {
+function pure(fig: (n: string, v: number, u: string, t?: string) => void): number {
   const kinds = GATEWAY_POLICY_KINDS;
   const engines = kinds.map((k) => new PolicyEngine(k));
   for (const e of engines) {
@@ -128,6 +130,8 @@ function pure(fig: (n: string, v: number, u: string, t?: string) => void): void 
   for (const e of engines) e.flush();
   const rounds: number[] = [];
   let largest = 0;
+  let largestShard = 0;
+  let plugins = 0;
   let sets = 0;
   for (let round = 0; round < 5; round++) {
     const t0 = process.hrtime.bigint();
@@ -136,21 +140,36 @@ function pure(fig: (n: string, v: number, u: string, t?: string) => void): void 
       const w = gatewayWiring(engines, 'infra', `gw-${g}`, { controller: 'bench' })!;
       sets += w.config.actionSets.length;
       if (round === 0) {
-        const [plugin] = providerObjects(
+        const target = { gateway: { namespace: 'infra', name: `gw-${g}` }, controller: 'bench' };
+        // the whole configuration in one object (what the size cap bounds), then as published
+        const [whole] = providerObjects(
           'istio',
-          { gateway: { namespace: 'infra', name: `gw-${g}` }, controller: 'bench' },
-          w.config,
+          target,
+          [{ index: 0, count: 1, config: w.config }],
           DEFAULT_PROVIDERS,
         );
-        largest = Math.max(largest, Buffer.byteLength(JSON.stringify(plugin)));
+        largest = Math.max(largest, Buffer.byteLength(JSON.stringify(whole)));
+        for (const o of wiringObjects('istio', target, w, DEFAULT_WIRING, DEFAULT_PROVIDERS))
+          if (o.kind === 'WasmPlugin') {
+            plugins++;
+            largestShard = Math.max(largestShard, Buffer.byteLength(JSON.stringify(o)));
+          }
       }
     }
     rounds.push(ms(t0));
   }
   fig('build every gateway configuration (fastest of 5)', Math.min(...rounds), 'ms');
   fig('action sets over all gateways', sets, 'sets');
-  fig('largest WasmPlugin (serialized)', largest, 'bytes', '< 1,000,000 (configuration cap)');
+  fig(
+    'largest configuration as one WasmPlugin (serialized)',
+    largest,
+    'bytes',
+    '< 1,000,000 (configuration cap)',
+  );
+  fig('WasmPlugins published (configurations over 64 KiB split by hostname group)', plugins, 'objects');
+  fig('largest WasmPlugin published (serialized)', largestShard, 'bytes');
   hugeRoute(fig);
+  return plugins;
 }
 
 /**
@@ -210,7 +229,18 @@ async function pool<T>(items: T[], n: number, f: (t: T) => Promise<unknown>): Pr
   );
 }
 
-async function live(fig: (n: string, v: number, u: string, t?: string) => void): Promise<void> {
+/**
+ * The controller on a real API server; `unsplit`: with --wasm-shard-bytes 0 (one WasmPlugin per
+ * gateway, as before shards), named so in every figure: the same-run comparison.
+ */
+async function live(
+  figure: (n: string, v: number, u: string, t?: string) => void,
+  published: number,
+  unsplit = false,
+): Promise<void> {
+  const fig = (n: string, v: number, u: string, t?: string) =>
+    figure(unsplit ? `${n} (--wasm-shard-bytes 0)` : n, v, u, t);
+  const plugins = unsplit ? GATEWAYS : published;
   const crds = providerCrds(['WasmPlugin', 'EnvoyFilter']);
   const env = await Envtest.start({
     crdObjects: [...GATEWAY_POLICY_KINDS.map((k) => policyCrd(k)), ...crds],
@@ -268,6 +298,7 @@ async function live(fig: (n: string, v: number, u: string, t?: string) => void):
       kinds: GATEWAY_POLICY_KINDS,
       name: WIRING_CONTROLLER,
       log: () => {},
+      ...(unsplit ? { wiring: { ...DEFAULT_WIRING, shardBytes: 0 } } : {}),
     });
     const t0 = process.hrtime.bigint();
     stop = () => controller.stop();
@@ -275,8 +306,8 @@ async function live(fig: (n: string, v: number, u: string, t?: string) => void):
     while (!controller.leader) await new Promise((r) => setTimeout(r, 20));
     await new Promise((r) => setTimeout(r, 200));
     await controller.idle();
-    fig('start to every gateway wired (WasmPlugin + 2 EnvoyFilters each)', ms(t0), 'ms');
-    fig('writes issued at start', controller.writes.get(), 'writes', `${GATEWAYS * 3}`);
+    fig('start to every gateway wired (its WasmPlugins + 2 EnvoyFilters)', ms(t0), 'ms');
+    fig('writes issued at start', controller.writes.get(), 'writes', `${plugins + GATEWAYS * 2}`);
     const before = controller.writes.get();
     controller.resyncNow();
     await controller.idle();
@@ -340,8 +371,10 @@ export async function run(): Promise<Figure[]> {
   const figures: Figure[] = [];
   const fig = (name: string, value: number, unit: string, target?: string) =>
     figures.push({ suite: 'wiring', name, value, unit, input: INPUT, ...(target ? { target } : {}) });
-  pure(fig);
-  if (envtestPaths()) await live(fig);
-  else fig('skipped (controller): envtest binaries missing', 0, '-');
+  const plugins = pure(fig);
+  if (envtestPaths()) {
+    await live(fig, plugins);
+    await live(fig, plugins, true);
+  } else fig('skipped (controller): envtest binaries missing', 0, '-');
   return figures;
 }
