@@ -34,7 +34,25 @@ export function containerdUp(n: NodeSpec, enter?: number, flannelBin?: string): 
     plugins(flannelBin, ['flannel']);
     writeFileSync(join(n.hostDir, 'cni/net.d/10-flannel.conflist'), flannelConflist(n));
   } else cascadeConflist(n);
+  if (enter === undefined) hostNetnsMountPoint();
   containerdStart(n, enter);
+}
+
+/**
+ * A node on the host: /run/netns made a shared mount point before containerd puts its pods' network
+ * namespaces there, as the first `ip netns add` on a real node leaves it. Otherwise the first `ip
+ * netns add` run later on the host (the kernel tests run beside the e2e, and do) binds /run/netns
+ * onto itself: the pods made before then keep their namespace mounts underneath, containerd can no
+ * longer remove them (unmount "not mounted", unlink "busy"), and those pods never finish
+ * terminating (seen on a fresh machine: the upstream suites' namespace deletion timed out). Left in
+ * place by `down`, as iproute2 leaves it.
+ */
+function hostNetnsMountPoint(): void {
+  mkdirSync('/run/netns', { recursive: true });
+  run('bash', [
+    '-c',
+    'mountpoint -q /run/netns || mount --rbind /run/netns /run/netns; mount --make-shared /run/netns',
+  ]);
 }
 
 function cascadeConflist(n: NodeSpec): void {
