@@ -168,8 +168,62 @@ function pure(fig: (n: string, v: number, u: string, t?: string) => void): numbe
   );
   fig('WasmPlugins published (configurations over 64 KiB split by hostname group)', plugins, 'objects');
   fig('largest WasmPlugin published (serialized)', largestShard, 'bytes');
+  routeChange(engines, fig);
   hugeRoute(fig);
   return plugins;
+}
+
+/**
+ * Where a route's change spends the controller's time, in process (20 changes, median): both kinds
+ * resolving the paths it touches again (the engines' flush), its gateway's configuration rebuilt
+ * (every path's actions and the build), and the provider objects made from it (shards, published form).
+ */
+function routeChange(
+  engines: PolicyEngine[],
+  fig: (n: string, v: number, u: string, t?: string) => void,
+): void {
+  const resolve: number[] = [];
+  const build: number[] = [];
+  const publish: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    const r = (i * 37) % ROUTES;
+    const spec = routeSpec(r);
+    spec.rules[0]!.matches[0]!.path.value = `/changed-${i}`;
+    const route = {
+      kind: 'HTTPRoute',
+      namespace: `team-${r % 10}`,
+      name: `route-${r}`,
+      ...spec,
+    } as RouteObject;
+    let t0 = process.hrtime.bigint();
+    for (const e of engines) {
+      e.upsertRoute(route);
+      e.flush();
+    }
+    resolve.push(ms(t0));
+    t0 = process.hrtime.bigint();
+    const gw = `gw-${r % GATEWAYS}`;
+    const w = gatewayWiring(engines, 'infra', gw, { controller: 'bench', provider: 'istio' })!;
+    build.push(ms(t0));
+    t0 = process.hrtime.bigint();
+    const objects = wiringObjects(
+      'istio',
+      { gateway: { namespace: 'infra', name: gw }, controller: 'bench' },
+      w,
+      DEFAULT_WIRING,
+      DEFAULT_PROVIDERS,
+    );
+    for (const o of objects) JSON.stringify(o);
+    publish.push(ms(t0));
+  }
+  const median = (xs: number[]) => summarize(xs).median;
+  fig(
+    'a route change in process: both kinds re-resolve the paths it touches (median of 20)',
+    median(resolve),
+    'ms',
+  );
+  fig("a route change in process: its gateway's configuration rebuilt (median of 20)", median(build), 'ms');
+  fig('a route change in process: shards made and serialised (median of 20)', median(publish), 'ms');
 }
 
 /**
