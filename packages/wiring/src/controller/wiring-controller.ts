@@ -1,6 +1,7 @@
 // The gateway-wiring controller: the one writer of each gateway's data-plane wiring (the provider
-// objects that carry its wasm-shim configuration: WasmPlugin + EnvoyFilters for Istio,
-// EnvoyExtensionPolicy + EnvoyPatchPolicies for Envoy Gateway). Kind-agnostic: it resolves every
+// objects that carry its wasm-shim configuration: WasmPlugin (several for a large configuration,
+// shim/shards.ts) + EnvoyFilters for Istio, EnvoyExtensionPolicy + EnvoyPatchPolicies for Envoy
+// Gateway). Kind-agnostic: it resolves every
 // gateway policy kind it is given with the same engines the kind controllers use (so the AuthConfig
 // hosts and limit keys it points at are the ones they publish) and asks each kind for its actions
 // through PolicyKind.actions; wiring/ assembles them. Leader-elected; objects are written by
