@@ -13,7 +13,7 @@ export {
 // controller/: the wiring-controller, its flags and RBAC
 export { WIRING_FLAGS, WIRING_USAGE, wiringFlags } from './controller/flags.ts';
 export { gatewayWiring } from './controller/gateway.ts';
-export { publishedShards, wiringObjects } from './controller/objects.ts';
+export { wiringObjects } from './controller/objects.ts';
 export { WIRING_CARRIERS, wiringClusterRole } from './controller/rbac.ts';
 export { WIRING_RESOURCES, WiringController } from './controller/wiring-controller.ts';
 // controller/: what the kind controllers read of the wiring (core's DataPlaneSource), and cleanup's list

@@ -19,11 +19,11 @@ import {
 } from './wiring-state.ts';
 
 /** The configuration's shards in the form published: several only for Istio (see providerObjects). */
-export function publishedShards(provider: Provider, w: WiringResult, wiring: WiringSettings) {
+function publishedShards(provider: Provider, w: WiringResult, wiring: WiringSettings) {
   const shards =
     provider === 'istio'
       ? shardConfig(w.config, wiring, w.bytes)
-      : [{ index: 0, count: 1, config: w.config, bytes: w.bytes }];
+      : [{ index: 0, count: 1, config: w.config }];
   return shards.map((s) => ({ ...s, config: publishedConfig(s.config, wiring) }));
 }
 

@@ -22,10 +22,9 @@
 // request's outcome.
 
 import { hostnameSpecificity } from '@cascade/core';
-import { hash, services, setBytes } from './built.ts';
+import { hash, services } from './built.ts';
 import type { ActionSet, WasmConfig, WiringSettings } from './config.ts';
 import { isHostCaseGuard } from './layout.ts';
-import { publishedEnvelope } from './typed.ts';
 
 /** Configurations up to this size stay one WasmPlugin (bytes, in the form published). */
 export const DEFAULT_SHARD_BYTES = 65_536;
@@ -38,8 +37,6 @@ export interface Shard {
   /** How many shards the configuration is split over (1: not split). */
   count: number;
   config: WasmConfig;
-  /** Serialized size in the form published (bytes). */
-  bytes: number;
 }
 
 /** Each wildcard hostname that covers `h` besides itself, nearest first (`*` last). */
@@ -104,9 +101,8 @@ export function shardCount(bytes: number, shardBytes: number): number {
  * configuration itself when it is not split.
  */
 export function shardConfig(config: WasmConfig, settings: WiringSettings, bytes: number): Shard[] {
-  const form = settings.configForm ?? 'legacy';
   const count = shardCount(bytes, settings.shardBytes ?? DEFAULT_SHARD_BYTES);
-  if (count === 1) return [{ index: 0, count, config, bytes }];
+  if (count === 1) return [{ index: 0, count, config }];
   // the `*` host-case guard, repeated in every shard (see the header); with a route under `*` it is
   // first of that group, which is every set
   const starRoute = config.actionSets.some((s) => hostnameOf(s) === '*' && !isHostCaseGuard(s));
@@ -129,10 +125,7 @@ export function shardConfig(config: WasmConfig, settings: WiringSettings, bytes:
   sets.forEach((own, index) => {
     if (!own.some((s) => s.actions.length > 0 && !isHostCaseGuard(s))) return;
     const actionSets = [...own, ...guards];
-    const shard: WasmConfig = { services: services(settings, actionSets), actionSets };
-    const envelope = Buffer.byteLength(JSON.stringify(publishedEnvelope(shard, settings)));
-    const size = envelope + actionSets.reduce((n, s) => n + setBytes(s, form), 0) - 1;
-    out.push({ index, count, config: shard, bytes: size });
+    out.push({ index, count, config: { services: services(settings, actionSets), actionSets } });
   });
   return out;
 }
