@@ -1,6 +1,7 @@
-# Shared by tools/envtest/build/build.sh and tools/cluster/build/build.sh (sourced): how a binary is
-# built from a Go module here: a throwaway module in SRC that requires it, a tools.go that imports the
-# commands, `go mod tidy`, then `go build`.
+# Sourced by the Go build scripts (tools/envtest/build/kube-set.sh, tools/cluster/build/flannel.sh and
+# kube-network-policies.sh, tools/conformance/build/build.sh): how a binary is built from a Go module
+# here: a throwaway module in SRC that requires it, a tools.go that imports the commands, `go mod
+# tidy`, then `go build`.
 
 # go_build_setup TAG OUT WHAT...: go on PATH (or a clear error naming what needed it), OUT/bin and
 # OUT/src made, and the environment every Go build here uses (module mode, no toolchain download, static)
