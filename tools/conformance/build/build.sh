@@ -3,6 +3,7 @@
 #   netpol.test     the Kubernetes NetworkPolicy e2e tests (k8s.io/kubernetes test/e2e/network/netpol)
 #                   with the e2e framework, same version as the cluster
 #   agnhost         their workload binary (k8s.io/kubernetes test/images/agnhost)
+#                   (these two come from the Kubernetes build set, tools/envtest/build/kube-set.sh)
 #   npapi-v0.1.test the network-policy-api conformance suite for AdminNetworkPolicy and
 #                   BaselineAdminNetworkPolicy (sigs.k8s.io/network-policy-api v0.1.x)
 #   npapi-v0.2.test the same suite at v0.2.x (ClusterNetworkPolicy v1alpha2)
@@ -36,45 +37,52 @@ one="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp-1node-r
 out=$one
 ((multinode)) && out="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp-nnode-r1"
 log() { printf '[conformance-build] %s\n' "$*" >&2; }
-# One build at a time: the set-up starts one in the background (scripts/setup.d/50-conformance.sh), and
-# whoever needs the suites (npm test's cluster e2e, npm run conformance) waits here for it to finish
-mkdir -p "$cache/conformance"
-exec 9>"$cache/conformance/.build.lock"
-if ! flock -n 9; then
-  [[ ${CONFORMANCE_CACHED_ONLY:-} == 1 ]] && exit 3
-  log "the suites are being built (by the set-up, in the background; its log: $cache/conformance/build.log): waiting"
-  flock 9
-fi
-# the Kubernetes suite and agnhost are the same for any node count: taken from the one-node build
-if ((multinode)); then
-  mkdir -p "$out/bin"
-  for b in netpol.test agnhost; do [[ -x $out/bin/$b || ! -x $one/bin/$b ]] || cp "$one/bin/$b" "$out/bin/$b"; done
-fi
-want=(netpol.test agnhost npapi-v0.1.test npapi-v0.2.test npapi-v0.3.test)
-missing=()
-for b in "${want[@]}"; do [[ -x $out/bin/$b ]] || missing+=("$b"); done
-if ((${#missing[@]} == 0)); then
-  log "suites cached in $out/bin"
+# build.sh BINARY... builds only those (npm test's subsets need netpol.test, agnhost, npapi-v0.1.test
+# and npapi-v0.3.test: tools/conformance/src/run.ts SUBSET_SUITES); no argument builds every one.
+all=(netpol.test agnhost npapi-v0.1.test npapi-v0.2.test npapi-v0.3.test)
+want=("$@")
+((${#want[@]})) || want=("${all[@]}")
+for b in "${want[@]}"; do
+  [[ " ${all[*]} " == *" $b "* ]] || { echo "conformance-build: no suite binary named $b (have: ${all[*]})" >&2; exit 2; }
+done
+missing_of() { local b; for b in "${want[@]}"; do [[ -x $out/bin/$b ]] || echo "$b"; done; }
+# What is built is read without the lock: a binary appears only once whole (built aside, then moved)
+if [[ -z $(missing_of) ]]; then
+  log "${want[*]} cached in $out/bin"
   echo "$out/bin"
   exit 0
 fi
 # CONFORMANCE_CACHED_ONLY=1: only say whether they are built (the set-up's check before it starts a build)
 [[ ${CONFORMANCE_CACHED_ONLY:-} == 1 ]] && exit 3
+# One build at a time: the set-up starts one in the background (scripts/setup.d/50-conformance.sh), and
+# whoever needs a suite it has not built yet (npm test's cluster e2e, npm run conformance) waits here
+mkdir -p "$cache/conformance"
+exec 9>"$cache/conformance/.build.lock"
+if ! flock -n 9; then
+  log "the suites are being built (by the set-up, in the background; its log: $cache/conformance/build.log): waiting"
+  flock 9
+fi
+mapfile -t missing < <(missing_of)
+if ((${#missing[@]} == 0)); then
+  log "${want[*]} cached in $out/bin"
+  echo "$out/bin"
+  exit 0
+fi
 # shellcheck source=../../envtest/build/lib.sh
 source "$here/../../envtest/build/lib.sh"
 go_build_setup conformance-build "$out" "${missing[@]}"
 need() { [[ " ${missing[*]} " == *" $1 "* ]]; }
 
 if need netpol.test || need agnhost; then
+  # the Kubernetes suite and agnhost are part of the Kubernetes build set (one module and build list
+  # with the cluster's binaries, so what they share is compiled once), the same for any node count:
+  # linked from there
   log "building the NetworkPolicy e2e tests and agnhost $K8S_VERSION (first time only; takes minutes)"
-  src="$out/src/netpol"
-  k8s_module "$src" conformance-netpol "$K8S_VERSION"
-  mkdir -p "$src/netpol"
-  cp "$here/netpol_test.go" "$src/netpol/netpol_test.go"
-  printf '%s\n' k8s.io/kubernetes/test/images/agnhost k8s.io/kubernetes/test/e2e/network/netpol \
-    k8s.io/kubernetes/test/e2e/framework | tool_module "$src" conformance-netpol
-  (cd "$src" && go build -trimpath -ldflags='-s -w' -o "$out/bin/agnhost" k8s.io/kubernetes/test/images/agnhost)
-  (cd "$src" && go test -c -trimpath -ldflags='-s -w' -o "$out/bin/netpol.test" ./netpol)
+  set_bin=$(K8S_VERSION=$K8S_VERSION bash "$here/../../envtest/build/kube-set.sh" netpol.test agnhost)
+  for b in netpol.test agnhost; do
+    ln -f "$set_bin/$b" "$out/bin/$b.tmp" 2>/dev/null || cp -f "$set_bin/$b" "$out/bin/$b.tmp"
+    mv -f "$out/bin/$b.tmp" "$out/bin/$b"
+  done
 fi
 
 for pair in "npapi-v0.1.test:$NPAPI_V1" "npapi-v0.2.test:$NPAPI_V2" "npapi-v0.3.test:$NPAPI_V3"; do
@@ -105,7 +113,8 @@ for pair in "npapi-v0.1.test:$NPAPI_V1" "npapi-v0.2.test:$NPAPI_V2" "npapi-v0.3.
   printf 'module cascade.dev/%s\ngo %s\nrequire sigs.k8s.io/network-policy-api %s\nreplace sigs.k8s.io/network-policy-api => ./module\n' \
     "conformance-${bin%.test}" "$gover" "$version" > "$src/go.mod"
   tool_module "$src" "conformance-${bin%.test}" <<<"sigs.k8s.io/network-policy-api/conformance/tests"
-  (cd "$src" && go test -c -trimpath -ldflags='-s -w' -o "$out/bin/$bin" sigs.k8s.io/network-policy-api/conformance)
+  (cd "$src" && go test -c -trimpath -ldflags='-s -w' -o "$out/bin/$bin.tmp" sigs.k8s.io/network-policy-api/conformance)
+  mv -f "$out/bin/$bin.tmp" "$out/bin/$bin"
 done
 log "suites built in $out/bin"
 echo "$out/bin"

@@ -2,7 +2,16 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFS, defFor, mergeParts, parseGinkgo, parseGoTest, ROOT, type SuiteResults } from './run.ts';
+import {
+  DEFS,
+  defFor,
+  mergeParts,
+  parseGinkgo,
+  parseGoTest,
+  ROOT,
+  SUBSET_SUITES,
+  type SuiteResults,
+} from './run.ts';
 
 describe('conformance result parsing', () => {
   it('ginkgo JSON: one result per spec, suite-level failures kept, setup nodes that passed dropped', () => {
@@ -131,6 +140,11 @@ describe('network-policy-api v0.3 as its conformance profile', () => {
 });
 
 describe("npm test's subsets", () => {
+  it("the set-up builds in the background exactly the binaries npm test's subsets run (and their workload, agnhost)", () => {
+    const step = readFileSync(join(ROOT, 'scripts/setup.d/50-conformance.sh'), 'utf8');
+    const built = /^subset=\(([^)]*)\)$/m.exec(step)?.[1]?.split(/\s+/).filter(Boolean) ?? [];
+    expect(built.sort()).toEqual([...SUBSET_SUITES.map((s) => DEFS[s].binary), 'agnhost'].sort());
+  });
   it('the NetworkPolicy e2e focus selects the four intended tests of the committed full run, none of them skipped (a renamed upstream test would silently drop out)', () => {
     const args = DEFS.netpol.args('/bin', '/report.json', true, DEFS.netpol);
     const focus = args.find((a) => a.startsWith('--ginkgo.focus='))!.slice('--ginkgo.focus='.length);

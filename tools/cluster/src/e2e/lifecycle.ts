@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { prepare, runSubsets, writeResults } from '@cascade/conformance';
+import { prepare, runSubsets, SUBSET_SUITES, writeResults } from '@cascade/conformance';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import {
@@ -253,7 +253,7 @@ export async function upstreamSubsets(): Promise<void> {
   sh('kubectl', ['delete', 'namespace', ...net.exampleNamespaces, '--wait=true', '--ignore-not-found'], {
     timeoutMs: 180_000,
   });
-  const bin = prepare();
+  const bin = prepare(undefined, 1, 'cascade', SUBSET_SUITES);
   const failed: string[] = [];
   const t0 = Date.now();
   // side by side: the NetworkPolicy tests in two processes beside the network-policy-api suites
