@@ -374,26 +374,27 @@ function hostNodeDown(): void {
     if (port) attempt('ip', ['link', 'del', port]);
   }
   attempt('ip', ['link', 'del', BRIDGE]);
+  // kube-proxy's own cleanup of its chains: the binary that ran, else one built earlier (`down`
+  // never builds): the Kubernetes build set's, or the cluster build's before there was one
   let proxy = binsMemo?.cluster;
   if (!proxy) {
-    const cache = join(
-      process.env.CASCADE_CACHE ?? join(process.env.HOME ?? '/root', '.cache/cascade'),
-      'cluster',
-    );
-    const d = existsSync(cache)
-      ? readdirSync(cache).find((v) => existsSync(join(cache, v, 'bin/kube-proxy')))
-      : undefined;
-    proxy = d ? join(cache, d, 'bin') : undefined;
+    const cache = process.env.CASCADE_CACHE ?? join(process.env.HOME ?? '/root', '.cache/cascade');
+    proxy = ['kube-set', 'cluster']
+      .map((d) => join(cache, d))
+      .flatMap((d) => (existsSync(d) ? readdirSync(d).map((v) => join(d, v, 'bin')) : []))
+      .find((d) => existsSync(join(d, 'kube-proxy')));
   }
   if (proxy) attempt(join(proxy, 'kube-proxy'), ['--cleanup']);
+  else log('no kube-proxy binary found: its chains are removed below, without its own cleanup');
   // kubelet's own chains (KUBE-FIREWALL, KUBE-KUBELET-CANARY, ...) after kube-proxy's
   for (const t of ['filter', 'nat', 'mangle'])
     for (const cmd of ['iptables', 'ip6tables']) {
       const rules = attempt(cmd, ['-t', t, '-S']).split('\n');
       const chains = rules.filter((r) => /^-N KUBE-/.test(r)).map((r) => r.split(' ')[1]!);
+      // through a shell: a rule's comment is quoted and holds spaces (the rules are the node's own)
       for (const ch of chains)
         for (const r of rules.filter((r) => r.startsWith('-A ') && new RegExp(`-j ${ch}( |$)`).test(r)))
-          attempt(cmd, ['-t', t, ...r.replace(/^-A/, '-D').split(' ')]);
+          attempt('sh', ['-c', `${cmd} -t ${t} ${r.replace(/^-A/, '-D')}`]);
       for (const ch of chains) attempt(cmd, ['-t', t, '-F', ch]);
       for (const ch of chains) attempt(cmd, ['-t', t, '-X', ch]);
     }
