@@ -95,18 +95,29 @@ function archives(): string[] {
     .map((f) => join(dir, f));
 }
 
-/**
- * A node's services, in its namespaces when it has them (with flannel: flanneld, once it has its
- * lease); returns the refs of images rebuilt since the node had them.
- */
-function nodeUp(n: NodeSpec, l: Layout, images: string[], cni: Cni): string[] {
+/** A node's machine (its namespaces, when it has them) and containerd; returns the pid to enter. */
+function nodeMachine(n: NodeSpec, l: Layout, cni: Cni): number | undefined {
   const flannel = cni === 'flannel';
   const enter = n.placement === 'netns' ? machineUp(n, l, !flannel) : undefined;
   containerdUp(n, enter, flannel ? flannelBins() : undefined);
-  const rebuilt = importArchives(n, images);
+  return enter;
+}
+
+/** A node's services once its images are in: kubelet, kube-proxy (with flannel: flanneld, once it has its lease). */
+function nodeServices(n: NodeSpec, l: Layout, cni: Cni, enter: number | undefined): void {
   kubeletUp(n, bins(), `https://${l.hostIp}:6443`, enter);
   kubeProxyUp(n, bins(), enter);
-  if (flannel) flanneldUp(n, flannelBins(), `https://${l.hostIp}:6443`, kubectl, enter);
+  if (cni === 'flannel') flanneldUp(n, flannelBins(), `https://${l.hostIp}:6443`, kubectl, enter);
+}
+
+/**
+ * Nodes up: every machine and containerd, then every node's images side by side, then each node's
+ * services; returns the refs of images rebuilt since a node had them.
+ */
+function nodesUp(nodes: NodeSpec[], l: Layout, images: string[], cni: Cni): string[] {
+  const enters = nodes.map((n) => nodeMachine(n, l, cni));
+  const rebuilt = importArchives(nodes, images).flat();
+  nodes.forEach((n, i) => nodeServices(n, l, cni, enters[i]));
   return rebuilt;
 }
 
@@ -208,7 +219,7 @@ function up(args: string[]): void {
   );
   const images = archives();
   // images rebuilt since the nodes had them (a node joining imports everything: that restarts nothing)
-  const rebuilt = new Set(l.nodes.flatMap((n) => nodeUp(n, l, images, cni)));
+  const rebuilt = new Set(nodesUp(l.nodes, l, images, cni));
   for (const n of l.nodes)
     waitFor(
       120,
@@ -430,7 +441,7 @@ function node(args: string[]): void {
     );
   if (verb === 'stop') nodeStop(n!);
   else if (verb === 'start') {
-    nodeUp(n!, l, archives(), recordedFile()?.cni ?? 'host-gw');
+    nodesUp([n!], l, archives(), recordedFile()?.cni ?? 'host-gw');
     waitFor(
       120,
       `node ${n!.name}`,
@@ -463,11 +474,10 @@ try {
       break;
     case 'import': {
       const l = recorded() ?? fail('no cluster runs');
-      for (const n of l.nodes)
-        importArchives(
-          n,
-          rest.map((a) => resolve(a)),
-        );
+      importArchives(
+        l.nodes,
+        rest.map((a) => resolve(a)),
+      );
       break;
     }
     case 'env':

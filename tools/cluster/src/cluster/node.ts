@@ -137,30 +137,53 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 }
 
 /**
- * Imports the image archives (each with its .json beside it) whose image (ref and digest) the node
- * lacks; returns the refs whose image was rebuilt: the node had that ref with another digest, so
- * what runs it must restart. A ref new to the node (a node joining) restarts nothing.
+ * Imports the image archives (each with its .json beside it) whose image (ref and digest) a node
+ * lacks, into every node given; returns each node's refs whose image was rebuilt: the node had that
+ * ref with another digest, so what runs it must restart. A ref new to the node (a node joining)
+ * restarts nothing. The nodes import side by side, each into its own containerd; one node's archives
+ * go in one after another, as they always did. Three nodes' imports took 43 s one node after another
+ * (2026-12-02, 2 cores).
  */
-export function importArchives(n: NodeSpec, archives: string[]): string[] {
-  const rebuilt: string[] = [];
-  const had = new Map(
-    run('ctr', ['-a', socket(n), '-n', 'k8s.io', 'images', 'ls'])
-      .split('\n')
-      .slice(1)
-      .map((l) => l.split(/\s+/))
-      .filter((f) => f[0])
-      .map((f) => [f[0]!, f[2]] as const),
-  );
-  for (const archive of archives) {
-    const meta = JSON.parse(readFileSync(`${archive}.json`, 'utf8')) as { ref: string; digest: string };
-    if (had.get(meta.ref) === meta.digest) continue;
-    log(`importing ${meta.ref} into ${n.name}`);
-    run('ctr', ['-a', socket(n), '-n', 'k8s.io', 'images', 'import', '--no-unpack=false', archive], {
-      timeoutMs: 600_000,
-    });
-    if (had.has(meta.ref)) rebuilt.push(meta.ref);
-  }
-  return rebuilt;
+export function importArchives(nodes: NodeSpec[], archives: string[]): string[][] {
+  const plans = nodes.map((n) => {
+    const had = new Map(
+      run('ctr', ['-a', socket(n), '-n', 'k8s.io', 'images', 'ls'])
+        .split('\n')
+        .slice(1)
+        .map((l) => l.split(/\s+/))
+        .filter((f) => f[0])
+        .map((f) => [f[0]!, f[2]] as const),
+    );
+    const todo: string[] = [];
+    const rebuilt: string[] = [];
+    for (const archive of archives) {
+      const meta = JSON.parse(readFileSync(`${archive}.json`, 'utf8')) as { ref: string; digest: string };
+      if (had.get(meta.ref) === meta.digest) continue;
+      log(`importing ${meta.ref} into ${n.name}`);
+      todo.push(archive);
+      if (had.has(meta.ref)) rebuilt.push(meta.ref);
+    }
+    return { n, todo, rebuilt };
+  });
+  const q = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+  const loops = plans
+    .filter((p) => p.todo.length)
+    .map(
+      (p) =>
+        `(for a in ${p.todo.map(q).join(' ')}; do ctr -a ${q(socket(p.n))} -n k8s.io images import --no-unpack=false "$a" >/dev/null || { echo "import of $a into ${p.n.name} failed" >&2; exit 1; }; done) & pids+=($!)`,
+    );
+  if (loops.length)
+    run(
+      'bash',
+      [
+        '-c',
+        `pids=(); ${loops.join('\n')}\nst=0; for p in "\${pids[@]}"; do wait "$p" || st=1; done; exit $st`,
+      ],
+      {
+        timeoutMs: 600_000,
+      },
+    );
+  return plans.map((p) => p.rebuilt);
 }
 
 function writeIfChanged(file: string, text: string): void {
