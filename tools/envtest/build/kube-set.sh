@@ -38,7 +38,18 @@ missing_of() {
     if [[ -n ${source_of[$b]:-} && $(cat "$out/bin/.$b.sum" 2>/dev/null) != $(sum "${source_of[$b]}") ]]; then echo "$b"; fi
   done
 }
+# every binary of the set and the package it is built from (netpol.test: `go test -c` of ./netpol)
+declare -A package_of=(
+  [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver [kubelet]=k8s.io/kubernetes/cmd/kubelet
+  [kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+  [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler [kubectl]=k8s.io/kubernetes/cmd/kubectl
+  [etcd]=go.etcd.io/etcd/server/v3 [coredns]=./coredns [helm]=helm.sh/helm/v3/cmd/helm
+  [agnhost]=k8s.io/kubernetes/test/images/agnhost [netpol.test]=./netpol
+)
 (($#)) || { echo "usage: kube-set.sh NAME..." >&2; exit 2; }
+for b in "$@"; do
+  [[ -n ${package_of[$b]:-} ]] || { echo "kube-set: no binary named $b in the set (have: ${!package_of[*]})" >&2; exit 2; }
+done
 if [[ -z $(missing_of "$@") ]]; then
   log "$* cached in $out/bin"
   echo "$out/bin"
@@ -66,12 +77,10 @@ src="$out/src"
 mkdir -p "$src/coredns" "$src/netpol"
 cp "$coredns_main" "$src/coredns/main.go"
 cp "$netpol_main" "$src/netpol/netpol_test.go"
-imports=(
-  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
-  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
-  k8s.io/kubectl/pkg/cmd go.etcd.io/etcd/server/v3 helm.sh/helm/v3/cmd/helm
-  k8s.io/kubernetes/test/images/agnhost k8s.io/kubernetes/test/e2e/network/netpol k8s.io/kubernetes/test/e2e/framework
-)
+# the commands' packages (the local ones, ./coredns and ./netpol, are in the module already), kubectl's
+# commands in their own staging module, and what netpol_test.go imports
+mapfile -t imports < <(printf '%s\n' "${package_of[@]}" | grep -v '^\./' | sort)
+imports+=(k8s.io/kubectl/pkg/cmd k8s.io/kubernetes/test/e2e/network/netpol k8s.io/kubernetes/test/e2e/framework)
 module_sum=$(printf '%s\n' "$K8S_VERSION" "$ETCD_VERSION" "$COREDNS_VERSION" "$HELM_VERSION" "${imports[@]}" |
   cat - "$src/coredns/main.go" "$src/netpol/netpol_test.go" | sha256sum | cut -c1-16)
 if [[ $(cat "$src/.tidy-sum" 2>/dev/null) != "$module_sum" ]]; then
@@ -97,18 +106,9 @@ ldflags+=" -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 for p in pkg/lint/rules pkg/chartutil; do
   ldflags+=" -X helm.sh/helm/v3/$p.k8sVersionMajor=1 -X helm.sh/helm/v3/$p.k8sVersionMinor=$minor"
 done
-declare -A package_of=(
-  [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver [kubelet]=k8s.io/kubernetes/cmd/kubelet
-  [kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
-  [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler [kubectl]=k8s.io/kubernetes/cmd/kubectl
-  [etcd]=go.etcd.io/etcd/server/v3 [coredns]=./coredns [helm]=helm.sh/helm/v3/cmd/helm
-  [agnhost]=k8s.io/kubernetes/test/images/agnhost
-)
 pkgs=()
 for b in "${missing[@]}"; do
-  [[ $b == netpol.test ]] && continue
-  [[ -n ${package_of[$b]:-} ]] || { echo "kube-set: no binary named $b in the set" >&2; exit 2; }
-  pkgs+=("${package_of[$b]}")
+  [[ $b == netpol.test ]] || pkgs+=("${package_of[$b]}")
 done
 tmp="$out/bin.tmp"
 rm -rf "$tmp" && mkdir -p "$tmp" "$out/bin"
@@ -120,7 +120,7 @@ if ((${#pkgs[@]})); then
 fi
 if need netpol.test; then
   log "building netpol.test (the NetworkPolicy e2e tests with the e2e framework)"
-  (cd "$src" && go test -c -mod=readonly -trimpath -ldflags="$ldflags" -o "$tmp/netpol.test" ./netpol)
+  (cd "$src" && go test -c -mod=readonly -trimpath -ldflags="$ldflags" -o "$tmp/netpol.test" "${package_of[netpol.test]}")
 fi
 for b in "${missing[@]}"; do
   [[ -x $tmp/$b ]] || { echo "kube-set: $b was not built" >&2; exit 1; }
