@@ -4,14 +4,19 @@
 # tidy`, then `go build`.
 
 # go_build_setup TAG OUT WHAT...: go on PATH (or a clear error naming what needed it), OUT/bin and
-# OUT/src made, and the environment every Go build here uses (module mode, no toolchain download, static)
+# OUT/src made, and the environment every Go build here uses (module mode, no toolchain download,
+# static, no DWARF). The binaries are linked with -s -w, which drops the debug information, but the
+# compiler still writes it for every package unless told not to: -dwarf=false takes about 13% off a
+# fresh machine's compile time (client-go and the API server's packages from an empty build cache:
+# 272 s of CPU against 238), and the binaries are the same programs (stack traces come from the
+# runtime's own tables, not DWARF). Go applies each GOFLAGS entry only to commands that know it.
 go_build_setup() {
   local tag=$1 out=$2
   shift 2
   [[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
   command -v go >/dev/null || { echo "$tag: go is required to build $*" >&2; exit 1; }
   mkdir -p "$out/bin" "$out/src"
-  export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+  export GOFLAGS='-mod=mod -gcflags=all=-dwarf=false' GOTOOLCHAIN=local CGO_ENABLED=0
 }
 
 # k8s_module SRC NAME VERSION: SRC/go.mod requiring k8s.io/kubernetes@VERSION. Every staging module
