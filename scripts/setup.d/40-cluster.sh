@@ -1,25 +1,10 @@
 #!/usr/bin/env bash
-# The real single-node cluster's parts (tools/cluster): containerd, runc, the CNI plugins, iptables,
-# conntrack and openssl from Debian; kubelet, kube-proxy, kube-controller-manager, kube-scheduler,
-# kubectl, CoreDNS, helm and flannel from their Go modules; pause and the e2e probe from C. All cached.
+# The real cluster's parts (tools/cluster) that are built: kubelet, kube-proxy, kube-controller-manager,
+# kube-scheduler, kubectl, CoreDNS and helm (the Kubernetes build set, step 18), flannel from its Go
+# module, pause and the e2e probe from C; the Debian packages come from step 16. All cached.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 log() { printf '[setup:cluster] %s\n' "$*" >&2; }
-need=()
-command -v containerd >/dev/null || need+=(containerd)
-command -v runc >/dev/null || need+=(runc)
-[[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
-command -v iptables >/dev/null || need+=(iptables)
-command -v conntrack >/dev/null || need+=(conntrack)
-command -v openssl >/dev/null || need+=(openssl)
-[[ -f /etc/ssl/certs/ca-certificates.crt ]] || need+=(ca-certificates)
-if ((${#need[@]})); then
-  if [[ $(id -u) -ne 0 ]]; then log "missing ${need[*]} and not root: the cluster cannot run here"; exit 0; fi
-  log "installing ${need[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
 bin=$(bash "$root/tools/cluster/build/build.sh")
 # flanneld and the flannel CNI plugin: the three-node cluster's CNI (up --cni flannel, its default).
 # Nothing needs them until npm test's three-node phase, well into the run: a first build (about 4

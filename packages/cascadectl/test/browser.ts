@@ -19,7 +19,7 @@ export function browserTestsEnabled(): boolean {
   const found = findChromium() !== undefined;
   if (!found && process.env.CI === 'true')
     throw new Error(
-      'chromium is not installed: scripts/setup.d/30-chromium.sh installs it (CI=true: not skipping)',
+      'chromium is not installed: scripts/setup.d/12-chromium.sh installs it (CI=true: not skipping)',
     );
   return found;
 }

@@ -6,7 +6,7 @@
 #             + host-local). Its own module (github.com/flannel-io/cni-plugin) is not served by the Go
 #             module proxy here (403), so it comes from github.com/containernetworking/plugins
 #             v0.9.1, the last release that carried it, the same code the flannel project took over.
-# bridge, host-local and portmap come from Debian's containernetworking-plugins (scripts/setup.d/40).
+# bridge, host-local and portmap come from Debian's containernetworking-plugins (scripts/setup.d/16-node-packages.sh).
 # A second run finds the binaries and prints the directory.
 set -euo pipefail
 FLANNEL_VERSION=${FLANNEL_VERSION:-v0.28.10}
