@@ -15,8 +15,15 @@ export const LRU_DATAPATH = '7d4e4c113b804f43724d87079fb5526cfd7328f5';
 const CT_NS = 'e2e-conntrack';
 const TICK_PORT = 9100;
 const HOLDS = 4;
-/** long enough to outlast the roll (6-7 s here) by at least 15 s on a machine several times slower */
-const HOLD_MS = 75_000;
+/** how long the holds run before the roll, so that every one is open under the previous datapath */
+const BEFORE_ROLL_MS = 10_000;
+/**
+ * How long a connection is held across the roll back to this build: past the roll by at least 15 s
+ * (asserted), sized from the downgrade's roll measured just before (6-7 s here) so that a machine
+ * several times slower holds longer rather than failing, and a fast one waits no minute for nothing.
+ */
+const holdMs = (downgradeRollMs: number) =>
+  Math.min(180_000, Math.max(35_000, BEFORE_ROLL_MS + 2 * downgradeRollMs + 25_000));
 
 /** The previous datapath's BPF object and bpfctl, compiled from git; this build's CNI plugin. */
 function olderDatapath(): string {
@@ -159,7 +166,9 @@ export async function conntrackAcrossDatapathUpgrade(): Promise<void> {
     );
     const acrossDowngrade = holdAsync(60_000);
     await new Promise((r) => setTimeout(r, 5_000));
+    const downgradeAt = Date.now();
     rollAgent(older);
+    const downgradeRollMs = Date.now() - downgradeAt;
     const lost = await acrossDowngrade;
     figures.conntrackDowngradeConnectionLost = lost.startsWith('HOLD-FAILED') ? 1 : 0;
     expect(lost).toMatch(/^HOLD-FAILED silent-10s/);
@@ -181,18 +190,20 @@ export async function conntrackAcrossDatapathUpgrade(): Promise<void> {
     expect(refused).toBe('DENY');
 
     // connections opened under it, held across the roll back to this build
+    const holdFor = holdMs(downgradeRollMs);
+    figures.conntrackUpgradeHoldSeconds = holdFor / 1000;
     const heldAt = Date.now();
-    const held = Array.from({ length: HOLDS }, () => holdAsync(HOLD_MS));
-    await new Promise((r) => setTimeout(r, 10_000));
+    const held = Array.from({ length: HOLDS }, () => holdAsync(holdFor));
+    await new Promise((r) => setTimeout(r, BEFORE_ROLL_MS));
     const upgradeAt = Date.now();
     rollAgent(current);
     figures.conntrackUpgradeRollSeconds = (Date.now() - upgradeAt) / 1000;
     // the connections must outlive the roll by a while, or they prove nothing about the new datapath
-    const after = HOLD_MS - (Date.now() - heldAt);
+    const after = holdFor - (Date.now() - heldAt);
     figures.conntrackUpgradeHeldAfterRollSeconds = after / 1000;
     expect(
       after,
-      'the holds end at least 15 s after the roll (a slower roll needs a longer HOLD_MS)',
+      'the holds end at least 15 s after the roll (this roll took much longer than the downgrade)',
     ).toBeGreaterThan(15_000);
     const results = await Promise.all(held);
     const parsed = results.map((r) => /^HOLD (\d+) (\d+) (\d+)$/.exec(r));
