@@ -39,48 +39,58 @@ for (const group of ['packages', 'tools']) {
   for (const name of readdirSync(group)) {
     const dir = join(group, name);
     if (!existsSync(join(dir, 'package.json'))) continue;
-    const file = join(dir, '.vitest-results.json');
-    if (!existsSync(file)) {
+    // .vitest-results.json, and any .vitest-results.NAME.json beside it (scripts/test.sh runs
+    // tools/cluster's end-to-end files and its others in two processes)
+    const files = readdirSync(dir).filter((f) => /^\.vitest-results(\.[a-z-]+)?\.json$/.test(f));
+    if (!files.length) {
       if (hasTests(dir)) missing.push(dir);
       continue;
     }
-    const r = JSON.parse(readFileSync(file, 'utf8'));
-    passed += r.numPassedTests;
-    failed += r.numFailedTests;
-    skipped += r.numPendingTests + (r.numTodoTests ?? 0);
-    for (const f of r.testResults as FileResult[]) {
-      const kind = KINDS.find(([, re]) => re.test(f.name))?.[0] ?? 'unit';
-      const p = phase.get(kind) ?? { files: 0, seconds: 0, from: Infinity, to: 0 };
-      p.files++;
-      p.seconds += (f.endTime - f.startTime) / 1000;
-      p.from = Math.min(p.from, f.startTime);
-      p.to = Math.max(p.to, f.endTime);
-      phase.set(kind, p);
-      if (kind === 'e2e') {
-        // each e2e file is a phase (one cluster); a file's times cover its steps only, so its
-        // set-up (beforeAll: the cluster's up) shows as the wait since the file before it in the
-        // same process ended (that file's afterAll included), or since the tests started
-        const before = (r.testResults as FileResult[])
-          .filter((o) => o.endTime <= f.startTime)
-          .reduce((n, o) => Math.max(n, o.endTime), testStart * 1000 || f.startTime);
-        e2ePhases.push({
-          start: f.startTime,
-          lines: [
-            `  e2e phase ${relative(process.cwd(), f.name)}: ${Math.round((f.endTime - before) / 1000)} s (set-up before its first step ${Math.round((f.startTime - before) / 1000)} s, steps ${Math.round((f.endTime - f.startTime) / 1000)} s)`,
-            ...f.assertionResults.map(
-              (t) => `    e2e ${Math.round((t.duration ?? 0) / 1000)} s: ${t.title.slice(0, 90)}`,
-            ),
-          ],
-        });
-      }
-    }
-    for (const f of r.testResults as FileResult[])
-      for (const t of f.assertionResults)
-        if (t.status === 'failed' || (process.env.CI === 'true' && t.status !== 'passed')) {
-          const why = (t.failureMessages?.[0] ?? t.status).split('\n')[0].slice(0, 300);
-          notPassed.push(`${t.status}: ${relative(process.cwd(), f.name)} > ${t.fullName}: ${why}`);
-        }
+    for (const file of files) summarise(JSON.parse(readFileSync(join(dir, file), 'utf8')));
   }
+}
+function summarise(r: {
+  numPassedTests: number;
+  numFailedTests: number;
+  numPendingTests: number;
+  numTodoTests?: number;
+  testResults: FileResult[];
+}): void {
+  passed += r.numPassedTests;
+  failed += r.numFailedTests;
+  skipped += r.numPendingTests + (r.numTodoTests ?? 0);
+  for (const f of r.testResults) {
+    const kind = KINDS.find(([, re]) => re.test(f.name))?.[0] ?? 'unit';
+    const p = phase.get(kind) ?? { files: 0, seconds: 0, from: Infinity, to: 0 };
+    p.files++;
+    p.seconds += (f.endTime - f.startTime) / 1000;
+    p.from = Math.min(p.from, f.startTime);
+    p.to = Math.max(p.to, f.endTime);
+    phase.set(kind, p);
+    if (kind === 'e2e') {
+      // each e2e file is a phase (one cluster); a file's times cover its steps only, so its
+      // set-up (beforeAll: the cluster's up) shows as the wait since the file before it in the
+      // same process ended (that file's afterAll included), or since the tests started
+      const before = (r.testResults as FileResult[])
+        .filter((o) => o.endTime <= f.startTime)
+        .reduce((n, o) => Math.max(n, o.endTime), testStart * 1000 || f.startTime);
+      e2ePhases.push({
+        start: f.startTime,
+        lines: [
+          `  e2e phase ${relative(process.cwd(), f.name)}: ${Math.round((f.endTime - before) / 1000)} s (set-up before its first step ${Math.round((f.startTime - before) / 1000)} s, steps ${Math.round((f.endTime - f.startTime) / 1000)} s)`,
+          ...f.assertionResults.map(
+            (t) => `    e2e ${Math.round((t.duration ?? 0) / 1000)} s: ${t.title.slice(0, 90)}`,
+          ),
+        ],
+      });
+    }
+  }
+  for (const f of r.testResults)
+    for (const t of f.assertionResults)
+      if (t.status === 'failed' || (process.env.CI === 'true' && t.status !== 'passed')) {
+        const why = (t.failureMessages?.[0] ?? t.status).split('\n')[0].slice(0, 300);
+        notPassed.push(`${t.status}: ${relative(process.cwd(), f.name)} > ${t.fullName}: ${why}`);
+      }
 }
 // the phases (a fresh machine's npm test, phase by phase): the set-up steps, then the tests by kind
 const setupLines = existsSync('node_modules/.cascade-setup-times')
