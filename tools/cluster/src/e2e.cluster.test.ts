@@ -21,6 +21,7 @@ import {
   upstreamSubsets,
 } from './e2e/lifecycle.ts';
 import { effectivePoliciesExplain, flowsOfRefusedConnection, netpolExampleOnRealPods } from './e2e/netpol.ts';
+import { startPrebuilds } from './e2e/prebuilt.ts';
 import { recommendFromAuditedFlows } from './e2e/recommend.ts';
 import { kubeletProbesUnderIsolation, servicesAndDns } from './e2e/services.ts';
 import { figures, helm, NS, net, work } from './e2e/shared.ts';
@@ -55,11 +56,11 @@ describe.runIf(enabled)('Cascade in a real cluster', () => {
       sh('bash', [CLUSTER_SH, 'down'], { timeoutMs: 300_000 });
   }, 400_000);
 
-  it(
-    'helm install under a CPU hog (a busy process per core): every Cascade pod becomes Ready, no container restarts',
-    installUntilReady,
-    500_000,
-  );
+  it('helm install under a CPU hog (a busy process per core): every Cascade pod becomes Ready, no container restarts', async () => {
+    await installUntilReady();
+    // the images two later steps roll to, built while the steps between wait on the cluster
+    startPrebuilds();
+  }, 500_000);
 
   // the gateway story
   it(

@@ -1,17 +1,14 @@
 // Connections across a datapath upgrade: the agent is rolled to an image carrying the previous
-// datapath (the LRU-hash conntrack of commit LRU_DATAPATH, built from git here), connections are
+// datapath (the LRU-hash conntrack of commit LRU_DATAPATH, built from git: prebuilt.ts), connections are
 // opened under it, and the agent is rolled back to this build, whose load copies the older conntrack
 // into the set-associative table (bpf-datapath README "Upgrades"). Each connection's server may open
 // nothing (egress denied) and sends a byte every 100 ms: a lost conntrack entry stops it for good.
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
-import { kubectl, kubectlJson, NODE, ROOT, sh, shAsync, until } from '../harness.ts';
-import { figures, importImage, NS, probePod, work } from './shared.ts';
+import { kubectl, kubectlJson, sh, shAsync, until } from '../harness.ts';
+import { LRU_TAG, olderDatapathImage } from './prebuilt.ts';
+import { figures, NS, probePod } from './shared.ts';
 
-/** The last commit whose datapath kept conntrack in the kernel's LRU hash. */
-export const LRU_DATAPATH = '7d4e4c113b804f43724d87079fb5526cfd7328f5';
 const CT_NS = 'e2e-conntrack';
 const TICK_PORT = 9100;
 const HOLDS = 4;
@@ -24,49 +21,6 @@ const BEFORE_ROLL_MS = 10_000;
  */
 const holdMs = (downgradeRollMs: number) =>
   Math.min(180_000, Math.max(35_000, BEFORE_ROLL_MS + 2 * downgradeRollMs + 25_000));
-
-/** The previous datapath's BPF object and bpfctl, compiled from git; this build's CNI plugin. */
-function olderDatapath(): string {
-  const dir = join(work, 'lru-datapath');
-  const src = join(dir, 'src');
-  mkdirSync(src, { recursive: true });
-  // fails (and so fails the step, also in CI) when the clone lacks the commit: no silent skip
-  const tar = join(dir, 'src.tar');
-  sh('git', [
-    '-C',
-    ROOT,
-    'archive',
-    '-o',
-    tar,
-    LRU_DATAPATH,
-    'packages/bpf-datapath/bpf',
-    'packages/bpf-datapath/native',
-  ]);
-  sh('tar', ['-xf', tar, '-C', src]);
-  const pkg = join(src, 'packages/bpf-datapath');
-  const arch = sh('gcc', ['-dumpmachine']).trim();
-  sh(
-    'clang',
-    [
-      '-O2',
-      '-g',
-      '-Wall',
-      '-target',
-      'bpf',
-      `-I/usr/include/${arch}`,
-      '-c',
-      join(pkg, 'bpf/cascade.bpf.c'),
-      '-o',
-      join(dir, 'cascade.bpf.o'),
-    ],
-    { timeoutMs: 120_000 },
-  );
-  sh('gcc', ['-O2', '-Wall', '-o', join(dir, 'cascade-bpfctl'), join(pkg, 'native/bpfctl.c'), '-lbpf'], {
-    timeoutMs: 120_000,
-  });
-  sh('cp', [join(ROOT, 'packages/bpf-datapath/build/cascade-cni'), dir]);
-  return dir;
-}
 
 type Ds = {
   spec: {
@@ -94,24 +48,12 @@ const agentLog = () => kubectl('logs', '-n', NS, 'ds/netpolicy-agent', '--tail=-
 export async function conntrackAcrossDatapathUpgrade(): Promise<void> {
   const current = kubectlJson<Ds>('get', 'ds', '-n', NS, 'netpolicy-agent').spec.template.spec.containers[0]!
     .image;
-  const older = `${current.split(':')[0]}:0.1.0-lru-datapath`;
+  const older = `${current.split(':')[0]}:${LRU_TAG}`;
+  // built and imported in the background since the install step (prebuilt.ts): its build's seconds,
+  // and how long this step still waited for it
   const t0 = Date.now();
-  sh(
-    NODE,
-    [
-      join(ROOT, 'packages/distribution/src/images.ts'),
-      '--tag',
-      '0.1.0-lru-datapath',
-      '--out',
-      join(work, 'lru-images'),
-      '--datapath-build',
-      olderDatapath(),
-      'netpolicy-agent',
-    ],
-    { timeoutMs: 300_000 },
-  );
-  importImage(join(work, 'lru-images', 'netpolicy-agent.tar'));
-  figures.conntrackUpgradeOlderImageSeconds = (Date.now() - t0) / 1000;
+  figures.conntrackUpgradeOlderImageSeconds = await olderDatapathImage();
+  figures.conntrackUpgradeOlderImageWaitSeconds = (Date.now() - t0) / 1000;
 
   // a server that may open nothing and a client that may open only to it
   const server = probePod(CT_NS, 'ct-server', { app: 'ct-server' });

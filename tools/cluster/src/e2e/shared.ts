@@ -17,12 +17,6 @@ export const helm = (...args: string[]) => sh('helm', args, { timeoutMs: 300_000
 export const install = (tag: string) =>
   sh('bash', [CLUSTER_SH, 'install', tag, '6m'], { timeoutMs: 420_000 });
 
-/** An image archive imported into the cluster's containerd (the e2e builds images, no registry). */
-export const importImage = (tar: string) =>
-  sh('ctr', ['-a', '/run/cascade-cluster/containerd.sock', '-n', 'k8s.io', 'images', 'import', tar], {
-    timeoutMs: 120_000,
-  });
-
 /** How many host veths carry the Cascade program at tc ingress. */
 export function attachedPrograms(): number {
   const veths = JSON.parse(sh('ip', ['-j', 'link', 'show', 'type', 'veth'])) as { ifname: string }[];
