@@ -48,17 +48,28 @@ const agentReadyOn = (node: string, after = '') =>
         metadata: { uid: string };
         spec: { nodeName: string };
         status: {
+          phase?: string;
           conditions?: { type: string; status: string }[];
-          containerStatuses?: { restartCount: number; ready: boolean }[];
+          containerStatuses?: {
+            restartCount: number;
+            ready: boolean;
+            state?: Record<string, unknown>;
+            lastState?: Record<string, unknown>;
+          }[];
         };
       }[];
     }>('get', 'pods', '-n', 'cascade-system', '-l', 'app.kubernetes.io/name=netpolicy-agent').items.find(
       (p) => p.spec.nodeName === node,
     );
     const c = a?.status.containerStatuses?.[0];
-    return c?.ready && `${a!.metadata.uid}/${c.restartCount}` !== after
-      ? `${a!.metadata.uid}/${c.restartCount}`
-      : undefined;
+    if (c?.ready && `${a!.metadata.uid}/${c.restartCount}` !== after)
+      return `${a!.metadata.uid}/${c.restartCount}`;
+    // not yet: what the pod says, which the timeout's error carries (a failed wait says why)
+    throw new Error(
+      a
+        ? `pod ${a.metadata.uid} ${a.status.phase ?? ''}, container ready ${c?.ready ?? false}, restarts ${c?.restartCount ?? '-'} (before: ${after || 'none'}), state ${JSON.stringify(c?.state ?? {})}, last ${JSON.stringify(c?.lastState ?? {})}`
+        : 'no agent pod on the node',
+    );
   });
 
 /** A node's live hosts map (the addresses its kernel knows), through its agent. */
