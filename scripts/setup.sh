@@ -14,8 +14,11 @@ started=$SECONDS
 # disk (npm, apt-get): it starts first, beside them, and the loop below waits for it where its step
 # comes, before the steps that use its binaries. Only when that step is asked for (npm test, npm run
 # bench; not the demo's `setup.sh bpf`).
+# asked NAME: whether the step NAME runs (no argument: every step)
+asked=("$@")
+asked() { ((${#asked[@]} == 0)) || [[ " ${asked[*]} " == *" $1 "* ]]; }
 kube_set_pid=
-if [[ -f scripts/setup.d/18-kube-set.sh ]] && { (($# == 0)) || [[ " $* " == *" kube-set "* ]]; }; then
+if [[ -f scripts/setup.d/18-kube-set.sh ]] && asked kube-set; then
   kube_set_t0=$SECONDS
   bash scripts/setup.d/18-kube-set.sh &
   kube_set_pid=$!
@@ -45,7 +48,7 @@ if compgen -G "scripts/setup.d/*.sh" > /dev/null; then
   for step in scripts/setup.d/*.sh; do
     name=$(basename "$step" .sh)
     name=${name#*-}
-    if (($#)) && [[ " $* " != *" $name "* ]]; then continue; fi
+    asked "$name" || continue
     t0=$SECONDS
     if [[ $name == kube-set && -n $kube_set_pid ]]; then
       # started beside the steps before it: its whole time, however much of it overlapped them
