@@ -33,9 +33,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${CASCADE_CACHE:-$HOME/.cache/cascade}
 sctp=$([[ ${NPAPI_KEEP_SCTP:-} == 1 ]] && echo sctp || echo nosctp)
 multinode=$([[ ${CONFORMANCE_NODES:-1} -gt 1 ]] && echo 1 || echo 0)
-one="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp-1node-r2"
-out=$one
-((multinode)) && out="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp-nnode-r1"
+# -rN: the recipe's revision (r3: the suites take the build set's build list)
+out="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp-1node-r3"
+((multinode)) && out="$cache/conformance/k8s-$K8S_VERSION-npapi-$NPAPI_V1-$NPAPI_V2-$sctp-nnode-r2"
 log() { printf '[conformance-build] %s\n' "$*" >&2; }
 # build.sh BINARY... builds only those (npm test's subsets need netpol.test, agnhost, npapi-v0.1.test
 # and npapi-v0.3.test: tools/conformance/src/run.ts SUBSET_SUITES); no argument builds every one.
@@ -112,7 +112,23 @@ for pair in "npapi-v0.1.test:$NPAPI_V1" "npapi-v0.2.test:$NPAPI_V2" "npapi-v0.3.
   [[ $(printf '%s\n1.24\n' "$gover" | sort -V | head -1) == 1.24 ]] || gover=1.24
   printf 'module cascade.dev/%s\ngo %s\nrequire sigs.k8s.io/network-policy-api %s\nreplace sigs.k8s.io/network-policy-api => ./module\n' \
     "conformance-${bin%.test}" "$gover" "$version" > "$src/go.mod"
+  # A suite whose client-go is no newer than the Kubernetes build set's (v0.1.7 pins v0.33) is built on
+  # the set's build list (lib.sh align_to_kube_set): the set's client-go is the cluster's own, the
+  # suite only creates, reads and deletes objects through typed clients that client-go keeps
+  # compatible, and a fresh machine then compiles client-go and its kin once, not again for the suite
+  # (about 90 s of CPU). A suite on a newer Kubernetes (v0.3.0 pins v0.36) keeps its own build list:
+  # the set would lower its libraries.
+  suite_client_go=$(awk '$1 == "k8s.io/client-go" { print $2 }' "$src/module/go.mod")
+  aligned=0
+  if [[ -n $suite_client_go && $(printf '%s\n%s\n' "$suite_client_go" "$(kube_set_version k8s.io/client-go)" | sort -V | head -1) == "$suite_client_go" ]]; then
+    align_to_kube_set "$src"
+    aligned=1
+  fi
   tool_module "$src" "conformance-${bin%.test}" <<<"sigs.k8s.io/network-policy-api/conformance/tests"
+  if ((aligned)); then
+    differ=$(kube_set_differences "$src" sigs.k8s.io/network-policy-api/conformance)
+    [[ -z $differ ]] || log "$bin takes newer versions than the build set of (compiled for it alone): ${differ//$'\n'/; }"
+  fi
   (cd "$src" && go test -c -trimpath -ldflags='-s -w' -o "$out/bin/$bin.tmp" sigs.k8s.io/network-policy-api/conformance)
   mv -f "$out/bin/$bin.tmp" "$out/bin/$bin"
 done

@@ -15,6 +15,8 @@
 # them). The directory's name carries every version, so changing one rebuilds the set.
 # Usage: kube-set.sh NAME... builds what is missing of NAME... and prints the directory. Whoever needs
 # a binary already built reads it without the lock; one build runs at a time and a second waits.
+# kube-set.sh --module resolves the set's module without building and prints its directory: the Go
+# tools built beside the set (lib.sh align_to_kube_set) take its build list.
 set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.5}
@@ -46,11 +48,17 @@ declare -A package_of=(
   [etcd]=go.etcd.io/etcd/server/v3 [coredns]=./coredns [helm]=helm.sh/helm/v3/cmd/helm
   [agnhost]=k8s.io/kubernetes/test/images/agnhost [netpol.test]=./netpol
 )
-(($#)) || { echo "usage: kube-set.sh NAME..." >&2; exit 2; }
+(($#)) || { echo "usage: kube-set.sh NAME... | --module" >&2; exit 2; }
+module_only=0
+if [[ $1 == --module ]]; then
+  module_only=1
+  shift
+  (($# == 0)) || { echo "kube-set: --module takes no binary names" >&2; exit 2; }
+fi
 for b in "$@"; do
   [[ -n ${package_of[$b]:-} ]] || { echo "kube-set: no binary named $b in the set (have: ${!package_of[*]})" >&2; exit 2; }
 done
-if [[ -z $(missing_of "$@") ]]; then
+if ((!module_only)) && [[ -z $(missing_of "$@") ]]; then
   log "$* cached in $out/bin"
   echo "$out/bin"
   exit 0
@@ -62,7 +70,7 @@ if ! flock -n 9; then
   flock 9
 fi
 mapfile -t missing < <(missing_of "$@")
-if ((${#missing[@]} == 0)); then
+if ((!module_only && ${#missing[@]} == 0)); then
   log "$* cached in $out/bin"
   echo "$out/bin"
   exit 0
@@ -92,6 +100,10 @@ if [[ $(cat "$src/.tidy-sum" 2>/dev/null) != "$module_sum" ]]; then
   # tool_module's tidy is forgiving (-e); here an unresolved import is an error worth seeing now
   (cd "$src" && go list -mod=readonly -deps -test ./coredns ./netpol "${imports[@]}" >/dev/null)
   echo "$module_sum" > "$src/.tidy-sum"
+fi
+if ((module_only)); then
+  echo "$src"
+  exit 0
 fi
 
 # One `go build` of every command asked for. -X of a symbol a binary does not link is ignored, so

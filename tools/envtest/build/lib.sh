@@ -53,3 +53,37 @@ tool_module() {
   } > "$src/tools.go"
   (cd "$src" && { go mod tidy -e >/dev/null 2>&1 || true; })
 }
+
+# align_to_kube_set SRC: a Go tool built beside the Kubernetes build set (kube-set.sh), in the module
+# SRC, compiles what it shares with the set only once if it selects the set's versions of it: Go keys
+# a compiled package by its module's selected version, so client-go one patch release apart is
+# compiled again, with everything above it. SRC/go.mod gets the set's whole build list as
+# requirements and the set's replaces (Kubernetes' staging modules at the set's version). Minimal
+# version selection then keeps the set's versions wherever the tool asks for older ones, and the
+# tool's wherever it asks for newer: nothing the tool requires is ever lowered, so only a tool whose
+# Kubernetes libraries are no newer than the set's is worth aligning (the callers check that).
+# Run it before tool_module's tidy; kube_set_differences afterwards names what still differs.
+align_to_kube_set() {
+  local src=$1 set_src args
+  set_src=$(bash "${BASH_SOURCE[0]%/*}/kube-set.sh" --module)
+  (cd "$set_src" && go list -mod=readonly -m -f '{{if not .Main}}{{.Path}} {{.Version}}{{end}}' all) > "$src/.kube-set-list"
+  mapfile -t args < <(awk 'NF == 2 { print "-require=" $1 "@" $2 }' "$src/.kube-set-list")
+  while read -r from to ver; do args+=("-replace=$from=$to@$ver"); done < <(
+    cd "$set_src" && go list -mod=readonly -m -f '{{with .Replace}}{{$.Path}} {{.Path}} {{.Version}}{{end}}' all | awk 'NF == 3')
+  (cd "$src" && go mod edit "${args[@]}")
+}
+
+# kube_set_version MODULE: the version of MODULE the build set's module selects
+kube_set_version() {
+  (cd "$(bash "${BASH_SOURCE[0]%/*}/kube-set.sh" --module)" && go list -mod=readonly -m -f '{{.Version}}' "$1")
+}
+
+# kube_set_differences SRC PACKAGE...: the modules of PACKAGE...'s build (with their tests) that SRC
+# selects at another version than the build set (after align_to_kube_set and a tidy), each as
+# "path set-version -> version": none when every shared module agrees
+kube_set_differences() {
+  local src=$1
+  shift
+  awk 'FNR == NR { v[$1] = $2; next } ($1 in v) && v[$1] != $2 { print $1 " " v[$1] " -> " $2 }' "$src/.kube-set-list" \
+    <(cd "$src" && go list -mod=readonly -deps -test -f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}}{{end}}{{end}}' "$@" | sort -u)
+}
