@@ -23,6 +23,22 @@ const podKey = (p: { metadata: { name: string; namespace?: string } }) =>
 const loopOver = (probes: ReturnType<typeof probesFor>) => probeLoop(probes, predicted(probes), 600);
 
 /**
+ * `body` run under a probe loop over `probes`; the loop's result once `body` is done. A `body` that
+ * fails stops the loop too: left running, it would probe pods the cluster's `down` removes, and its
+ * rejection would come after the step's own failure, unhandled.
+ */
+async function probing(probes: ReturnType<typeof probesFor>, body: () => Promise<void>): Promise<LoopResult> {
+  const loop = loopOver(probes);
+  try {
+    await body();
+  } catch (e) {
+    await loop.stop().catch(() => undefined);
+    throw e;
+  }
+  return loop.stop();
+}
+
+/**
  * The loops' figures under `name`, and in each: no wrong verdict (late answers rare, none refused by a
  * kernel), at least `minRounds` rounds, and every probe measured (a probe that returned no verdict
  * fails these steps, as it did before they shared the loop of probes.ts).
@@ -99,38 +115,42 @@ export async function nodeFailure(): Promise<void> {
   // (its pods keep running, their programs stay attached), then its new agent adopts the pins
   const agentBefore = await agentReadyOn(n3.name);
   const toAll = probesFor(survivors, false, []).filter((p) => p.port === net.ports[0]);
-  const short = loopOver(toAll);
   const since = Date.now();
-  await sleep(3000);
-  let t0 = Date.now();
-  sh('bash', [CLUSTER_SH, 'node', 'stop', n3.name], { timeoutMs: 120_000 });
-  await sleep(8000);
-  sh('bash', [CLUSTER_SH, 'node', 'start', n3.name], { timeoutMs: 600_000 });
-  await agentReadyOn(n3.name, agentBefore);
-  figures.nodeRestartToAgentReadySeconds = (Date.now() - t0) / 1000;
-  await sleep(5000);
-  const a = await short.stop();
+  const a = await probing(toAll, async () => {
+    await sleep(3000);
+    const t0 = Date.now();
+    sh('bash', [CLUSTER_SH, 'node', 'stop', n3.name], { timeoutMs: 120_000 });
+    await sleep(8000);
+    sh('bash', [CLUSTER_SH, 'node', 'start', n3.name], { timeoutMs: 600_000 });
+    await agentReadyOn(n3.name, agentBefore);
+    figures.nodeRestartToAgentReadySeconds = (Date.now() - t0) / 1000;
+    await sleep(5000);
+  });
   // 2. a long outage: NotReady, its pods evicted (they still run there, unmanaged: they keep their
   // addresses in every agent's maps until deleted), then back: the evicted pods end and leave
-  const long = loopOver(
-    probesFor(survivors, false, []).filter(
-      (p) => p.port === net.ports[0] && !onN3.some((q) => podKey(q) === p.to),
-    ),
+  const toSurvivors = probesFor(survivors, false, []).filter(
+    (p) => p.port === net.ports[0] && !onN3.some((q) => podKey(q) === p.to),
   );
-  t0 = Date.now();
-  sh('bash', [CLUSTER_SH, 'node', 'stop', n3.name], { timeoutMs: 120_000 });
-  await until(`${n3.name} NotReady`, 120, () =>
+  const b = await probing(toSurvivors, () => longOutage(n3.name, onN3));
+  await expectRight('nodeFailure', since, 3, a, b);
+}
+
+/** Part 2 of nodeFailure: `node` stops until its pods (`onNode`) are evicted, then comes back. */
+async function longOutage(node: string, onNode: typeof net.pods): Promise<void> {
+  const t0 = Date.now();
+  sh('bash', [CLUSTER_SH, 'node', 'stop', node], { timeoutMs: 120_000 });
+  await until(`${node} NotReady`, 120, () =>
     kubectlJson<{ status: { conditions: { type: string; status: string }[] } }>(
       'get',
       'node',
-      n3.name,
+      node,
     ).status.conditions.some((c) => c.type === 'Ready' && c.status !== 'True')
       ? true
       : undefined,
   );
   figures.nodeStopToNotReadySeconds = (Date.now() - t0) / 1000;
-  await until(`the pods of ${n3.name} evicted`, 180, () =>
-    onN3.every(
+  await until(`the pods of ${node} evicted`, 180, () =>
+    onNode.every(
       (p) =>
         kubectlJson<{ metadata: { deletionTimestamp?: string } }>(
           'get',
@@ -144,28 +164,26 @@ export async function nodeFailure(): Promise<void> {
       : undefined,
   );
   figures.nodeStopToEvictedSeconds = (Date.now() - t0) / 1000;
-  const evicted = onN3.map((p) => net.podIp.get(podKey(p))!);
+  const evicted = onNode.map((p) => net.podIp.get(podKey(p))!);
   const [first] = liveNodes();
   const held = await liveHosts(first!.name);
   expect(evicted.filter((ip) => !held.has(ip))).toEqual([]);
-  sh('bash', [CLUSTER_SH, 'node', 'start', n3.name], { timeoutMs: 600_000 });
+  sh('bash', [CLUSTER_SH, 'node', 'start', node], { timeoutMs: 600_000 });
   await until('the evicted pods deleted', 180, () =>
-    sh('kubectl', ['get', 'pods', '-A', '-o', 'name', '--field-selector', `spec.nodeName=${n3.name}`])
+    sh('kubectl', ['get', 'pods', '-A', '-o', 'name', '--field-selector', `spec.nodeName=${node}`])
       .split('\n')
-      .every((l) => !onN3.some((p) => l === `pod/${p.metadata.name}`))
+      .every((l) => !onNode.some((p) => l === `pod/${p.metadata.name}`))
       ? true
       : undefined,
   );
   await until('the evicted pods gone from the other agents', 60, async () => {
-    for (const n of liveNodes().filter((n) => n.name !== n3.name)) {
+    for (const n of liveNodes().filter((n) => n.name !== node)) {
       const h = await liveHosts(n.name);
       if (evicted.some((ip) => h.has(ip))) return undefined;
     }
     return true;
   });
   figures.nodeEvictedPodsLeftAgentsSeconds = (Date.now() - t0) / 1000;
-  const b = await long.stop();
-  await expectRight('nodeFailure', since, 3, a, b);
 }
 
 /**
@@ -189,34 +207,35 @@ export async function drainAndAddNode(): Promise<void> {
   expect(onN1.length).toBeGreaterThan(1);
   expect(onN2.length).toBeGreaterThan(0);
   const since = Date.now();
-  const loop = loopOver(
-    probesFor(onN1, false, []).filter((p) => p.port === net.ports[0] && onN1.some((q) => podKey(q) === p.to)),
+  const withinN1 = probesFor(onN1, false, []).filter(
+    (p) => p.port === net.ports[0] && onN1.some((q) => podKey(q) === p.to),
   );
-  let t0 = Date.now();
-  sh(
-    'kubectl',
-    [
-      'drain',
-      n2.name,
-      '--ignore-daemonsets',
-      '--delete-emptydir-data',
-      '--force',
-      '--grace-period=1',
-      '--timeout=180s',
-    ],
-    { timeoutMs: 200_000 },
-  );
-  const drained = onN2.map((p) => net.podIp.get(podKey(p))!);
-  await until('the drained pods gone from the other agents', 60, async () => {
-    const h = await liveHosts(n1.name);
-    return drained.some((ip) => h.has(ip)) ? undefined : true;
+  const r = await probing(withinN1, async () => {
+    const t0 = Date.now();
+    sh(
+      'kubectl',
+      [
+        'drain',
+        n2.name,
+        '--ignore-daemonsets',
+        '--delete-emptydir-data',
+        '--force',
+        '--grace-period=1',
+        '--timeout=180s',
+      ],
+      { timeoutMs: 200_000 },
+    );
+    const drained = onN2.map((p) => net.podIp.get(podKey(p))!);
+    await until('the drained pods gone from the other agents', 60, async () => {
+      const h = await liveHosts(n1.name);
+      return drained.some((ip) => h.has(ip)) ? undefined : true;
+    });
+    figures.drainToPodsLeftAgentsSeconds = (Date.now() - t0) / 1000;
   });
-  figures.drainToPodsLeftAgentsSeconds = (Date.now() - t0) / 1000;
-  const r = await loop.stop();
   await expectRight('drain', since, 1, r);
   sh('kubectl', ['uncordon', n2.name]);
   // a fourth node joins: its agent starts, learns every pod, and its pods are judged like any other
-  t0 = Date.now();
+  const t0 = Date.now();
   sh('bash', [CLUSTER_SH, 'up', '--nodes', String(NODES + 1)], { timeoutMs: 20 * 60_000 });
   figures.addNodeSeconds = (Date.now() - t0) / 1000;
   const n4 = liveNodes().find((n) => n.name === `cascade-node-${NODES + 1}`)!;
