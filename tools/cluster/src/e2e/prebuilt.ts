@@ -6,7 +6,7 @@
 // images, so a failed build fails that step with the build's error, as before.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { NODE, ROOT, shAsync } from '../harness.ts';
+import { CLUSTER_SH, NODE, ROOT, shAsync } from '../harness.ts';
 import { work } from './shared.ts';
 
 /** The last commit whose datapath kept conntrack in the kernel's LRU hash. */
@@ -24,13 +24,11 @@ export const REBUILT_TAG = '0.1.0-rebuilt';
 export const LRU_TAG = '0.1.0-lru-datapath';
 
 const IMAGES_TS = join(ROOT, 'packages/distribution/src/images.ts');
-/** An image archive imported into the cluster's containerd (the e2e builds images, no registry). */
-const importAsync = (tar: string) =>
-  shAsync(
-    'ctr',
-    ['-a', '/run/cascade-cluster/containerd.sock', '-n', 'k8s.io', 'images', 'import', tar],
-    180_000,
-  );
+/**
+ * Image archives imported into the cluster's containerd (the e2e builds images, no registry), through
+ * the cluster's own `import` verb: every node, and only the images a node lacks (node.ts importArchives).
+ */
+const importAsync = (...tars: string[]) => shAsync('bash', [CLUSTER_SH, 'import', ...tars], 300_000);
 
 const builds = new Map<string, Promise<number>>();
 /** The build named `name`, started on the first call; resolves to its seconds (build and import). */
@@ -51,7 +49,7 @@ export const rebuiltImages = () =>
   once('rebuilt', async () => {
     const out = join(work, 'images');
     await shAsync(NODE, [IMAGES_TS, '--tag', REBUILT_TAG, '--out', out, ...COMPONENT_IMAGES], 300_000);
-    for (const img of COMPONENT_IMAGES) await importAsync(join(out, `${img}.tar`));
+    await importAsync(...COMPONENT_IMAGES.map((img) => join(out, `${img}.tar`)));
   });
 
 /** The agent image under LRU_TAG with the datapath of LRU_DATAPATH, imported into the node. */
