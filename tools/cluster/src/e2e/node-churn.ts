@@ -19,24 +19,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const podKey = (p: { metadata: { name: string; namespace?: string } }) =>
   `${p.metadata.namespace}/${p.metadata.name}`;
 
-/** A probe loop over `probes`, judged against what simulate predicts of them. */
-const loopOver = (probes: ReturnType<typeof probesFor>) => probeLoop(probes, predicted(probes), 600);
-
 /**
- * `body` run under a probe loop over `probes`; the loop's result once `body` is done. A `body` that
- * fails stops the loop too: left running, it would probe pods the cluster's `down` removes, and its
- * rejection would come after the step's own failure, unhandled.
+ * A probe loop over `probes`, judged against what simulate predicts of them. Each is stopped in a
+ * `finally`, as restartAndUpgrade's is: a loop left running after its step failed would probe pods
+ * the cluster's `down` removes, and its rejection would come after the step's own failure, unhandled.
  */
-async function probing(probes: ReturnType<typeof probesFor>, body: () => Promise<void>): Promise<LoopResult> {
-  const loop = loopOver(probes);
-  try {
-    await body();
-  } catch (e) {
-    await loop.stop().catch(() => undefined);
-    throw e;
-  }
-  return loop.stop();
-}
+const loopOver = (probes: ReturnType<typeof probesFor>) => probeLoop(probes, predicted(probes), 600);
 
 /**
  * The loops' figures under `name`, and in each: no wrong verdict (late answers rare, none refused by a
@@ -116,7 +104,8 @@ export async function nodeFailure(): Promise<void> {
   const agentBefore = await agentReadyOn(n3.name);
   const toAll = probesFor(survivors, false, []).filter((p) => p.port === net.ports[0]);
   const since = Date.now();
-  const a = await probing(toAll, async () => {
+  const short = loopOver(toAll);
+  try {
     await sleep(3000);
     const t0 = Date.now();
     sh('bash', [CLUSTER_SH, 'node', 'stop', n3.name], { timeoutMs: 120_000 });
@@ -125,14 +114,21 @@ export async function nodeFailure(): Promise<void> {
     await agentReadyOn(n3.name, agentBefore);
     figures.nodeRestartToAgentReadySeconds = (Date.now() - t0) / 1000;
     await sleep(5000);
-  });
+  } finally {
+    await short.stop();
+  }
   // 2. a long outage: NotReady, its pods evicted (they still run there, unmanaged: they keep their
   // addresses in every agent's maps until deleted), then back: the evicted pods end and leave
   const toSurvivors = probesFor(survivors, false, []).filter(
     (p) => p.port === net.ports[0] && !onN3.some((q) => podKey(q) === p.to),
   );
-  const b = await probing(toSurvivors, () => longOutage(n3.name, onN3));
-  await expectRight('nodeFailure', since, 3, a, b);
+  const long = loopOver(toSurvivors);
+  try {
+    await longOutage(n3.name, onN3);
+  } finally {
+    await long.stop();
+  }
+  await expectRight('nodeFailure', since, 3, short.progress(), long.progress());
 }
 
 /** Part 2 of nodeFailure: `node` stops until its pods (`onNode`) are evicted, then comes back. */
@@ -210,7 +206,8 @@ export async function drainAndAddNode(): Promise<void> {
   const withinN1 = probesFor(onN1, false, []).filter(
     (p) => p.port === net.ports[0] && onN1.some((q) => podKey(q) === p.to),
   );
-  const r = await probing(withinN1, async () => {
+  const loop = loopOver(withinN1);
+  try {
     const t0 = Date.now();
     sh(
       'kubectl',
@@ -231,8 +228,10 @@ export async function drainAndAddNode(): Promise<void> {
       return drained.some((ip) => h.has(ip)) ? undefined : true;
     });
     figures.drainToPodsLeftAgentsSeconds = (Date.now() - t0) / 1000;
-  });
-  await expectRight('drain', since, 1, r);
+  } finally {
+    await loop.stop();
+  }
+  await expectRight('drain', since, 1, loop.progress());
   sh('kubectl', ['uncordon', n2.name]);
   // a fourth node joins: its agent starts, learns every pod, and its pods are judged like any other
   const t0 = Date.now();
