@@ -63,6 +63,7 @@ if [[ ! -x $out/bin/flanneld ]]; then
   cp "$here/flannel/cproxy_nocgo_amd64.go" "$src/module/pkg/backend/udp/"
   printf 'module cascade.dev/cluster-flanneld\ngo 1.24\nrequire github.com/flannel-io/flannel %s\nreplace github.com/flannel-io/flannel => ./module\n' \
     "$FLANNEL_VERSION" > "$src/go.mod"
+  kube_set_list "$src"
   align_to_kube_set "$src"
   tool_module "$src" cluster-flanneld <<<"github.com/flannel-io/flannel"
   differ=$(kube_set_differences "$src" github.com/flannel-io/flannel)

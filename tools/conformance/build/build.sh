@@ -119,8 +119,9 @@ for pair in "npapi-v0.1.test:$NPAPI_V1" "npapi-v0.2.test:$NPAPI_V2" "npapi-v0.3.
   # (about 90 s of CPU). A suite on a newer Kubernetes (v0.3.0 pins v0.36) keeps its own build list:
   # the set would lower its libraries.
   suite_client_go=$(awk '$1 == "k8s.io/client-go" { print $2 }' "$src/module/go.mod")
+  kube_set_list "$src"
   aligned=0
-  if [[ -n $suite_client_go && $(printf '%s\n%s\n' "$suite_client_go" "$(kube_set_version k8s.io/client-go)" | sort -V | head -1) == "$suite_client_go" ]]; then
+  if [[ -n $suite_client_go && $(printf '%s\n%s\n' "$suite_client_go" "$(kube_set_version "$src" k8s.io/client-go)" | sort -V | head -1) == "$suite_client_go" ]]; then
     align_to_kube_set "$src"
     aligned=1
   fi

@@ -54,6 +54,21 @@ tool_module() {
   (cd "$src" && { go mod tidy -e >/dev/null 2>&1 || true; })
 }
 
+# kube_set_list SRC: the Kubernetes build set's build list (kube-set.sh --module resolves the set's
+# module without building it) into SRC/.kube-set-list, a module per line: its path and version, then
+# the path and version it is replaced with, if it is. align_to_kube_set, kube_set_version and
+# kube_set_differences read it.
+kube_set_list() {
+  (cd "$(bash "${BASH_SOURCE[0]%/*}/kube-set.sh" --module)" &&
+    go list -mod=readonly -m -f '{{if not .Main}}{{.Path}} {{.Version}}{{with .Replace}} {{.Path}} {{.Version}}{{end}}{{end}}' all) \
+    > "$1/.kube-set-list"
+}
+
+# kube_set_version SRC MODULE: the version of MODULE the build set selects (after kube_set_list SRC)
+kube_set_version() {
+  awk -v m="$2" '$1 == m { print $2 }' "$1/.kube-set-list"
+}
+
 # align_to_kube_set SRC: a Go tool built beside the Kubernetes build set (kube-set.sh), in the module
 # SRC, compiles what it shares with the set only once if it selects the set's versions of it: Go keys
 # a compiled package by its module's selected version, so client-go one patch release apart is
@@ -62,20 +77,12 @@ tool_module() {
 # version selection then keeps the set's versions wherever the tool asks for older ones, and the
 # tool's wherever it asks for newer: nothing the tool requires is ever lowered, so only a tool whose
 # Kubernetes libraries are no newer than the set's is worth aligning (the callers check that).
-# Run it before tool_module's tidy; kube_set_differences afterwards names what still differs.
+# Run it after kube_set_list SRC and before tool_module's tidy; kube_set_differences afterwards names
+# what still differs.
 align_to_kube_set() {
-  local src=$1 set_src args
-  set_src=$(bash "${BASH_SOURCE[0]%/*}/kube-set.sh" --module)
-  (cd "$set_src" && go list -mod=readonly -m -f '{{if not .Main}}{{.Path}} {{.Version}}{{end}}' all) > "$src/.kube-set-list"
-  mapfile -t args < <(awk 'NF == 2 { print "-require=" $1 "@" $2 }' "$src/.kube-set-list")
-  while read -r from to ver; do args+=("-replace=$from=$to@$ver"); done < <(
-    cd "$set_src" && go list -mod=readonly -m -f '{{with .Replace}}{{$.Path}} {{.Path}} {{.Version}}{{end}}' all | awk 'NF == 3')
+  local src=$1 args
+  mapfile -t args < <(awk '{ print "-require=" $1 "@" $2 } NF == 4 { print "-replace=" $1 "=" $3 "@" $4 }' "$src/.kube-set-list")
   (cd "$src" && go mod edit "${args[@]}")
-}
-
-# kube_set_version MODULE: the version of MODULE the build set's module selects
-kube_set_version() {
-  (cd "$(bash "${BASH_SOURCE[0]%/*}/kube-set.sh" --module)" && go list -mod=readonly -m -f '{{.Version}}' "$1")
 }
 
 # kube_set_differences SRC PACKAGE...: the modules of PACKAGE...'s build (with their tests) that SRC
