@@ -71,7 +71,7 @@ function summarise(r: {
       // each e2e file is a phase (one cluster); a file's times cover its steps only, so its
       // set-up (beforeAll: the cluster's up) shows as the wait since the file before it in the
       // same process ended (that file's afterAll included), or since the tests started
-      const before = (r.testResults as FileResult[])
+      const before = r.testResults
         .filter((o) => o.endTime <= f.startTime)
         .reduce((n, o) => Math.max(n, o.endTime), testStart * 1000 || f.startTime);
       e2ePhases.push({

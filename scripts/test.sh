@@ -25,14 +25,18 @@ if (($#)); then
   status=$?
 else
   e2e=@cascade/cluster
-  # the command nx would run for the project's test target, its lines labelled as nx labels them, for
-  # its end-to-end files only (*.cluster.test.ts): its other files (the chart's, about 20 s) would
-  # delay the first cluster; they run in the other lane, after nx, into a result file of their own
-  (
-    cd tools/cluster || exit 1
-    PATH="$root/node_modules/.bin:$PATH" vitest run .cluster.test.ts 2>&1 | sed -u "s|^|$e2e: |"
-    exit "${PIPESTATUS[0]}"
-  ) &
+  # cluster_vitest ARG...: the command nx would run for the project's test target, with ARG..., its
+  # lines labelled as nx labels them
+  cluster_vitest() {
+    (
+      cd tools/cluster || exit 1
+      PATH="$root/node_modules/.bin:$PATH" vitest run "$@" 2>&1 | sed -u "s|^|$e2e: |"
+      exit "${PIPESTATUS[0]}"
+    )
+  }
+  # its end-to-end files only (*.cluster.test.ts) first: its other files (the chart's, about 20 s)
+  # would delay the first cluster; they run in the other lane, after nx, into a result file of their own
+  cluster_vitest .cluster.test.ts &
   e2e_pid=$!
   # One type check of the whole workspace (tsconfig.json: every project's sources in one program,
   # about 30 s of CPU) instead of each project's `build`: `tsc -p` of a project checks the sources of
@@ -45,12 +49,7 @@ else
   echo "typecheck $((SECONDS - t0))" >> "$times"
   npx nx run-many -t lint test --exclude="$e2e" --parallel=1 --excludeTaskDependencies --outputStyle=stream "${skip_cache[@]}" || status=1
   npx nx run-many -t lint --projects="$e2e" --excludeTaskDependencies --outputStyle=stream "${skip_cache[@]}" || status=1
-  (
-    cd tools/cluster || exit 1
-    PATH="$root/node_modules/.bin:$PATH" vitest run --exclude 'src/**/*.cluster.test.ts' \
-      --outputFile.json=.vitest-results.unit.json 2>&1 | sed -u "s|^|$e2e: |"
-    exit "${PIPESTATUS[0]}"
-  ) || status=1
+  cluster_vitest --exclude 'src/**/*.cluster.test.ts' --outputFile.json=.vitest-results.unit.json || status=1
   wait "$e2e_pid" || status=1
 fi
 node scripts/test-summary.ts || status=1
