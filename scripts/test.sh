@@ -17,6 +17,11 @@ export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 # heap instead of 2x: measured, a kubectl call costs 25 ms of CPU instead of 36. envtest's servers set
 # their own (tools/envtest: GOGC=1000 with a 1 GiB limit). A GOGC given to npm test is kept.
 export GOGC=${GOGC:-400}
+# Every Node process of the run (about 13 vitest processes, nx's, the controllers and agents the
+# integration tests start, the CLI, the cluster's tool) keeps what V8 compiled in one cache, so a
+# module compiled once is not compiled again by the next process: measured, the netpolicy package's
+# tests took 9 s less CPU (79 -> 70 s) with the cache warm. The clone's own, so a new clone starts empty.
+export NODE_COMPILE_CACHE=${NODE_COMPILE_CACHE:-$root/node_modules/.cache/node-compile}
 rm -f packages/*/.vitest-results*.json tools/*/.vitest-results*.json
 # the test phase's start and its own steps' seconds, for the phase report (scripts/test-summary.ts)
 export CASCADE_TEST_T0=$(date +%s)
