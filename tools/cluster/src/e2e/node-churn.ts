@@ -82,6 +82,27 @@ async function liveHosts(node: string): Promise<Set<string>> {
   return new Set(live.hosts.map((h) => h.address.replace(/\/\d+$/, '')));
 }
 
+/** What the cluster says of `ns`'s pods and of the nodes: for a step's failure message. */
+function clusterSays(ns: string): string {
+  const ask = (what: string, args: string[]) => {
+    try {
+      return `${what}:\n${sh('kubectl', args).trim()}`;
+    } catch (e) {
+      return `${what}: ${(e as Error).message.slice(0, 300)}`;
+    }
+  };
+  return [
+    ask(`pods of ${ns}`, ['get', 'pods', '-n', ns, '-o', 'wide']),
+    ask(`events of ${ns}`, ['get', 'events', '-n', ns, '--sort-by=.lastTimestamp']),
+    ask('nodes (Ready since, taints)', [
+      'get',
+      'nodes',
+      '-o',
+      'custom-columns=NAME:.metadata.name,READY:.status.conditions[?(@.type=="Ready")].status,SINCE:.status.conditions[?(@.type=="Ready")].lastTransitionTime,TAINTS:.spec.taints[*].key',
+    ]),
+  ].join('\n');
+}
+
 /**
  * A node stops and comes back, twice: briefly (its agent restarts and adopts its pins), then long
  * enough for the node controller to evict its pods (they leave every other agent once deleted).
@@ -268,22 +289,28 @@ export async function drainAndAddNode(): Promise<void> {
       .map((o) => stringify(o))
       .join('---\n'),
   });
-  sh(
-    'kubectl',
-    [
-      'wait',
-      '-n',
-      NS,
-      '--for=condition=Ready',
-      'pod',
-      'web-4',
-      'client-4',
-      'client-1',
-      'stranger-1',
-      '--timeout=120s',
-    ],
-    { timeoutMs: 130_000 },
-  );
+  try {
+    sh(
+      'kubectl',
+      [
+        'wait',
+        '-n',
+        NS,
+        '--for=condition=Ready',
+        'pod',
+        'web-4',
+        'client-4',
+        'client-1',
+        'stranger-1',
+        '--timeout=120s',
+      ],
+      { timeoutMs: 130_000 },
+    );
+  } catch (e) {
+    // a fresh run once saw stranger-1 deleted and client-1 never Ready here, with no trace of why:
+    // the failure now carries what the cluster said
+    throw new Error(`${(e as Error).message}\n${clusterSays(NS)}`);
+  }
   const ip = (name: string) =>
     kubectlJson<{ status: { podIP: string } }>('get', 'pod', '-n', NS, name).status.podIP;
   const probes = [
