@@ -2,7 +2,7 @@
 # Runs one type check of the workspace, then lint and test of every project through nx, then prints one
 # closing line 'N passed, N failed' summed over all vitest result files.
 #
-# The cluster end-to-end suite (tools/cluster's tests) is the long pole: about 35 minutes on a
+# The cluster end-to-end suite (tools/cluster's tests) is the long pole: about 13-14 minutes on a
 # 2-core machine, much of it waiting for a cluster to converge (it slows beside other work). It
 # starts first, straight from vitest (the `build` targets are type checks that write nothing, so it
 # needs none of them), and every other target runs beside it, one at a time so that the e2e's timed
