@@ -231,9 +231,13 @@ export async function upstreamSubsets(): Promise<void> {
   // this e2e do): the pods made before it must still be torn down (cluster/node.ts
   // hostNetnsMountPoint; on a fresh machine this deletion once hung for want of it)
   sh('bash', ['-c', 'ip netns add cascade-e2e-other && ip netns del cascade-e2e-other']);
+  const tDelete = Date.now();
   sh('kubectl', ['delete', 'namespace', ...net.exampleNamespaces, '--wait=true', '--ignore-not-found'], {
     timeoutMs: 180_000,
   });
+  figures["conformance subsets: the examples' namespaces deleted first (s)"] = Math.round(
+    (Date.now() - tDelete) / 1000,
+  );
   const bin = prepare(undefined, 1, 'cascade', SUBSET_SUITES);
   const failed: string[] = [];
   const t0 = Date.now();
@@ -249,12 +253,16 @@ export async function upstreamSubsets(): Promise<void> {
   figures['conformance subsets, side by side (s)'] = Math.round((Date.now() - t0) / 1000);
   expect(failed).toEqual([]);
   // the suites (and the Services test) delete their namespaces without waiting: gone first
+  const tGone = Date.now();
   await until("the suites' namespaces gone", 240, () =>
     /namespace\/(network-policy-conformance-|svc-e2e|netpol-)/.test(
       kubectl('get', 'namespaces', '-o', 'name'),
     )
       ? undefined
       : true,
+  );
+  figures["conformance subsets: the suites' namespaces gone after (s)"] = Math.round(
+    (Date.now() - tGone) / 1000,
   );
 }
 
