@@ -16,7 +16,7 @@ export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 # cluster's daemons: kube-apiserver, etcd, containerd, kubelet...) collect garbage at 5x their live
 # heap instead of 2x: measured, `kubectl version --client` costs 25 ms of CPU instead of 36, and the
 # run's kubectl calls 30 s instead of 41. envtest's servers set their own (tools/envtest: GOGC=1000
-# with a 1 GiB limit). A GOGC given to npm test is kept.
+# with a 2 GiB limit). A GOGC given to npm test is kept.
 export GOGC=${GOGC:-400}
 # Every Node process of the run (about 13 vitest processes, nx's, the controllers and agents the
 # integration tests start, the CLI, the cluster's tool) keeps what V8 compiled in one cache, so a
